@@ -1,0 +1,67 @@
+"""The interface shared by every model family (the trainer and beam search rely on it).
+
+A family subclasses :class:`Seq2SeqModel`, registers itself by name
+(``nmtmodels.registry.register_model``) and implements ``encode`` and ``decode``.
+
+State dictionaries
+------------------
+``encode`` returns a dict of tensors, every one batch-first (dim 0 = batch); it must hold
+``"memory_pad_mask"`` (B, S) bool, True at padding.  The incremental-decoding ``cache``
+is a dict the decoder fills on its first call and mutates in place on later calls;
+every tensor in it is batch-first too, so :func:`reorder_state` can reorder any
+family's encoder output and cache for beam search without family-specific code
+(non-tensor values, e.g. a step counter, are left as they are).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch import Tensor, nn
+
+from nmtmodels.batch import Batch
+
+State = dict[str, Any]
+
+
+def reorder_state(state: State, index: Tensor) -> State:
+    """Select rows ``index`` (dim 0) of every tensor in a (nested) state dict, in place."""
+    for key, value in state.items():
+        if isinstance(value, Tensor):
+            state[key] = value.index_select(0, index.to(value.device))
+        elif isinstance(value, dict):
+            reorder_state(value, index)
+        elif isinstance(value, (tuple, list)) and value and all(isinstance(v, Tensor) for v in value):
+            state[key] = type(value)(v.index_select(0, index.to(v.device)) for v in value)
+    return state
+
+
+class Seq2SeqModel(nn.Module):
+    """Encoder-decoder base class.
+
+    ``decode(tgt_in, encoder_out, cache=None)`` returns ``(logits, attention)``:
+    logits (B, T, V) un-normalised; attention (B, T, S) over the source memory (the
+    average over heads of the last decoder layer's cross-attention) or None.
+    With ``cache`` given, ``tgt_in`` holds only the new token(s) (B, 1) and the cache
+    carries everything earlier steps computed (self-attention keys/values and the
+    projected keys/values of every memory, computed once).
+    """
+
+    def encode(self, batch: Batch) -> State:  # pragma: no cover - interface
+        raise NotImplementedError
+
+    def decode(self, tgt_in: Tensor, encoder_out: State, cache: State | None = None) -> tuple[Tensor, Tensor | None]:  # pragma: no cover - interface
+        raise NotImplementedError
+
+    def forward(self, batch: Batch) -> Tensor:
+        """Teacher-forced logits (B, T, V) for ``batch.tgt_in``."""
+        logits, _ = self.decode(batch.tgt_in, self.encode(batch))
+        return logits
+
+    def max_positions(self) -> tuple[int, int]:
+        """Longest source and target the model accepts (token ids incl. EOS/BOS)."""
+        return (1024, 1024)
+
+    @torch.no_grad()
+    def num_parameters(self) -> int:
+        return sum(p.numel() for p in self.parameters())
