@@ -6,6 +6,11 @@ from dataclasses import dataclass, field, replace
 import torch
 from torch import Tensor
 
+# Special symbols shared by every vocabulary (ids fixed so search and models agree).
+PAD, BOS, EOS, UNK = "<pad>", "<s>", "</s>", "<unk>"
+PAD_ID, BOS_ID, EOS_ID, UNK_ID = 0, 1, 2, 3
+SPECIAL_SYMBOLS = (PAD, BOS, EOS, UNK)
+
 
 @dataclass
 class Batch:
@@ -25,7 +30,7 @@ class Batch:
     tgt_out: Tensor | None = None
     extras: dict[str, Tensor] = field(default_factory=dict)
     ids: Tensor | None = None
-    pad_id: int = 0
+    pad_id: int = PAD_ID
 
     @property
     def src_pad_mask(self) -> Tensor:
