@@ -11,6 +11,7 @@ import gzip
 
 import os
 import tempfile
+import zlib
 from pathlib import Path
 from typing import Iterator
 
@@ -43,6 +44,8 @@ def read_lines(path: str | os.PathLike, *, strip_bom: bool = True) -> Iterator[s
     Raises DataError naming the file and line on invalid UTF-8 or a truncated gzip
     stream.  A UTF-8 byte-order mark at the start of the file is removed.
     """
+    if not os.path.exists(path):
+        raise DataError(path, "no such file")
     try:
         with open_binary(path) as handle:
             for number, raw in enumerate(handle, start=1):
@@ -53,10 +56,10 @@ def read_lines(path: str | os.PathLike, *, strip_bom: bool = True) -> Iterator[s
                 if number == 1 and strip_bom and text.startswith("\ufeff"):
                     text = text[1:]
                 yield text.rstrip("\r\n")
-    except (EOFError, gzip.BadGzipFile, OSError) as exc:
-        if isinstance(exc, DataError):
-            raise
+    except (EOFError, gzip.BadGzipFile, zlib.error) as exc:
         raise DataError(path, f"corrupt or truncated compressed file ({exc})") from None
+    except OSError as exc:
+        raise DataError(path, f"cannot read ({exc.strerror or exc})") from None
 
 
 @contextlib.contextmanager

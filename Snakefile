@@ -1,0 +1,78 @@
+"""Structure-aware NMT: from raw corpora to paper tables.
+
+    snakemake --cores 2 all                       # embedded default (small corpora, CPU)
+    snakemake --configfile configs/full.yaml -n all  # paper-scale plan
+    snakemake --profile slurm all                 # on a SLURM cluster
+
+The DAG (see README "Layout"): download -> extract -> normalise/tokenise/clean ->
+segment -> BPE / characters -> (models, decoding, scoring in later rule files).
+"""
+import json
+import os
+import shlex
+
+from snakemake.utils import min_version, validate
+
+from workflow_scripts import corpora as corpus_specs
+from workflow_scripts import workflow_config as wc
+
+min_version("9.0")
+
+
+configfile: "config.yaml"
+
+
+validate(config, "schemas/config.schema.yaml")
+wc.check_config(config)
+wc.check_experiments(config)
+
+DATA = wc.DATA_ROOT
+EXPERIMENTS = wc.EXPERIMENTS_ROOT
+CORPORA = config["corpora"]
+MIRROR = config["data_mirror"] or os.environ.get("NMT_DATA_MIRROR", "")
+LICENSED = config["licensed_data_dir"] or os.environ.get("NMT_LICENSED_DATA", "")
+
+# Jobs run `python -m workflow_scripts.*` / `nmtmodels.*` from any environment (conda,
+# cluster node) without installing the project: put the repository on their path.
+os.environ["PYTHONPATH"] = os.pathsep.join(
+    p for p in (workflow.basedir, os.environ.get("PYTHONPATH", "")) if p
+)
+
+
+wildcard_constraints:
+    corpus="[A-Za-z0-9_-]+",
+    split="[A-Za-z0-9_-]+",
+    download="[A-Za-z0-9_.+-]+",
+    lang="[a-z]{2,3}",
+    src="[a-z]{2,3}",
+    tgt="[a-z]{2,3}",
+    ref="[1-9][0-9]*",
+    merges="[0-9]+",
+    segmenter="[a-z]+",
+    experiment="[A-Za-z0-9_-]+",
+    test_set="[A-Za-z0-9_-]+",
+
+
+def corpus_json(extract):
+    """A params function: the part of the corpus spec a rule depends on, as JSON."""
+    return lambda wildcards: json.dumps(extract(CORPORA[wildcards.corpus]), sort_keys=True)
+
+
+include: "rules/data.smk"
+include: "rules/preprocess.smk"
+include: "rules/subwords.smk"
+include: "rules/train.smk"
+include: "rules/decode.smk"
+include: "rules/evaluate.smk"
+
+
+rule all:
+    default_target: True
+    input:
+        wc.data_targets(config),
+        wc.model_targets(config),
+
+
+rule data:
+    input:
+        wc.data_targets(config),

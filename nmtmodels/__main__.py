@@ -1,0 +1,6 @@
+"""``python -m nmtmodels train|translate|average|vocab ...`` (see :mod:`nmtmodels.cli`)."""
+import sys
+
+from nmtmodels.cli import main
+
+sys.exit(main())

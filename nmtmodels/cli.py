@@ -1,0 +1,406 @@
+"""Command-line entry points: nmt-train, nmt-translate, nmt-average, nmt-vocab.
+
+Also ``python -m nmtmodels.cli train|translate|average|vocab ...`` (and under torchrun:
+``torchrun --nproc_per_node=N -m nmtmodels.cli train ...``).  Input text is already
+tokenised and BPE-encoded (or character-separated); post-processing is
+:func:`nmtmodels.postprocess.postprocess`, which ``nmt-translate --postprocess LANG`` applies
+inline.
+
+Exit codes: 0 success; 2 bad configuration, data or checkpoint (the message names the
+key, file and line); 75 (:data:`nmtmodels.train.EXIT_REQUEUE`) training interrupted by
+SIGTERM/SIGUSR1 after writing ``checkpoint_last.pt``: rerun the same command to resume.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import torch
+import yaml
+
+from nmtmodels.checkpoint import CheckpointError, average_checkpoints, load_checkpoint, numbered_checkpoints, save_checkpoint
+from nmtmodels.configuration import ConfigError, from_dict, load_yaml
+from nmtmodels.data import ExtraField, ParallelDataset
+from nmtmodels.textio import DataError, atomic_open, atomic_write_text, read_lines
+from nmtmodels.vocab import Vocabulary, check_fingerprint
+
+SECTIONS = ("model", "train", "decode")
+EXIT_USAGE = 2
+
+
+def _fail(prog: str, message: str) -> int:
+    print(f"{prog}: error: {message}", file=sys.stderr, flush=True)
+    return EXIT_USAGE
+
+
+def _run(prog: str, body: Callable[[], int]) -> int:
+    """Run ``body``; report expected failures (config, data, checkpoint) as one line."""
+    try:
+        return body()
+    except (ConfigError, DataError, CheckpointError) as exc:
+        return _fail(prog, str(exc))
+
+
+# ---------------------------------------------------------------------- experiment config
+def apply_overrides(config: dict[str, Any], overrides: Sequence[str]) -> dict[str, Any]:
+    """Apply ``section.key[.sub]=value`` overrides (values parsed as YAML scalars/lists)."""
+    for item in overrides:
+        key, sep, text = item.partition("=")
+        path = key.strip().split(".")
+        if not sep or len(path) < 2 or not all(path):
+            raise ConfigError(f"--set {item!r}: expected SECTION.KEY=VALUE, e.g. train.lr=0.001")
+        if path[0] not in SECTIONS:
+            raise ConfigError(f"--set {item!r}: unknown section {path[0]!r} (known: {', '.join(SECTIONS)})")
+        try:
+            value = yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            raise ConfigError(f"--set {item!r}: value is not valid YAML ({exc})") from None
+        node = config
+        for part in path[:-1]:
+            child = node.get(part)
+            if child is None:
+                child = node[part] = {}
+            if not isinstance(child, dict):
+                raise ConfigError(f"--set {item!r}: {part} is not a mapping")
+            node = child
+        node[path[-1]] = value
+    return config
+
+
+def load_experiment(path: str | None, overrides: Sequence[str] = ()) -> tuple[Any, Any, Any]:
+    """(ModelConfig, TrainConfig, DecodeConfig) from an experiment YAML plus overrides."""
+    from nmtmodels.config import ModelConfig
+    from nmtmodels.search import DecodeConfig
+    from nmtmodels.train import TrainConfig
+
+    config = load_yaml(path) if path else {}
+    unknown = [key for key in config if key not in SECTIONS]
+    if unknown:
+        raise ConfigError(f"{path}: unknown section {unknown[0]!r} (expected {', '.join(SECTIONS)})")
+    for section in SECTIONS:
+        if config.get(section) is not None and not isinstance(config[section], dict):
+            raise ConfigError(f"{path}: {section}: expected a mapping")
+    config = apply_overrides({k: dict(v or {}) for k, v in config.items()}, overrides)
+    model = ModelConfig.from_dict(config.get("model"), where="model")
+    train = from_dict(TrainConfig, config.get("train"), where="train")
+    decode = from_dict(DecodeConfig, config.get("decode"), where="decode")
+    return model, train, decode
+
+
+def _parse_extras(items: Sequence[str], token_items: Sequence[str], files_per_name: int, flag: str) -> dict[str, tuple[bool, list[str]]]:
+    """``NAME=FILE[:FILE]`` options -> {name: (tokens?, [files])}."""
+    parsed: dict[str, tuple[bool, list[str]]] = {}
+    for tokens, group in ((False, items), (True, token_items)):
+        for item in group:
+            name, sep, files = item.partition("=")
+            paths = files.split(":") if sep else []
+            if not name or len(paths) != files_per_name or not all(paths):
+                shape = "NAME=TRAINFILE:VALIDFILE" if files_per_name == 2 else "NAME=FILE"
+                raise ConfigError(f"{flag} {item!r}: expected {shape}")
+            if name in parsed:
+                raise ConfigError(f"{flag}: extra input {name!r} given twice")
+            parsed[name] = (tokens, paths)
+    return parsed
+
+
+def _check_extras(model: torch.nn.Module, given: dict[str, Any], family: str, flag: str) -> dict[str, int]:
+    """The family's ``extra_inputs`` (name -> pad); every one must be given, no other."""
+    wanted: dict[str, int] = dict(getattr(type(model), "extra_inputs", {}) or {})
+    missing = sorted(set(wanted) - set(given))
+    unknown = sorted(set(given) - set(wanted))
+    if missing:
+        raise ConfigError(f"model family {family!r} needs extra inputs {', '.join(missing)} ({flag} NAME=...)")
+    if unknown:
+        raise ConfigError(f"{flag}: model family {family!r} takes no extra input {unknown[0]!r}"
+                          + (f" (it takes: {', '.join(sorted(wanted))})" if wanted else ""))
+    return wanted
+
+
+def _device(name: str) -> torch.device:
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    return torch.device(name)
+
+
+# ---------------------------------------------------------------------- train
+def train_main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="nmt-train", description="Train a model (resumes from OUT_DIR/checkpoint_last.pt).")
+    parser.add_argument("--config", help="experiment YAML with model:, train: and decode: sections")
+    parser.add_argument("--train-src", required=True)
+    parser.add_argument("--train-tgt", required=True)
+    parser.add_argument("--valid-src", help="dev source (validation loss / BLEU)")
+    parser.add_argument("--valid-tgt", help="dev target, encoded like the training target")
+    parser.add_argument("--valid-ref", help="raw (detokenised) dev reference for sacreBLEU; else tokenised BLEU")
+    parser.add_argument("--tgt-lang", default="en", help="target language for post-processing (default en)")
+    parser.add_argument("--tgt-format", choices=("bpe", "char", "plain"), default="bpe",
+                        help="how target tokens are encoded (for validation BLEU)")
+    parser.add_argument("--src-vocab", required=True, help="vocabulary file (one token per line, or subword-nmt 'token count')")
+    parser.add_argument("--tgt-vocab", required=True)
+    parser.add_argument("--out-dir", required=True)
+    parser.add_argument("--extra", action="append", default=[], metavar="NAME=TRAIN:VALID",
+                        help="extra integer input the model family needs (one line per sentence)")
+    parser.add_argument("--extra-tokens", action="append", default=[], metavar="NAME=TRAIN:VALID",
+                        help="extra token input, numericalised with the source vocabulary")
+    parser.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE", help="override a config value")
+    parser.add_argument("--device", default="auto", help="auto, cpu, cuda (under torchrun: cuda:LOCAL_RANK)")
+    args = parser.parse_args(argv)
+    if bool(args.valid_src) != bool(args.valid_tgt):
+        parser.error("--valid-src and --valid-tgt go together")
+    return _run("nmt-train", lambda: _train(args))
+
+
+def _train(args: argparse.Namespace) -> int:
+    from nmtmodels.distributed import init_from_env
+    from nmtmodels.registry import build_model
+    from nmtmodels.train import EXIT_REQUEUE, Trainer, make_bleu_fn, seed_everything
+
+    model_cfg, train_cfg, decode_cfg = load_experiment(args.config, args.set)
+    src_vocab = Vocabulary.from_file(args.src_vocab)
+    tgt_vocab = Vocabulary.from_file(args.tgt_vocab)
+    if model_cfg.share_embeddings and src_vocab != tgt_vocab:
+        raise ConfigError("model.share_embeddings: needs one joint vocabulary, but --src-vocab and --tgt-vocab differ")
+    if train_cfg.valid_bleu and not args.valid_src:
+        raise ConfigError("train.valid_bleu: needs --valid-src and --valid-tgt")
+    device = _device(args.device)
+    dist = init_from_env(device.type)
+    if dist.enabled and device.type == "cuda":
+        device = torch.device("cuda", dist.local_rank)
+
+    seed_everything(train_cfg.seed)
+    model = build_model(model_cfg, len(src_vocab), len(tgt_vocab))
+    extras = _parse_extras(args.extra, args.extra_tokens, 2, "--extra")
+    pads = _check_extras(model, extras, model_cfg.family, "--extra")
+    train_extras = {n: ExtraField(paths[0], pads[n], tokens) for n, (tokens, paths) in extras.items()}
+    valid_extras = {n: ExtraField(paths[1], pads[n], tokens) for n, (tokens, paths) in extras.items()}
+    log = (lambda msg: print(msg, file=sys.stderr, flush=True)) if dist.is_main else (lambda msg: None)
+    train_data = ParallelDataset.from_files(args.train_src, args.train_tgt, src_vocab, tgt_vocab, extras=train_extras,
+                                            max_positions=model.max_positions(), too_long=train_cfg.too_long, log=log)
+    valid_data = None
+    bleu_fn = None
+    if args.valid_src:
+        valid_data = ParallelDataset.from_files(args.valid_src, args.valid_tgt, src_vocab, tgt_vocab, extras=valid_extras,
+                                                max_positions=model.max_positions(), too_long="error")
+        if train_cfg.valid_bleu:
+            references = list(read_lines(args.valid_ref)) if args.valid_ref else None
+            bleu_fn = make_bleu_fn(valid_data, tgt_vocab, decode_cfg, tokenized_references=list(read_lines(args.valid_tgt)),
+                                   references=references, lang=args.tgt_lang,
+                                   max_tokens=train_cfg.valid_max_tokens or train_cfg.max_tokens,
+                                   device=device, amp=train_cfg.amp, text_format=args.tgt_format)
+    out_dir = Path(args.out_dir)
+    if dist.is_main:
+        log(f"model {model_cfg.family}: {model.num_parameters():,} parameters; vocab {len(src_vocab)}/{len(tgt_vocab)}; "
+            f"{len(train_data):,} training pairs" + (f", {len(valid_data):,} dev pairs" if valid_data else ""))
+        resolved = {"model": model_cfg.to_dict(), "train": _plain(train_cfg), "decode": _plain(decode_cfg)}
+        atomic_write_text(out_dir / "config.resolved.yaml", yaml.safe_dump(resolved, sort_keys=False, allow_unicode=True))
+    trainer = Trainer(model, train_cfg, train_data, valid_data, out_dir, model_config=model_cfg.to_dict(),
+                      src_vocab=src_vocab, tgt_vocab=tgt_vocab, bleu_fn=bleu_fn, decode_config=_plain(decode_cfg),
+                      device=device, dist=dist, log=log)
+    result = trainer.train()
+    return EXIT_REQUEUE if result.status == "interrupted" else 0
+
+
+def _plain(cfg: Any) -> dict[str, Any]:
+    """A dataclass as YAML-safe plain data (tuples become lists)."""
+    import dataclasses
+
+    def plain(value: Any) -> Any:
+        if isinstance(value, (list, tuple)):
+            return [plain(v) for v in value]
+        if isinstance(value, dict):
+            return {k: plain(v) for k, v in value.items()}
+        return value
+
+    return plain(dataclasses.asdict(cfg))
+
+
+# ---------------------------------------------------------------------- translate
+def load_model_from_checkpoint(path: str, device: torch.device) -> tuple[torch.nn.Module, Vocabulary, Vocabulary, dict[str, Any]]:
+    """(model in eval mode on ``device``, source vocabulary, target vocabulary, checkpoint)."""
+    from nmtmodels.config import ModelConfig
+    from nmtmodels.registry import build_model
+
+    state = load_checkpoint(path, map_location="cpu")
+    vocabs = []
+    for side in ("src", "tgt"):
+        tokens = state["vocab"][side]
+        vocab = Vocabulary(tokens[4:])
+        if vocab.tokens != tokens or vocab.fingerprint() != state["vocab"][f"{side}_fingerprint"]:
+            raise CheckpointError(f"{path}: the stored {side} vocabulary is inconsistent with its fingerprint")
+        vocabs.append(vocab)
+    model_cfg = ModelConfig.from_dict(state["model_config"], where=f"{path}: model_config")
+    model = build_model(model_cfg, len(vocabs[0]), len(vocabs[1]))
+    model.load_state_dict(state["model"])
+    model.to(device).eval()
+    return model, vocabs[0], vocabs[1], state
+
+
+def translate_main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="nmt-translate",
+        description="Translate encoded source lines; without --input, translate stdin line by line (interactive).")
+    parser.add_argument("--checkpoint", required=True)
+    parser.add_argument("--input", help="source file (encoded like the training source); default: interactive stdin")
+    parser.add_argument("--output", help="output file (written atomically); default: stdout")
+    parser.add_argument("--beam", type=int)
+    parser.add_argument("--lenpen", type=float, help="GNMT length penalty alpha")
+    parser.add_argument("--max-len-a", type=float)
+    parser.add_argument("--max-len-b", type=int)
+    parser.add_argument("--min-len", type=int)
+    parser.add_argument("--coverage-penalty", type=float)
+    parser.add_argument("--nbest", type=int, help="hypotheses per sentence: 'i ||| hyp ||| score' lines when > 1")
+    parser.add_argument("--batch-tokens", type=int, default=4096, help="token budget per batch (default 4096)")
+    parser.add_argument("--src-vocab", help="check this vocabulary against the checkpoint's")
+    parser.add_argument("--tgt-vocab", help="check this vocabulary against the checkpoint's")
+    parser.add_argument("--extra", action="append", default=[], metavar="NAME=FILE")
+    parser.add_argument("--extra-tokens", action="append", default=[], metavar="NAME=FILE")
+    parser.add_argument("--postprocess", metavar="LANG", help="remove BPE and detokenise the output for LANG")
+    parser.add_argument("--tgt-format", choices=("bpe", "char", "plain"), default="bpe",
+                        help="target encoding, for --postprocess (default bpe)")
+    parser.add_argument("--truncate", action="store_true", help="cut over-long sentences instead of failing")
+    parser.add_argument("--device", default="auto")
+    parser.add_argument("--amp", choices=("bf16", "none"), default="none")
+    args = parser.parse_args(argv)
+    if args.batch_tokens < 1:
+        parser.error("--batch-tokens must be >= 1")
+    return _run("nmt-translate", lambda: _translate(args))
+
+
+def _translate(args: argparse.Namespace) -> int:
+    from nmtmodels.search import DecodeConfig
+    from nmtmodels.train import translate_dataset
+
+    device = _device(args.device)
+    model, src_vocab, _, state = load_model_from_checkpoint(args.checkpoint, device)
+    tgt_vocab = Vocabulary(state["vocab"]["tgt"][4:])
+    for flag, path, side in (("--src-vocab", args.src_vocab, "src"), ("--tgt-vocab", args.tgt_vocab, "tgt")):
+        if path:
+            given = Vocabulary.from_file(path)
+            try:
+                check_fingerprint(given, state["vocab"][f"{side}_fingerprint"], side, path)
+            except ValueError as exc:
+                raise ConfigError(f"{flag}: {exc}") from None
+    overrides = {"beam": args.beam, "length_penalty": args.lenpen, "max_len_a": args.max_len_a, "max_len_b": args.max_len_b,
+                 "min_len": args.min_len, "coverage_penalty": args.coverage_penalty, "nbest": args.nbest}
+    decode = {**(state.get("decode_config") or {}), **{k: v for k, v in overrides.items() if v is not None}}
+    decode_cfg = from_dict(DecodeConfig, decode, where="decode")
+    family = state["model_config"].get("family", "?")
+    extras = _parse_extras(args.extra, args.extra_tokens, 1, "--extra")
+    pads = _check_extras(model, extras, family, "--extra")
+    too_long = "truncate" if args.truncate else "error"
+
+    def render(index: int, hyps: list[Any]) -> list[str]:
+        lines = []
+        for hyp in hyps[: decode_cfg.nbest]:
+            text = " ".join(tgt_vocab.decode(hyp.tokens, keep_unk=True))
+            if args.postprocess:
+                from nmtmodels.postprocess import postprocess
+
+                text = postprocess(text, args.postprocess, bpe=args.tgt_format == "bpe", char_level=args.tgt_format == "char")
+            lines.append(text if decode_cfg.nbest == 1 else f"{index} ||| {text} ||| {hyp.score:.6f}")
+        return lines
+
+    def run(dataset: ParallelDataset) -> list[list[Any]]:
+        return translate_dataset(model, dataset, decode_cfg, max_tokens=args.batch_tokens, device=device, amp=args.amp)
+
+    if args.input is None:
+        if pads:
+            raise ConfigError(f"interactive mode cannot take the extra inputs model family {family!r} needs; use --input")
+        return _interactive(model, src_vocab, run, render, too_long)
+    dataset = ParallelDataset.from_files(
+        args.input, None, src_vocab, None,
+        extras={n: ExtraField(paths[0], pads[n], tokens) for n, (tokens, paths) in extras.items()},
+        max_positions=model.max_positions(), too_long=too_long)
+    results = run(dataset)
+    lines = [line for i, hyps in enumerate(results) for line in render(i, hyps)]
+    if args.output:
+        with atomic_open(args.output) as handle:
+            handle.writelines(f"{line}\n" for line in lines)
+    else:
+        sys.stdout.writelines(f"{line}\n" for line in lines)
+        sys.stdout.flush()
+    return 0
+
+
+def _interactive(model: torch.nn.Module, src_vocab: Vocabulary, run: Callable, render: Callable, too_long: str) -> int:
+    """One line in, its translation out (flushed); a bad line gives an error on stderr and
+    an empty output line, so input and output stay aligned."""
+    for number, line in enumerate(sys.stdin, start=1):
+        try:
+            dataset = ParallelDataset.from_lines([line.rstrip("\r\n")], src_vocab, max_positions=model.max_positions(),
+                                                 too_long=too_long, name="<stdin>", first_line=number)
+        except DataError as exc:
+            print(f"nmt-translate: error: {exc}", file=sys.stderr, flush=True)
+            print(flush=True)
+            continue
+        for out in render(number - 1, run(dataset)[0]):
+            print(out, flush=True)
+    return 0
+
+
+# ---------------------------------------------------------------------- average
+def average_main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="nmt-average", description="Average the parameters of checkpoints.")
+    parser.add_argument("--inputs", nargs="+", help="checkpoints to average")
+    parser.add_argument("--last", type=int, help="average the N newest checkpoint_{update}.pt in --dir")
+    parser.add_argument("--dir", help="training output directory (with --last)")
+    parser.add_argument("--output", required=True)
+    args = parser.parse_args(argv)
+    if bool(args.inputs) == bool(args.last):
+        parser.error("give either --inputs CKPT... or --last N --dir DIR")
+    if args.last is not None and (args.last < 1 or not args.dir):
+        parser.error("--last needs N >= 1 and --dir")
+
+    def body() -> int:
+        paths = args.inputs
+        if args.last:
+            found = numbered_checkpoints(args.dir)
+            if len(found) < args.last:
+                raise CheckpointError(f"{args.dir}: {len(found)} numbered checkpoints, --last asks for {args.last}")
+            paths = [str(path) for _, path in found[-args.last:]]
+        save_checkpoint(args.output, average_checkpoints(paths))
+        print(f"averaged {len(paths)} checkpoints into {args.output}", file=sys.stderr)
+        return 0
+
+    return _run("nmt-average", body)
+
+
+# ---------------------------------------------------------------------- vocab
+def vocab_main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="nmt-vocab", description="Build a vocabulary from encoded text (several files: joint).")
+    parser.add_argument("--inputs", nargs="+", required=True, help="encoded text files, or one subword-nmt vocab file with --from-counts")
+    parser.add_argument("--from-counts", action="store_true", help="the input is a 'token count' vocabulary file")
+    parser.add_argument("--min-count", type=int, default=1)
+    parser.add_argument("--max-size", type=int)
+    parser.add_argument("--output", required=True)
+    args = parser.parse_args(argv)
+    if args.from_counts and len(args.inputs) != 1:
+        parser.error("--from-counts takes exactly one input")
+
+    def body() -> int:
+        if args.from_counts:
+            vocab = Vocabulary.from_file(args.inputs[0], min_count=args.min_count, max_size=args.max_size)
+        else:
+            vocab = Vocabulary.from_corpus(args.inputs, min_count=args.min_count, max_size=args.max_size)
+        vocab.save(args.output)
+        print(f"{args.output}: {len(vocab)} tokens", file=sys.stderr)
+        return 0
+
+    return _run("nmt-vocab", body)
+
+
+COMMANDS = {"train": train_main, "translate": translate_main, "average": average_main, "vocab": vocab_main}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] not in COMMANDS:
+        print(f"usage: python -m nmtmodels.cli {{{','.join(COMMANDS)}}} ...", file=sys.stderr)
+        return EXIT_USAGE
+    return COMMANDS[argv[0]](argv[1:])
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,114 @@
+"""Turn model output back into plain text: BPE removal, detokenisation, character format.
+
+* BPE (subword-nmt): ``"@@ "`` joins a piece to the next one; a ``"@@"`` at the end of the
+  line (a truncated hypothesis) is dropped.
+* European languages: sacremoses' ``MosesDetokenizer(lang)`` (it also unescapes ``&amp;``
+  and friends produced by the Moses tokenizer).
+* Chinese and Japanese (``zh``, ``ja``, also ``zh-cn`` style codes): the segmenter put a space
+  between words; a space is removed when the character on *either* side of it is CJK
+  (sacremoses' ``is_cjk``: ideographs, kana, CJK punctuation, Hangul) or a full-/half-width
+  form (U+FF00-U+FFEF, e.g. ``，`` ``：``), and kept only between two non-CJK characters,
+  so ``"我 爱 New York 。"`` becomes ``"我爱New York。"``.
+* Character-level output (char2word paper): characters separated by spaces, ``▁`` (U+2581)
+  standing for an original space and ``<unk>`` for an unknown character.
+
+CLI::
+
+    python -m nmtmodels.postprocess --lang de [--no-bpe] [--no-detokenize] [--char-level] INPUT OUTPUT
+"""
+from __future__ import annotations
+
+import argparse
+import functools
+import re
+from collections.abc import Iterable, Iterator
+
+from sacremoses import MosesDetokenizer
+from sacremoses.util import is_cjk
+
+from nmtmodels.textio import atomic_open, read_lines
+
+BPE_JOINER = re.compile(r"@@(?: |$)")
+SPACE_SYMBOL = "\u2581"  # ▁ stands for an original space in character-level text
+UNK_SYMBOL = "<unk>"
+CJK_LANGUAGES = ("zh", "ja")
+
+
+def remove_bpe(line: str) -> str:
+    """Undo subword-nmt segmentation: ``"Ver@@ such"`` -> ``"Versuch"``."""
+    return BPE_JOINER.sub("", line)
+
+
+def _is_cjk_like(char: str) -> bool:
+    return is_cjk(char) or "\uff00" <= char <= "\uffef"
+
+
+def join_cjk(line: str) -> str:
+    """Remove segmenter spaces next to CJK characters (see module doc for the rule)."""
+    words = line.split()
+    if not words:
+        return ""
+    pieces = [words[0]]
+    for previous, word in zip(words, words[1:]):
+        if not (_is_cjk_like(previous[-1]) or _is_cjk_like(word[0])):
+            pieces.append(" ")
+        pieces.append(word)
+    return "".join(pieces)
+
+
+def chars_to_text(line: str, unk: str = UNK_SYMBOL) -> str:
+    """``"a b ▁ c <unk>"`` -> ``"ab c<unk>"``; ``unk`` replaces each unknown character."""
+    return "".join(" " if char == SPACE_SYMBOL else unk if char == UNK_SYMBOL else char for char in line.split()).strip()
+
+
+def _base_language(lang: str) -> str:
+    return re.split(r"[-_]", lang.lower(), maxsplit=1)[0]
+
+
+@functools.lru_cache(maxsize=None)
+def _detokenizer(lang: str) -> MosesDetokenizer:
+    return MosesDetokenizer(lang=lang)
+
+
+def detokenize_text(line: str, lang: str) -> str:
+    """Moses detokenisation, or the CJK space rule for Chinese and Japanese."""
+    base = _base_language(lang)
+    if base in CJK_LANGUAGES:
+        return join_cjk(line)
+    return _detokenizer(base).detokenize(line.split())
+
+
+def postprocess(line: str, lang: str, *, bpe: bool = True, detokenize: bool = True, char_level: bool = False) -> str:
+    """Plain text from one output line: character format or BPE undone, then detokenised."""
+    if char_level:
+        line = chars_to_text(line)
+    elif bpe:
+        line = remove_bpe(line)
+    if detokenize:
+        line = detokenize_text(line, lang)
+    return line.strip()
+
+
+def postprocess_lines(lines: Iterable[str], lang: str, **options: bool) -> Iterator[str]:
+    """:func:`postprocess` over lines (``options`` as its keyword arguments)."""
+    for line in lines:
+        yield postprocess(line, lang, **options)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m nmtmodels.postprocess", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--lang", required=True, help="target language code (zh/ja get the CJK space rule)")
+    parser.add_argument("--no-bpe", dest="bpe", action="store_false", help="input has no subword-nmt joiners")
+    parser.add_argument("--no-detokenize", dest="detokenize", action="store_false")
+    parser.add_argument("--char-level", action="store_true", help="input is space-separated characters with ▁ for spaces")
+    parser.add_argument("input")
+    parser.add_argument("output")
+    args = parser.parse_args(argv)
+    options = dict(bpe=args.bpe, detokenize=args.detokenize, char_level=args.char_level)
+    with atomic_open(args.output) as out:
+        for line in postprocess_lines(read_lines(args.input), args.lang, **options):
+            out.write(line + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,140 @@
+"""Corpus BLEU and chrF through sacrebleu's API, with signatures, as a dict or JSON file.
+
+* ``bleu``: sacreBLEU on detokenised text with the target language's tokenizer: ``13a``,
+  ``zh`` for Chinese, ``ja-mecab`` for Japanese when its extra packages are importable and
+  ``char`` otherwise (the tokenizer is part of the signature, so the two are never confused).
+* ``chrf``: chrF2 (sacrebleu defaults) on the same text.
+* ``tokenized_bleu``: what the papers report with multi-bleu.perl: sacrebleu BLEU on the
+  *tokenised* hypotheses and references with ``tokenize="none"``, ``force=True`` and
+  ``smooth_method="none"`` (multi-bleu.perl does not smooth: a zero n-gram precision gives 0).
+
+References are given as sacrebleu expects them: a list of reference *streams*, each with
+one line per hypothesis (two references -> two lists as long as the hypotheses).
+
+CLI::
+
+    python -m nmtmodels.scoring --lang de --hyp HYP --ref REF [--ref REF2 ...]
+        [--tok-hyp TOKHYP --tok-ref TOKREF ...] --output scores.json
+"""
+from __future__ import annotations
+
+import argparse
+import functools
+import importlib.util
+import json
+import os
+import re
+from typing import Any
+
+from sacrebleu.metrics import BLEU, CHRF
+
+from nmtmodels.textio import atomic_write_text, read_lines
+
+
+@functools.lru_cache(maxsize=None)
+def _mecab_available() -> bool:
+    return importlib.util.find_spec("MeCab") is not None and importlib.util.find_spec("ipadic") is not None
+
+
+def bleu_tokenizer(lang: str) -> str:
+    """sacrebleu tokenizer for detokenised text in ``lang``."""
+    base = re.split(r"[-_]", lang.lower(), maxsplit=1)[0]
+    if base == "zh":
+        return "zh"
+    if base == "ja":
+        return "ja-mecab" if _mecab_available() else "char"
+    return "13a"
+
+
+def _check_counts(hypotheses: list[str], references: list[list[str]], what: str) -> None:
+    if not hypotheses:
+        raise ValueError(f"{what}: no hypotheses to score (0 lines)")
+    if not references:
+        raise ValueError(f"{what}: no reference streams for {len(hypotheses)} hypotheses")
+    for number, stream in enumerate(references, start=1):
+        if len(stream) != len(hypotheses):
+            raise ValueError(f"{what}: {len(hypotheses)} hypotheses but reference {number} has {len(stream)} lines")
+
+
+def _bleu_entry(metric: BLEU, hypotheses: list[str], references: list[list[str]]) -> dict[str, Any]:
+    result = metric.corpus_score(hypotheses, references)
+    return {
+        "score": result.score,
+        "signature": str(metric.get_signature()),
+        "precisions": list(result.precisions),
+        "brevity_penalty": result.bp,
+        "length_ratio": result.ratio,
+        "hypothesis_length": result.sys_len,
+        "reference_length": result.ref_len,
+    }
+
+
+def score_corpus(
+    hypotheses: list[str],
+    references: list[list[str]],
+    lang: str,
+    tokenized_hypotheses: list[str] | None = None,
+    tokenized_references: list[list[str]] | None = None,
+) -> dict[str, Any]:
+    """BLEU, chrF and (given tokenised text) tokenised BLEU of one system output.
+
+    Returns ``{"bleu": {...}, "chrf": {...}, "tokenized_bleu": {...} | None,
+    "num_sentences": n, "num_references": r, "lang": lang}``; every metric entry holds
+    ``score`` and sacrebleu's ``signature``.  ValueError on empty input or mismatched counts.
+    """
+    _check_counts(hypotheses, references, "detokenised text")
+    bleu = _bleu_entry(BLEU(tokenize=bleu_tokenizer(lang)), hypotheses, references)
+    chrf_metric = CHRF()
+    chrf = {"score": chrf_metric.corpus_score(hypotheses, references).score, "signature": str(chrf_metric.get_signature())}
+    tokenized = None
+    if (tokenized_hypotheses is None) != (tokenized_references is None):
+        raise ValueError("tokenised BLEU needs both tokenized_hypotheses and tokenized_references")
+    if tokenized_hypotheses is not None:
+        _check_counts(tokenized_hypotheses, tokenized_references, "tokenised text")
+        if len(tokenized_hypotheses) != len(hypotheses):
+            raise ValueError(f"{len(hypotheses)} detokenised but {len(tokenized_hypotheses)} tokenised hypotheses")
+        metric = BLEU(tokenize="none", force=True, smooth_method="none")
+        tokenized = _bleu_entry(metric, tokenized_hypotheses, tokenized_references)
+    return {
+        "bleu": bleu,
+        "chrf": chrf,
+        "tokenized_bleu": tokenized,
+        "num_sentences": len(hypotheses),
+        "num_references": len(references),
+        "lang": lang,
+    }
+
+
+def write_scores_json(path: str | os.PathLike, scores: dict[str, Any]) -> None:
+    """Write ``scores`` as indented JSON, atomically (no partial file on failure)."""
+    atomic_write_text(path, json.dumps(scores, indent=2, ensure_ascii=False, sort_keys=True) + "\n")
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m nmtmodels.scoring", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--lang", required=True, help="target language (picks the BLEU tokenizer)")
+    parser.add_argument("--hyp", required=True, help="detokenised hypotheses, one per line")
+    parser.add_argument("--ref", required=True, action="append", help="detokenised reference file (repeat for more)")
+    parser.add_argument("--tok-hyp", help="tokenised hypotheses for tokenised BLEU")
+    parser.add_argument("--tok-ref", action="append", help="tokenised reference file (repeat for more)")
+    parser.add_argument("--output", required=True, help="JSON file to write")
+    args = parser.parse_args(argv)
+    if (args.tok_hyp is None) != (args.tok_ref is None):
+        parser.error("--tok-hyp and --tok-ref go together")
+    read = lambda path: list(read_lines(path))  # noqa: E731
+    try:
+        scores = score_corpus(
+            read(args.hyp),
+            [read(path) for path in args.ref],
+            args.lang,
+            None if args.tok_hyp is None else read(args.tok_hyp),
+            None if args.tok_ref is None else [read(path) for path in args.tok_ref],
+        )
+    except ValueError as exc:
+        files = ", ".join([args.hyp, *args.ref, *filter(None, [args.tok_hyp]), *(args.tok_ref or [])])
+        raise SystemExit(f"error: {exc} (files: {files})") from None
+    write_scores_json(args.output, scores)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,489 @@
+"""Beam search and greedy decoding for every :class:`~nmtmodels.models.base.Seq2SeqModel`.
+
+Both searches are batched and incremental: the encoder runs once, the decoder is fed only
+the newest token and keeps its state in the ``cache`` dict, and
+:func:`~nmtmodels.models.base.reorder_state` moves encoder output and cache along with the
+surviving hypotheses.  Rows whose search is over leave the batch.
+
+Conventions
+-----------
+* ``Hypothesis.tokens`` holds neither BOS nor EOS.  ``positional_scores`` holds the model's
+  log-probability of every generated token *including the final EOS*, so its sum is
+  log P(Y, EOS | X) and a hypothesis of n tokens has n + 1 positional scores (and n + 1
+  attention rows).  Restricting the candidates (PAD/BOS never, EOS not before ``min_len``,
+  only EOS at the length limit) never changes these numbers: they are the model's own
+  log-softmax values.
+* Length limit of a row: ``floor(max_len_a * |x| + max_len_b)`` target tokens (EOS not
+  counted), ``|x|`` = source length without its EOS (``batch.src_lengths - 1``), further
+  capped by every :class:`LengthLimit` (ESC's ``gamma * |S|``) and by the model's
+  ``max_positions()``.  A hypothesis that reaches the limit is ended with EOS.  When the limit
+  is below ``min_len`` the limit wins.
+* Finished hypotheses are ranked by ``log P / lp(|Y|) + sum(terms)`` (ESC eq. 1) with the
+  GNMT length penalty ``lp(|Y|) = ((5 + |Y|) / 6) ** alpha`` (ESC eq. 2) where ``|Y|`` counts
+  the EOS (``len(tokens) + 1``, as OpenNMT-py), and the coverage penalty of ESC eq. 3.
+  Live hypotheses all have the same length at a step, so they are ranked by log P alone;
+  the coverage penalty, like OpenNMT-py's ``wu`` penalty, only ranks finished hypotheses.
+* Expansion follows fairseq: each row keeps ``beam`` live hypotheses; of the ``2 * beam``
+  best candidates the EOS ones ranked within the first ``beam`` become finished candidates
+  and the first ``beam`` non-EOS ones stay live.  With beam 1 and no length penalty this is
+  greedy search.
+* Early stopping is exact, not a heuristic: a row stops when it holds ``nbest`` finished
+  hypotheses and no live one can beat the worst of them.  Any completion of a live
+  hypothesis with log-probability L <= 0 has log P' <= L and length |Y'| <= limit + 1; for
+  alpha >= 0 the penalty is positive and non-decreasing, so its normalised score is at most
+  ``L / lp(limit + 1)``; every extra term is bounded by its ``upper_bound`` (0 for the
+  coverage penalty, a sum of logs of numbers <= 1).  The row's result is therefore the one
+  running to the length limit would give.
+"""
+from __future__ import annotations
+
+import contextlib
+import itertools
+import math
+from dataclasses import dataclass, field
+from typing import ClassVar, Iterator, Protocol, Sequence
+
+import torch
+from torch import Tensor
+
+from nmtmodels.batch import BOS_ID, EOS_ID, PAD_ID, Batch
+from nmtmodels.configuration import ConfigError
+from nmtmodels.models.base import Seq2SeqModel, State, reorder_state
+
+# Guards floor(a * x + b) against float error (0.7 * 30 = 20.999999999999996).
+_LIMIT_EPSILON = 1e-6
+
+
+@dataclass
+class DecodeConfig:
+    """Search settings (``from_dict(DecodeConfig, d, where="decode")`` validates them)."""
+
+    beam: int = 4
+    length_penalty: float = 1.0  # GNMT alpha (ESC eq. 2); 0 ranks by log P
+    max_len_a: float = 1.2  # at most floor(a * |x| + b) target tokens
+    max_len_b: int = 10
+    min_len: int = 1  # EOS is blocked until this many tokens exist
+    nbest: int = 1
+    coverage_penalty: float = 0.0  # ESC beta (eq. 3); 0 = off
+    max_len_ratio: float | None = None  # ESC gamma: hard stop at floor(gamma * |S|) tokens
+    return_attention: bool = False  # keep each hypothesis' (T, S) attention
+
+    def validate(self, where: str = "decode") -> None:
+        if self.beam < 1:
+            raise ConfigError(f"{where}.beam: must be >= 1, got {self.beam}")
+        if not 1 <= self.nbest <= self.beam:
+            raise ConfigError(f"{where}.nbest: must be between 1 and beam ({self.beam}), got {self.nbest}")
+        if self.length_penalty < 0:
+            raise ConfigError(f"{where}.length_penalty: must be >= 0, got {self.length_penalty}")
+        if self.coverage_penalty < 0:
+            raise ConfigError(f"{where}.coverage_penalty: must be >= 0, got {self.coverage_penalty}")
+        if self.max_len_a < 0 or self.max_len_b < 0:
+            raise ConfigError(f"{where}.max_len_a/max_len_b: must be >= 0, got {self.max_len_a}, {self.max_len_b}")
+        if self.min_len < 0:
+            raise ConfigError(f"{where}.min_len: must be >= 0, got {self.min_len}")
+        if self.max_len_ratio is not None and self.max_len_ratio <= 0:
+            raise ConfigError(f"{where}.max_len_ratio: must be > 0, got {self.max_len_ratio}")
+
+
+@dataclass
+class Hypothesis:
+    """One output: ``tokens`` without BOS/EOS; ``attention`` (len(tokens) + 1, S) or None."""
+
+    tokens: list[int]
+    score: float
+    positional_scores: list[float]
+    attention: Tensor | None = None
+
+    @property
+    def log_prob(self) -> float:
+        """log P(tokens, EOS | source) under the model."""
+        return math.fsum(self.positional_scores)
+
+
+# --- scorers ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class GNMTLengthPenalty:
+    """lp(|Y|) = ((5 + |Y|) / 6) ** alpha (Wu et al. 2016; ESC eq. 2); |Y| counts the EOS."""
+
+    alpha: float
+
+    def __call__(self, lengths: Tensor) -> Tensor:
+        return ((5.0 + lengths) / 6.0) ** self.alpha
+
+
+class ScoreTerm(Protocol):
+    """A term added to the normalised log-probability of a finished hypothesis."""
+
+    needs_attention: bool
+    upper_bound: float  # no hypothesis gets more (used by the exact early stop)
+
+    def __call__(self, coverage: Tensor, memory_pad_mask: Tensor) -> Tensor:
+        """(N,) term from the summed attention ``coverage`` (N, S) over all target steps."""
+
+
+@dataclass(frozen=True)
+class CoveragePenalty:
+    """cp = beta * sum_i log(min(sum_j p_ij, 1)) (ESC eq. 3; Wu et al. 2016).
+
+    ``i`` runs over the non-padding memory positions (the source EOS included), ``j`` over
+    every target step including the one that produced EOS.
+    """
+
+    beta: float
+    needs_attention: ClassVar[bool] = True
+    upper_bound: ClassVar[float] = 0.0
+
+    def __call__(self, coverage: Tensor, memory_pad_mask: Tensor) -> Tensor:
+        # A position that got no attention at all would give log 0; clamp to the smallest
+        # positive float so the hypothesis ranks last instead of producing NaN.
+        capped = coverage.clamp(min=torch.finfo(coverage.dtype).tiny, max=1.0).log()
+        return self.beta * capped.masked_fill(memory_pad_mask, 0.0).sum(-1)
+
+
+class LengthLimit(Protocol):
+    """The largest number of target tokens (EOS not counted) for each source length."""
+
+    def __call__(self, src_lengths: Tensor) -> Tensor:
+        """(B,) long limits from the (B,) source lengths without EOS."""
+
+
+@dataclass(frozen=True)
+class LinearLengthLimit:
+    """floor(a * |x| + b) tokens."""
+
+    a: float
+    b: float
+
+    def __call__(self, src_lengths: Tensor) -> Tensor:
+        return torch.floor(src_lengths.double() * self.a + self.b + _LIMIT_EPSILON).long()
+
+
+@dataclass(frozen=True)
+class RatioLengthLimit:
+    """ESC's hard stop: decoding ends once |S'| would exceed gamma * |S| (floor(gamma * |S|) tokens)."""
+
+    gamma: float
+
+    def __call__(self, src_lengths: Tensor) -> Tensor:
+        return torch.floor(src_lengths.double() * self.gamma + _LIMIT_EPSILON).long()
+
+
+@dataclass
+class HypothesisScorer:
+    """s(Y) = log P(Y) / lp(|Y|) + sum(terms) (ESC eq. 1) and the length limits of a search.
+
+    Pass one to :func:`beam_search` to plug in other terms or limits; :meth:`from_config`
+    builds the standard one from a :class:`DecodeConfig`.
+    """
+
+    length_penalty: GNMTLengthPenalty | None = None
+    terms: Sequence[ScoreTerm] = ()
+    length_limits: Sequence[LengthLimit] = field(default_factory=lambda: (LinearLengthLimit(1.2, 10),))
+
+    @classmethod
+    def from_config(cls, cfg: DecodeConfig) -> "HypothesisScorer":
+        limits: list[LengthLimit] = [LinearLengthLimit(cfg.max_len_a, cfg.max_len_b)]
+        if cfg.max_len_ratio is not None:
+            limits.append(RatioLengthLimit(cfg.max_len_ratio))
+        terms: list[ScoreTerm] = [CoveragePenalty(cfg.coverage_penalty)] if cfg.coverage_penalty > 0 else []
+        penalty = GNMTLengthPenalty(cfg.length_penalty) if cfg.length_penalty != 0 else None
+        return cls(length_penalty=penalty, terms=tuple(terms), length_limits=tuple(limits))
+
+    @property
+    def needs_attention(self) -> bool:
+        return any(term.needs_attention for term in self.terms)
+
+    def max_lengths(self, src_lengths: Tensor) -> Tensor:
+        """(B,) token limits (EOS not counted): the smallest of all length limits."""
+        limits = [limit(src_lengths) for limit in self.length_limits]
+        if not limits:
+            raise ValueError("HypothesisScorer needs at least one length limit")
+        return torch.stack(limits).amin(0).clamp(min=0)
+
+    def score(self, log_probs: Tensor, lengths: Tensor, coverage: Tensor | None, memory_pad_mask: Tensor | None) -> Tensor:
+        """Scores of finished hypotheses; ``lengths`` count the EOS."""
+        scores = log_probs if self.length_penalty is None else log_probs / self.length_penalty(lengths.to(log_probs.dtype))
+        for term in self.terms:
+            scores = scores + term(coverage, memory_pad_mask).to(scores.dtype)
+        return scores
+
+    def bound(self, log_probs: Tensor, max_lengths: Tensor) -> Tensor:
+        """Upper bound on the score of any completion of live hypotheses with ``log_probs`` (<= 0)."""
+        scores = log_probs if self.length_penalty is None else log_probs / self.length_penalty(max_lengths.to(log_probs.dtype))
+        return scores + sum(term.upper_bound for term in self.terms)
+
+
+# --- shared machinery ------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def _eval_mode(model: torch.nn.Module) -> Iterator[None]:
+    was_training = model.training
+    model.eval()
+    try:
+        yield
+    finally:
+        model.train(was_training)
+
+
+class _IncrementalDecoder:
+    """Encoder output and decoder cache of the live hypotheses, one row each."""
+
+    def __init__(self, model: Seq2SeqModel, batch: Batch, copies: int, need_attention: bool):
+        self.model = model
+        self.need_attention = need_attention
+        self.encoder_out = model.encode(batch)
+        if "memory_pad_mask" not in self.encoder_out:
+            raise KeyError(f"{type(model).__name__}.encode must return 'memory_pad_mask'")
+        if copies > 1:
+            rows = torch.arange(batch.size, device=batch.src.device).repeat_interleave(copies)
+            reorder_state(self.encoder_out, rows)
+        self.cache: State = {}
+
+    @property
+    def memory_pad_mask(self) -> Tensor:
+        return self.encoder_out["memory_pad_mask"]
+
+    def step(self, last_tokens: Tensor) -> tuple[Tensor, Tensor | None]:
+        """Log-probabilities (N, V) of the next token and, if asked for, attention (N, S)."""
+        if self.need_attention:
+            logits, attention = self.model.decode(last_tokens, self.encoder_out, self.cache, need_attention=True)
+            if attention is None:
+                raise RuntimeError(f"{type(self.model).__name__}.decode returned no attention although need_attention=True")
+            attention = attention[:, -1]
+            attention = attention.to(torch.promote_types(attention.dtype, torch.float32))
+            if attention.shape != self.memory_pad_mask.shape:
+                raise RuntimeError(
+                    f"{type(self.model).__name__}.decode returned attention over {attention.size(-1)} positions "
+                    f"but memory_pad_mask has {self.memory_pad_mask.size(-1)}"
+                )
+        else:
+            logits, attention = self.model.decode(last_tokens, self.encoder_out, self.cache)
+            attention = None
+        logits = logits[:, -1]
+        return torch.log_softmax(logits, dim=-1, dtype=torch.promote_types(logits.dtype, torch.float32)), attention
+
+    def reorder(self, index: Tensor) -> None:
+        """Continue hypotheses ``index`` (beam reordering within rows: the cache only)."""
+        reorder_state(self.cache, index)
+
+    def keep(self, index: Tensor) -> None:
+        """Keep hypotheses ``index`` of rows that differ (finished rows leave: both states)."""
+        reorder_state(self.encoder_out, index)
+        reorder_state(self.cache, index)
+
+
+def _max_lengths(model: Seq2SeqModel, batch: Batch, scorer: HypothesisScorer) -> Tensor:
+    """(B,) token limits, EOS not counted; decoder inputs (BOS + tokens) fit max_positions()."""
+    src_lengths = (batch.src_lengths - 1).clamp(min=0)
+    limits = scorer.max_lengths(src_lengths.cpu()).to(batch.src.device)
+    return limits.clamp(max=model.max_positions()[1] - 1)
+
+
+def _constrain_(lprobs: Tensor, step: int, min_len: int, forced: Tensor) -> None:
+    """In place, at ``step`` (1-based): no PAD/BOS, no EOS before min_len, only EOS where forced.
+
+    Allowed tokens keep their log-probabilities, so the values of chosen tokens stay the model's.
+    """
+    eos = lprobs[:, EOS_ID].clone()
+    lprobs[:, PAD_ID] = -math.inf
+    lprobs[:, BOS_ID] = -math.inf
+    if step <= min_len:
+        lprobs[:, EOS_ID] = -math.inf
+    if bool(forced.any()):
+        lprobs[forced] = -math.inf
+        lprobs[forced, EOS_ID] = eos[forced]
+
+
+def _trim_attention(attention: Tensor, memory_pad_mask: Tensor) -> Tensor:
+    return attention[:, ~memory_pad_mask].cpu()
+
+
+# --- beam search -----------------------------------------------------------------------
+
+
+class _Finished:
+    """The ``nbest`` best finished hypotheses of every row, best first."""
+
+    def __init__(self, rows: int, nbest: int, dtype: torch.dtype, device: torch.device):
+        self.nbest = nbest
+        self.lists: list[list[Hypothesis]] = [[] for _ in range(rows)]
+        # Score a new hypothesis must beat: the nbest-th best, -inf while fewer are known.
+        self.worst = torch.full((rows,), -math.inf, dtype=dtype, device=device)
+
+    def add(self, row: int, hypothesis: Hypothesis) -> None:
+        kept = self.lists[row]
+        kept.append(hypothesis)
+        kept.sort(key=lambda h: -h.score)  # stable: earlier (shorter) first on ties
+        del kept[self.nbest :]
+        if len(kept) == self.nbest:
+            self.worst[row] = kept[-1].score
+
+
+@torch.no_grad()
+def beam_search(
+    model: Seq2SeqModel, batch: Batch, cfg: DecodeConfig | None = None, scorer: HypothesisScorer | None = None
+) -> list[list[Hypothesis]]:
+    """The ``cfg.nbest`` best hypotheses of every batch row, best first (see module doc)."""
+    cfg = cfg or DecodeConfig()
+    cfg.validate()
+    scorer = scorer or HypothesisScorer.from_config(cfg)
+    with _eval_mode(model):
+        return _beam_search(model, batch, cfg, scorer)
+
+
+def _beam_search(model: Seq2SeqModel, batch: Batch, cfg: DecodeConfig, scorer: HypothesisScorer) -> list[list[Hypothesis]]:
+    k, device = cfg.beam, batch.src.device
+    need_coverage = scorer.needs_attention
+    decoder = _IncrementalDecoder(model, batch, k, need_coverage or cfg.return_attention)
+    rows = torch.arange(batch.size, device=device)  # original row of every active row
+    max_len = _max_lengths(model, batch, scorer)  # per active row
+    tokens = torch.full((batch.size * k, 1), BOS_ID, dtype=torch.long, device=device)
+    scores = None  # (N, t-1) positional scores of the live hypotheses
+    coverage = attention_history = None
+    finished: _Finished | None = None
+    beam_offsets = torch.arange(k, device=device)
+    rank_offsets = torch.arange(2 * k, device=device)
+
+    for step in itertools.count(1):
+        n = rows.numel()
+        lprobs, attention = decoder.step(tokens[:, -1:])
+        if scores is None:  # first step: every row starts from one hypothesis, not k copies
+            scores = lprobs.new_zeros(n * k, 0)
+            cumulative = lprobs.new_full((n, k), -math.inf)
+            cumulative[:, 0] = 0.0
+            cumulative = cumulative.view(-1)
+            finished = _Finished(batch.size, cfg.nbest, lprobs.dtype, device)
+            if need_coverage:
+                coverage = torch.zeros_like(attention)
+            if cfg.return_attention:
+                attention_history = attention.new_zeros(n * k, 0, attention.size(-1))
+        if coverage is not None:
+            coverage = coverage + attention
+        forced = (max_len < step).repeat_interleave(k)
+        vocab = lprobs.size(-1)
+        _constrain_(lprobs, step, cfg.min_len, forced)
+        candidates = (cumulative.unsqueeze(1) + lprobs).view(n, k * vocab)
+        top_scores, top_index = candidates.topk(2 * k, dim=1)
+        top_beams, top_tokens = top_index // vocab, top_index % vocab
+        is_eos = top_tokens.eq(EOS_ID)
+
+        # Finished candidates: EOS among the first k, scored and kept if they beat the row's worst.
+        eos_first = is_eos[:, :k] & top_scores[:, :k].isfinite()
+        if bool(eos_first.any()):
+            r, c = eos_first.nonzero(as_tuple=True)
+            parents = r * k + top_beams[r, c]
+            final = scorer.score(
+                top_scores[r, c],
+                torch.full_like(r, step),
+                None if coverage is None else coverage[parents],
+                decoder.memory_pad_mask[parents],
+            )
+            accept = final > finished.worst[rows[r]]
+            for i in accept.nonzero().flatten().tolist():
+                parent = int(parents[i])
+                attn = None
+                if attention_history is not None:
+                    full = torch.cat([attention_history[parent], attention[parent].unsqueeze(0)], 0)
+                    attn = _trim_attention(full, decoder.memory_pad_mask[parent])
+                finished.add(
+                    int(rows[r[i]]),
+                    Hypothesis(
+                        tokens=tokens[parent, 1:].tolist(),
+                        score=float(final[i]),
+                        positional_scores=scores[parent].tolist() + [float(lprobs[parent, EOS_ID])],
+                        attention=attn,
+                    ),
+                )
+
+        # Live hypotheses: the first k non-EOS candidates.
+        live = (is_eos.long() * (2 * k) + rank_offsets).topk(k, dim=1, largest=False).indices
+        live_scores = top_scores.gather(1, live)
+        live_tokens = top_tokens.gather(1, live)
+        parents = (torch.arange(n, device=device).unsqueeze(1) * k + top_beams.gather(1, live)).view(-1)
+
+        # A row is done at its length limit or when no completion can beat its nbest-th best.
+        best_possible = scorer.bound(live_scores[:, 0], max_len + 1)
+        done = (max_len < step) | (best_possible <= finished.worst[rows])
+        if bool(done.all()):
+            break
+        if bool(done.any()):
+            kept_rows = (~done).nonzero().flatten()
+            kept_beams = (kept_rows.unsqueeze(1) * k + beam_offsets).view(-1)
+            parents = parents.view(n, k)[kept_rows].view(-1)
+            live_scores, live_tokens = live_scores[kept_rows], live_tokens[kept_rows]
+            rows, max_len = rows[kept_rows], max_len[kept_rows]
+            decoder.keep(parents)  # rows leave and beams reorder in one index
+        else:
+            decoder.reorder(parents)
+        tokens = torch.cat([tokens[parents], live_tokens.view(-1, 1)], 1)
+        scores = torch.cat([scores[parents], lprobs[parents, live_tokens.view(-1)].unsqueeze(1)], 1)
+        cumulative = live_scores.view(-1)
+        if coverage is not None:
+            coverage = coverage[parents]
+        if attention_history is not None:
+            attention_history = torch.cat([attention_history[parents], attention[parents].unsqueeze(1)], 1)
+
+    return finished.lists
+
+
+# --- greedy search ---------------------------------------------------------------------
+
+
+@torch.no_grad()
+def greedy_search(
+    model: Seq2SeqModel,
+    batch: Batch,
+    max_len_a: float = 1.2,
+    max_len_b: int = 10,
+    *,
+    min_len: int = 1,
+    return_attention: bool = False,
+) -> list[Hypothesis]:
+    """The most probable next token at every step (PAD/BOS never, EOS not before ``min_len``).
+
+    ``score`` is the log-probability (no length penalty); equals :func:`beam_search` with
+    beam 1 and ``length_penalty=0``.
+    """
+    scorer = HypothesisScorer(length_limits=(LinearLengthLimit(max_len_a, max_len_b),))
+    with _eval_mode(model):
+        decoder = _IncrementalDecoder(model, batch, 1, return_attention)
+        device = batch.src.device
+        rows = torch.arange(batch.size, device=device)
+        max_len = _max_lengths(model, batch, scorer)
+        tokens = torch.full((batch.size, 1), BOS_ID, dtype=torch.long, device=device)
+        scores: Tensor | None = None
+        attention_history: Tensor | None = None
+        results: list[Hypothesis] = [None] * batch.size  # type: ignore[list-item]  # every row ends with EOS
+        for step in itertools.count(1):
+            lprobs, attention = decoder.step(tokens[:, -1:])
+            if scores is None:
+                scores = lprobs.new_zeros(rows.numel(), 0)
+                if return_attention:
+                    attention_history = attention.new_zeros(rows.numel(), 0, attention.size(-1))
+            _constrain_(lprobs, step, min_len, max_len < step)
+            choice = lprobs.argmax(-1)
+            tokens = torch.cat([tokens, choice.unsqueeze(1)], 1)
+            scores = torch.cat([scores, lprobs.gather(1, choice.unsqueeze(1))], 1)
+            if attention_history is not None:
+                attention_history = torch.cat([attention_history, attention.unsqueeze(1)], 1)
+            ended = choice.eq(EOS_ID)
+            for i in ended.nonzero().flatten().tolist():
+                positional = scores[i].tolist()
+                results[int(rows[i])] = Hypothesis(
+                    tokens=tokens[i, 1:-1].tolist(),
+                    score=math.fsum(positional),
+                    positional_scores=positional,
+                    attention=None if attention_history is None else _trim_attention(attention_history[i], decoder.memory_pad_mask[i]),
+                )
+            if bool(ended.all()):
+                break
+            if bool(ended.any()):
+                kept = (~ended).nonzero().flatten()
+                decoder.keep(kept)
+                rows, max_len, tokens, scores = rows[kept], max_len[kept], tokens[kept], scores[kept]
+                if attention_history is not None:
+                    attention_history = attention_history[kept]
+    return results

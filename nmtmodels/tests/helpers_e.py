@@ -1,0 +1,42 @@
+"""Shared helpers for helper E's tests (vocab, data, train, checkpoint, CLI)."""
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import torch
+
+from nmtmodels.config import ModelConfig
+from nmtmodels.registry import build_model
+from nmtmodels.train import TrainConfig
+from nmtmodels.configuration import from_dict
+
+LETTERS = "abcdefghij"
+
+
+def write_lines(path: Path, lines: list[str]) -> Path:
+    path.write_text("".join(f"{line}\n" for line in lines), encoding="utf-8")
+    return path
+
+
+def copy_task(n: int, seed: int, min_len: int = 3, max_len: int = 8, reverse: bool = False) -> tuple[list[str], list[str]]:
+    """Random letter sequences and their copies (or reversals)."""
+    rng = random.Random(seed)
+    src = [" ".join(rng.choice(LETTERS) for _ in range(rng.randint(min_len, max_len))) for _ in range(n)]
+    tgt = [" ".join(reversed(s.split())) if reverse else s for s in src]
+    return src, tgt
+
+
+TINY_MODEL = {"preset": "tiny", "d_model": 32, "heads": 2, "ffn_dim": 64, "encoder_layers": 1, "decoder_layers": 1}
+
+
+def tiny_model(src_size: int, tgt_size: int, seed: int = 0, **overrides):
+    cfg = ModelConfig.from_dict({**TINY_MODEL, **overrides})
+    torch.manual_seed(seed)
+    return build_model(cfg, src_size, tgt_size), cfg
+
+
+def train_config(**overrides) -> TrainConfig:
+    base = {"max_tokens": 64, "lr": 1e-3, "warmup_updates": 4, "max_updates": 10, "log_interval": 1000,
+            "num_threads": 1, "keep_last": -1}
+    return from_dict(TrainConfig, {**base, **overrides}, "train")

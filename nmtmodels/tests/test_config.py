@@ -1,0 +1,90 @@
+"""ModelConfig presets and validation; the model-family registry."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pytest
+
+from nmtmodels import registry
+from nmtmodels.config import PRESETS, ModelConfig
+from nmtmodels.configuration import ConfigError
+from nmtmodels.models.transformer import TransformerModel
+
+
+def test_presets_and_overrides() -> None:
+    tiny = ModelConfig.from_dict({"preset": "tiny"})
+    assert (tiny.encoder_layers, tiny.decoder_layers, tiny.d_model, tiny.heads, tiny.ffn_dim, tiny.dropout) == (
+        3, 3, 256, 4, 1024, 0.1,
+    )
+    small = ModelConfig.from_dict({"preset": "small", "dropout": 0.2, "normalize_before": True})
+    assert (small.d_model, small.heads, small.ffn_dim, small.dropout, small.normalize_before) == (512, 4, 1024, 0.2, True)
+    big = ModelConfig.from_dict({"preset": "big"})
+    assert (big.d_model, big.heads, big.ffn_dim, big.dropout) == (1024, 16, 4096, 0.3)
+    assert ModelConfig.from_dict({"preset": "base"}) == ModelConfig()
+    assert set(PRESETS) == {"tiny", "small", "base", "big"}
+
+
+def test_round_trip_through_dict() -> None:
+    cfg = ModelConfig.from_dict({"preset": "tiny", "positional": "learned", "tie_output": False})
+    assert ModelConfig.from_dict(cfg.to_dict()) == cfg
+
+
+@pytest.mark.parametrize(
+    "data, message",
+    [
+        ({"d_modle": 512}, r"model\.d_modle: unknown key \(did you mean 'd_model'\?\)"),
+        ({"d_model": "512"}, r"model\.d_model: expected int, got str"),
+        ({"dropout": True}, r"model\.dropout: expected float, got bool"),
+        ({"activation": "tanh"}, r"model\.activation: expected one of \['relu', 'gelu'\]"),
+        ({"preset": "huge"}, r"model\.preset: unknown preset 'huge' \(known: tiny, small, base, big\)"),
+        ({"heads": 7}, r"model\.heads: d_model 512 is not divisible by heads 7"),
+        ({"dropout": 1.0}, r"model\.dropout: must be in \[0, 1\), got 1\.0"),
+        ({"attention_dropout": -0.1}, r"model\.attention_dropout: must be in \[0, 1\)"),
+        ({"encoder_layers": 0}, r"model\.encoder_layers: must be >= 1"),
+        ({"d_model": 255, "heads": 5}, r"model\.d_model: sinusoidal positions need an even d_model"),
+        ({"family": "rnn"}, r"model\.family: unknown model family 'rnn' \(registered: .*transformer"),
+        ({"options": {"window": 3}}, r"model\.options\.window: family 'transformer' takes no options"),
+    ],
+)
+def test_config_errors_name_the_key(data: dict, message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        ModelConfig.from_dict(data, where="model")
+
+
+def test_build_model_with_unknown_family_lists_registered_ones() -> None:
+    cfg = ModelConfig.from_dict({"preset": "tiny"})
+    cfg.family = "nope"
+    with pytest.raises(ConfigError, match=r"unknown model family 'nope' \(registered: .*transformer"):
+        registry.build_model(cfg, 10, 10)
+
+
+def test_registry_lists_builtin_families() -> None:
+    assert "transformer" in registry.model_families()
+    assert registry.get_model_class("transformer") is TransformerModel
+
+
+@dataclass
+class ToyOptions:
+    width: int = 2
+
+
+def test_family_registration_and_options(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(registry, "_FAMILIES", dict(registry._FAMILIES))
+
+    @registry.register_model("toy")
+    class ToyModel(TransformerModel):
+        options_class = ToyOptions
+
+    assert "toy" in registry.model_families()
+    cfg = ModelConfig.from_dict({"preset": "tiny", "family": "toy", "options": {"width": 5}})
+    model = registry.build_model(cfg, 12, 12)
+    assert isinstance(model, ToyModel)
+    assert ToyModel.parse_options(cfg.options) == ToyOptions(width=5)
+    with pytest.raises(ConfigError, match=r"model\.options\.width: expected int"):
+        ModelConfig.from_dict({"family": "toy", "options": {"width": "5"}})
+    with pytest.raises(ConfigError, match=r"model\.options\.depth: unknown key"):
+        ModelConfig.from_dict({"family": "toy", "options": {"depth": 1}})
+    with pytest.raises(ValueError, match="already registered"):
+        registry.register_model("toy")(type("Other", (TransformerModel,), {}))
+    with pytest.raises(TypeError, match="lacks classmethod from_config"):
+        registry.register_model("bare")(type("Bare", (), {"parse_options": classmethod(lambda cls, o, w=None: None)}))

@@ -1,0 +1,381 @@
+"""Beam and greedy search against exhaustive search and full-forward rescoring on a toy model."""
+from __future__ import annotations
+
+import itertools
+import math
+
+import pytest
+import torch
+from torch import Tensor, nn
+
+from nmtmodels.batch import BOS_ID, EOS_ID, PAD_ID, Batch
+from nmtmodels.configuration import ConfigError, from_dict
+from nmtmodels.models.base import Seq2SeqModel
+from nmtmodels.search import (
+    CoveragePenalty,
+    DecodeConfig,
+    GNMTLengthPenalty,
+    HypothesisScorer,
+    beam_search,
+    greedy_search,
+)
+
+VOCAB = 6  # <pad> <s> </s> <unk> a b: the search may emit <unk>, a, b and </s>
+OUTPUT_TOKENS = (3, 4, 5)
+
+
+class ToyModel(Seq2SeqModel):
+    """A tiny attentional RNN in float64 that follows the cache protocol.
+
+    Its next-token distribution depends on the whole prefix (through the hidden state) and
+    on the source (through masked dot-product attention), so scores are non-trivial.
+    ``eos_bias`` shifts the EOS logit to force long or short outputs.
+    """
+
+    def __init__(self, seed: int = 0, dim: int = 8, eos_bias: float = 0.0, max_target_positions: int = 1024):
+        super().__init__()
+        g = torch.Generator().manual_seed(seed)
+        param = lambda *shape, scale=1.0: nn.Parameter(torch.randn(*shape, generator=g, dtype=torch.float64) * scale)  # noqa: E731
+        self.src_embed = param(VOCAB, dim)
+        self.tgt_embed = param(VOCAB, dim)
+        self.w_in = param(2 * dim, dim, scale=0.7)
+        self.w_hidden = param(dim, dim, scale=0.7)
+        self.w_query = param(dim, dim)
+        self.w_out = param(dim, VOCAB, scale=1.5)
+        self.eos_bias = eos_bias
+        self.max_target_positions = max_target_positions
+        self.decode_calls = 0
+
+    def max_positions(self) -> tuple[int, int]:
+        return (1024, self.max_target_positions)
+
+    def encode(self, batch: Batch) -> dict[str, Tensor]:
+        return {"memory": torch.tanh(self.src_embed[batch.src]), "memory_pad_mask": batch.src_pad_mask}
+
+    def decode(self, tgt_in, encoder_out, cache=None, need_attention=False):
+        self.decode_calls += 1
+        memory, pad_mask = encoder_out["memory"], encoder_out["memory_pad_mask"]
+        hidden = cache.get("hidden") if cache is not None else None
+        if hidden is None:
+            hidden = memory.new_zeros(memory.size(0), memory.size(-1))
+        logits, attentions = [], []
+        for t in range(tgt_in.size(1)):
+            embedded = self.tgt_embed[tgt_in[:, t]]
+            query = torch.tanh((embedded + hidden) @ self.w_query)
+            energy = torch.einsum("bsd,bd->bs", memory, query).masked_fill(pad_mask, -math.inf)
+            attention = energy.softmax(-1)
+            context = torch.einsum("bs,bsd->bd", attention, memory)
+            hidden = torch.tanh(torch.cat([embedded, context], -1) @ self.w_in + hidden @ self.w_hidden)
+            step_logits = hidden @ self.w_out
+            step_logits[:, EOS_ID] += self.eos_bias
+            logits.append(step_logits)
+            attentions.append(attention)
+        if cache is not None:
+            cache["hidden"] = hidden
+            cache["steps"] = cache.get("steps", 0) + tgt_in.size(1)  # a non-tensor entry
+        return torch.stack(logits, 1), (torch.stack(attentions, 1) if need_attention else None)
+
+
+def make_batch(sources: list[list[int]]) -> Batch:
+    """Rows get EOS appended and are right-padded."""
+    rows = [row + [EOS_ID] for row in sources]
+    width = max(map(len, rows))
+    src = torch.tensor([row + [PAD_ID] * (width - len(row)) for row in rows])
+    return Batch(src=src, src_lengths=torch.tensor([len(row) for row in rows]))
+
+
+@torch.no_grad()
+def rescore(model: ToyModel, batch: Batch, row: int, outputs: list[list[int]]) -> tuple[Tensor, Tensor]:
+    """Full teacher-forced pass (no cache): log P(y + EOS | x) and attention (n, T, S) for each output."""
+    single = batch.select(torch.tensor([row]))
+    n, length = len(outputs), max(map(len, outputs)) + 1
+    tgt_in = torch.full((n, length), PAD_ID)
+    tgt_out = torch.full((n, length), PAD_ID)
+    for i, y in enumerate(outputs):
+        tgt_in[i, : len(y) + 1] = torch.tensor([BOS_ID, *y])
+        tgt_out[i, : len(y) + 1] = torch.tensor([*y, EOS_ID])
+    encoder_out = model.encode(single.select(torch.zeros(n, dtype=torch.long)))
+    logits, attention = model.decode(tgt_in, encoder_out, need_attention=True)
+    token_lp = logits.log_softmax(-1).gather(-1, tgt_out.unsqueeze(-1)).squeeze(-1)
+    mask = tgt_out.ne(PAD_ID)
+    return token_lp.masked_fill(~mask, 0.0).sum(-1), attention * mask.unsqueeze(-1)
+
+
+def exhaustive(model, batch, row, max_tokens, *, min_len=1, alpha=0.0, beta=0.0):
+    """Every output of min_len..max_tokens tokens, scored by ESC eq. 1, best first."""
+    outputs = [list(y) for n in range(min_len, max_tokens + 1) for y in itertools.product(OUTPUT_TOKENS, repeat=n)]
+    log_probs, attention = rescore(model, batch, row, outputs)
+    lengths = torch.tensor([len(y) + 1 for y in outputs], dtype=torch.float64)
+    scores = log_probs / ((5 + lengths) / 6) ** alpha
+    if beta:
+        real = batch.src_lengths[row]
+        coverage = attention.sum(1)[:, :real]
+        scores = scores + beta * coverage.clamp(max=1.0).log().sum(-1)
+    order = scores.argsort(descending=True)
+    return [(outputs[i], float(scores[i]), float(log_probs[i])) for i in order]
+
+
+SOURCES = [[4, 5, 3, 4], [5, 5], [3, 4, 5, 5, 4, 3, 5]]
+
+
+@pytest.mark.parametrize("alpha,beta", [(0.0, 0.0), (1.0, 0.0), (0.6, 0.4)])
+def test_large_beam_equals_exhaustive_search(alpha, beta):
+    model = ToyModel(seed=1)
+    batch = make_batch(SOURCES)
+    max_tokens, nbest = 4, 10
+    cfg = DecodeConfig(beam=130, nbest=nbest, length_penalty=alpha, coverage_penalty=beta, max_len_a=0.0, max_len_b=max_tokens)
+    results = beam_search(model, batch, cfg)
+    assert len(results) == len(SOURCES)
+    for row, hypotheses in enumerate(results):
+        reference = exhaustive(model, batch, row, max_tokens, alpha=alpha, beta=beta)[:nbest]
+        assert [h.tokens for h in hypotheses] == [y for y, _, _ in reference]
+        assert [h.score for h in hypotheses] == pytest.approx([s for _, s, _ in reference], abs=1e-9)
+        assert [h.log_prob for h in hypotheses] == pytest.approx([lp for _, _, lp in reference], abs=1e-9)
+        assert all(a.score >= b.score for a, b in zip(hypotheses, hypotheses[1:]))
+
+
+def test_moderate_beam_is_not_exhaustive_but_its_nbest_is_sorted():
+    # A sanity check that the exhaustive comparison above is not vacuous: beam 2 misses
+    # some of the exhaustive top 10 (it can keep only 2 prefixes per step).
+    model = ToyModel(seed=1)
+    batch = make_batch(SOURCES)
+    cfg = DecodeConfig(beam=2, nbest=2, length_penalty=0.0, max_len_a=0.0, max_len_b=4)
+    found = {tuple(h.tokens) for row in beam_search(model, batch, DecodeConfig(beam=10, nbest=10, length_penalty=0.0, max_len_a=0.0, max_len_b=4)) for h in row}
+    top10 = {tuple(y) for row in range(len(SOURCES)) for y, _, _ in exhaustive(model, batch, row, 4)[:10]}
+    assert found != top10
+    for hypotheses in beam_search(model, batch, cfg):
+        assert hypotheses[0].score >= hypotheses[1].score
+
+
+def test_cached_scores_equal_full_forward_rescoring():
+    model = ToyModel(seed=2)
+    batch = make_batch(SOURCES)
+    cfg = DecodeConfig(beam=4, nbest=4, length_penalty=1.0, max_len_a=1.0, max_len_b=3)
+    for row, hypotheses in enumerate(beam_search(model, batch, cfg)):
+        log_probs, _ = rescore(model, batch, row, [h.tokens for h in hypotheses])
+        for h, log_prob in zip(hypotheses, log_probs.tolist()):
+            assert len(h.positional_scores) == len(h.tokens) + 1
+            assert h.log_prob == pytest.approx(log_prob, abs=1e-9)
+            assert h.score == pytest.approx(log_prob / ((5 + len(h.tokens) + 1) / 6), abs=1e-9)
+
+
+def test_batched_search_equals_each_row_alone():
+    model = ToyModel(seed=3)
+    batch = make_batch(SOURCES)
+    cfg = DecodeConfig(beam=3, nbest=3, length_penalty=0.8, coverage_penalty=0.2, return_attention=True)
+    together = beam_search(model, batch, cfg)
+    for row in range(len(SOURCES)):
+        alone = beam_search(model, make_batch([SOURCES[row]]), cfg)[0]
+        assert [h.tokens for h in together[row]] == [h.tokens for h in alone]
+        assert [h.score for h in together[row]] == pytest.approx([h.score for h in alone], abs=1e-9)
+        for a, b in zip(together[row], alone):
+            assert a.attention.shape == (len(a.tokens) + 1, len(SOURCES[row]) + 1)
+            torch.testing.assert_close(a.attention, b.attention)
+    greedy_together = greedy_search(model, batch)
+    for row in range(len(SOURCES)):
+        assert greedy_together[row].tokens == greedy_search(model, make_batch([SOURCES[row]]))[0].tokens
+
+
+@pytest.mark.parametrize("seed", [0, 4, 5])
+def test_greedy_equals_beam_one(seed):
+    model = ToyModel(seed=seed)
+    batch = make_batch(SOURCES)
+    greedy = greedy_search(model, batch, 1.5, 2, return_attention=True)
+    beam = beam_search(model, batch, DecodeConfig(beam=1, length_penalty=0.0, max_len_a=1.5, max_len_b=2, return_attention=True))
+    for g, (b,) in zip(greedy, beam):
+        assert g.tokens == b.tokens
+        assert g.score == pytest.approx(b.score, abs=1e-9)
+        assert g.positional_scores == pytest.approx(b.positional_scores, abs=1e-12)
+        torch.testing.assert_close(g.attention, b.attention)
+    # greedy picks the arg-max at every step: check against the full-forward distribution
+    for row, g in enumerate(greedy):
+        prefix = [BOS_ID]
+        encoder_out = model.encode(batch.select(torch.tensor([row])))
+        for token in g.tokens + [EOS_ID]:
+            logits, _ = model.decode(torch.tensor([prefix]), encoder_out)
+            allowed = logits[0, -1].clone()
+            allowed[[PAD_ID, BOS_ID]] = -math.inf
+            if len(prefix) == 1:
+                allowed[EOS_ID] = -math.inf  # min_len 1
+            if token != EOS_ID or len(prefix) - 1 < int(1.5 * len(SOURCES[row]) + 2):
+                assert int(allowed.argmax()) == token
+            prefix.append(token)
+
+
+def test_max_length_is_a_times_source_plus_b():
+    model = ToyModel(seed=0, eos_bias=-30.0)  # never wants to stop
+    batch = make_batch(SOURCES)
+    for a, b in [(1.2, 10), (0.5, 1), (0.0, 3)]:
+        for beam in (1, 3):
+            cfg = DecodeConfig(beam=beam, nbest=beam, max_len_a=a, max_len_b=b)
+            for source, hypotheses in zip(SOURCES, beam_search(model, batch, cfg)):
+                expected = math.floor(a * len(source) + b + 1e-9)
+                assert [len(h.tokens) for h in hypotheses] == [expected] * beam
+        for source, hypothesis in zip(SOURCES, greedy_search(model, batch, a, b)):
+            assert len(hypothesis.tokens) == math.floor(a * len(source) + b + 1e-9)
+
+
+def test_max_length_respects_model_positions():
+    model = ToyModel(seed=0, eos_bias=-30.0, max_target_positions=5)
+    results = beam_search(model, make_batch(SOURCES), DecodeConfig(beam=2, max_len_a=2.0, max_len_b=10))
+    assert [len(h.tokens) for (h,) in results] == [4, 4, 4]  # BOS + 4 tokens = 5 decoder inputs
+
+
+def test_min_length_is_respected():
+    model = ToyModel(seed=0, eos_bias=30.0)  # wants to stop at once
+    batch = make_batch(SOURCES)
+    for min_len in (0, 1, 3):
+        results = beam_search(model, batch, DecodeConfig(beam=3, nbest=2, min_len=min_len))
+        assert all(len(h.tokens) == min_len for row in results for h in row[:1])
+        assert all(len(h.tokens) >= min_len for row in results for h in row)
+        assert [len(h.tokens) for h in greedy_search(model, batch, min_len=min_len)] == [min_len] * len(SOURCES)
+
+
+def test_gamma_hard_stop():
+    model = ToyModel(seed=0, eos_bias=-30.0)
+    batch = make_batch(SOURCES)
+    cfg = DecodeConfig(beam=2, max_len_a=2.0, max_len_b=10, max_len_ratio=0.7)
+    results = beam_search(model, batch, cfg)
+    # |S| = 4, 2, 7 tokens (EOS not counted): floor(0.7 |S|) = 2, 1, 4
+    assert [len(h.tokens) for (h,) in results] == [2, 1, 4]
+
+
+def test_coverage_penalty_matches_hand_computation():
+    # attention p[j, i] for 3 target steps over 4 source positions, the last one padding
+    attention = torch.tensor([[0.5, 0.3, 0.2, 0.0], [0.2, 0.7, 0.1, 0.0], [0.1, 0.6, 0.3, 0.0]])
+    pad = torch.tensor([False, False, False, True])
+    # sums over j: 0.8, 1.6 -> capped at 1.0, 0.6
+    expected = 0.4 * (math.log(0.8) + math.log(1.0) + math.log(0.6))
+    value = CoveragePenalty(0.4)(attention.sum(0, keepdim=True), pad.unsqueeze(0))
+    assert float(value) == pytest.approx(expected, rel=1e-6)
+
+
+def test_reported_score_is_esc_equation_1():
+    model = ToyModel(seed=6)
+    batch = make_batch(SOURCES)
+    alpha, beta = 0.7, 0.5
+    cfg = DecodeConfig(beam=3, nbest=3, length_penalty=alpha, coverage_penalty=beta, return_attention=True)
+    for hypotheses in beam_search(model, batch, cfg):
+        for h in hypotheses:
+            lp = ((5 + len(h.tokens) + 1) / (5 + 1)) ** alpha
+            cp = beta * sum(math.log(min(float(c), 1.0)) for c in h.attention.sum(0))
+            assert h.score == pytest.approx(h.log_prob / lp + cp, abs=1e-9)
+
+
+class NoEarlyStop(HypothesisScorer):
+    def bound(self, log_probs, max_lengths):
+        return torch.full_like(log_probs, math.inf)
+
+
+# (2, 0): the exact bound never prunes here, but a heuristic bound (lp of the current
+# length instead of the longest possible one) changes this case's result.
+@pytest.mark.parametrize("alpha,beta,stops_sooner", [(0.0, 0.0, True), (1.0, 0.0, True), (2.0, 0.0, False), (1.0, 0.1, True)])
+def test_early_stopping_is_exact(alpha, beta, stops_sooner):
+    cfg = DecodeConfig(beam=3, nbest=2, length_penalty=alpha, coverage_penalty=beta, max_len_a=2.0, max_len_b=5)
+    batch = make_batch(SOURCES)
+    model = ToyModel(seed=7)
+    early = beam_search(model, batch, cfg)
+    calls_early, model.decode_calls = model.decode_calls, 0
+    full = beam_search(model, batch, cfg, scorer=NoEarlyStop(**vars(HypothesisScorer.from_config(cfg))))
+    assert (model.decode_calls > calls_early) == stops_sooner
+    for a, b in zip(early, full):
+        assert [h.tokens for h in a] == [h.tokens for h in b]
+        assert [h.score for h in a] == pytest.approx([h.score for h in b], abs=1e-9)
+
+
+def test_search_restores_training_mode_and_uses_eval():
+    model = ToyModel(seed=0)
+    model.train()
+    seen = []
+    original = model.decode
+    model.decode = lambda *args, **kwargs: (seen.append(model.training), original(*args, **kwargs))[1]
+    beam_search(model, make_batch(SOURCES), DecodeConfig(beam=2))
+    greedy_search(model, make_batch(SOURCES))
+    assert seen and not any(seen)
+    assert model.training
+
+
+def test_attention_is_requested_only_when_needed():
+    model = ToyModel(seed=0)
+    flags = []
+    original = model.decode
+    model.decode = lambda *args, **kwargs: (flags.append(kwargs.get("need_attention", False)), original(*args, **kwargs))[1]
+    beam_search(model, make_batch(SOURCES), DecodeConfig(beam=2))
+    assert flags and not any(flags)
+    flags.clear()
+    beam_search(model, make_batch(SOURCES), DecodeConfig(beam=2, coverage_penalty=0.2))
+    assert flags and all(flags)
+
+
+def test_model_without_attention_is_a_clear_error():
+    model = ToyModel(seed=0)
+    original = model.decode
+    model.decode = lambda *args, **kwargs: (original(*args, **kwargs)[0], None)
+    with pytest.raises(RuntimeError, match="returned no attention"):
+        beam_search(model, make_batch(SOURCES), DecodeConfig(coverage_penalty=0.2))
+
+
+def test_decode_config_validation_names_the_key():
+    assert from_dict(DecodeConfig, {"beam": 5, "nbest": 2}, "decode").beam == 5
+    with pytest.raises(ConfigError, match=r"decode\.nbest"):
+        from_dict(DecodeConfig, {"beam": 2, "nbest": 3}, "decode")
+    with pytest.raises(ConfigError, match=r"decode\.length_penalty"):
+        from_dict(DecodeConfig, {"length_penalty": -1.0}, "decode")
+    with pytest.raises(ConfigError, match=r"decode\.bem.*beam"):
+        from_dict(DecodeConfig, {"bem": 4}, "decode")
+
+
+def test_gnmt_length_penalty_values():
+    lengths = torch.tensor([1.0, 4.0, 19.0])
+    assert GNMTLengthPenalty(1.0)(lengths).tolist() == pytest.approx([1.0, 1.5, 4.0])
+    assert GNMTLengthPenalty(0.5)(lengths).tolist() == pytest.approx([1.0, 1.5**0.5, 2.0])
+
+
+# --- with the real Transformer (helper C's), in float64 so near-ties cannot flip -----------
+
+
+@pytest.fixture(scope="module")
+def transformer():
+    registry = pytest.importorskip("nmtmodels.registry")
+    config = pytest.importorskip("nmtmodels.config")
+    cfg = config.ModelConfig.from_dict(
+        {"preset": "tiny", "d_model": 32, "heads": 4, "ffn_dim": 64, "encoder_layers": 2, "decoder_layers": 2, "dropout": 0.0}
+    )
+    torch.manual_seed(11)
+    return registry.build_model(cfg, 13, 11).double().eval()
+
+
+def transformer_batch() -> Batch:
+    return make_batch([[4, 9, 7, 12, 5], [10, 3], [6, 6, 8, 11, 4, 5, 9, 10]])
+
+
+def test_transformer_cached_beam_scores_equal_full_forward(transformer):
+    batch = transformer_batch()
+    cfg = DecodeConfig(beam=4, nbest=3, length_penalty=0.6, coverage_penalty=0.3, return_attention=True)
+    for row, hypotheses in enumerate(beam_search(transformer, batch, cfg)):
+        single = batch.select(torch.tensor([row] * len(hypotheses)))
+        length = max(len(h.tokens) for h in hypotheses) + 1
+        tgt_in = torch.full((len(hypotheses), length), PAD_ID)
+        tgt_out = torch.full((len(hypotheses), length), PAD_ID)
+        for i, h in enumerate(hypotheses):
+            tgt_in[i, : len(h.tokens) + 1] = torch.tensor([BOS_ID, *h.tokens])
+            tgt_out[i, : len(h.tokens) + 1] = torch.tensor([*h.tokens, EOS_ID])
+        with torch.no_grad():
+            logits, attention = transformer.decode(tgt_in, transformer.encode(single), need_attention=True)
+        token_lp = logits.log_softmax(-1).gather(-1, tgt_out.unsqueeze(-1)).squeeze(-1)
+        for i, h in enumerate(hypotheses):
+            n = len(h.tokens) + 1
+            assert h.positional_scores == pytest.approx(token_lp[i, :n].tolist(), abs=1e-9)
+            torch.testing.assert_close(h.attention, attention[i, :n, : int(batch.src_lengths[row])])
+
+
+def test_transformer_batched_equals_alone_and_greedy_equals_beam_one(transformer):
+    batch = transformer_batch()
+    cfg = DecodeConfig(beam=3, nbest=2, length_penalty=1.0)
+    together = beam_search(transformer, batch, cfg)
+    greedy = greedy_search(transformer, batch)
+    beam_one = beam_search(transformer, batch, DecodeConfig(beam=1, length_penalty=0.0))
+    for row in range(batch.size):
+        alone = batch.select(torch.tensor([row]))
+        assert [h.tokens for h in together[row]] == [h.tokens for h in beam_search(transformer, alone, cfg)[0]]
+        assert greedy[row].tokens == greedy_search(transformer, alone)[0].tokens == beam_one[row][0].tokens

@@ -1,0 +1,768 @@
+"""The trainer: label-smoothed cross-entropy, Adam with inverse-sqrt warm-up, gradient
+accumulation, bf16 autocast, DDP, checkpoints with exact resume, validation, early stopping.
+
+Semantics worth knowing:
+
+* Loss: label-smoothed cross-entropy (Szegedy et al. 2016; torch's ``label_smoothing``
+  definition: the target gets ``1 - eps + eps/V``, every other class ``eps/V``), summed
+  over non-pad target tokens.  The gradient of an update is that sum divided by the
+  number of target tokens of the whole update (all accumulated batches on all ranks),
+  so ``R`` ranks x ``u`` accumulation steps equal one process with ``R*u`` steps.
+  Reported ``loss``/``nll`` are per target token, in nats (perplexity = exp(nll)).
+* Learning rate for the ``u``-th update (1-based): ``init + (peak - init) * u / warmup``
+  while ``u <= warmup``, then ``peak * sqrt(warmup / u)`` (fairseq ``inverse_sqrt``;
+  with ``init = 0`` this is ``peak * min(u / warmup, sqrt(warmup / u))``).
+* Optimizer: AdamW (decoupled weight decay as in fairseq's Adam; with ``weight_decay=0``
+  it is Adam), betas (0.9, 0.98), eps 1e-9.
+* Checkpoints in ``out_dir``: ``checkpoint_last.pt`` (every save), ``checkpoint_{update}.pt``
+  (every ``save_interval_updates`` and at each epoch end), ``checkpoint_best.pt`` (best
+  validation ``best_metric``); numbered files are pruned to the ``keep_last`` newest plus
+  the ``keep_best`` best.  Every save is preceded by a validation (as in fairseq).
+* Resume: when ``checkpoint_last.pt`` exists, model, optimizer, scheduler, every rank's
+  RNG states, the batch sampler position, counters and the early-stopping state are
+  restored, so an interrupted run ends with the same parameters as an uninterrupted one.
+* SIGTERM / SIGUSR1: the current update finishes, ``checkpoint_last.pt`` is written and
+  :meth:`Trainer.train` returns status "interrupted"; the CLI then exits with
+  :data:`EXIT_REQUEUE` (75, EX_TEMPFAIL) so a scheduler can requeue the job.
+* ``max_minutes``: wall-clock training budget summed over resumed runs; when spent the
+  run validates, saves and finishes normally.
+"""
+from __future__ import annotations
+
+import contextlib
+import csv
+import math
+import os
+import random
+import signal
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+from nmtmodels.batch import PAD_ID
+from nmtmodels.checkpoint import copy_checkpoint, load_checkpoint, save_checkpoint
+from nmtmodels.configuration import ConfigError, to_dict
+from nmtmodels.data import BucketBatchSampler, ParallelDataset
+from nmtmodels.distributed import DistributedContext, all_gather_object, all_reduce_sum, broadcast_object
+from nmtmodels.models.base import Seq2SeqModel
+from nmtmodels.vocab import Vocabulary
+
+EXIT_REQUEUE = 75  # sysexits.h EX_TEMPFAIL: interrupted by SIGTERM/SIGUSR1, resume by rerunning
+METRIC_COLUMNS = ("update", "epoch", "loss", "nll", "lr", "tokens_per_s", "grad_norm",
+                  "valid_loss", "valid_nll", "valid_bleu", "elapsed")
+
+
+@dataclass
+class TrainConfig:
+    """Optimisation, batching, checkpointing and logging settings (the ``train:`` section).
+
+    Zero disables ``max_updates``, ``max_epochs``, ``max_minutes``, the two intervals
+    (then only epoch ends count), ``clip_norm``, ``patience`` and ``num_threads``
+    (torch's default); ``keep_last=-1`` keeps every numbered checkpoint.
+    """
+
+    max_tokens: int = 4096
+    max_sentences: int | None = None
+    valid_max_tokens: int | None = None
+    batch_unit: Literal["tokens", "chars"] = "tokens"
+    too_long: Literal["skip", "error"] = "skip"
+    update_freq: int = 1
+    lr: float = 5e-4
+    warmup_updates: int = 4000
+    warmup_init_lr: float = 0.0
+    adam_betas: tuple[float, float] = (0.9, 0.98)
+    adam_eps: float = 1e-9
+    weight_decay: float = 0.0
+    clip_norm: float = 0.0
+    label_smoothing: float = 0.1
+    max_updates: int = 0
+    max_epochs: int = 0
+    max_minutes: float = 0.0
+    seed: int = 1
+    save_interval_updates: int = 0
+    validate_interval_updates: int = 0
+    keep_last: int = 5
+    keep_best: int = 1
+    valid_bleu: bool = False
+    best_metric: Literal["bleu", "loss", "nll"] = "loss"
+    patience: int = 0
+    amp: Literal["bf16", "none"] = "none"
+    num_threads: int = 0
+    log_interval: int = 100
+    tensorboard: bool = False
+
+    def validate(self, where: str = "train") -> None:
+        positive = ("max_tokens", "update_freq", "warmup_updates", "log_interval")
+        for name in positive:
+            if getattr(self, name) < 1:
+                raise ConfigError(f"{where}.{name}: must be >= 1, got {getattr(self, name)}")
+        non_negative = ("lr", "warmup_init_lr", "weight_decay", "clip_norm", "max_updates", "max_epochs",
+                        "max_minutes", "save_interval_updates", "validate_interval_updates", "keep_best",
+                        "patience", "num_threads")
+        for name in non_negative:
+            if getattr(self, name) < 0:
+                raise ConfigError(f"{where}.{name}: must be >= 0, got {getattr(self, name)}")
+        for name in ("max_sentences", "valid_max_tokens"):
+            if getattr(self, name) is not None and getattr(self, name) < 1:
+                raise ConfigError(f"{where}.{name}: must be >= 1, got {getattr(self, name)}")
+        if self.lr <= 0:
+            raise ConfigError(f"{where}.lr: must be > 0, got {self.lr}")
+        if self.warmup_init_lr > self.lr:
+            raise ConfigError(f"{where}.warmup_init_lr: must not exceed lr ({self.lr}), got {self.warmup_init_lr}")
+        if self.keep_last < -1:
+            raise ConfigError(f"{where}.keep_last: must be >= -1 (-1 keeps all), got {self.keep_last}")
+        if not 0.0 <= self.label_smoothing < 1.0:
+            raise ConfigError(f"{where}.label_smoothing: must be in [0, 1), got {self.label_smoothing}")
+        if len(self.adam_betas) != 2 or not all(0.0 <= b < 1.0 for b in self.adam_betas):
+            raise ConfigError(f"{where}.adam_betas: expected two values in [0, 1), got {list(self.adam_betas)}")
+        if self.adam_eps <= 0:
+            raise ConfigError(f"{where}.adam_eps: must be > 0, got {self.adam_eps}")
+        if self.best_metric == "bleu" and not self.valid_bleu:
+            raise ConfigError(f"{where}.best_metric: 'bleu' needs {where}.valid_bleu: true")
+        if not (self.max_updates or self.max_epochs or self.max_minutes):
+            raise ConfigError(f"{where}: set at least one of max_updates, max_epochs, max_minutes")
+
+
+# ---------------------------------------------------------------------- loss / schedule
+def label_smoothed_nll_loss(logits: Tensor, target: Tensor, epsilon: float, ignore_index: int = PAD_ID) -> tuple[Tensor, Tensor]:
+    """(smoothed loss, nll), each summed over the non-``ignore_index`` targets.
+
+    ``loss = (1 - eps) * nll + eps * mean_v(-log p_v)`` per token, which is
+    ``F.cross_entropy(..., label_smoothing=eps)``; computed from one log-softmax (fp32).
+    """
+    lprobs = F.log_softmax(logits.float(), dim=-1).view(-1, logits.size(-1))
+    target = target.reshape(-1)
+    nll = F.nll_loss(lprobs, target, ignore_index=ignore_index, reduction="sum")
+    if epsilon == 0.0:
+        return nll, nll.detach()
+    keep = target.ne(ignore_index)
+    smooth = -(lprobs.sum(dim=-1) * keep).sum() / lprobs.size(-1)
+    return (1.0 - epsilon) * nll + epsilon * smooth, nll.detach()
+
+
+@dataclass
+class InverseSqrtSchedule:
+    """Multiplier for ``torch.optim.lr_scheduler.LambdaLR`` (base lr = ``peak``).
+
+    ``lr(u)`` is the learning rate of the ``u``-th update (1-based), see the module doc.
+    """
+
+    peak: float
+    warmup: int
+    init: float = 0.0
+
+    def lr(self, update: int) -> float:
+        if update <= self.warmup:
+            return self.init + (self.peak - self.init) * update / self.warmup
+        return self.peak * math.sqrt(self.warmup / update)
+
+    def __call__(self, updates_done: int) -> float:
+        return self.lr(updates_done + 1) / self.peak
+
+
+# ---------------------------------------------------------------------- RNG state
+def seed_everything(seed: int) -> None:
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+
+
+def get_rng_state() -> dict[str, Any]:
+    """Python, numpy and torch (CPU + CUDA) generator states, in checkpoint-safe types."""
+    kind, keys, pos, has_gauss, gauss = np.random.get_state()
+    state = {
+        "python": random.getstate(),
+        "numpy": {"kind": kind, "keys": torch.from_numpy(keys.astype(np.int64)), "pos": int(pos),
+                  "has_gauss": int(has_gauss), "gauss": float(gauss)},
+        "torch": torch.get_rng_state(),
+    }
+    if torch.cuda.is_available():
+        state["cuda"] = torch.cuda.get_rng_state_all()
+    return state
+
+
+def set_rng_state(state: dict[str, Any]) -> None:
+    random.setstate(_as_tuple(state["python"]))
+    np_state = state["numpy"]
+    np.random.set_state((np_state["kind"], np_state["keys"].numpy().astype(np.uint32), np_state["pos"],
+                         np_state["has_gauss"], np_state["gauss"]))
+    torch.set_rng_state(state["torch"])
+    if "cuda" in state and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(state["cuda"])
+
+
+def _as_tuple(value: Any) -> Any:
+    return tuple(_as_tuple(v) for v in value) if isinstance(value, (list, tuple)) else value
+
+
+# ---------------------------------------------------------------------- trainer
+@dataclass
+class TrainResult:
+    status: Literal["finished", "interrupted"]
+    reason: str
+    update: int
+    best: float | None = None
+    metrics: dict[str, float] = field(default_factory=dict)
+
+
+BleuFn = Callable[[Seq2SeqModel], float]
+
+
+class Trainer:
+    """Trains ``model`` on ``train_data``; see the module docstring.
+
+    ``bleu_fn(model) -> BLEU`` scores the (unwrapped) model on the dev set; it is called
+    at each validation when ``cfg.valid_bleu`` (see :func:`make_bleu_fn`).
+    ``model_config`` (a dict) and the vocabularies go into every checkpoint.
+    """
+
+    def __init__(
+        self,
+        model: Seq2SeqModel,
+        cfg: TrainConfig,
+        train_data: ParallelDataset,
+        valid_data: ParallelDataset | None,
+        out_dir: str | os.PathLike,
+        *,
+        model_config: dict[str, Any],
+        src_vocab: Vocabulary,
+        tgt_vocab: Vocabulary,
+        bleu_fn: BleuFn | None = None,
+        decode_config: dict[str, Any] | None = None,
+        device: torch.device | str | None = None,
+        dist: DistributedContext | None = None,
+        log: Callable[[str], None] | None = None,
+    ):
+        if cfg.valid_bleu and bleu_fn is None:
+            raise ConfigError("train.valid_bleu: no BLEU scorer was given (validation references missing?)")
+        if valid_data is None and (cfg.patience or cfg.best_metric == "bleu"):
+            raise ConfigError("train.patience / train.best_metric: need a validation set")
+        if not train_data.has_target:
+            raise ValueError("training data has no target side")
+        self.cfg = cfg
+        self.dist = dist or DistributedContext()
+        self.device = torch.device(device) if device is not None else torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        self.out_dir = Path(out_dir)
+        self.train_data = train_data
+        self.valid_data = valid_data
+        self.model_config = model_config
+        self.src_vocab, self.tgt_vocab = src_vocab, tgt_vocab
+        self.bleu_fn = bleu_fn
+        self.decode_config = decode_config
+        self._log = log or (lambda msg: print(msg, file=sys.stderr, flush=True))
+        if cfg.num_threads:
+            torch.set_num_threads(cfg.num_threads)
+        seed_everything(cfg.seed)
+
+        self.model = model.to(self.device)
+        self.net: torch.nn.Module = self.model
+        if self.dist.enabled:
+            self.net = torch.nn.parallel.DistributedDataParallel(self.model)
+        fused = {"fused": True} if self.device.type == "cuda" else {}
+        self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=cfg.lr, betas=tuple(cfg.adam_betas),
+                                           eps=cfg.adam_eps, weight_decay=cfg.weight_decay, **fused)
+        self.schedule = InverseSqrtSchedule(cfg.lr, cfg.warmup_updates, cfg.warmup_init_lr)
+        self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, self.schedule)
+        self.sampler = BucketBatchSampler(train_data, cfg.max_tokens, unit=cfg.batch_unit, shuffle=True,
+                                          seed=cfg.seed, max_sentences=cfg.max_sentences,
+                                          num_replicas=self.dist.world_size, rank=self.dist.rank)
+        if self.sampler.oversized and self.dist.is_main:
+            self._log(f"warning: {self.sampler.oversized} training examples exceed max_tokens "
+                      f"{cfg.max_tokens} on their own; each becomes a batch of one")
+        self.update = 0
+        self.elapsed = 0.0
+        self.best: float | None = None
+        self.bad_validations = 0
+        self.kept: list[dict[str, Any]] = []  # numbered checkpoints: {"update", "metric"}
+        self.last_metrics: dict[str, float] = {}
+        self._signal: int | None = None
+        self._loss_sum: Tensor | None = None  # since the last log line, on the device
+        self._nll_sum: Tensor | None = None
+        self._writer = None
+        self._saved_at = -1
+        self._autocast = (torch.autocast("cuda", dtype=torch.bfloat16)
+                          if cfg.amp == "bf16" and self.device.type == "cuda" else contextlib.nullcontext())
+
+    # ------------------------------------------------------------------ public
+    def request_stop(self, signum: int = signal.SIGTERM) -> None:
+        """Finish the current update, save ``checkpoint_last.pt`` and return "interrupted"."""
+        self._signal = signum
+
+    @property
+    def checkpoint_last(self) -> Path:
+        return self.out_dir / "checkpoint_last.pt"
+
+    def train(self) -> TrainResult:
+        """Train until a limit, early stopping or a signal; resumes from ``checkpoint_last.pt``."""
+        self.out_dir.mkdir(parents=True, exist_ok=True)
+        if self.checkpoint_last.exists():
+            self._resume(self.checkpoint_last)
+        with self._signal_handlers():
+            try:
+                return self._train_loop()
+            finally:
+                if self._writer is not None:
+                    self._writer.close()
+
+    # ------------------------------------------------------------------ loop
+    def _train_loop(self) -> TrainResult:
+        cfg = self.cfg
+        started = time.monotonic() - self.elapsed
+        interval = _Interval()
+        stop_reason = ""
+        progress = self._progress_bar()
+        while not stop_reason:
+            stop_reason = self._limit_reason(started)
+            if stop_reason:
+                break
+            for group in _chunks(iter(self.sampler), cfg.update_freq):
+                grad_norm, tokens = self._train_step(group, want_norm=(self.update + 1) % cfg.log_interval == 0)
+                self.update += 1
+                interval.target_tokens += tokens
+                progress.update(1)
+                if self.update % cfg.log_interval == 0:
+                    self._log_train(interval, grad_norm, started)
+                signal_stop, time_stop = self._agree_on_stop(started)
+                if signal_stop:
+                    self.elapsed = time.monotonic() - started
+                    self._save(numbered=False, metrics=None)
+                    progress.close()
+                    self._log(f"stopped by signal at update {self.update}; wrote {self.checkpoint_last}")
+                    return TrainResult("interrupted", f"signal {self._signal or 'on another rank'}",
+                                       self.update, self.best, self.last_metrics)
+                due_validate = bool(cfg.validate_interval_updates) and self.update % cfg.validate_interval_updates == 0
+                due_save = bool(cfg.save_interval_updates) and self.update % cfg.save_interval_updates == 0
+                if due_validate or due_save:
+                    paused = time.monotonic()
+                    stop_reason = self._validate_and_save(numbered=due_save, started=started)
+                    interval.pause(time.monotonic() - paused)
+                stop_reason = stop_reason or ("max_minutes" if time_stop else "") or self._limit_reason(started, within_epoch=True)
+                if stop_reason:
+                    break
+            else:  # the epoch ran to its end
+                paused = time.monotonic()
+                stop_reason = self._validate_and_save(numbered=True, started=started)
+                interval.pause(time.monotonic() - paused)
+        progress.close()
+        if self._saved_at != self.update:
+            self._validate_and_save(numbered=True, started=started)
+        self._log(f"finished: {stop_reason} at update {self.update}"
+                  + (f", best {cfg.best_metric} {self.best:.4f}" if self.best is not None else ""))
+        return TrainResult("finished", stop_reason, self.update, self.best, self.last_metrics)
+
+    def _limit_reason(self, started: float, within_epoch: bool = False) -> str:
+        cfg = self.cfg
+        if cfg.max_updates and self.update >= cfg.max_updates:
+            return "max_updates"
+        if not within_epoch and cfg.max_epochs and self.sampler.epoch > cfg.max_epochs:
+            return "max_epochs"
+        if not within_epoch and cfg.max_minutes and time.monotonic() - started >= cfg.max_minutes * 60:
+            return "max_minutes"
+        return ""
+
+    def _agree_on_stop(self, started: float) -> tuple[bool, bool]:
+        """(signal received, time budget spent), agreed by every rank (one all-reduce in DDP)."""
+        signal_stop = self._signal is not None
+        time_stop = bool(self.cfg.max_minutes) and time.monotonic() - started >= self.cfg.max_minutes * 60
+        if not self.dist.enabled:
+            return signal_stop, time_stop
+        flags = torch.tensor([float(signal_stop), float(time_stop)], device=self._collective_device())
+        all_reduce_sum(flags, self.dist)
+        signal_any, time_any = flags.tolist()
+        return signal_any > 0, time_any > 0
+
+    def _collective_device(self) -> torch.device:
+        return self.device if self.device.type == "cuda" else torch.device("cpu")
+
+    def _train_step(self, group: Sequence[np.ndarray], want_norm: bool) -> tuple[Tensor | None, int]:
+        """One optimizer update over the batches ``group`` (gradient accumulation);
+        returns (gradient norm when clipping or ``want_norm``, this rank's target tokens)."""
+        batches = [self.train_data.collate(indices) for indices in group]
+        local_tokens = sum(batch.num_target_tokens for batch in batches)
+        if self.dist.enabled:
+            total = all_reduce_sum(torch.tensor(float(local_tokens), device=self._collective_device()), self.dist)
+            scale = self.dist.world_size / total.to(self.device)  # DDP averages gradients over ranks
+        else:
+            scale = 1.0 / local_tokens
+        self.net.train()
+        for i, batch in enumerate(batches):
+            batch = batch.to(self.device)
+            last = i == len(batches) - 1
+            sync = contextlib.nullcontext() if last or not self.dist.enabled else self.net.no_sync()
+            with sync:
+                with self._autocast:
+                    logits = self.net(batch)
+                loss, nll = label_smoothed_nll_loss(logits, batch.tgt_out, self.cfg.label_smoothing)
+                (loss * scale).backward()
+            loss = loss.detach()
+            self._loss_sum = loss if self._loss_sum is None else self._loss_sum + loss
+            self._nll_sum = nll if self._nll_sum is None else self._nll_sum + nll
+        grad_norm = None
+        if self.cfg.clip_norm > 0:
+            grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.cfg.clip_norm)
+        elif want_norm:
+            grad_norm = torch.nn.utils.get_total_norm([p.grad for p in self.model.parameters() if p.grad is not None])
+        self.optimizer.step()
+        self.scheduler.step()
+        self.optimizer.zero_grad(set_to_none=True)
+        return grad_norm, local_tokens
+
+    # ------------------------------------------------------------------ logging
+    def _log_train(self, interval: "_Interval", grad_norm: Tensor | None, started: float) -> None:
+        sums = torch.stack([self._loss_sum, self._nll_sum]).double().cpu()
+        counts = torch.tensor([float(interval.target_tokens)], dtype=torch.float64)
+        totals = torch.cat([sums, counts])
+        if self.dist.enabled:
+            totals = totals.to(self._collective_device())
+            all_reduce_sum(totals, self.dist)
+            totals = totals.cpu()
+        loss_sum, nll_sum, tokens = totals.tolist()
+        self._loss_sum = self._nll_sum = None
+        seconds = interval.seconds()
+        row = {
+            "update": self.update,
+            "epoch": self.sampler.epoch,
+            "loss": loss_sum / tokens,
+            "nll": nll_sum / tokens,
+            "lr": self.optimizer.param_groups[0]["lr"],
+            "tokens_per_s": tokens / seconds if seconds > 0 else float("nan"),
+            "grad_norm": float(grad_norm) if grad_norm is not None else float("nan"),
+            "elapsed": time.monotonic() - started,
+        }
+        interval.reset()
+        if self.dist.is_main:
+            self._log(f"update {row['update']} | epoch {row['epoch']} | loss {row['loss']:.4f} | nll {row['nll']:.4f} "
+                      f"| lr {row['lr']:.3g} | tok/s {row['tokens_per_s']:.0f} | gnorm {row['grad_norm']:.3f} "
+                      f"| elapsed {row['elapsed']:.0f}s")
+            self._write_metrics(row)
+
+    def _write_metrics(self, row: dict[str, Any]) -> None:
+        path = self.out_dir / "metrics.csv"
+        new = not path.exists() or path.stat().st_size == 0
+        with open(path, "a", encoding="utf-8", newline="") as handle:
+            writer = csv.DictWriter(handle, fieldnames=METRIC_COLUMNS)
+            if new:
+                writer.writeheader()
+            writer.writerow({k: _fmt(row.get(k)) for k in METRIC_COLUMNS})
+        if self.cfg.tensorboard:
+            if self._writer is None:
+                from torch.utils.tensorboard import SummaryWriter
+
+                self._writer = SummaryWriter(str(self.out_dir / "tensorboard"))
+            for key, value in row.items():
+                if key not in ("update", "epoch") and value is not None and not math.isnan(value):
+                    self._writer.add_scalar(key, value, self.update)
+            self._writer.flush()
+
+    def _truncate_metrics(self) -> None:
+        """Drop metric rows written after the checkpoint being resumed (a killed run's tail)."""
+        path = self.out_dir / "metrics.csv"
+        if not self.dist.is_main or not path.exists():
+            return
+        with open(path, encoding="utf-8", newline="") as handle:
+            rows = [r for r in csv.DictReader(handle) if r.get("update", "").isdigit() and int(r["update"]) <= self.update]
+        with open(path, "w", encoding="utf-8", newline="") as handle:
+            writer = csv.DictWriter(handle, fieldnames=METRIC_COLUMNS)
+            writer.writeheader()
+            writer.writerows(rows)
+
+    def _progress_bar(self):
+        from tqdm import tqdm
+
+        return tqdm(total=self.cfg.max_updates or None, initial=self.update, unit="upd", dynamic_ncols=True,
+                    disable=not (self.dist.is_main and sys.stderr.isatty()))
+
+    # ------------------------------------------------------------------ validation
+    @torch.no_grad()
+    def validate(self) -> dict[str, float]:
+        """Dev-set loss and nll per target token (and BLEU with ``valid_bleu``), on rank 0,
+        shared with every rank."""
+        metrics: dict[str, float] = {}
+        if self.dist.is_main and self.valid_data is not None:
+            self.model.eval()
+            sampler = BucketBatchSampler(self.valid_data, self.cfg.valid_max_tokens or self.cfg.max_tokens,
+                                         unit=self.cfg.batch_unit, shuffle=False)
+            loss_sum = torch.zeros((), dtype=torch.float64, device=self.device)
+            nll_sum = torch.zeros((), dtype=torch.float64, device=self.device)
+            tokens = 0
+            for indices in sampler.batches():
+                batch = self.valid_data.collate(indices)
+                tokens += batch.num_target_tokens
+                batch = batch.to(self.device)
+                with self._autocast:
+                    logits = self.model(batch)
+                loss, nll = label_smoothed_nll_loss(logits, batch.tgt_out, self.cfg.label_smoothing)
+                loss_sum += loss
+                nll_sum += nll
+            metrics = {"valid_loss": float(loss_sum) / tokens, "valid_nll": float(nll_sum) / tokens}
+            if self.cfg.valid_bleu and self.bleu_fn is not None:
+                metrics["valid_bleu"] = float(self.bleu_fn(self.model))
+            self.model.train()
+        return broadcast_object(metrics, self.dist)
+
+    def _metric_value(self, metrics: dict[str, float]) -> float | None:
+        key = {"bleu": "valid_bleu", "loss": "valid_loss", "nll": "valid_nll"}[self.cfg.best_metric]
+        return metrics.get(key)
+
+    def _better(self, value: float, than: float | None) -> bool:
+        if than is None:
+            return True
+        return value > than if self.cfg.best_metric == "bleu" else value < than
+
+    def _validate_and_save(self, *, numbered: bool, started: float) -> str:
+        """Validate, update best / patience, save; returns "early_stop" when patience ran out."""
+        metrics = self.validate() if self.valid_data is not None else {}
+        self.last_metrics = metrics
+        value = self._metric_value(metrics)
+        improved = value is not None and self._better(value, self.best)
+        if value is not None:
+            if improved:
+                self.best, self.bad_validations = value, 0
+            else:
+                self.bad_validations += 1
+        self.elapsed = time.monotonic() - started
+        if metrics and self.dist.is_main:
+            row = {"update": self.update, "epoch": self.sampler.epoch, "elapsed": self.elapsed, **metrics}
+            self._log(f"valid at update {self.update}: " + " | ".join(f"{k} {v:.4f}" for k, v in metrics.items())
+                      + (" (best)" if improved else ""))
+            self._write_metrics(row)
+        self._save(numbered=numbered, metrics=metrics, improved=improved, value=value)
+        if self.cfg.patience and self.bad_validations >= self.cfg.patience:
+            self._log(f"early stop: no {self.cfg.best_metric} improvement in {self.bad_validations} validations")
+            return "early_stop"
+        return ""
+
+    # ------------------------------------------------------------------ checkpoints
+    def _checkpoint_state(self) -> dict[str, Any]:
+        rng_states = all_gather_object(get_rng_state(), self.dist)
+        return {
+            "model_config": self.model_config,
+            "model": self.model.state_dict(),
+            "vocab": {
+                "src": self.src_vocab.tokens,
+                "tgt": self.tgt_vocab.tokens,
+                "src_fingerprint": self.src_vocab.fingerprint(),
+                "tgt_fingerprint": self.tgt_vocab.fingerprint(),
+            },
+            "train_config": to_dict(self.cfg),
+            "decode_config": self.decode_config,
+            "update": self.update,
+            "metrics": self.last_metrics,
+            "trainer": {
+                "optimizer": self.optimizer.state_dict(),
+                "scheduler": self.scheduler.state_dict(),
+                "rng": rng_states,
+                "sampler": self.sampler.state_dict(),
+                "update": self.update,
+                "elapsed": self.elapsed,
+                "best": self.best,
+                "bad_validations": self.bad_validations,
+                "kept": self.kept,
+            },
+        }
+
+    def _save(self, *, numbered: bool, metrics: dict[str, float] | None, improved: bool = False,
+              value: float | None = None) -> None:
+        if numbered:
+            self.kept = [k for k in self.kept if k["update"] != self.update] + [{"update": self.update, "metric": value}]
+        doomed = self._prune_list()
+        self.kept = [k for k in self.kept if k not in doomed]
+        state = self._checkpoint_state()  # collective (RNG gather): every rank calls it
+        self._saved_at = self.update
+        if not self.dist.is_main:
+            return
+        save_checkpoint(self.checkpoint_last, state)
+        if numbered:
+            copy_checkpoint(self.checkpoint_last, self.out_dir / f"checkpoint_{self.update}.pt")
+        if improved:
+            copy_checkpoint(self.checkpoint_last, self.out_dir / "checkpoint_best.pt")
+        for entry in doomed:
+            with contextlib.suppress(FileNotFoundError):
+                (self.out_dir / f"checkpoint_{entry['update']}.pt").unlink()
+
+    def _prune_list(self) -> list[dict[str, Any]]:
+        """Numbered checkpoints outside the ``keep_last`` newest and the ``keep_best`` best."""
+        if self.cfg.keep_last < 0:
+            return []
+        newest = sorted(self.kept, key=lambda k: k["update"])[len(self.kept) - self.cfg.keep_last:] if self.cfg.keep_last else []
+        rated = [k for k in self.kept if k["metric"] is not None]
+        sign = -1.0 if self.cfg.best_metric == "bleu" else 1.0
+        best = sorted(rated, key=lambda k: (sign * k["metric"], -k["update"]))[: self.cfg.keep_best]
+        keep = {k["update"] for k in newest} | {k["update"] for k in best}
+        return [k for k in self.kept if k["update"] not in keep]
+
+    def _resume(self, path: Path) -> None:
+        state = load_checkpoint(path, map_location="cpu")
+        if state.get("model_config") != self.model_config:
+            diff = sorted(k for k in set(state["model_config"]) | set(self.model_config)
+                          if state["model_config"].get(k) != self.model_config.get(k))
+            raise ConfigError(f"{path}: the model config differs from the checkpoint's in "
+                              f"{', '.join('model.' + k for k in diff)}; use a new out_dir")
+        for side, vocab in (("src", self.src_vocab), ("tgt", self.tgt_vocab)):
+            if state["vocab"][f"{side}_fingerprint"] != vocab.fingerprint():
+                raise ConfigError(f"{path}: the {side} vocabulary differs from the checkpoint's; use a new out_dir")
+        trainer = state["trainer"]
+        self.model.load_state_dict(state["model"])
+        self.optimizer.load_state_dict(trainer["optimizer"])
+        self.scheduler.load_state_dict(trainer["scheduler"])
+        self.sampler.load_state_dict(trainer["sampler"])
+        rng = trainer["rng"]
+        set_rng_state(rng[self.dist.rank] if len(rng) == self.dist.world_size else rng[0])
+        self.update = int(trainer["update"])
+        self.elapsed = float(trainer["elapsed"])
+        self.best = trainer["best"]
+        self.bad_validations = int(trainer["bad_validations"])
+        self.kept = [dict(k) for k in trainer["kept"]]
+        self.last_metrics = dict(state.get("metrics") or {})
+        self._saved_at = self.update
+        self._truncate_metrics()
+        if self.dist.is_main:
+            self._log(f"resumed from {path} at update {self.update} (epoch {self.sampler.epoch}, "
+                      f"batch {self.sampler.position})")
+
+    @contextlib.contextmanager
+    def _signal_handlers(self) -> Iterator[None]:
+        if threading.current_thread() is not threading.main_thread():
+            yield
+            return
+        wanted = [signal.SIGTERM] + ([signal.SIGUSR1] if hasattr(signal, "SIGUSR1") else [])
+        previous = {sig: signal.signal(sig, lambda signum, frame: self.request_stop(signum)) for sig in wanted}
+        try:
+            yield
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+
+
+class _Interval:
+    """Target tokens and training seconds since the last log line (validation time excluded)."""
+
+    def __init__(self) -> None:
+        self.reset()
+
+    def reset(self) -> None:
+        self.start = time.monotonic()
+        self.paused = 0.0
+        self.target_tokens = 0
+
+    def pause(self, seconds: float) -> None:
+        self.paused += seconds
+
+    def seconds(self) -> float:
+        return time.monotonic() - self.start - self.paused
+
+
+def _chunks(iterator: Iterator[np.ndarray], size: int) -> Iterator[list[np.ndarray]]:
+    """Consecutive groups of ``size`` items (the last one may be shorter); never reads
+    past the items it yields, so the sampler position stays exact."""
+    while True:
+        group = []
+        for item in iterator:
+            group.append(item)
+            if len(group) == size:
+                break
+        if not group:
+            return
+        yield group
+        if len(group) < size:
+            return
+
+
+def _fmt(value: Any) -> Any:
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    return value
+
+
+# ---------------------------------------------------------------------- decoding the dev set
+@torch.no_grad()
+def translate_dataset(
+    model: Seq2SeqModel,
+    dataset: ParallelDataset,
+    decode_cfg: Any,
+    *,
+    max_tokens: int,
+    device: torch.device | str = "cpu",
+    amp: Literal["bf16", "none"] = "none",
+) -> list[list[Any]]:
+    """Hypotheses (``nmtmodels.search.Hypothesis``, best first) for every example of
+    ``dataset``, in dataset order.  Beam 1 with nbest 1 runs greedy search."""
+    from nmtmodels.search import beam_search, greedy_search
+
+    device = torch.device(device)
+    autocast = (torch.autocast("cuda", dtype=torch.bfloat16)
+                if amp == "bf16" and device.type == "cuda" else contextlib.nullcontext())
+    sampler = BucketBatchSampler(dataset.sizes("tokens")[:, :1], max_tokens, shuffle=False)
+    results: list[list[Any]] = [[] for _ in range(len(dataset))]
+    was_training = model.training
+    model.eval()
+    try:
+        for indices in sampler.batches():
+            batch = dataset.collate(indices).to(device)
+            batch.tgt_in = batch.tgt_out = None
+            with autocast:
+                if decode_cfg.beam == 1 and decode_cfg.nbest == 1:
+                    hyps = [[h] for h in greedy_search(model, batch, decode_cfg.max_len_a, decode_cfg.max_len_b,
+                                                       min_len=decode_cfg.min_len)]
+                else:
+                    hyps = beam_search(model, batch, decode_cfg)
+            for row, row_hyps in zip(indices.tolist(), hyps):
+                results[row] = row_hyps
+    finally:
+        model.train(was_training)
+    return results
+
+
+def make_bleu_fn(
+    valid_data: ParallelDataset,
+    tgt_vocab: Vocabulary,
+    decode_cfg: Any,
+    *,
+    tokenized_references: Sequence[str],
+    references: Sequence[str] | None = None,
+    lang: str = "en",
+    max_tokens: int = 4096,
+    device: torch.device | str = "cpu",
+    amp: Literal["bf16", "none"] = "none",
+    text_format: Literal["bpe", "char", "plain"] = "bpe",
+) -> BleuFn:
+    """A ``bleu_fn`` for :class:`Trainer`: decode the dev set with ``decode_cfg`` and score it.
+
+    With raw ``references`` (detokenised text) hypotheses are post-processed (BPE removal
+    or character joining per ``text_format``, then detokenisation in ``lang``) and scored
+    with sacreBLEU; otherwise the BLEU of the BPE-removed hypotheses against
+    ``tokenized_references`` (the dev targets, BPE removed the same way) with no further
+    tokenisation (multi-bleu.perl style) is returned.
+    """
+    from nmtmodels.postprocess import postprocess
+    from nmtmodels.scoring import score_corpus
+
+    if len(tokenized_references) != len(valid_data) or (references is not None and len(references) != len(valid_data)):
+        raise ValueError(f"the dev set has {len(valid_data)} examples but {len(tokenized_references)} tokenised "
+                         f"and {len(references) if references is not None else 0} raw references")
+    options = {"bpe": text_format == "bpe", "char_level": text_format == "char"}
+    tok_refs = [postprocess(line, lang, detokenize=False, **options) for line in tokenized_references]
+
+    def bleu(model: Seq2SeqModel) -> float:
+        hyps = translate_dataset(model, valid_data, decode_cfg, max_tokens=max_tokens, device=device, amp=amp)
+        encoded = [" ".join(tgt_vocab.decode(row[0].tokens, keep_unk=True)) for row in hyps]
+        tok_hyps = [postprocess(line, lang, detokenize=False, **options) for line in encoded]
+        if references is None:
+            result = score_corpus(tok_hyps, [tok_refs], lang, tokenized_hypotheses=tok_hyps, tokenized_references=[tok_refs])
+            return float(result["tokenized_bleu"]["score"])
+        detok = [postprocess(line, lang, detokenize=True, **options) for line in encoded]
+        result = score_corpus(detok, [list(references)], lang, tokenized_hypotheses=tok_hyps, tokenized_references=[tok_refs])
+        return float(result["bleu"]["score"])
+
+    return bleu

@@ -1,0 +1,56 @@
+# Beam-search decoding of every test set, then BPE removal / detokenisation.
+
+
+def _test_source(w):
+    inputs = wc.model_inputs(config, w.experiment, w.corpus)
+    return inputs["train_src"].replace("/train.", f"/{w.test_set}.")
+
+
+rule translate:
+    input:
+        checkpoint=f"{EXPERIMENTS}/{{experiment}}/{{corpus}}/train/checkpoint_best.pt",
+        source=_test_source,
+    output:
+        f"{EXPERIMENTS}/{{experiment}}/{{corpus}}/{{test_set}}.out",
+    params:
+        decode=lambda w: wc.experiment_settings(config, w.experiment)["decode"],
+        tgt_format=lambda w: "char" if _is_char(w) else "bpe",
+    log:
+        "logs/translate/{experiment}/{corpus}/{test_set}.log",
+    benchmark:
+        "results/benchmarks/translate/{experiment}/{corpus}/{test_set}.tsv"
+    conda:
+        "../envs/train.yaml"
+    threads: config["train_resources"].get("cpus", 1)
+    resources:
+        gpus=config["train_resources"].get("gpus", 0),
+        mem_mb=config["train_resources"].get("mem_mb", 8000),
+        runtime=60,
+    shell:
+        "OMP_NUM_THREADS={threads} python -m nmtmodels.cli translate --checkpoint {input.checkpoint:q}"
+        " --input {input.source:q} --output {output:q} --beam {params.decode[beam]}"
+        " --lenpen {params.decode[length_penalty]} --max-len-a {params.decode[max_len_a]}"
+        " --max-len-b {params.decode[max_len_b]} --tgt-format {params.tgt_format} > {log:q} 2>&1"
+
+
+rule postprocess:
+    input:
+        f"{EXPERIMENTS}/{{experiment}}/{{corpus}}/{{test_set}}.out",
+    output:
+        tokenized=f"{EXPERIMENTS}/{{experiment}}/{{corpus}}/{{test_set}}.tok",
+        detokenized=f"{EXPERIMENTS}/{{experiment}}/{{corpus}}/{{test_set}}.hyp",
+    params:
+        lang=lambda w: CORPORA[w.corpus]["tgt"],
+        unit=lambda w: "--char-level" if _is_char(w) else "",
+    log:
+        "logs/postprocess/{experiment}/{corpus}/{test_set}.log",
+    benchmark:
+        "results/benchmarks/postprocess/{experiment}/{corpus}/{test_set}.tsv"
+    conda:
+        "../envs/evaluate.yaml"
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    shell:
+        "(python -m nmtmodels.postprocess --lang {params.lang} {params.unit} --no-detokenize {input:q} {output.tokenized:q}"
+        " && python -m nmtmodels.postprocess --lang {params.lang} {params.unit} {input:q} {output.detokenized:q}) > {log:q} 2>&1"

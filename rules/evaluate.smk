@@ -1,0 +1,35 @@
+# Scores: sacreBLEU (with signature), chrF and tokenised BLEU per test set.
+
+
+def _references(w):
+    spec = CORPORA[w.corpus]
+    tgt = spec["tgt"]
+    count = corpus_specs.reference_count(spec, w.test_set, tgt)
+    raw = [f"{DATA}/{w.corpus}/raw/{w.test_set}.{tgt}"]
+    raw += [f"{DATA}/{w.corpus}/raw/{w.test_set}.ref{k}.{tgt}" for k in range(1, count)]
+    return raw
+
+
+rule score:
+    input:
+        hyp=f"{EXPERIMENTS}/{{experiment}}/{{corpus}}/{{test_set}}.hyp",
+        tok_hyp=f"{EXPERIMENTS}/{{experiment}}/{{corpus}}/{{test_set}}.tok",
+        refs=_references,
+        tok_ref=lambda w: f"{DATA}/{w.corpus}/tok/{w.test_set}.{CORPORA[w.corpus]['src']}-{CORPORA[w.corpus]['tgt']}.{CORPORA[w.corpus]['tgt']}",
+    output:
+        f"{EXPERIMENTS}/{{experiment}}/{{corpus}}/{{test_set}}.scores.json",
+    params:
+        lang=lambda w: CORPORA[w.corpus]["tgt"],
+        refs=lambda w, input: " ".join(f"--ref {shlex.quote(r)}" for r in input.refs),
+    log:
+        "logs/score/{experiment}/{corpus}/{test_set}.log",
+    benchmark:
+        "results/benchmarks/score/{experiment}/{corpus}/{test_set}.tsv"
+    conda:
+        "../envs/evaluate.yaml"
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    shell:
+        "python -m nmtmodels.scoring --lang {params.lang} --hyp {input.hyp:q} {params.refs}"
+        " --tok-hyp {input.tok_hyp:q} --tok-ref {input.tok_ref:q} --output {output:q} > {log:q} 2>&1"

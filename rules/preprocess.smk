@@ -1,0 +1,53 @@
+# Normalise + tokenise / segment both sides of a split; clean and dedupe training data.
+# tok/ holds model input text, norm/ the same kept lines untokenised (for other segmenters).
+
+
+rule preprocess:
+    input:
+        src=f"{DATA}/{{corpus}}/raw/{{split}}.{{src}}",
+        tgt=f"{DATA}/{{corpus}}/raw/{{split}}.{{tgt}}",
+    output:
+        src=f"{DATA}/{{corpus}}/tok/{{split}}.{{src}}-{{tgt}}.{{src}}",
+        tgt=f"{DATA}/{{corpus}}/tok/{{split}}.{{src}}-{{tgt}}.{{tgt}}",
+        src_norm=f"{DATA}/{{corpus}}/norm/{{split}}.{{src}}-{{tgt}}.{{src}}",
+        tgt_norm=f"{DATA}/{{corpus}}/norm/{{split}}.{{src}}-{{tgt}}.{{tgt}}",
+    params:
+        spec=corpus_json(wc.preprocessing_spec),
+        train=lambda w: "--train" if w.split == "train" else "",
+        unicode_form=config["unicode_form"],
+    conda:
+        "../envs/data.yaml"
+    log:
+        "logs/preprocess/{corpus}/{split}.{src}-{tgt}.log",
+    benchmark:
+        "results/benchmarks/preprocess/{corpus}/{split}.{src}-{tgt}.tsv"
+    threads: 2
+    resources:
+        mem_mb=4000,
+        runtime=240,
+    shell:
+        "python -m workflow_scripts.preprocess --src-lang {wildcards.src} --tgt-lang {wildcards.tgt}"
+        " --src-in {input.src:q} --tgt-in {input.tgt:q} --src-out {output.src:q} --tgt-out {output.tgt:q}"
+        " --src-norm-out {output.src_norm:q} --tgt-norm-out {output.tgt_norm:q}"
+        " --spec {params.spec:q} {params.train} --unicode-form {params.unicode_form}"
+        " --threads {threads} > {log:q} 2>&1"
+
+
+rule segment:
+    input:
+        f"{DATA}/{{corpus}}/norm/{{split}}.{{src}}-{{tgt}}.{{lang}}",
+    output:
+        f"{DATA}/{{corpus}}/seg/{{segmenter}}/{{split}}.{{src}}-{{tgt}}.{{lang}}",
+    conda:
+        "../envs/data.yaml"
+    log:
+        "logs/segment/{corpus}/{segmenter}/{split}.{src}-{tgt}.{lang}.log",
+    benchmark:
+        "results/benchmarks/segment/{corpus}/{segmenter}/{split}.{src}-{tgt}.{lang}.tsv"
+    threads: 2
+    resources:
+        mem_mb=4000,
+        runtime=240,
+    shell:
+        "python -m workflow_scripts.segment --lang {wildcards.lang} --segmenter {wildcards.segmenter}"
+        " --input {input:q} --output {output:q} --threads {threads} > {log:q} 2>&1"

@@ -1,0 +1,151 @@
+# Subword units: BPE at each configured merge size (subword-nmt), and character data.
+
+
+def _bpe(corpus):
+    return CORPORA[corpus]["bpe"]
+
+
+rule learn_bpe:
+    input:
+        src=f"{DATA}/{{corpus}}/tok/train.{{src}}-{{tgt}}.{{src}}",
+        tgt=f"{DATA}/{{corpus}}/tok/train.{{src}}-{{tgt}}.{{tgt}}",
+    output:
+        src_codes=f"{DATA}/{{corpus}}/bpe{{merges}}/codes.{{src}}-{{tgt}}.{{src}}",
+        tgt_codes=f"{DATA}/{{corpus}}/bpe{{merges}}/codes.{{src}}-{{tgt}}.{{tgt}}",
+        src_vocab=f"{DATA}/{{corpus}}/bpe{{merges}}/vocab.{{src}}-{{tgt}}.{{src}}",
+        tgt_vocab=f"{DATA}/{{corpus}}/bpe{{merges}}/vocab.{{src}}-{{tgt}}.{{tgt}}",
+    params:
+        mode=lambda w: "--joint" if _bpe(w.corpus).get("joint", True) else "--separate",
+        threshold=lambda w: _bpe(w.corpus).get("vocabulary_threshold", 1),
+    conda:
+        "../envs/data.yaml"
+    log:
+        "logs/learn_bpe/{corpus}/bpe{merges}.{src}-{tgt}.log",
+    benchmark:
+        "results/benchmarks/learn_bpe/{corpus}/bpe{merges}.{src}-{tgt}.tsv"
+    resources:
+        mem_mb=4000,
+        runtime=240,
+    shell:
+        "python -m workflow_scripts.bpe learn --merges {wildcards.merges} {params.mode}"
+        " --vocabulary-threshold {params.threshold}"
+        " --src-in {input.src:q} --tgt-in {input.tgt:q}"
+        " --src-codes-out {output.src_codes:q} --tgt-codes-out {output.tgt_codes:q}"
+        " --src-vocab-out {output.src_vocab:q} --tgt-vocab-out {output.tgt_vocab:q} > {log:q} 2>&1"
+
+
+rule apply_bpe:
+    input:
+        text=f"{DATA}/{{corpus}}/tok/{{split}}.{{src}}-{{tgt}}.{{lang}}",
+        codes=f"{DATA}/{{corpus}}/bpe{{merges}}/codes.{{src}}-{{tgt}}.{{lang}}",
+        vocab=f"{DATA}/{{corpus}}/bpe{{merges}}/vocab.{{src}}-{{tgt}}.{{lang}}",
+    output:
+        f"{DATA}/{{corpus}}/bpe{{merges}}/{{split}}.{{src}}-{{tgt}}.{{lang}}",
+    params:
+        threshold=lambda w: _bpe(w.corpus).get("vocabulary_threshold", 1),
+    conda:
+        "../envs/data.yaml"
+    log:
+        "logs/apply_bpe/{corpus}/bpe{merges}/{split}.{src}-{tgt}.{lang}.log",
+    benchmark:
+        "results/benchmarks/apply_bpe/{corpus}/bpe{merges}/{split}.{src}-{tgt}.{lang}.tsv"
+    threads: 2
+    resources:
+        mem_mb=2000,
+        runtime=120,
+    shell:
+        "python -m workflow_scripts.bpe apply --codes {input.codes:q} --vocab {input.vocab:q}"
+        " --vocabulary-threshold {params.threshold} --input {input.text:q} --output {output:q}"
+        " --threads {threads} > {log:q} 2>&1"
+
+
+rule char_vocab:
+    input:
+        f"{DATA}/{{corpus}}/norm/train.{{src}}-{{tgt}}.{{lang}}",
+    output:
+        f"{DATA}/{{corpus}}/char/vocab.{{src}}-{{tgt}}.{{lang}}",
+    params:
+        size=config["characters"]["vocab_size"],
+    conda:
+        "../envs/data.yaml"
+    log:
+        "logs/char_vocab/{corpus}/{src}-{tgt}.{lang}.log",
+    benchmark:
+        "results/benchmarks/char_vocab/{corpus}/{src}-{tgt}.{lang}.tsv"
+    resources:
+        mem_mb=2000,
+        runtime=60,
+    shell:
+        "python -m workflow_scripts.chars vocab --input {input:q} --size {params.size}"
+        " --output {output:q} > {log:q} 2>&1"
+
+
+CHAR_APPLY = (
+    "python -m workflow_scripts.chars apply --vocab {input.vocab:q} --input {input.text:q}"
+    " --output {output:q} > {log:q} 2>&1"
+)
+
+
+rule char_encode:
+    input:
+        text=f"{DATA}/{{corpus}}/norm/{{split}}.{{src}}-{{tgt}}.{{lang}}",
+        vocab=f"{DATA}/{{corpus}}/char/vocab.{{src}}-{{tgt}}.{{lang}}",
+    output:
+        f"{DATA}/{{corpus}}/char/{{split}}.{{src}}-{{tgt}}.{{lang}}",
+    wildcard_constraints:
+        split=r"(?!train\.)[A-Za-z0-9_-]+",
+    conda:
+        "../envs/data.yaml"
+    log:
+        "logs/char_encode/{corpus}/{split}.{src}-{tgt}.{lang}.log",
+    benchmark:
+        "results/benchmarks/char_encode/{corpus}/{split}.{src}-{tgt}.{lang}.tsv"
+    resources:
+        mem_mb=2000,
+        runtime=60,
+    shell:
+        CHAR_APPLY
+
+
+rule char_encode_train:
+    input:
+        text=f"{DATA}/{{corpus}}/norm/train.{{src}}-{{tgt}}.{{lang}}",
+        vocab=f"{DATA}/{{corpus}}/char/vocab.{{src}}-{{tgt}}.{{lang}}",
+    output:
+        temp(f"{DATA}/{{corpus}}/char/unfiltered/train.{{src}}-{{tgt}}.{{lang}}"),
+    conda:
+        "../envs/data.yaml"
+    log:
+        "logs/char_encode/{corpus}/train.{src}-{tgt}.{lang}.log",
+    benchmark:
+        "results/benchmarks/char_encode/{corpus}/train.{src}-{tgt}.{lang}.tsv"
+    resources:
+        mem_mb=2000,
+        runtime=60,
+    shell:
+        CHAR_APPLY
+
+
+rule char_filter_train:
+    input:
+        src=f"{DATA}/{{corpus}}/char/unfiltered/train.{{src}}-{{tgt}}.{{src}}",
+        tgt=f"{DATA}/{{corpus}}/char/unfiltered/train.{{src}}-{{tgt}}.{{tgt}}",
+    output:
+        src=f"{DATA}/{{corpus}}/char/train.{{src}}-{{tgt}}.{{src}}",
+        tgt=f"{DATA}/{{corpus}}/char/train.{{src}}-{{tgt}}.{{tgt}}",
+    params:
+        max_src=config["characters"]["max_src_chars"],
+        max_tgt=config["characters"]["max_tgt_chars"],
+    conda:
+        "../envs/data.yaml"
+    log:
+        "logs/char_filter/{corpus}/train.{src}-{tgt}.log",
+    benchmark:
+        "results/benchmarks/char_filter/{corpus}/train.{src}-{tgt}.tsv"
+    resources:
+        mem_mb=2000,
+        runtime=60,
+    shell:
+        "python -m workflow_scripts.chars filter --src-in {input.src:q} --tgt-in {input.tgt:q}"
+        " --max-src {params.max_src} --max-tgt {params.max_tgt}"
+        " --src-out {output.src:q} --tgt-out {output.tgt:q} > {log:q} 2>&1"

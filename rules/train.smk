@@ -1,0 +1,57 @@
+# Model training: one job per (experiment, corpus). The job resumes from
+# train/checkpoint_last.pt when it exists (after a kill or a time limit).
+
+
+def _run_inputs(w):
+    return wc.model_inputs(config, w.experiment, w.corpus)
+
+
+def _is_char(w):
+    return config["experiments"][w.experiment]["subwords"] == "char"
+
+
+rule experiment_config:
+    output:
+        f"{EXPERIMENTS}/{{experiment}}/{{corpus}}/experiment.yaml",
+    params:
+        settings=lambda w: json.dumps(wc.experiment_settings(config, w.experiment), sort_keys=True),
+    log:
+        "logs/experiment_config/{experiment}/{corpus}.log",
+    benchmark:
+        "results/benchmarks/experiment_config/{experiment}/{corpus}.tsv"
+    resources:
+        mem_mb=200,
+        runtime=5,
+    shell:
+        "python -m workflow_scripts.experiment --settings {params.settings:q} --output {output:q} > {log:q} 2>&1"
+
+
+rule train:
+    input:
+        unpack(_run_inputs),
+        config=f"{EXPERIMENTS}/{{experiment}}/{{corpus}}/experiment.yaml",
+    output:
+        best=f"{EXPERIMENTS}/{{experiment}}/{{corpus}}/train/checkpoint_best.pt",
+        metrics=f"{EXPERIMENTS}/{{experiment}}/{{corpus}}/train/metrics.csv",
+    params:
+        out_dir=lambda w, output: os.path.dirname(output.best),
+        tgt_lang=lambda w: CORPORA[w.corpus]["tgt"],
+        tgt_format=lambda w: "char" if _is_char(w) else "bpe",
+    log:
+        "logs/train/{experiment}/{corpus}.log",
+    benchmark:
+        "results/benchmarks/train/{experiment}/{corpus}.tsv"
+    conda:
+        "../envs/train.yaml"
+    threads: config["train_resources"].get("cpus", 1)
+    resources:
+        gpus=config["train_resources"].get("gpus", 0),
+        mem_mb=config["train_resources"].get("mem_mb", 8000),
+        runtime=config["train_resources"].get("runtime", 60),
+    shell:
+        "python -m nmtmodels.cli train --config {input.config:q}"
+        " --train-src {input.train_src:q} --train-tgt {input.train_tgt:q}"
+        " --valid-src {input.valid_src:q} --valid-tgt {input.valid_tgt:q} --valid-ref {input.valid_ref:q}"
+        " --src-vocab {input.src_vocab:q} --tgt-vocab {input.tgt_vocab:q}"
+        " --tgt-lang {params.tgt_lang} --tgt-format {params.tgt_format}"
+        " --set train.num_threads={threads} --out-dir {params.out_dir:q} > {log:q} 2>&1"

@@ -1,0 +1,129 @@
+"""BPE learn/apply: byte-identical with the subword-nmt command line, joint codes, threshold."""
+from __future__ import annotations
+
+import random
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from workflow_scripts import bpe, parallel
+from workflow_scripts.textio import DataError
+
+# The `subword-nmt` console script of this interpreter, run exactly as installed.
+SUBWORD_NMT = [sys.executable, "-c", "from subword_nmt.subword_nmt import main; main()"]
+
+STEMS = ["play", "walk", "talk", "jump", "read", "paint", "climb", "look", "turn", "open"]
+SUFFIXES = ["", "s", "ed", "ing", "er", "ers"]
+GERMAN_STEMS = ["spiel", "lauf", "sprech", "spring", "les", "mal", "kletter", "schau", "dreh", "öffn"]
+GERMAN_SUFFIXES = ["en", "t", "te", "end", "er", "ern"]
+
+
+def make_corpus(path: Path, stems: list[str], suffixes: list[str], lines: int, seed: int) -> str:
+    rng = random.Random(seed)
+    text = "".join(
+        " ".join(rng.choice(stems) + rng.choice(suffixes) for _ in range(rng.randint(1, 8))) + " .\n"
+        for _ in range(lines)
+    )
+    path.write_text(text, encoding="utf-8")
+    return str(path)
+
+
+@pytest.fixture()
+def corpus(tmp_path) -> tuple[str, str]:
+    return (
+        make_corpus(tmp_path / "train.en", STEMS, SUFFIXES, 300, seed=1),
+        make_corpus(tmp_path / "train.de", GERMAN_STEMS, GERMAN_SUFFIXES, 300, seed=2),
+    )
+
+
+def learn(tmp_path: Path, corpus: tuple[str, str], merges: int, joint: bool) -> dict[str, Path]:
+    paths = {name: tmp_path / name for name in ("codes.en", "codes.de", "vocab.en", "vocab.de")}
+    mode = "--joint" if joint else "--separate"
+    bpe.main(["learn", "--merges", str(merges), mode, "--vocabulary-threshold", "2",
+              "--src-in", corpus[0], "--tgt-in", corpus[1],
+              "--src-codes-out", str(paths["codes.en"]), "--tgt-codes-out", str(paths["codes.de"]),
+              "--src-vocab-out", str(paths["vocab.en"]), "--tgt-vocab-out", str(paths["vocab.de"])])
+    return paths
+
+
+def run_cli(*args: str) -> None:
+    subprocess.run([*SUBWORD_NMT, *args], check=True, capture_output=True)
+
+
+def test_joint_learning_matches_learn_joint_bpe_and_vocab(tmp_path, corpus):
+    ours = learn(tmp_path, corpus, 60, joint=True)
+    run_cli("learn-joint-bpe-and-vocab", "--input", *corpus, "-s", "60", "-o", str(tmp_path / "ref.codes"),
+            "--write-vocabulary", str(tmp_path / "ref.vocab.en"), str(tmp_path / "ref.vocab.de"))
+    assert ours["codes.en"].read_bytes() == ours["codes.de"].read_bytes() == (tmp_path / "ref.codes").read_bytes()
+    assert ours["vocab.en"].read_bytes() == (tmp_path / "ref.vocab.en").read_bytes()
+    assert ours["vocab.de"].read_bytes() == (tmp_path / "ref.vocab.de").read_bytes()
+    assert len(ours["codes.en"].read_text().splitlines()) == 61  # version line + 60 merges
+
+
+def test_separate_learning_matches_the_cli_per_language(tmp_path, corpus):
+    ours = learn(tmp_path, corpus, 40, joint=False)
+    for lang, path in zip(("en", "de"), corpus):
+        run_cli("learn-joint-bpe-and-vocab", "--input", path, "-s", "40", "-o", str(tmp_path / f"ref.codes.{lang}"),
+                "--write-vocabulary", str(tmp_path / f"ref.vocab.{lang}"))
+        assert ours[f"codes.{lang}"].read_bytes() == (tmp_path / f"ref.codes.{lang}").read_bytes()
+        assert ours[f"vocab.{lang}"].read_bytes() == (tmp_path / f"ref.vocab.{lang}").read_bytes()
+    assert ours["codes.en"].read_bytes() != ours["codes.de"].read_bytes()
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_apply_is_byte_identical_with_apply_bpe(tmp_path, corpus, monkeypatch, threads):
+    learned = learn(tmp_path, corpus, 60, joint=True)
+    text = tmp_path / "test.en"
+    # Unseen words, double and edge spaces, an empty line: apply-bpe keeps edge spaces.
+    # Threshold 25 reverts merges in this corpus (several subwords occur 18-24 times).
+    text.write_text(Path(corpus[0]).read_text() + "playingly  unseenwords\n\n  walkers jumped \n", encoding="utf-8")
+    monkeypatch.setattr(parallel, "CHUNK_SIZE", 50)
+    bpe.main(["apply", "--codes", str(learned["codes.en"]), "--vocab", str(learned["vocab.en"]),
+              "--vocabulary-threshold", "25", "--input", str(text), "--output", str(tmp_path / "ours"),
+              "--threads", str(threads)])
+    run_cli("apply-bpe", "-c", str(learned["codes.en"]), "--vocabulary", str(learned["vocab.en"]),
+            "--vocabulary-threshold", "25", "-i", str(text), "-o", str(tmp_path / "ref"))
+    ours, ref = (tmp_path / "ours").read_bytes(), (tmp_path / "ref").read_bytes()
+    assert ours == ref
+    assert b"@@ " in ours
+
+
+def write(path: Path, text: str) -> str:
+    path.write_text(text, encoding="utf-8")
+    return str(path)
+
+
+def test_vocabulary_threshold_splits_a_rare_merged_word(tmp_path):
+    # "low" is built by merging l+o, then lo+w (word-final).  In the vocabulary it occurs
+    # once; its parts "lo@@" and "w" occur 5 times each.
+    codes = write(tmp_path / "codes", "#version: 0.2\nl o\nlo w</w>\n")
+    vocab = write(tmp_path / "vocab", "lo@@ 5\nw 5\nlow 1\n")
+    assert bpe.load_bpe(codes, vocab, 1).process_line("low") == "low"
+    assert bpe.load_bpe(codes, vocab, 2).process_line("low") == "lo@@ w"
+
+
+@pytest.mark.parametrize(("codes", "vocab", "where"), [
+    ("#version: 0.2\nl o\nlo w x\n", "lo@@ 5\n", r"codes:3: expected a merge"),
+    ("#version: 0.2\n", "lo@@ 5\n", r"codes: contains no merge operations"),
+    ("#version: 0.2\nl o\n", "lo@@ 5\nw five\n", r"vocab:2: expected 'subword count'"),
+])
+def test_bad_codes_or_vocabulary_name_file_and_line_and_leave_no_output(tmp_path, capsys, codes, vocab, where):
+    write(tmp_path / "codes", codes)
+    write(tmp_path / "vocab", vocab)
+    write(tmp_path / "input", "low\n")
+    with pytest.raises(SystemExit) as exit_info:
+        bpe.main(["apply", "--codes", str(tmp_path / "codes"), "--vocab", str(tmp_path / "vocab"),
+                  "--vocabulary-threshold", "1", "--input", str(tmp_path / "input"), "--output", str(tmp_path / "out")])
+    assert exit_info.value.code == 1
+    assert re.search(where, capsys.readouterr().err)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["codes", "input", "vocab"]
+
+
+def test_invalid_utf8_in_training_text_leaves_no_output(tmp_path, corpus):
+    Path(corpus[1]).write_bytes(Path(corpus[1]).read_bytes() + b"bad \xc3(\n")
+    with pytest.raises(DataError, match=r"train\.de:301: invalid UTF-8"):
+        bpe.learn(20, True, corpus, (str(tmp_path / "c1"), str(tmp_path / "c2")), (str(tmp_path / "v1"), str(tmp_path / "v2")))
+    assert not any((tmp_path / name).exists() for name in ("c1", "c2", "v1", "v2"))

@@ -1,0 +1,215 @@
+"""Tests of workflow_scripts.fetch: mirror, licensed directory, URL, checksums, atomicity."""
+from __future__ import annotations
+
+import gzip
+import hashlib
+import http.server
+import json
+import threading
+from pathlib import Path
+
+import pytest
+import yaml
+
+from nmtmodels.configuration import ConfigError
+from workflow_scripts import fetch as fetch_module
+from workflow_scripts.fetch import content_sha256, fetch
+from workflow_scripts.textio import DataError
+
+REPO = Path(__file__).resolve().parents[1]
+MIRROR = Path(__file__).resolve().parents[2] / "shared" / "data"
+TEXT = "Ein Satz.\nNoch einer: äöü\n".encode()
+TEXT_SHA = hashlib.sha256(TEXT).hexdigest()
+
+
+@pytest.fixture(autouse=True)
+def no_environment(monkeypatch):
+    monkeypatch.delenv(fetch_module.MIRROR_ENV, raising=False)
+    monkeypatch.delenv(fetch_module.LICENSED_ENV, raising=False)
+
+
+def assert_nothing_written(output: Path) -> None:
+    assert not output.exists() and not output.is_symlink()
+    if output.parent.exists():
+        assert list(output.parent.glob(f".{output.name}*")) == []
+
+
+class Server:
+    """A local HTTP server answering each path with a scripted list of (status, body)."""
+
+    def __init__(self, routes: dict[str, list[tuple[int, bytes]]]):
+        self.routes = routes
+        self.requests: list[str] = []
+        server = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):
+                server.requests.append(self.path)
+                script = server.routes[self.path]
+                status, body = script.pop(0) if len(script) > 1 else script[0]
+                self.send_response(status)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args):
+                pass
+
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    def url(self, path: str) -> str:
+        return f"http://127.0.0.1:{self.httpd.server_address[1]}{path}"
+
+
+@pytest.fixture
+def serve():
+    servers = []
+
+    def start(routes):
+        server = Server(routes)
+        server.thread.start()
+        servers.append(server)
+        return server
+
+    yield start
+    for server in servers:
+        server.httpd.shutdown()
+        server.httpd.server_close()
+
+
+def test_mirror_copy_keeps_gzip_bytes_and_checks_decompressed_digest(tmp_path):
+    mirror = tmp_path / "mirror"
+    (mirror / "multi30k").mkdir(parents=True)
+    packed = gzip.compress(TEXT, mtime=0)
+    (mirror / "multi30k" / "train.de.gz").write_bytes(packed)
+    output = tmp_path / "downloads" / "train.de"
+    spec = {"url": "http://127.0.0.1:9/unused", "mirror": "multi30k/train.de.gz", "sha256": TEXT_SHA}
+    assert fetch(spec, "train.de", output, mirror_dir=mirror) == "mirror"
+    assert output.read_bytes() == packed
+
+
+def test_mirror_from_environment_when_no_directory_given(tmp_path, monkeypatch):
+    (tmp_path / "m").mkdir()
+    (tmp_path / "m" / "a.txt").write_bytes(TEXT)
+    monkeypatch.setenv(fetch_module.MIRROR_ENV, str(tmp_path / "m"))
+    assert fetch({"mirror": "a.txt", "sha256": TEXT_SHA}, "a", tmp_path / "out" / "a", mirror_dir="") == "mirror"
+    assert (tmp_path / "out" / "a").read_bytes() == TEXT
+
+
+def test_checksum_mismatch_names_source_and_both_digests(tmp_path):
+    (tmp_path / "m").mkdir()
+    (tmp_path / "m" / "a.gz").write_bytes(gzip.compress(TEXT + b"tampered\n"))
+    output = tmp_path / "out" / "a"
+    with pytest.raises(DataError) as error:
+        fetch({"mirror": "a.gz", "sha256": TEXT_SHA}, "a", output, mirror_dir=tmp_path / "m")
+    message = str(error.value)
+    assert str(tmp_path / "m" / "a.gz") in message and TEXT_SHA in message
+    assert hashlib.sha256(TEXT + b"tampered\n").hexdigest() in message
+    assert_nothing_written(output)
+
+
+def test_truncated_gzip_with_checksum_is_an_error(tmp_path):
+    (tmp_path / "m").mkdir()
+    packed = gzip.compress(TEXT * 500)
+    (tmp_path / "m" / "a.gz").write_bytes(packed[: len(packed) // 2])
+    output = tmp_path / "out" / "a"
+    with pytest.raises(DataError, match="truncated"):
+        fetch({"mirror": "a.gz", "sha256": TEXT_SHA}, "a", output, mirror_dir=tmp_path / "m")
+    assert_nothing_written(output)
+
+
+def test_content_sha256_matches_for_gzip_and_plain(tmp_path):
+    (tmp_path / "plain").write_bytes(TEXT)
+    (tmp_path / "packed").write_bytes(gzip.compress(TEXT))
+    assert content_sha256(tmp_path / "plain") == content_sha256(tmp_path / "packed") == TEXT_SHA
+
+
+def test_licensed_file_directory_and_environment(tmp_path, monkeypatch):
+    licensed = tmp_path / "licensed"
+    (licensed / "nist_zh_en").mkdir(parents=True)
+    (licensed / "nist_zh_en" / "mt02.zh").write_bytes(TEXT)
+    (licensed / "ASPEC" / "ASPEC-JE").mkdir(parents=True)
+    assert fetch({"local": "nist_zh_en/mt02.zh", "sha256": TEXT_SHA}, "mt02.zh", tmp_path / "d" / "mt02.zh", licensed_dir=licensed) == "licensed"
+    assert (tmp_path / "d" / "mt02.zh").read_bytes() == TEXT and not (tmp_path / "d" / "mt02.zh").is_symlink()
+    monkeypatch.setenv(fetch_module.LICENSED_ENV, str(licensed))
+    assert fetch({"local": "ASPEC/ASPEC-JE"}, "aspec", tmp_path / "d" / "aspec") == "licensed"
+    link = tmp_path / "d" / "aspec"
+    assert link.is_symlink() and link.resolve() == (licensed / "ASPEC" / "ASPEC-JE").resolve()
+
+
+def test_licensed_directory_not_set_says_which_key_and_path(tmp_path):
+    output = tmp_path / "d" / "train.zh"
+    with pytest.raises(ConfigError) as error:
+        fetch({"local": "nist_zh_en/train.zh"}, "train.zh", output, licensed_dir="")
+    message = str(error.value)
+    assert "licensed_data_dir" in message and "NMT_LICENSED_DATA" in message and "nist_zh_en/train.zh" in message
+    assert_nothing_written(output)
+
+
+def test_licensed_file_missing_names_expected_path(tmp_path):
+    output = tmp_path / "d" / "train.zh"
+    (tmp_path / "licensed").mkdir()
+    with pytest.raises(DataError) as error:
+        fetch({"local": "nist_zh_en/train.zh", "url": "http://127.0.0.1:9/x"}, "train.zh", output, licensed_dir=tmp_path / "licensed")
+    message = str(error.value)
+    assert str(tmp_path / "licensed" / "nist_zh_en" / "train.zh") in message and "licensed_data_dir" in message
+    assert_nothing_written(output)
+
+
+def test_download_with_retry_after_server_error(tmp_path, serve):
+    server = serve({"/a.txt": [(503, b"busy"), (200, TEXT)]})
+    mirror = tmp_path / "empty-mirror"
+    mirror.mkdir()
+    spec = {"url": server.url("/a.txt"), "mirror": "missing/a.txt", "sha256": TEXT_SHA}
+    assert fetch(spec, "a", tmp_path / "d" / "a", mirror_dir=mirror, retry_delay=0) == "url"
+    assert (tmp_path / "d" / "a").read_bytes() == TEXT
+    assert server.requests == ["/a.txt", "/a.txt"]
+
+
+def test_client_error_is_not_retried(tmp_path, serve):
+    server = serve({"/gone": [(404, b"not found")]})
+    output = tmp_path / "d" / "gone"
+    with pytest.raises(DataError, match="HTTP 404") as error:
+        fetch({"url": server.url("/gone")}, "gone", output, retry_delay=0)
+    assert server.url("/gone") in str(error.value) and server.requests == ["/gone"]
+    assert_nothing_written(output)
+
+
+def test_persistent_failure_and_bad_checksum_leave_nothing(tmp_path, serve):
+    server = serve({"/down": [(500, b"error")], "/ok": [(200, TEXT)]})
+    output = tmp_path / "d" / "x"
+    with pytest.raises(DataError, match="after 3 attempts"):
+        fetch({"url": server.url("/down")}, "x", output, retry_delay=0)
+    assert server.requests == ["/down"] * 3
+    assert_nothing_written(output)
+    with pytest.raises(DataError, match="sha256 mismatch"):
+        fetch({"url": server.url("/ok"), "sha256": "0" * 64}, "x", output, retry_delay=0)
+    assert_nothing_written(output)
+
+
+def test_cli_exit_codes_and_messages(tmp_path, capsys):
+    (tmp_path / "m").mkdir()
+    (tmp_path / "m" / "a").write_bytes(TEXT)
+    argv = ["--spec", json.dumps({"mirror": "a", "sha256": TEXT_SHA}), "--name", "a", "--output", str(tmp_path / "o" / "a"), "--mirror-dir", str(tmp_path / "m")]
+    assert fetch_module.main(argv) == 0 and (tmp_path / "o" / "a").read_bytes() == TEXT
+    argv = ["--spec", json.dumps({"local": "x/y.txt"}), "--name", "y", "--output", str(tmp_path / "o" / "y")]
+    assert fetch_module.main(argv) == 1
+    assert "fetch: error:" in capsys.readouterr().err and not (tmp_path / "o" / "y").exists()
+    assert fetch_module.main(["--spec", "{not json", "--name", "z", "--output", str(tmp_path / "o" / "z")]) == 1
+    assert "--spec: invalid JSON" in capsys.readouterr().err
+
+
+def registered_mirror_entries() -> list[tuple[str, str, dict]]:
+    entries = []
+    for config in ("config.yaml", "configs/full.yaml"):
+        for corpus, spec in yaml.safe_load((REPO / config).read_text(encoding="utf-8"))["corpora"].items():
+            entries += [(corpus, name, entry) for name, entry in spec["downloads"].items() if "mirror" in entry]
+    return entries
+
+
+@pytest.mark.skipif(not MIRROR.is_dir(), reason="no data mirror at ../shared/data")
+@pytest.mark.parametrize("corpus, name, entry", registered_mirror_entries(), ids=lambda value: value if isinstance(value, str) else "")
+def test_registered_mirror_copies_match_their_sha256(corpus, name, entry):
+    assert "sha256" in entry, f"{corpus}.{name} has a mirror copy but no sha256"
+    assert content_sha256(MIRROR / entry["mirror"]) == entry["sha256"]

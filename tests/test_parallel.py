@@ -1,0 +1,59 @@
+"""workflow_scripts.parallel: order, in-process mode, and errors from the caller and the workers."""
+from __future__ import annotations
+
+import operator
+import os
+
+import pytest
+
+from workflow_scripts.chars import line_encoder
+from workflow_scripts.parallel import WorkerError, chunked, parallel_map
+from workflow_scripts.textio import DataError
+
+
+def test_chunked_keeps_every_item_in_order():
+    assert list(chunked(range(7), 3)) == [[0, 1, 2], [3, 4, 5], [6]]
+    assert list(chunked([], 3)) == []
+
+
+def test_output_order_is_input_order_across_many_chunks():
+    words = [f"word{i}" for i in range(50)]
+    result = list(parallel_map(operator.methodcaller, ("upper",), words, threads=2, chunk_size=3))
+    assert result == [word.upper() for word in words]
+
+
+def test_one_thread_runs_in_the_calling_process():
+    result = list(parallel_map(lambda: (lambda _item: os.getpid()), (), range(3), threads=1))
+    assert result == [os.getpid()] * 3
+
+
+def test_input_error_is_raised_in_the_caller_with_its_type():
+    def lines():
+        yield "a"
+        raise DataError("input.txt", "invalid UTF-8", 2)
+
+    with pytest.raises(DataError, match=r"input\.txt:2"):
+        list(parallel_map(operator.methodcaller, ("upper",), lines(), threads=2))
+
+
+def test_error_applying_the_function_reaches_the_caller():
+    with pytest.raises(UnicodeEncodeError):
+        list(parallel_map(operator.methodcaller, ("encode", "ascii"), ["ok", "caf\u00e9"], threads=2, chunk_size=1))
+
+
+def test_error_building_the_function_reaches_the_caller_instead_of_restarting_workers():
+    with pytest.raises(ZeroDivisionError):
+        list(parallel_map(operator.truediv, (1, 0), ["a"], threads=2))
+
+
+def test_unpicklable_worker_error_arrives_as_worker_error(tmp_path):
+    bad_vocab = tmp_path / "vocab"
+    bad_vocab.write_text("a 1\nnot a count\n", encoding="utf-8")
+    with pytest.raises(WorkerError, match=r"DataError: .*vocab:2"):
+        list(parallel_map(line_encoder, (str(bad_vocab),), ["a"], threads=2))
+
+
+@pytest.mark.parametrize("threads", [0, -1])
+def test_threads_must_be_positive(threads):
+    with pytest.raises(ValueError, match="threads"):
+        list(parallel_map(operator.methodcaller, ("upper",), ["a"], threads=threads))

@@ -1,0 +1,175 @@
+"""Learn and apply byte-pair encoding with subword-nmt's Python API (separator "@@ ").
+
+``learn --joint`` does what ``subword-nmt learn-joint-bpe-and-vocab`` does: one set of
+codes learned on the word counts of both sides together (written to both codes
+outputs), then each side encoded with those codes and its subword counts written as that
+side's vocabulary.  ``learn --separate`` does the same per side, with its own codes.
+Merges stop early when no pair occurs at least twice (subword-nmt's default
+``--min-frequency 2``).
+
+``apply`` reproduces ``subword-nmt apply-bpe --codes C --vocabulary V
+--vocabulary-threshold T`` byte for byte: a merge that would produce a subword seen fewer
+than T times in V is reverted (Sennrich et al.'s recipe for consistent joint BPE).
+
+CLI::
+
+    python -m workflow_scripts.bpe learn --merges N (--joint | --separate) --vocabulary-threshold T \\
+        --src-in TOK1 --tgt-in TOK2 --src-codes-out C1 --tgt-codes-out C2 --src-vocab-out V1 --tgt-vocab-out V2
+    python -m workflow_scripts.bpe apply --codes C --vocab V --vocabulary-threshold T --input TOK --output OUT [--threads N]
+"""
+from __future__ import annotations
+
+import argparse
+import collections
+import io
+import os
+import sys
+from typing import Callable, Iterable
+
+from subword_nmt import apply_bpe, learn_bpe
+
+from workflow_scripts.parallel import WorkerError, add_threads_argument, parallel_map
+from workflow_scripts.textio import DataError, atomic_output, atomic_outputs, read_lines
+
+SEPARATOR = "@@"
+MIN_PAIR_FREQUENCY = 2
+
+
+def word_counts(lines: Iterable[str]) -> collections.Counter:
+    """Counts of space-separated tokens (subword-nmt ``get_vocabulary``)."""
+    return learn_bpe.get_vocabulary(lines)
+
+
+def learn_codes(counts: collections.Counter, merges: int) -> str:
+    """The text of a codes file with up to ``merges`` merge operations learned from word ``counts``."""
+    dictionary = [f"{word} {count}" for word, count in counts.items()]
+    codes = io.StringIO()
+    learn_bpe.learn_bpe(dictionary, codes, merges, MIN_PAIR_FREQUENCY, is_dict=True)
+    return codes.getvalue()
+
+
+def vocabulary_text(counts: collections.Counter) -> str:
+    """"subword count" lines, most frequent first (as learn-joint-bpe-and-vocab writes them)."""
+    return "".join(f"{word} {count}\n" for word, count in sorted(counts.items(), key=lambda item: item[1], reverse=True))
+
+
+def bpe_from_codes(codes_text: str, vocabulary: set[str] | None = None) -> apply_bpe.BPE:
+    return apply_bpe.BPE(io.StringIO(codes_text), separator=SEPARATOR, vocab=vocabulary)
+
+
+def load_bpe(codes_path: str | os.PathLike, vocab_path: str | os.PathLike, threshold: int | None) -> apply_bpe.BPE:
+    """subword-nmt's BPE from a codes file and a vocabulary filtered by ``threshold``.
+
+    Both files are checked first, so that a malformed line raises DataError naming
+    file and line (subword-nmt itself would exit the process).
+    """
+    codes_lines = list(read_lines(codes_path))
+    merges = codes_lines[1:] if codes_lines and codes_lines[0].startswith("#version:") else codes_lines
+    if not merges:
+        raise DataError(codes_path, "contains no merge operations")
+    first_merge_line = len(codes_lines) - len(merges) + 1
+    for number, line in enumerate(merges, start=first_merge_line):
+        if len(line.strip("\r\n ").split(" ")) != 2:
+            raise DataError(codes_path, f"expected a merge 'left right', got {line!r}", number)
+    vocab_lines = list(read_lines(vocab_path))
+    for number, line in enumerate(vocab_lines, start=1):
+        fields = line.strip("\r\n ").split(" ")
+        if len(fields) != 2 or not fields[1].isdigit():
+            raise DataError(vocab_path, f"expected 'subword count', got {line!r}", number)
+    vocabulary = apply_bpe.read_vocabulary(vocab_lines, threshold)
+    return bpe_from_codes("".join(line + "\n" for line in codes_lines), vocabulary)
+
+
+def learn(
+    merges: int,
+    joint: bool,
+    inputs: tuple[str, str],
+    codes_outputs: tuple[str, str],
+    vocab_outputs: tuple[str, str],
+) -> None:
+    """Learn codes and vocabularies for (src, tgt) ``inputs``; all four outputs appear together."""
+    if merges < 1:
+        raise ValueError(f"merges must be at least 1, got {merges}")
+    if joint:
+        counts = collections.Counter()
+        for path in inputs:
+            counts += word_counts(read_lines(path))
+        codes = [learn_codes(counts, merges)] * 2
+    else:
+        codes = [learn_codes(word_counts(read_lines(path)), merges) for path in inputs]
+    vocabularies = [
+        vocabulary_text(word_counts(map(bpe_from_codes(side_codes).process_line, read_lines(path))))
+        for side_codes, path in zip(codes, inputs)
+    ]
+    with atomic_outputs(*codes_outputs, *vocab_outputs) as handles:
+        for handle, text in zip(handles, codes + vocabularies):
+            handle.write(text)
+
+
+def line_encoder(codes_path: str, vocab_path: str, threshold: int) -> Callable[[str], str]:
+    """Factory for :func:`parallel_map`: a line -> BPE-encoded line function."""
+    return load_bpe(codes_path, vocab_path, threshold).process_line
+
+
+def apply(codes_path: str, vocab_path: str, threshold: int, input_path: str, output_path: str, *, threads: int = 1) -> int:
+    """Encode ``input_path`` into ``output_path`` (atomically); return the line count."""
+    count = 0
+    with atomic_output(output_path) as out:
+        encoded = parallel_map(line_encoder, (codes_path, vocab_path, threshold), read_lines(input_path), threads=threads)
+        for line in encoded:
+            out.write(line + "\n")
+            count += 1
+    return count
+
+
+def below_threshold(vocab_path: str, threshold: int) -> tuple[int, int]:
+    """(subwords with count < threshold, all subwords) of a vocabulary file."""
+    counts = [int(line.rsplit(" ", 1)[1]) for line in read_lines(vocab_path)]
+    return sum(count < threshold for count in counts), len(counts)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m workflow_scripts.bpe", description=__doc__.split("\n\n")[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    learn_parser = commands.add_parser("learn", help="learn BPE codes and vocabularies")
+    learn_parser.add_argument("--merges", type=int, required=True, help="number of merge operations")
+    mode = learn_parser.add_mutually_exclusive_group(required=True)
+    mode.add_argument("--joint", action="store_true", help="one set of codes for both languages")
+    mode.add_argument("--separate", action="store_true", help="codes per language")
+    learn_parser.add_argument(
+        "--vocabulary-threshold", type=int, default=None,
+        help="only reported here: how many subwords fall below it and will be split again by apply",
+    )
+    for name in ("--src-in", "--tgt-in", "--src-codes-out", "--tgt-codes-out", "--src-vocab-out", "--tgt-vocab-out"):
+        learn_parser.add_argument(name, required=True)
+
+    apply_parser = commands.add_parser("apply", help="encode a tokenised file")
+    apply_parser.add_argument("--codes", required=True)
+    apply_parser.add_argument("--vocab", required=True, help="vocabulary written by learn for this language")
+    apply_parser.add_argument("--vocabulary-threshold", type=int, required=True, help="subwords seen fewer times are split")
+    apply_parser.add_argument("--input", required=True)
+    apply_parser.add_argument("--output", required=True)
+    add_threads_argument(apply_parser)
+
+    args = parser.parse_args(argv)
+    try:
+        if args.command == "learn":
+            if args.merges < 1:
+                learn_parser.error(f"--merges must be at least 1, got {args.merges}")
+            learn(args.merges, args.joint, (args.src_in, args.tgt_in),
+                  (args.src_codes_out, args.tgt_codes_out), (args.src_vocab_out, args.tgt_vocab_out))
+            print(f"bpe learn: {args.merges} {'joint' if args.joint else 'separate'} merges", file=sys.stderr)
+            if args.vocabulary_threshold is not None:
+                for path in (args.src_vocab_out, args.tgt_vocab_out):
+                    rare, total = below_threshold(path, args.vocabulary_threshold)
+                    print(f"bpe learn: {path}: {rare} of {total} subwords occur fewer than "
+                          f"{args.vocabulary_threshold} times and will be split at apply time", file=sys.stderr)
+        else:
+            count = apply(args.codes, args.vocab, args.vocabulary_threshold, args.input, args.output, threads=args.threads)
+            print(f"bpe apply: {count} lines encoded into {args.output}", file=sys.stderr)
+    except (DataError, WorkerError) as exc:
+        parser.exit(1, f"{parser.prog}: error: {exc}\n")
+
+
+if __name__ == "__main__":
+    main()

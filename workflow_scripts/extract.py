@@ -1,0 +1,50 @@
+"""Write one split of one language of a corpus as plain text.
+
+    python -m workflow_scripts.extract --spec JSON --split SPLIT --lang LANG \\
+        --downloads-dir resources/downloads/CORPUS --output PATH [--ref K]
+
+JSON is the whole corpus spec (an entry of ``corpora`` in config.yaml).  The output is UTF-8,
+one sentence per line, no BOM, "\\n" line ends, written atomically.  ``--ref K`` (K >= 1)
+writes reference K of a multi-reference test set (the workflow names it
+``{split}.ref{K}.{lang}``); without it reference 0 is written.  Formats, holdout splits
+and checks are documented in :mod:`workflow_scripts.corpora`.  Error messages name config
+keys as ``corpora.CORPUS...``, CORPUS being the name of the downloads directory.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from nmtmodels.configuration import ConfigError
+from workflow_scripts.corpora import read_split
+from workflow_scripts.textio import DataError, write_lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m workflow_scripts.extract", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--spec", required=True, help="JSON of the corpus spec (src, tgt, downloads, splits, ...)")
+    parser.add_argument("--split", required=True, help="train, dev or a test-set name")
+    parser.add_argument("--lang", required=True, help="language code (the corpus's src or tgt)")
+    parser.add_argument("--downloads-dir", required=True, help="directory holding the corpus's fetched downloads")
+    parser.add_argument("--output", required=True, help="plain-text file to write")
+    parser.add_argument("--ref", type=int, default=0, help="reference index for multi-reference test sets (default 0)")
+    args = parser.parse_args(argv)
+    downloads_dir = Path(args.downloads_dir)
+    try:
+        try:
+            spec = json.loads(args.spec)
+        except json.JSONDecodeError as exc:
+            raise ConfigError(f"--spec: invalid JSON ({exc})") from None
+        sentences = read_split(spec, args.split, args.lang, downloads_dir, ref=args.ref, where=f"corpora.{downloads_dir.name}")
+        count = write_lines(args.output, sentences)
+    except (DataError, ConfigError) as exc:
+        print(f"extract: error: {exc}", file=sys.stderr)
+        return 1
+    print(f"extract: {args.split}.{args.lang}{f' ref {args.ref}' if args.ref else ''}: {count} lines -> {args.output}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,292 @@
+"""Normalise and tokenise one split of a parallel corpus; clean and deduplicate training data.
+
+Per language, in this order:
+
+1. Unicode normalisation (``--unicode-form``, default NFKC).
+2. ``tokenizer: moses`` only: sacremoses ``MosesPunctNormalizer(lang)`` (Moses
+   normalize-punctuation.perl).
+3. Whitespace collapse (every run of whitespace becomes one space, ends stripped); with
+   ``join_pretokenized: true`` all whitespace is removed instead (for zh/ja text that
+   upstream already segmented with another tool, which we segment again).
+4. Tokenisation by ``preprocess.LANG.tokenizer``: ``moses`` = sacremoses
+   ``MosesTokenizer(lang)`` with ``aggressive_dash_splits=True`` (Moses ``-a``) and
+   ``escape=False``; ``jieba``/``thulac``/``snownlp`` (zh) or ``fugashi`` (ja) = word
+   segmentation (:mod:`workflow_scripts.segment`); ``whitespace`` = keep the tokens.
+5. ``lowercase: true``: lowercase (after tokenisation, as Moses lowercase.perl is run
+   after tokenizer.perl, so that case-sensitive non-breaking prefixes still apply).
+
+The NORM outputs hold steps 1-3 (and 5), the TOK outputs steps 1-5, line-aligned.
+
+With ``--train`` pairs are then cleaned as Moses ``clean-corpus-n.perl`` does, on the
+token counts of the TOK lines (``n`` = number of space-separated tokens):
+
+* ``empty``: either side has no token;
+* ``too_long``: either side has more than ``clean.max_tokens`` tokens;
+* ``too_short``: either side has fewer than ``clean.min_tokens`` tokens;
+* ``ratio``: ``n_src / n_tgt`` or ``n_tgt / n_src`` is greater than ``clean.max_ratio``.
+
+A pair is counted under the first reason that applies, in this order (the order of the
+perl script's ``next if`` tests).  The perl script's other rules are not reproduced:
+removing ``|`` (factor separators; we use no factors) and ``-max-word-length`` (off
+unless asked for).  Kept lines are written unchanged (the perl script rewrites them with
+collapsed whitespace, which our TOK lines already have).  Then, if ``dedupe``, a pair
+whose (TOK source, TOK target) occurred before is dropped (the first is kept).
+Without ``--train`` no line is dropped.  Kept/dropped counts go to stderr.
+
+CLI::
+
+    python -m workflow_scripts.preprocess --src-lang L1 --tgt-lang L2 \\
+        --src-in RAW1 --tgt-in RAW2 --src-out TOK1 --tgt-out TOK2 \\
+        --src-norm-out NORM1 --tgt-norm-out NORM2 --spec JSON [--train] \\
+        [--unicode-form NFKC] [--threads N]
+"""
+from __future__ import annotations
+
+import argparse
+import collections
+import dataclasses
+import hashlib
+import itertools
+import json
+import os
+import sys
+import unicodedata
+from typing import Any, Callable, Iterator
+
+from nmtmodels.configuration import ConfigError
+from workflow_scripts.parallel import WorkerError, add_threads_argument, parallel_map
+from workflow_scripts.segment import SEGMENTERS, SegmentationError, WordSegmenter
+from workflow_scripts.textio import DataError, atomic_outputs, read_lines
+
+UNICODE_FORMS = ("NFC", "NFKC", "NFD", "NFKD")
+GENERIC_TOKENIZERS = ("moses", "whitespace")
+DROP_REASONS = ("empty", "too_long", "too_short", "ratio", "duplicate")
+
+
+def tokenizers_for(lang: str) -> tuple[str, ...]:
+    return GENERIC_TOKENIZERS + SEGMENTERS.get(lang, ())
+
+
+@dataclasses.dataclass(frozen=True)
+class LanguageSettings:
+    """How one language is normalised and tokenised (``preprocess.LANG`` of a corpus spec)."""
+
+    lang: str
+    tokenizer: str
+    join_pretokenized: bool = False
+    lowercase: bool = False
+
+
+@dataclasses.dataclass(frozen=True)
+class CleanSettings:
+    """``clean`` of a corpus spec (Moses clean-corpus-n.perl parameters)."""
+
+    min_tokens: int
+    max_tokens: int
+    max_ratio: float
+
+
+def _typed(value: Any, kind: type | tuple[type, ...], where: str) -> Any:
+    if isinstance(value, bool) and kind is not bool:
+        raise ConfigError(f"{where}: expected a number, got {value!r}")
+    if not isinstance(value, kind):
+        raise ConfigError(f"{where}: expected {getattr(kind, '__name__', 'a number')}, got {value!r}")
+    return value
+
+
+def language_settings(spec: dict[str, Any], lang: str) -> LanguageSettings:
+    """Read ``spec.preprocess.LANG`` (and ``spec.lowercase``); errors name the key."""
+    where = f"spec.preprocess.{lang}"
+    entry = spec.get("preprocess", {}).get(lang)
+    if not isinstance(entry, dict):
+        raise ConfigError(f"{where}: missing (a mapping with at least 'tokenizer')")
+    if "tokenizer" not in entry:
+        raise ConfigError(f"{where}.tokenizer: required key is missing")
+    tokenizer = entry["tokenizer"]
+    if tokenizer not in tokenizers_for(lang):
+        raise ConfigError(f"{where}.tokenizer: unknown tokenizer {tokenizer!r} for '{lang}' (known: {', '.join(tokenizers_for(lang))})")
+    return LanguageSettings(
+        lang=lang,
+        tokenizer=tokenizer,
+        join_pretokenized=_typed(entry.get("join_pretokenized", False), bool, f"{where}.join_pretokenized"),
+        lowercase=_typed(spec.get("lowercase", False), bool, "spec.lowercase"),
+    )
+
+
+def clean_settings(spec: dict[str, Any]) -> CleanSettings:
+    """Read ``spec.clean``; errors name the key."""
+    clean = spec.get("clean")
+    if not isinstance(clean, dict):
+        raise ConfigError("spec.clean: missing (needed with --train)")
+    for key in ("min_tokens", "max_tokens", "max_ratio"):
+        if key not in clean:
+            raise ConfigError(f"spec.clean.{key}: required key is missing")
+    settings = CleanSettings(
+        min_tokens=_typed(clean["min_tokens"], int, "spec.clean.min_tokens"),
+        max_tokens=_typed(clean["max_tokens"], int, "spec.clean.max_tokens"),
+        max_ratio=float(_typed(clean["max_ratio"], (int, float), "spec.clean.max_ratio")),
+    )
+    if not 0 <= settings.min_tokens <= settings.max_tokens:
+        raise ConfigError(f"spec.clean: need 0 <= min_tokens <= max_tokens, got {settings.min_tokens} and {settings.max_tokens}")
+    if settings.max_ratio < 1:
+        raise ConfigError(f"spec.clean.max_ratio: must be at least 1, got {settings.max_ratio}")
+    return settings
+
+
+class TextProcessor:
+    """Normaliser and tokeniser of one language; building it loads the tokeniser's model."""
+
+    def __init__(self, settings: LanguageSettings, unicode_form: str = "NFKC"):
+        self.settings = settings
+        self.unicode_form = unicode_form
+        self._punctuation = None
+        if settings.tokenizer == "moses":
+            from sacremoses import MosesPunctNormalizer, MosesTokenizer
+
+            self._punctuation = MosesPunctNormalizer(lang=settings.lang)
+            moses = MosesTokenizer(lang=settings.lang)
+            self._tokenize: Callable[[str], str] = lambda text: moses.tokenize(
+                text, aggressive_dash_splits=True, escape=False, return_str=True
+            )
+        elif settings.tokenizer == "whitespace":
+            self._tokenize = lambda text: text
+        else:
+            self._tokenize = WordSegmenter(settings.lang, settings.tokenizer).segment_line
+
+    def normalise(self, line: str) -> str:
+        """Steps 1-3 of the module docstring (the NORM text, before lowercasing)."""
+        text = unicodedata.normalize(self.unicode_form, line)
+        if self._punctuation is not None:
+            text = self._punctuation.normalize(text)
+        return ("" if self.settings.join_pretokenized else " ").join(text.split())
+
+    def process(self, line: str) -> tuple[str, str]:
+        """Return (NORM, TOK) for one raw line."""
+        normalised = self.normalise(line)
+        tokenised = " ".join(self._tokenize(normalised).split())
+        if self.settings.lowercase:
+            return normalised.lower(), tokenised.lower()
+        return normalised, tokenised
+
+
+def pair_processor(
+    src: LanguageSettings, tgt: LanguageSettings, unicode_form: str
+) -> Callable[[tuple[str, str]], tuple[str, str, str, str]]:
+    """Factory for :func:`parallel_map`: (raw src, raw tgt) -> (src NORM, src TOK, tgt NORM, tgt TOK)."""
+    src_processor, tgt_processor = TextProcessor(src, unicode_form), TextProcessor(tgt, unicode_form)
+    return lambda pair: src_processor.process(pair[0]) + tgt_processor.process(pair[1])
+
+
+def clean_reason(src_tokens: str, tgt_tokens: str, clean: CleanSettings) -> str | None:
+    """Why Moses clean-corpus-n.perl would drop this pair (None: keep it); see module docstring."""
+    src_count, tgt_count = len(src_tokens.split()), len(tgt_tokens.split())
+    if src_count == 0 or tgt_count == 0:
+        return "empty"
+    if src_count > clean.max_tokens or tgt_count > clean.max_tokens:
+        return "too_long"
+    if src_count < clean.min_tokens or tgt_count < clean.min_tokens:
+        return "too_short"
+    if src_count / tgt_count > clean.max_ratio or tgt_count / src_count > clean.max_ratio:
+        return "ratio"
+    return None
+
+
+def read_parallel(src_path: str | os.PathLike, tgt_path: str | os.PathLike) -> Iterator[tuple[str, str]]:
+    """Yield line pairs of two line-aligned files; DataError if their line counts differ."""
+    src_lines, tgt_lines = read_lines(src_path), read_lines(tgt_path)
+    count = 0
+    for src, tgt in itertools.zip_longest(src_lines, tgt_lines):
+        if src is None or tgt is None:
+            src_count = count + (src is not None) + sum(1 for _ in src_lines)
+            tgt_count = count + (tgt is not None) + sum(1 for _ in tgt_lines)
+            raise DataError(src_path, f"has {src_count} lines but {tgt_path} has {tgt_count}: the files must be line-aligned")
+        count += 1
+        yield src, tgt
+
+
+def preprocess_files(
+    src: LanguageSettings,
+    tgt: LanguageSettings,
+    inputs: tuple[str, str],
+    outputs: tuple[str, str, str, str],
+    *,
+    clean: CleanSettings | None = None,
+    dedupe: bool = False,
+    unicode_form: str = "NFKC",
+    threads: int = 1,
+) -> collections.Counter:
+    """Preprocess ``inputs`` = (src raw, tgt raw) into ``outputs`` = (src TOK, tgt TOK, src NORM, tgt NORM).
+
+    ``clean``/``dedupe`` are for training data (``None``/``False``: keep every line).
+    Returns counts: ``read``, ``kept`` and one per drop reason.  The four outputs appear
+    together, and only if everything succeeded.
+    """
+    if unicode_form not in UNICODE_FORMS:
+        raise ValueError(f"unicode_form must be one of {', '.join(UNICODE_FORMS)}, got {unicode_form!r}")
+    counts: collections.Counter = collections.Counter({key: 0 for key in ("read", "kept") + DROP_REASONS})
+    seen: set[bytes] = set()
+    processed = parallel_map(pair_processor, (src, tgt, unicode_form), read_parallel(*inputs), threads=threads)
+    with atomic_outputs(*outputs) as (src_tok_out, tgt_tok_out, src_norm_out, tgt_norm_out):
+        for src_norm, src_tok, tgt_norm, tgt_tok in processed:
+            counts["read"] += 1
+            reason = clean_reason(src_tok, tgt_tok, clean) if clean is not None else None
+            if reason is None and dedupe:
+                key = hashlib.blake2b(f"{src_tok}\n{tgt_tok}".encode(), digest_size=16).digest()
+                reason = "duplicate" if key in seen else None
+                seen.add(key)
+            if reason is not None:
+                counts[reason] += 1
+                continue
+            counts["kept"] += 1
+            src_tok_out.write(src_tok + "\n")
+            tgt_tok_out.write(tgt_tok + "\n")
+            src_norm_out.write(src_norm + "\n")
+            tgt_norm_out.write(tgt_norm + "\n")
+    return counts
+
+
+def format_counts(counts: collections.Counter) -> str:
+    dropped = counts["read"] - counts["kept"]
+    reasons = ", ".join(f"{reason} {counts[reason]}" for reason in DROP_REASONS)
+    return f"read {counts['read']} pairs, kept {counts['kept']}, dropped {dropped} ({reasons})"
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m workflow_scripts.preprocess", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--src-lang", required=True)
+    parser.add_argument("--tgt-lang", required=True)
+    parser.add_argument("--src-in", required=True, help="raw source text (plain or gzip)")
+    parser.add_argument("--tgt-in", required=True, help="raw target text, line-aligned with --src-in")
+    parser.add_argument("--src-out", required=True, help="tokenised source (TOK)")
+    parser.add_argument("--tgt-out", required=True, help="tokenised target (TOK)")
+    parser.add_argument("--src-norm-out", required=True, help="normalised, untokenised source (NORM)")
+    parser.add_argument("--tgt-norm-out", required=True, help="normalised, untokenised target (NORM)")
+    parser.add_argument("--spec", required=True, help="corpus spec from config.yaml as JSON (preprocess, clean, dedupe, lowercase)")
+    parser.add_argument("--train", action="store_true", help="training split: clean and deduplicate")
+    parser.add_argument("--unicode-form", default="NFKC", choices=UNICODE_FORMS)
+    add_threads_argument(parser)
+    args = parser.parse_args(argv)
+    try:
+        spec = json.loads(args.spec)
+        if not isinstance(spec, dict):
+            raise ConfigError("spec: expected a JSON object")
+        src = language_settings(spec, args.src_lang)
+        tgt = language_settings(spec, args.tgt_lang)
+        clean = clean_settings(spec) if args.train else None
+        dedupe = args.train and _typed(spec.get("dedupe", False), bool, "spec.dedupe")
+    except (json.JSONDecodeError, ConfigError) as exc:
+        parser.error(f"--spec: {exc}")
+    try:
+        counts = preprocess_files(
+            src, tgt, (args.src_in, args.tgt_in),
+            (args.src_out, args.tgt_out, args.src_norm_out, args.tgt_norm_out),
+            clean=clean, dedupe=dedupe, unicode_form=args.unicode_form, threads=args.threads,
+        )
+    except (DataError, SegmentationError, WorkerError) as exc:
+        parser.exit(1, f"{parser.prog}: error: {exc}\n")
+    split = "train" if args.train else "dev/test (nothing dropped)"
+    print(f"preprocess {args.src_lang}-{args.tgt_lang} {split}: {format_counts(counts)}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()

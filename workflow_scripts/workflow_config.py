@@ -1,0 +1,178 @@
+"""Config checks and target lists for the Snakefile (pure functions, tested).
+
+The JSON schema (schemas/config.schema.yaml) checks keys and types; this module checks
+what a schema cannot: cross-references between keys.  Every error names the key path.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from workflow_scripts import corpora as corpus_specs
+
+DATA_ROOT = "results/data"
+
+
+class WorkflowConfigError(ValueError):
+    """The configuration is inconsistent; the message names the key."""
+
+
+def check_config(config: dict[str, Any]) -> None:
+    """Raise WorkflowConfigError on cross-reference mistakes the schema cannot see."""
+    registry = config.get("corpora", {})
+    for i, name in enumerate(config.get("active_corpora", [])):
+        if name not in registry:
+            raise WorkflowConfigError(
+                f"active_corpora[{i}]: unknown corpus '{name}' (defined: {', '.join(sorted(registry)) or 'none'})"
+            )
+    for name, spec in registry.items():
+        where = f"corpora.{name}"
+        if spec["src"] == spec["tgt"]:
+            raise WorkflowConfigError(f"{where}.tgt: source and target language are both '{spec['src']}'")
+        for side in ("src", "tgt"):
+            if spec[side] not in spec["preprocess"]:
+                raise WorkflowConfigError(f"{where}.preprocess: no entry for the {side} language '{spec[side]}'")
+        splits = corpus_specs.splits_of(spec)
+        for required in ("train", "dev"):
+            if required not in splits:
+                raise WorkflowConfigError(f"{where}.splits: no '{required}' split (give it, or make it with holdout)")
+        for i, test in enumerate(spec["test_sets"]):
+            if test not in splits:
+                raise WorkflowConfigError(f"{where}.test_sets[{i}]: '{test}' is not a split of this corpus ({', '.join(splits)})")
+        for split, parts in spec["splits"].items():
+            for j, part in enumerate(parts):
+                for ref in _download_refs(part):
+                    if ref.split(":", 1)[0] not in spec["downloads"]:
+                        raise WorkflowConfigError(
+                            f"{where}.splits.{split}[{j}]: '{ref}' names no entry of {where}.downloads"
+                        )
+
+
+def _download_refs(part: dict[str, Any]) -> list[str]:
+    refs = list(part.get("files", {}).values())
+    if "file" in part:
+        refs.append(part["file"])
+    for names in part.get("refs", {}).values():
+        refs.extend(names)
+    return refs
+
+
+def extraction_spec(spec: dict[str, Any]) -> dict[str, Any]:
+    """The part of a corpus spec that extraction depends on (kept small so that
+    changing, say, a BPE size does not re-trigger extraction)."""
+    return {key: spec[key] for key in ("src", "tgt", "downloads", "splits", "holdout") if key in spec}
+
+
+def preprocessing_spec(spec: dict[str, Any]) -> dict[str, Any]:
+    """The part of a corpus spec that normalisation/tokenisation/cleaning depends on."""
+    return {key: spec[key] for key in ("src", "tgt", "preprocess", "clean", "dedupe", "lowercase") if key in spec}
+
+
+def corpus_dir(corpus: str) -> str:
+    return f"{DATA_ROOT}/{corpus}"
+
+
+def data_targets(config: dict[str, Any]) -> list[str]:
+    """Every file of the data half of the DAG for the active corpora."""
+    targets: list[str] = []
+    for corpus in config["active_corpora"]:
+        spec = config["corpora"][corpus]
+        src, tgt = spec["src"], spec["tgt"]
+        pair = f"{src}-{tgt}"
+        root = corpus_dir(corpus)
+        splits = corpus_specs.splits_of(spec)
+        for split in splits:
+            for lang in (src, tgt):
+                targets.append(f"{root}/tok/{split}.{pair}.{lang}")
+                for merges in spec["bpe"]["merges"]:
+                    targets.append(f"{root}/bpe{merges}/{split}.{pair}.{lang}")
+                targets.append(f"{root}/char/{split}.{pair}.{lang}")
+                for segmenter in spec["preprocess"][lang].get("lattice_segmenters", []):
+                    targets.append(f"{root}/seg/{segmenter}/{split}.{pair}.{lang}")
+    return targets
+
+
+# ----------------------------------------------------------------------------- models
+EXPERIMENTS_ROOT = "results/experiments"
+
+
+def experiment_settings(config: dict[str, Any], experiment: str) -> dict[str, Any]:
+    """The resolved ``model``/``train``/``decode`` sections of one experiment (defaults + overrides)."""
+    spec = config["experiments"][experiment]
+    return {
+        "model": {"family": spec["family"], **spec.get("model", {})},
+        "train": {**config["training"], **spec.get("train", {})},
+        "decode": {**config["decoding"], **spec.get("decode", {})},
+    }
+
+
+def check_experiments(config: dict[str, Any]) -> None:
+    """Check every experiment's sections with nmtmodels' own config classes (errors name the key)."""
+    from nmtmodels.config import ModelConfig
+    from nmtmodels.configuration import ConfigError, from_dict
+    from nmtmodels.registry import model_families
+    from nmtmodels.search import DecodeConfig
+    from nmtmodels.train import TrainConfig
+
+    families = model_families()
+    for name, spec in config.get("experiments", {}).items():
+        where = f"experiments.{name}"
+        if spec["family"] not in families:
+            raise WorkflowConfigError(f"{where}.family: unknown model family '{spec['family']}' (known: {', '.join(families)})")
+        for i, corpus in enumerate(spec["corpora"]):
+            if corpus not in config["corpora"]:
+                raise WorkflowConfigError(f"{where}.corpora[{i}]: unknown corpus '{corpus}'")
+            subwords = spec["subwords"]
+            if subwords.startswith("bpe") and int(subwords[3:]) not in config["corpora"][corpus]["bpe"]["merges"]:
+                raise WorkflowConfigError(
+                    f"{where}.subwords: {subwords} is not among corpora.{corpus}.bpe.merges "
+                    f"{config['corpora'][corpus]['bpe']['merges']}"
+                )
+        settings = experiment_settings(config, name)
+        try:
+            ModelConfig.from_dict(settings["model"], where=f"{where}.model")
+            from_dict(TrainConfig, settings["train"], where=f"{where}.train (training)")
+            from_dict(DecodeConfig, settings["decode"], where=f"{where}.decode (decoding)")
+        except ConfigError as exc:
+            raise WorkflowConfigError(str(exc)) from None
+
+
+def experiment_dir(experiment: str, corpus: str) -> str:
+    return f"{EXPERIMENTS_ROOT}/{experiment}/{corpus}"
+
+
+def experiment_runs(config: dict[str, Any]) -> list[tuple[str, str]]:
+    """(experiment, corpus) pairs that `all` trains: each experiment on its active corpora."""
+    active = set(config["active_corpora"])
+    return [
+        (name, corpus)
+        for name, spec in config.get("experiments", {}).items()
+        for corpus in spec["corpora"]
+        if corpus in active
+    ]
+
+
+def model_inputs(config: dict[str, Any], experiment: str, corpus: str) -> dict[str, str]:
+    """Training/validation files and vocabularies of one run, by role."""
+    spec = config["corpora"][corpus]
+    src, tgt = spec["src"], spec["tgt"]
+    pair = f"{src}-{tgt}"
+    subwords = config["experiments"][experiment]["subwords"]
+    root = f"{corpus_dir(corpus)}/{subwords}"
+    return {
+        "train_src": f"{root}/train.{pair}.{src}",
+        "train_tgt": f"{root}/train.{pair}.{tgt}",
+        "valid_src": f"{root}/dev.{pair}.{src}",
+        "valid_tgt": f"{root}/dev.{pair}.{tgt}",
+        "valid_ref": f"{corpus_dir(corpus)}/raw/dev.{tgt}",
+        "src_vocab": f"{root}/vocab.{pair}.{src}",
+        "tgt_vocab": f"{root}/vocab.{pair}.{tgt}",
+    }
+
+
+def model_targets(config: dict[str, Any]) -> list[str]:
+    """The score files of every (experiment, corpus, test set) that `all` produces."""
+    targets = []
+    for experiment, corpus in experiment_runs(config):
+        for test_set in config["corpora"][corpus]["test_sets"]:
+            targets.append(f"{experiment_dir(experiment, corpus)}/{test_set}.scores.json")
+    return targets
