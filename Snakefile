@@ -1,7 +1,7 @@
 """Structure-aware NMT: from raw corpora to paper tables.
 
     snakemake --cores 2 all                       # embedded default (small corpora, CPU)
-    snakemake --configfile configs/full.yaml -n all  # paper-scale plan
+    snakemake -n all --configfile configs/full.yaml  # paper-scale plan
     snakemake --profile slurm all                 # on a SLURM cluster
 
 The DAG (see README "Layout"): download -> extract -> normalise/tokenise/clean ->
@@ -19,7 +19,7 @@ from workflow_scripts import workflow_config as wc
 min_version("9.0")
 
 
-configfile: "config.yaml"
+configfile: os.path.join(workflow.basedir, "config.yaml")
 
 
 validate(config, "schemas/config.schema.yaml")

@@ -3,7 +3,8 @@
 Both searches are batched and incremental: the encoder runs once, the decoder is fed only
 the newest token and keeps its state in the ``cache`` dict, and
 :func:`~nmtmodels.models.base.reorder_state` moves encoder output and cache along with the
-surviving hypotheses.  Rows whose search is over leave the batch.
+surviving hypotheses (beam search runs its first step once per row and only then copies
+the states to the beams).  Rows whose search is over leave the batch.
 
 Conventions
 -----------
@@ -231,15 +232,12 @@ def _eval_mode(model: torch.nn.Module) -> Iterator[None]:
 class _IncrementalDecoder:
     """Encoder output and decoder cache of the live hypotheses, one row each."""
 
-    def __init__(self, model: Seq2SeqModel, batch: Batch, copies: int, need_attention: bool):
+    def __init__(self, model: Seq2SeqModel, batch: Batch, need_attention: bool):
         self.model = model
         self.need_attention = need_attention
         self.encoder_out = model.encode(batch)
         if "memory_pad_mask" not in self.encoder_out:
             raise KeyError(f"{type(model).__name__}.encode must return 'memory_pad_mask'")
-        if copies > 1:
-            rows = torch.arange(batch.size, device=batch.src.device).repeat_interleave(copies)
-            reorder_state(self.encoder_out, rows)
         self.cache: State = {}
 
     @property
@@ -270,7 +268,7 @@ class _IncrementalDecoder:
         reorder_state(self.cache, index)
 
     def keep(self, index: Tensor) -> None:
-        """Keep hypotheses ``index`` of rows that differ (finished rows leave: both states)."""
+        """Continue hypotheses ``index`` while finished rows leave (encoder output shrinks too)."""
         reorder_state(self.encoder_out, index)
         reorder_state(self.cache, index)
 
@@ -287,14 +285,15 @@ def _constrain_(lprobs: Tensor, step: int, min_len: int, forced: Tensor) -> None
 
     Allowed tokens keep their log-probabilities, so the values of chosen tokens stay the model's.
     """
-    eos = lprobs[:, EOS_ID].clone()
+    any_forced = bool(forced.any())
+    forced_eos = lprobs[forced, EOS_ID] if any_forced else None  # before min_len blocks EOS
     lprobs[:, PAD_ID] = -math.inf
     lprobs[:, BOS_ID] = -math.inf
     if step <= min_len:
         lprobs[:, EOS_ID] = -math.inf
-    if bool(forced.any()):
+    if any_forced:
         lprobs[forced] = -math.inf
-        lprobs[forced, EOS_ID] = eos[forced]
+        lprobs[forced, EOS_ID] = forced_eos
 
 
 def _trim_attention(attention: Tensor, memory_pad_mask: Tensor) -> Tensor:
@@ -307,11 +306,11 @@ def _trim_attention(attention: Tensor, memory_pad_mask: Tensor) -> Tensor:
 class _Finished:
     """The ``nbest`` best finished hypotheses of every row, best first."""
 
-    def __init__(self, rows: int, nbest: int, dtype: torch.dtype, device: torch.device):
+    def __init__(self, rows: int, nbest: int, device: torch.device):
         self.nbest = nbest
         self.lists: list[list[Hypothesis]] = [[] for _ in range(rows)]
         # Score a new hypothesis must beat: the nbest-th best, -inf while fewer are known.
-        self.worst = torch.full((rows,), -math.inf, dtype=dtype, device=device)
+        self.worst = torch.full((rows,), -math.inf, dtype=torch.float64, device=device)
 
     def add(self, row: int, hypothesis: Hypothesis) -> None:
         kept = self.lists[row]
@@ -337,25 +336,27 @@ def beam_search(
 def _beam_search(model: Seq2SeqModel, batch: Batch, cfg: DecodeConfig, scorer: HypothesisScorer) -> list[list[Hypothesis]]:
     k, device = cfg.beam, batch.src.device
     need_coverage = scorer.needs_attention
-    decoder = _IncrementalDecoder(model, batch, k, need_coverage or cfg.return_attention)
+    decoder = _IncrementalDecoder(model, batch, need_coverage or cfg.return_attention)
     rows = torch.arange(batch.size, device=device)  # original row of every active row
     max_len = _max_lengths(model, batch, scorer)  # per active row
-    tokens = torch.full((batch.size * k, 1), BOS_ID, dtype=torch.long, device=device)
+    tokens = torch.full((batch.size, 1), BOS_ID, dtype=torch.long, device=device)
     scores = None  # (N, t-1) positional scores of the live hypotheses
     coverage = attention_history = None
-    finished: _Finished | None = None
-    beam_offsets = torch.arange(k, device=device)
+    finished = _Finished(batch.size, cfg.nbest, device)
     rank_offsets = torch.arange(2 * k, device=device)
 
     for step in itertools.count(1):
         n = rows.numel()
         lprobs, attention = decoder.step(tokens[:, -1:])
-        if scores is None:  # first step: every row starts from one hypothesis, not k copies
+        if scores is None:  # first step ran once per row: copy everything to k beams
+            copies = torch.arange(n, device=device).repeat_interleave(k)
+            decoder.keep(copies)
+            tokens, lprobs = tokens[copies], lprobs[copies]
+            attention = None if attention is None else attention[copies]
             scores = lprobs.new_zeros(n * k, 0)
             cumulative = lprobs.new_full((n, k), -math.inf)
             cumulative[:, 0] = 0.0
             cumulative = cumulative.view(-1)
-            finished = _Finished(batch.size, cfg.nbest, lprobs.dtype, device)
             if need_coverage:
                 coverage = torch.zeros_like(attention)
             if cfg.return_attention:
@@ -411,7 +412,6 @@ def _beam_search(model: Seq2SeqModel, batch: Batch, cfg: DecodeConfig, scorer: H
             break
         if bool(done.any()):
             kept_rows = (~done).nonzero().flatten()
-            kept_beams = (kept_rows.unsqueeze(1) * k + beam_offsets).view(-1)
             parents = parents.view(n, k)[kept_rows].view(-1)
             live_scores, live_tokens = live_scores[kept_rows], live_tokens[kept_rows]
             rows, max_len = rows[kept_rows], max_len[kept_rows]
@@ -449,7 +449,7 @@ def greedy_search(
     """
     scorer = HypothesisScorer(length_limits=(LinearLengthLimit(max_len_a, max_len_b),))
     with _eval_mode(model):
-        decoder = _IncrementalDecoder(model, batch, 1, return_attention)
+        decoder = _IncrementalDecoder(model, batch, return_attention)
         device = batch.src.device
         rows = torch.arange(batch.size, device=device)
         max_len = _max_lengths(model, batch, scorer)

@@ -593,7 +593,7 @@ class Trainer:
         """Numbered checkpoints outside the ``keep_last`` newest and the ``keep_best`` best."""
         if self.cfg.keep_last < 0:
             return []
-        newest = sorted(self.kept, key=lambda k: k["update"])[len(self.kept) - self.cfg.keep_last:] if self.cfg.keep_last else []
+        newest = sorted(self.kept, key=lambda k: k["update"])[-self.cfg.keep_last:] if self.cfg.keep_last else []
         rated = [k for k in self.kept if k["metric"] is not None]
         sign = -1.0 if self.cfg.best_metric == "bleu" else 1.0
         best = sorted(rated, key=lambda k: (sign * k["metric"], -k["update"]))[: self.cfg.keep_best]

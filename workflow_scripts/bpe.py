@@ -74,7 +74,7 @@ def load_bpe(codes_path: str | os.PathLike, vocab_path: str | os.PathLike, thres
     vocab_lines = list(read_lines(vocab_path))
     for number, line in enumerate(vocab_lines, start=1):
         fields = line.strip("\r\n ").split(" ")
-        if len(fields) != 2 or not fields[1].isdigit():
+        if len(fields) != 2 or not (fields[1].isascii() and fields[1].isdigit()):
             raise DataError(vocab_path, f"expected 'subword count', got {line!r}", number)
     vocabulary = apply_bpe.read_vocabulary(vocab_lines, threshold)
     return bpe_from_codes("".join(line + "\n" for line in codes_lines), vocabulary)

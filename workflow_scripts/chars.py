@@ -69,7 +69,7 @@ def read_vocabulary(path: str | os.PathLike) -> frozenset[str]:
     characters = set()
     for number, line in enumerate(read_lines(path), start=1):
         character, _, count = line.rpartition(" ")
-        if len(character) != 1 or character.isspace() or not count.isdigit():
+        if len(character) != 1 or character.isspace() or not (count.isascii() and count.isdigit()):
             raise DataError(path, f"expected 'character count', got {line!r}", number)
         characters.add(character)
     return frozenset(characters)

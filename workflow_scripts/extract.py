@@ -9,10 +9,12 @@ writes reference K of a multi-reference test set (the workflow names it
 ``{split}.ref{K}.{lang}``); without it reference 0 is written.  Formats, holdout splits
 and checks are documented in :mod:`workflow_scripts.corpora`.  Error messages name config
 keys as ``corpora.CORPUS...``, CORPUS being the name of the downloads directory.
+``max_train_pairs`` in the spec keeps only the first N training pairs (miniature runs).
 """
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import sys
 from pathlib import Path
@@ -38,6 +40,8 @@ def main(argv: list[str] | None = None) -> int:
         except json.JSONDecodeError as exc:
             raise ConfigError(f"--spec: invalid JSON ({exc})") from None
         sentences = read_split(spec, args.split, args.lang, downloads_dir, ref=args.ref, where=f"corpora.{downloads_dir.name}")
+        if args.split == "train" and spec.get("max_train_pairs"):
+            sentences = itertools.islice(sentences, spec["max_train_pairs"])
         count = write_lines(args.output, sentences)
     except (DataError, ConfigError) as exc:
         print(f"extract: error: {exc}", file=sys.stderr)

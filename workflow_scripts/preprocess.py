@@ -26,10 +26,12 @@ token counts of the TOK lines (``n`` = number of space-separated tokens):
 * ``ratio``: ``n_src / n_tgt`` or ``n_tgt / n_src`` is greater than ``clean.max_ratio``.
 
 A pair is counted under the first reason that applies, in this order (the order of the
-perl script's ``next if`` tests).  The perl script's other rules are not reproduced:
-removing ``|`` (factor separators; we use no factors) and ``-max-word-length`` (off
-unless asked for).  Kept lines are written unchanged (the perl script rewrites them with
-collapsed whitespace, which our TOK lines already have).  Then, if ``dedupe``, a pair
+perl script's ``next if`` tests).  Bounds are inclusive: exactly ``max_tokens`` tokens,
+or a ratio of exactly ``max_ratio``, is kept.  Two rules of the perl script are not
+reproduced: it deletes ``|`` characters before counting (they separate factors in
+factored corpora; we have none) and it drops pairs with a token longer than
+``-max-word-length`` characters (default 1000).  The perl script writes lines with
+collapsed whitespace, which our TOK lines already have.  Then, if ``dedupe``, a pair
 whose (TOK source, TOK target) occurred before is dropped (the first is kept).
 Without ``--train`` no line is dropped.  Kept/dropped counts go to stderr.
 

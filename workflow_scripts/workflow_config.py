@@ -59,7 +59,7 @@ def _download_refs(part: dict[str, Any]) -> list[str]:
 def extraction_spec(spec: dict[str, Any]) -> dict[str, Any]:
     """The part of a corpus spec that extraction depends on (kept small so that
     changing, say, a BPE size does not re-trigger extraction)."""
-    return {key: spec[key] for key in ("src", "tgt", "downloads", "splits", "holdout") if key in spec}
+    return {key: spec[key] for key in ("src", "tgt", "downloads", "splits", "holdout", "max_train_pairs") if key in spec}
 
 
 def preprocessing_spec(spec: dict[str, Any]) -> dict[str, Any]:

@@ -1,0 +1,204 @@
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from nmtmodels import cli
+from nmtmodels.checkpoint import average_checkpoints, load_checkpoint, numbered_checkpoints
+from nmtmodels.tests.helpers_e import copy_task, write_lines
+from nmtmodels.train import EXIT_REQUEUE
+
+REPO = Path(__file__).resolve().parents[2]
+EXPERIMENT = """\
+model: {preset: tiny, d_model: 64, heads: 4, ffn_dim: 128, encoder_layers: 1, decoder_layers: 1, dropout: 0.0,
+        max_source_positions: 64, max_target_positions: 64}
+train: {max_tokens: 500, lr: 0.005, warmup_updates: 30, max_updates: 300, log_interval: 100,
+        label_smoothing: 0.0, num_threads: 1, keep_last: 3}
+decode: {beam: 4}
+"""
+
+
+@pytest.fixture(autouse=True)
+def _restore_threads():
+    threads = torch.get_num_threads()
+    yield
+    torch.set_num_threads(threads)
+
+
+def train_args(d: Path, out: str = "out", config: str = "exp.yaml") -> list[str]:
+    return ["--config", str(d / config), "--train-src", str(d / "train.src"), "--train-tgt", str(d / "train.tgt"),
+            "--src-vocab", str(d / "vocab.txt"), "--tgt-vocab", str(d / "vocab.txt"), "--out-dir", str(d / out)]
+
+
+@pytest.fixture(scope="module")
+def copy_run(tmp_path_factory):
+    """A model trained by nmt-train on a copy task (500 pairs, 300 updates)."""
+    d = tmp_path_factory.mktemp("copy")
+    src, tgt = copy_task(600, seed=1)
+    write_lines(d / "train.src", src[:500])
+    write_lines(d / "train.tgt", tgt[:500])
+    write_lines(d / "test.src", src[500:])
+    write_lines(d / "test.tgt", tgt[500:])
+    (d / "exp.yaml").write_text(EXPERIMENT)
+    threads = torch.get_num_threads()
+    try:
+        assert cli.vocab_main(["--inputs", str(d / "train.src"), "--output", str(d / "vocab.txt")]) == 0
+        assert cli.train_main(train_args(d)) == 0
+    finally:
+        torch.set_num_threads(threads)
+    return d
+
+
+def translate(args: list[str], capsys) -> tuple[int, str, str]:
+    rc = cli.translate_main(args)
+    captured = capsys.readouterr()
+    return rc, captured.out, captured.err
+
+
+def test_trained_model_translates_held_out_copies(copy_run, capsys):
+    d = copy_run
+    rc, _, _ = translate(["--checkpoint", str(d / "out/checkpoint_last.pt"), "--input", str(d / "test.src"),
+                          "--output", str(d / "hyp.txt"), "--src-vocab", str(d / "vocab.txt")], capsys)
+    assert rc == 0
+    hyps = (d / "hyp.txt").read_text().splitlines()
+    refs = (d / "test.tgt").read_text().splitlines()
+    assert len(hyps) == len(refs) == 100
+    assert sum(h == r for h, r in zip(hyps, refs)) >= 80  # learned, and output is in input order
+    assert (d / "out" / "config.resolved.yaml").exists()
+
+
+def test_nbest_output_format(copy_run, capsys):
+    d = copy_run
+    write_lines(d / "three.src", ["a b c", "j", "d e f g"])
+    rc, out, _ = translate(["--checkpoint", str(d / "out/checkpoint_last.pt"), "--input", str(d / "three.src"),
+                            "--nbest", "3", "--beam", "4"], capsys)
+    assert rc == 0
+    rows = [re.fullmatch(r"(\d+) \|\|\| (.*) \|\|\| (-?\d+\.\d+)", line) for line in out.splitlines()]
+    assert all(rows) and len(rows) == 9
+    assert [int(m.group(1)) for m in rows] == [0, 0, 0, 1, 1, 1, 2, 2, 2]
+    for i in range(3):
+        scores = [float(m.group(3)) for m in rows[3 * i: 3 * i + 3]]
+        assert scores == sorted(scores, reverse=True)
+        assert len({m.group(2) for m in rows[3 * i: 3 * i + 3]}) == 3
+
+
+def test_interactive_stdin_answers_line_by_line(copy_run):
+    d = copy_run
+    proc = subprocess.Popen([sys.executable, "-m", "nmtmodels.cli", "translate", "--checkpoint", str(d / "out/checkpoint_last.pt")],
+                            cwd=REPO, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        answers = []
+        for line in ("a b c d", "h h i", " ".join(["a"] * 70)):
+            proc.stdin.write(line + "\n")
+            proc.stdin.flush()
+            answers.append(proc.stdout.readline())  # answered before stdin is closed: flushed per line
+        proc.stdin.close()
+        assert proc.wait(timeout=60) == 0
+    finally:
+        proc.kill()
+    assert answers[0].strip() == "a b c d" and answers[1].strip() == "h h i"
+    assert answers[2] == "\n"  # a bad line answers with an empty line and an error naming it
+    assert "<stdin>:3: source has 71 tokens" in proc.stderr.read()
+
+
+def test_vocabulary_mismatch_is_an_error(copy_run, capsys, tmp_path):
+    d = copy_run
+    write_lines(tmp_path / "other.vocab", ["<pad>", "<s>", "</s>", "<unk>", "b", "a"])
+    rc, _, err = translate(["--checkpoint", str(d / "out/checkpoint_last.pt"), "--input", str(d / "test.src"),
+                            "--tgt-vocab", str(tmp_path / "other.vocab")], capsys)
+    assert rc == 2 and "--tgt-vocab: tgt vocabulary" in err and "does not match the checkpoint's" in err
+
+
+def test_empty_input_is_an_error_and_writes_nothing(copy_run, capsys, tmp_path):
+    d = copy_run
+    (tmp_path / "empty.src").write_text("")
+    rc, _, err = translate(["--checkpoint", str(d / "out/checkpoint_last.pt"), "--input", str(tmp_path / "empty.src"),
+                            "--output", str(tmp_path / "out.txt")], capsys)
+    assert rc == 2 and "empty.src: empty file" in err
+    assert list(tmp_path.iterdir()) == [tmp_path / "empty.src"]
+
+
+def test_over_long_sentence_is_an_error_unless_truncating(copy_run, capsys, tmp_path):
+    d = copy_run
+    write_lines(tmp_path / "long.src", ["a b", " ".join(["c"] * 80), "d"])
+    args = ["--checkpoint", str(d / "out/checkpoint_last.pt"), "--input", str(tmp_path / "long.src")]
+    rc, _, err = translate(args, capsys)
+    assert rc == 2 and "long.src:2: source has 81 tokens incl. </s>, over the model's limit 64" in err
+    rc, out, _ = translate(args + ["--truncate", "--max-len-b", "3"], capsys)
+    assert rc == 0 and len(out.splitlines()) == 3
+
+
+def test_average_cli_equals_the_mean_of_the_newest(copy_run, tmp_path):
+    d = copy_run
+    newest = [path for _, path in numbered_checkpoints(d / "out")][-2:]
+    assert cli.average_main(["--last", "2", "--dir", str(d / "out"), "--output", str(tmp_path / "avg.pt")]) == 0
+    averaged = load_checkpoint(tmp_path / "avg.pt")["model"]
+    states = [load_checkpoint(p)["model"] for p in newest]
+    for key, value in averaged.items():
+        torch.testing.assert_close(value, (states[0][key] + states[1][key]) / 2, rtol=1e-6, atol=1e-7)
+    assert average_checkpoints(newest)["averaged_from"] == [str(p) for p in newest]
+
+
+@pytest.mark.parametrize(
+    "yaml_text, sets, message",
+    [
+        ("train: {max_updates: 5, lrr: 0.1}\n", [], "train.lrr: unknown key (did you mean 'lr'?)"),
+        ("train: {max_updates: 5}\n", ["model.family=nope"], "unknown model family 'nope' (registered: transformer"),
+        ("trian: {max_updates: 5}\n", [], "unknown section 'trian'"),
+        ("train: {max_updates: 5}\n", ["model.d_model=abc"], "model.d_model: expected int"),
+        ("train: {max_updates: 5}\nmodel: {share_embeddings: true}\n", [], "model.share_embeddings"),
+    ],
+)
+def test_bad_configuration_names_the_key(copy_run, tmp_path, capsys, yaml_text, sets, message):
+    d = copy_run
+    (tmp_path / "bad.yaml").write_text(yaml_text)
+    write_lines(tmp_path / "tgt.vocab", ["x"])
+    args = train_args(d, out=str(tmp_path / "out"), config=str(tmp_path / "bad.yaml"))
+    args[args.index("--tgt-vocab") + 1] = str(tmp_path / "tgt.vocab")
+    for item in sets:
+        args += ["--set", item]
+    assert cli.train_main(args) == 2
+    assert message in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+
+
+def test_sigterm_exits_for_requeue_and_resume_matches_uninterrupted(copy_run, tmp_path):
+    d = copy_run
+    (tmp_path / "exp.yaml").write_text(EXPERIMENT.replace("max_updates: 300", "max_updates: 100000")
+                                       .replace("log_interval: 100", "log_interval: 1"))
+    args = train_args(d, out=str(tmp_path / "killed"), config=str(tmp_path / "exp.yaml"))
+    proc = subprocess.Popen([sys.executable, "-m", "nmtmodels.cli", "train", *args], cwd=REPO,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        for line in proc.stderr:
+            if line.startswith("update 3 |"):
+                proc.send_signal(signal.SIGTERM)
+                break
+        rest = proc.stderr.read()
+        assert proc.wait(timeout=60) == EXIT_REQUEUE
+    finally:
+        proc.kill()
+    assert "stopped by signal" in rest
+    stopped_at = load_checkpoint(tmp_path / "killed" / "checkpoint_last.pt")["update"]
+    assert 3 <= stopped_at < 100000
+    finish = ["--set", f"train.max_updates={stopped_at + 5}"]
+    assert cli.train_main(args + finish) == 0
+    straight = train_args(d, out=str(tmp_path / "straight"), config=str(tmp_path / "exp.yaml"))
+    assert cli.train_main(straight + finish) == 0
+    resumed = load_checkpoint(tmp_path / "killed" / "checkpoint_last.pt")
+    reference = load_checkpoint(tmp_path / "straight" / "checkpoint_last.pt")
+    assert resumed["update"] == reference["update"] == stopped_at + 5
+    assert all(torch.equal(resumed["model"][k], reference["model"][k]) for k in reference["model"])
+
+
+def test_module_entry_point_lists_commands():
+    result = subprocess.run([sys.executable, "-m", "nmtmodels"], cwd=REPO, capture_output=True, text=True,
+                            env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert result.returncode == 2 and "train,translate,average,vocab" in result.stderr

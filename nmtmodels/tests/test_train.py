@@ -1,0 +1,210 @@
+from __future__ import annotations
+
+import csv
+import math
+import signal
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from nmtmodels.batch import PAD_ID
+from nmtmodels.checkpoint import load_checkpoint, numbered_checkpoints
+from nmtmodels.configuration import ConfigError, from_dict
+from nmtmodels.data import ParallelDataset
+from nmtmodels.tests.helpers_e import copy_task, tiny_model, train_config, write_lines
+from nmtmodels.train import InverseSqrtSchedule, Trainer, TrainConfig, label_smoothed_nll_loss
+from nmtmodels.vocab import Vocabulary
+
+
+@pytest.fixture(autouse=True)
+def _restore_threads():
+    threads = torch.get_num_threads()
+    yield
+    torch.set_num_threads(threads)
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    root = tmp_path_factory.mktemp("corpus")
+    src, tgt = copy_task(240, seed=3, max_len=7)
+    paths = {name: write_lines(root / name, lines) for name, lines in
+             (("train.src", src[:200]), ("train.tgt", tgt[:200]), ("valid.src", src[200:]), ("valid.tgt", tgt[200:]))}
+    vocab = Vocabulary.from_corpus([paths["train.src"]])
+    train = ParallelDataset.from_files(paths["train.src"], paths["train.tgt"], vocab, vocab)
+    valid = ParallelDataset.from_files(paths["valid.src"], paths["valid.tgt"], vocab, vocab)
+    return vocab, train, valid
+
+
+def make_trainer(corpus, out_dir, *, model_seed=0, dropout=0.0, log=None, bleu_fn=None, train=None, **cfg):
+    vocab, train_data, valid = corpus
+    model, model_cfg = tiny_model(len(vocab), len(vocab), seed=model_seed, dropout=dropout)
+    return Trainer(model, train_config(**cfg), train or train_data, valid, out_dir, model_config=model_cfg.to_dict(),
+                   src_vocab=vocab, tgt_vocab=vocab, bleu_fn=bleu_fn, log=log or (lambda msg: None))
+
+
+def params(trainer: Trainer) -> dict[str, torch.Tensor]:
+    return {k: v.detach().clone() for k, v in trainer.model.state_dict().items()}
+
+
+def assert_bitwise_equal(a: dict, b: dict) -> None:
+    assert a.keys() == b.keys()
+    unequal = [k for k in a if not torch.equal(a[k], b[k])]
+    assert not unequal, f"parameters differ: {unequal[:5]}"
+
+
+# ---------------------------------------------------------------------- loss and schedule
+def test_label_smoothed_loss_matches_hand_computation():
+    logits = torch.tensor([[[2.0, 0.0, 1.0, -1.0], [0.5, 0.5, 0.0, 3.0], [1.0, 1.0, 1.0, 1.0]]])
+    target = torch.tensor([[2, 3, PAD_ID]])
+    eps, V = 0.1, 4
+    loss, nll = label_smoothed_nll_loss(logits, target, eps)
+    hand_loss = hand_nll = 0.0
+    for row, t in zip(logits[0].tolist()[:2], (2, 3)):
+        log_z = math.log(sum(math.exp(x) for x in row))
+        logp = [x - log_z for x in row]
+        hand_nll += -logp[t]
+        # smoothed target distribution: 1 - eps + eps/V on the target, eps/V elsewhere
+        hand_loss += -sum(((1 - eps) * (i == t) + eps / V) * lp for i, lp in enumerate(logp))
+    assert nll.item() == pytest.approx(hand_nll, rel=1e-6)
+    assert loss.item() == pytest.approx(hand_loss, rel=1e-6)
+    reference = F.cross_entropy(logits.view(-1, V), target.view(-1), ignore_index=PAD_ID, label_smoothing=eps, reduction="sum")
+    assert loss.item() == pytest.approx(reference.item(), rel=1e-6)
+    plain, _ = label_smoothed_nll_loss(logits, target, 0.0)
+    assert plain.item() == pytest.approx(hand_nll, rel=1e-6)
+
+
+def test_inverse_sqrt_schedule_values():
+    peak, warmup = 1e-3, 4
+    schedule = InverseSqrtSchedule(peak, warmup)
+    for update in range(1, 20):
+        assert schedule.lr(update) == pytest.approx(peak * min(update / warmup, math.sqrt(warmup / update)))
+    warm = InverseSqrtSchedule(peak, warmup, init=1e-5)
+    assert warm.lr(0) == pytest.approx(1e-5)
+    assert warm.lr(2) == pytest.approx(1e-5 + (peak - 1e-5) * 2 / 4)
+    assert warm.lr(16) == pytest.approx(peak * 0.5)
+
+
+def test_each_update_uses_the_scheduled_rate(corpus, tmp_path):
+    trainer = make_trainer(corpus, tmp_path, lr=2e-3, warmup_updates=3, warmup_init_lr=1e-4, max_updates=6)
+    used = []
+    trainer.optimizer.register_step_pre_hook(lambda opt, args, kwargs: used.append(opt.param_groups[0]["lr"]))
+    trainer.train()
+    expected = [InverseSqrtSchedule(2e-3, 3, 1e-4).lr(u) for u in range(1, 7)]
+    assert used == pytest.approx(expected)
+
+
+# ---------------------------------------------------------------------- resume
+def test_resume_after_stop_is_bit_exact(corpus, tmp_path):
+    settings = dict(max_updates=14, update_freq=2, save_interval_updates=4, dropout=0.1, log_interval=1)
+    straight = make_trainer(corpus, tmp_path / "straight", **settings)
+    assert straight.train().update == 14
+    assert straight.sampler.epoch > 1  # the run crossed an epoch boundary
+
+    first = make_trainer(corpus, tmp_path / "resumed", **{**settings, "max_updates": 5})
+    assert first.train().update == 5
+    second = make_trainer(corpus, tmp_path / "resumed", model_seed=99, **settings)  # different init: overwritten
+    result = second.train()
+    assert result.status == "finished" and result.update == 14
+    assert_bitwise_equal(params(straight), params(second))
+    rows = list(csv.DictReader(open(tmp_path / "resumed" / "metrics.csv")))
+    train_updates = [int(r["update"]) for r in rows if r["loss"]]
+    assert train_updates == list(range(1, 15))
+
+
+def test_sigterm_saves_and_resume_is_bit_exact(corpus, tmp_path):
+    settings = dict(max_updates=10, dropout=0.1, log_interval=1)
+    straight = make_trainer(corpus, tmp_path / "straight", **settings)
+    straight.train()
+
+    def kill_at_update_4(message):
+        if message.startswith("update 4 |"):
+            signal.raise_signal(signal.SIGTERM)  # a real signal through the installed handler
+
+    handler_before = signal.getsignal(signal.SIGTERM)
+    killed = make_trainer(corpus, tmp_path / "killed", log=kill_at_update_4, **settings)
+    result = killed.train()
+    assert result.status == "interrupted" and result.update == 4
+    assert signal.getsignal(signal.SIGTERM) is handler_before  # handlers restored
+    assert load_checkpoint(tmp_path / "killed" / "checkpoint_last.pt")["update"] == 4
+    resumed = make_trainer(corpus, tmp_path / "killed", model_seed=5, **settings)
+    assert resumed.train().update == 10
+    assert_bitwise_equal(params(straight), params(resumed))
+
+
+def test_resume_refuses_a_different_model(corpus, tmp_path):
+    make_trainer(corpus, tmp_path, max_updates=1).train()
+    vocab, train, valid = corpus
+    model, cfg = tiny_model(len(vocab), len(vocab), dropout=0.0, ffn_dim=32)
+    trainer = Trainer(model, train_config(max_updates=2), train, valid, tmp_path, model_config=cfg.to_dict(),
+                      src_vocab=vocab, tgt_vocab=vocab, log=lambda m: None)
+    with pytest.raises(ConfigError, match=r"differs from the checkpoint's in model.ffn_dim"):
+        trainer.train()
+
+
+# ---------------------------------------------------------------------- checkpoints, validation, stopping
+def test_keep_last_keep_best_and_best_checkpoint(corpus, tmp_path):
+    bleu = iter([10.0, 30.0, 20.0, 25.0, 5.0, 28.0])
+    trainer = make_trainer(corpus, tmp_path, bleu_fn=lambda model: next(bleu), max_tokens=24, valid_bleu=True,
+                           best_metric="bleu", save_interval_updates=2, keep_last=2, keep_best=2, max_updates=12)
+    assert len(trainer.sampler) > 12  # no epoch end inside the run
+    result = trainer.train()
+    assert result.best == 30.0
+    assert [u for u, _ in numbered_checkpoints(tmp_path)] == [4, 10, 12]  # newest 2 (10, 12) + best 2 (4, 12)
+    best = load_checkpoint(tmp_path / "checkpoint_best.pt")
+    assert best["update"] == 4 and best["metrics"]["valid_bleu"] == 30.0
+    assert load_checkpoint(tmp_path / "checkpoint_last.pt")["update"] == 12
+
+
+def test_early_stopping_with_patience(corpus, tmp_path):
+    bleu = iter([10.0, 30.0, 20.0, 25.0, 5.0, 28.0])
+    trainer = make_trainer(corpus, tmp_path, bleu_fn=lambda model: next(bleu), max_tokens=24, valid_bleu=True,
+                           best_metric="bleu", save_interval_updates=2, patience=3, max_updates=12)
+    result = trainer.train()
+    assert (result.reason, result.update) == ("early_stop", 10)
+
+
+def test_best_by_loss_and_metrics_log(corpus, tmp_path):
+    trainer = make_trainer(corpus, tmp_path, max_updates=12, save_interval_updates=3, log_interval=2, tensorboard=True)
+    trainer.train()
+    rows = list(csv.DictReader(open(tmp_path / "metrics.csv")))
+    assert list(rows[0]) == ["update", "epoch", "loss", "nll", "lr", "tokens_per_s", "grad_norm",
+                             "valid_loss", "valid_nll", "valid_bleu", "elapsed"]
+    assert [int(r["update"]) for r in rows if r["loss"]] == [2, 4, 6, 8, 10, 12]
+    assert all(float(r["tokens_per_s"]) > 0 and float(r["grad_norm"]) > 0 for r in rows if r["loss"])
+    valid = {int(r["update"]): float(r["valid_loss"]) for r in rows if r["valid_loss"]}
+    assert {3, 6, 9, 12} <= set(valid)
+    best = load_checkpoint(tmp_path / "checkpoint_best.pt")
+    assert best["metrics"]["valid_loss"] == pytest.approx(min(valid.values()), rel=1e-5)
+    assert list((tmp_path / "tensorboard").glob("events.out.tfevents.*"))
+
+
+def test_max_minutes_stops_cleanly_with_a_checkpoint(corpus, tmp_path):
+    trainer = make_trainer(corpus, tmp_path, max_minutes=1e-9, max_updates=0, max_epochs=0)
+    result = trainer.train()
+    assert result.status == "finished" and result.reason == "max_minutes"
+    assert load_checkpoint(tmp_path / "checkpoint_last.pt")["update"] == result.update
+
+
+def test_bf16_setting_is_ignored_on_cpu(corpus, tmp_path):
+    a = make_trainer(corpus, tmp_path / "a", max_updates=3, amp="bf16")
+    b = make_trainer(corpus, tmp_path / "b", max_updates=3, amp="none")
+    a.train()
+    b.train()
+    assert_bitwise_equal(params(a), params(b))
+
+
+@pytest.mark.parametrize(
+    "config, message",
+    [
+        ({"lrr": 0.1, "max_updates": 1}, r"train.lrr: unknown key \(did you mean 'lr'\?\)"),
+        ({}, "set at least one of max_updates"),
+        ({"max_updates": 1, "best_metric": "bleu"}, "valid_bleu: true"),
+        ({"max_updates": 1, "label_smoothing": 1.5}, "train.label_smoothing"),
+        ({"max_updates": 1, "amp": "fp16"}, r"train.amp: expected one of \['bf16', 'none'\]"),
+        ({"max_updates": 1, "adam_betas": [0.9]}, "train.adam_betas"),
+    ],
+)
+def test_config_errors_name_the_key(config, message):
+    with pytest.raises(ConfigError, match=message):
+        from_dict(TrainConfig, config, "train")
