@@ -29,14 +29,11 @@ wc.check_experiments(config)
 DATA = wc.DATA_ROOT
 EXPERIMENTS = wc.EXPERIMENTS_ROOT
 CORPORA = config["corpora"]
-MIRROR = config["data_mirror"] or os.environ.get("NMT_DATA_MIRROR", "")
-LICENSED = config["licensed_data_dir"] or os.environ.get("NMT_LICENSED_DATA", "")
+MIRROR, LICENSED = wc.input_dirs(config, os.environ)
 
 # Jobs run `python -m workflow_scripts.*` / `nmtmodels.*` from any environment (conda,
 # cluster node) without installing the project: put the repository on their path.
-os.environ["PYTHONPATH"] = os.pathsep.join(
-    p for p in (workflow.basedir, os.environ.get("PYTHONPATH", "")) if p
-)
+os.environ.update(PYTHONPATH=wc.python_path_with(workflow.basedir, os.environ))
 
 
 wildcard_constraints:
@@ -51,11 +48,6 @@ wildcard_constraints:
     segmenter="[a-z]+",
     experiment="[A-Za-z0-9_-]+",
     test_set="[A-Za-z0-9_-]+",
-
-
-def corpus_json(extract):
-    """A params function: the part of the corpus spec a rule depends on, as JSON."""
-    return lambda wildcards: json.dumps(extract(CORPORA[wildcards.corpus]), sort_keys=True)
 
 
 include: "rules/data.smk"

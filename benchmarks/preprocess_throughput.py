@@ -70,6 +70,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args(argv)
     python, sacremoses, subword_nmt = sys.executable, tool("sacremoses"), tool("subword-nmt")
+    load_before = os.getloadavg()[0]
 
     with tempfile.TemporaryDirectory(prefix="preprocess-bench-") as tmp:
         work = Path(tmp)
@@ -111,7 +112,8 @@ def main(argv: list[str] | None = None) -> None:
                     sys.exit(f"BPE output differs from subword-nmt apply-bpe for {lang} at {threads} threads")
 
     print(f"Multi30k en-de train, {sentences} sentences (both languages), median of {args.repeats}; "
-          f"{platform.python_implementation()} {platform.python_version()}, {os.cpu_count()} CPUs\n")
+          f"{platform.python_implementation()} {platform.python_version()}, {os.cpu_count()} CPUs, "
+          f"1-minute load average {load_before:.1f} before and {os.getloadavg()[0]:.1f} after\n")
     print("| step | command | threads | seconds | sentences/s |")
     print("|---|---|---:|---:|---:|")
     for step, command, threads, seconds in rows:

@@ -273,8 +273,7 @@ def _translate(args: argparse.Namespace) -> int:
     from nmtmodels.train import translate_dataset
 
     device = _device(args.device)
-    model, src_vocab, _, state = load_model_from_checkpoint(args.checkpoint, device)
-    tgt_vocab = Vocabulary(state["vocab"]["tgt"][4:])
+    model, src_vocab, tgt_vocab, state = load_model_from_checkpoint(args.checkpoint, device)
     for flag, path, side in (("--src-vocab", args.src_vocab, "src"), ("--tgt-vocab", args.tgt_vocab, "tgt")):
         if path:
             given = Vocabulary.from_file(path)

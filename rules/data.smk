@@ -7,6 +7,8 @@ rule fetch:
         "resources/downloads/{corpus}/{download}",
     params:
         spec=lambda w: json.dumps(CORPORA[w.corpus]["downloads"][w.download], sort_keys=True),
+        mirror=MIRROR,
+        licensed=LICENSED,
     conda:
         "../envs/data.yaml"
     log:
@@ -18,21 +20,16 @@ rule fetch:
         runtime=60,
     shell:
         "python -m workflow_scripts.fetch --spec {params.spec:q} --name {wildcards.download:q}"
-        " --output {output:q} --mirror-dir={MIRROR:q} --licensed-dir={LICENSED:q} > {log:q} 2>&1"
-
-
-def _downloads(w):
-    names = corpus_specs.downloads_for(CORPORA[w.corpus], w.split, w.lang)
-    return [f"resources/downloads/{w.corpus}/{name}" for name in names]
+        " --output {output:q} --mirror-dir={params.mirror:q} --licensed-dir={params.licensed:q} > {log:q} 2>&1"
 
 
 rule extract:
     input:
-        _downloads,
+        lambda w: wc.download_paths(config, w.corpus, w.split, w.lang),
     output:
         f"{DATA}/{{corpus}}/raw/{{split}}.{{lang}}",
     params:
-        spec=corpus_json(wc.extraction_spec),
+        spec=lambda w: wc.corpus_spec_json(config, w.corpus, wc.extraction_spec),
         downloads=lambda w: f"resources/downloads/{w.corpus}",
     conda:
         "../envs/data.yaml"
@@ -50,11 +47,11 @@ rule extract:
 
 rule extract_reference:
     input:
-        _downloads,
+        lambda w: wc.download_paths(config, w.corpus, w.split, w.lang),
     output:
         f"{DATA}/{{corpus}}/raw/{{split}}.ref{{ref}}.{{lang}}",
     params:
-        spec=corpus_json(wc.extraction_spec),
+        spec=lambda w: wc.corpus_spec_json(config, w.corpus, wc.extraction_spec),
         downloads=lambda w: f"resources/downloads/{w.corpus}",
     conda:
         "../envs/data.yaml"

@@ -1,20 +1,15 @@
 # Beam-search decoding of every test set, then BPE removal / detokenisation.
 
 
-def _test_source(w):
-    inputs = wc.model_inputs(config, w.experiment, w.corpus)
-    return inputs["train_src"].replace("/train.", f"/{w.test_set}.")
-
-
 rule translate:
     input:
         checkpoint=f"{EXPERIMENTS}/{{experiment}}/{{corpus}}/train/checkpoint_best.pt",
-        source=_test_source,
+        source=lambda w: wc.test_source(config, w.experiment, w.corpus, w.test_set),
     output:
         f"{EXPERIMENTS}/{{experiment}}/{{corpus}}/{{test_set}}.out",
     params:
         decode=lambda w: wc.experiment_settings(config, w.experiment)["decode"],
-        tgt_format=lambda w: "char" if _is_char(w) else "bpe",
+        tgt_format=lambda w: "char" if wc.is_char_level(config, w.experiment) else "bpe",
     log:
         "logs/translate/{experiment}/{corpus}/{test_set}.log",
     benchmark:
@@ -41,7 +36,7 @@ rule postprocess:
         detokenized=f"{EXPERIMENTS}/{{experiment}}/{{corpus}}/{{test_set}}.hyp",
     params:
         lang=lambda w: CORPORA[w.corpus]["tgt"],
-        unit=lambda w: "--char-level" if _is_char(w) else "",
+        unit=lambda w: "--char-level" if wc.is_char_level(config, w.experiment) else "",
     log:
         "logs/postprocess/{experiment}/{corpus}/{test_set}.log",
     benchmark:

@@ -1,21 +1,13 @@
 # Scores: sacreBLEU (with signature), chrF and tokenised BLEU per test set.
 
 
-def _references(w):
-    spec = CORPORA[w.corpus]
-    tgt = spec["tgt"]
-    count = corpus_specs.reference_count(spec, w.test_set, tgt)
-    raw = [f"{DATA}/{w.corpus}/raw/{w.test_set}.{tgt}"]
-    raw += [f"{DATA}/{w.corpus}/raw/{w.test_set}.ref{k}.{tgt}" for k in range(1, count)]
-    return raw
-
 
 rule score:
     input:
         hyp=f"{EXPERIMENTS}/{{experiment}}/{{corpus}}/{{test_set}}.hyp",
         tok_hyp=f"{EXPERIMENTS}/{{experiment}}/{{corpus}}/{{test_set}}.tok",
-        refs=_references,
-        tok_ref=lambda w: f"{DATA}/{w.corpus}/tok/{w.test_set}.{CORPORA[w.corpus]['src']}-{CORPORA[w.corpus]['tgt']}.{CORPORA[w.corpus]['tgt']}",
+        refs=lambda w: wc.reference_paths(config, w.corpus, w.test_set),
+        tok_ref=lambda w: wc.tokenized_reference(config, w.corpus, w.test_set),
     output:
         f"{EXPERIMENTS}/{{experiment}}/{{corpus}}/{{test_set}}.scores.json",
     params:

@@ -1,10 +1,6 @@
 # Subword units: BPE at each configured merge size (subword-nmt), and character data.
 
 
-def _bpe(corpus):
-    return CORPORA[corpus]["bpe"]
-
-
 rule learn_bpe:
     input:
         src=f"{DATA}/{{corpus}}/tok/train.{{src}}-{{tgt}}.{{src}}",
@@ -15,8 +11,8 @@ rule learn_bpe:
         src_vocab=f"{DATA}/{{corpus}}/bpe{{merges}}/vocab.{{src}}-{{tgt}}.{{src}}",
         tgt_vocab=f"{DATA}/{{corpus}}/bpe{{merges}}/vocab.{{src}}-{{tgt}}.{{tgt}}",
     params:
-        mode=lambda w: "--joint" if _bpe(w.corpus).get("joint", True) else "--separate",
-        threshold=lambda w: _bpe(w.corpus).get("vocabulary_threshold", 1),
+        mode=lambda w: "--joint" if CORPORA[w.corpus]["bpe"].get("joint", True) else "--separate",
+        threshold=lambda w: CORPORA[w.corpus]["bpe"].get("vocabulary_threshold", 1),
     conda:
         "../envs/data.yaml"
     log:
@@ -42,7 +38,7 @@ rule apply_bpe:
     output:
         f"{DATA}/{{corpus}}/bpe{{merges}}/{{split}}.{{src}}-{{tgt}}.{{lang}}",
     params:
-        threshold=lambda w: _bpe(w.corpus).get("vocabulary_threshold", 1),
+        threshold=lambda w: CORPORA[w.corpus]["bpe"].get("vocabulary_threshold", 1),
     conda:
         "../envs/data.yaml"
     log:

@@ -2,14 +2,6 @@
 # train/checkpoint_last.pt when it exists (after a kill or a time limit).
 
 
-def _run_inputs(w):
-    return wc.model_inputs(config, w.experiment, w.corpus)
-
-
-def _is_char(w):
-    return config["experiments"][w.experiment]["subwords"] == "char"
-
-
 rule experiment_config:
     output:
         f"{EXPERIMENTS}/{{experiment}}/{{corpus}}/experiment.yaml",
@@ -19,6 +11,8 @@ rule experiment_config:
         "logs/experiment_config/{experiment}/{corpus}.log",
     benchmark:
         "results/benchmarks/experiment_config/{experiment}/{corpus}.tsv"
+    conda:
+        "../envs/data.yaml"
     resources:
         mem_mb=200,
         runtime=5,
@@ -28,7 +22,7 @@ rule experiment_config:
 
 rule train:
     input:
-        unpack(_run_inputs),
+        unpack(lambda w: wc.model_inputs(config, w.experiment, w.corpus)),
         config=f"{EXPERIMENTS}/{{experiment}}/{{corpus}}/experiment.yaml",
     output:
         best=f"{EXPERIMENTS}/{{experiment}}/{{corpus}}/train/checkpoint_best.pt",
@@ -36,7 +30,7 @@ rule train:
     params:
         out_dir=lambda w, output: os.path.dirname(output.best),
         tgt_lang=lambda w: CORPORA[w.corpus]["tgt"],
-        tgt_format=lambda w: "char" if _is_char(w) else "bpe",
+        tgt_format=lambda w: "char" if wc.is_char_level(config, w.experiment) else "bpe",
     log:
         "logs/train/{experiment}/{corpus}.log",
     benchmark:

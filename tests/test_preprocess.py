@@ -98,7 +98,7 @@ def test_clean_corpus_n_rules(src, tgt, reason):
     assert clean_reason(src, tgt, CLEAN) == reason
 
 
-def test_cleaning_and_dedupe_on_training_data(tmp_path, capsys):
+def test_cleaning_and_dedupe_on_training_data(tmp_path):
     pairs = [
         ("a b", "x y"),  # kept
         ("", "x y"),  # empty
@@ -192,7 +192,7 @@ def test_cli_with_the_config_spec(tmp_path, capsys):
          r"spec\.clean\.max_tokens: required key is missing"),
     ],
 )
-def test_cli_rejects_a_bad_spec_naming_the_key(tmp_path, capsys, spec, message):
+def test_cli_rejects_a_bad_spec_naming_the_key(capsys, spec, message):
     with pytest.raises(SystemExit) as exit_info:
         preprocess.main([
             "--src-lang", "en", "--tgt-lang", "de", "--src-in", "a", "--tgt-in", "b", "--src-out", "c", "--tgt-out", "d",

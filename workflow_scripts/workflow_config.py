@@ -5,7 +5,9 @@ what a schema cannot: cross-references between keys.  Every error names the key 
 """
 from __future__ import annotations
 
-from typing import Any
+import json
+import os
+from typing import Any, Callable
 
 from workflow_scripts import corpora as corpus_specs
 
@@ -176,3 +178,52 @@ def model_targets(config: dict[str, Any]) -> list[str]:
         for test_set in config["corpora"][corpus]["test_sets"]:
             targets.append(f"{experiment_dir(experiment, corpus)}/{test_set}.scores.json")
     return targets
+
+
+# ----------------------------------------------------------------------------- rule inputs
+def input_dirs(config: dict[str, Any], environ: dict[str, str]) -> tuple[str, str]:
+    """(data mirror, licensed-data directory): the config keys, else NMT_DATA_MIRROR / NMT_LICENSED_DATA."""
+    mirror = config.get("data_mirror") or environ.get("NMT_DATA_MIRROR", "")
+    licensed = config.get("licensed_data_dir") or environ.get("NMT_LICENSED_DATA", "")
+    return mirror, licensed
+
+
+def python_path_with(directory: str, environ: dict[str, str]) -> str:
+    """PYTHONPATH with the repository first, so jobs run the project's modules from any environment."""
+    return os.pathsep.join(p for p in (directory, environ.get("PYTHONPATH", "")) if p)
+
+
+def corpus_spec_json(config: dict[str, Any], corpus: str, part: Callable[[dict], dict]) -> str:
+    """The part of a corpus spec a rule depends on, as canonical JSON (a rule param)."""
+    return json.dumps(part(config["corpora"][corpus]), sort_keys=True)
+
+
+def download_paths(config: dict[str, Any], corpus: str, split: str, lang: str) -> list[str]:
+    names = corpus_specs.downloads_for(config["corpora"][corpus], split, lang)
+    return [f"resources/downloads/{corpus}/{name}" for name in names]
+
+
+def is_char_level(config: dict[str, Any], experiment: str) -> bool:
+    return config["experiments"][experiment]["subwords"] == "char"
+
+
+def test_source(config: dict[str, Any], experiment: str, corpus: str, test_set: str) -> str:
+    """The encoded source side of a test set, in the experiment's subword units."""
+    spec = config["corpora"][corpus]
+    subwords = config["experiments"][experiment]["subwords"]
+    return f"{corpus_dir(corpus)}/{subwords}/{test_set}.{spec['src']}-{spec['tgt']}.{spec['src']}"
+
+
+def reference_paths(config: dict[str, Any], corpus: str, test_set: str) -> list[str]:
+    """Raw (untokenised) references of a test set: reference 0, then ref1, ref2, ..."""
+    spec = config["corpora"][corpus]
+    tgt = spec["tgt"]
+    count = corpus_specs.reference_count(spec, test_set, tgt)
+    raw = f"{corpus_dir(corpus)}/raw/{test_set}"
+    return [f"{raw}.{tgt}"] + [f"{raw}.ref{k}.{tgt}" for k in range(1, count)]
+
+
+def tokenized_reference(config: dict[str, Any], corpus: str, test_set: str) -> str:
+    """Tokenised reference 0 of a test set (for tokenised, multi-bleu style BLEU)."""
+    spec = config["corpora"][corpus]
+    return f"{corpus_dir(corpus)}/tok/{test_set}.{spec['src']}-{spec['tgt']}.{spec['tgt']}"

@@ -50,8 +50,8 @@ class SinusoidalPositions(nn.Module):
         self.register_buffer("inv_freq", inv_freq, persistent=False)
 
     def forward(self, positions: Tensor) -> Tensor:
-        """``positions`` (...,) -> encodings (..., d_model), float32."""
-        angles = positions.to(self.inv_freq.dtype).unsqueeze(-1) * self.inv_freq
+        """``positions`` (...,) -> encodings (..., d_model), always computed in float32."""
+        angles = positions.float().unsqueeze(-1) * self.inv_freq.float()
         return torch.stack((angles.sin(), angles.cos()), dim=-1).flatten(-2)
 
 

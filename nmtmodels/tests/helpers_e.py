@@ -11,7 +11,7 @@ from nmtmodels.registry import build_model
 from nmtmodels.train import TrainConfig
 from nmtmodels.configuration import from_dict
 
-LETTERS = "abcdefghij"
+LETTERS = list("abcdefghij")
 
 
 def write_lines(path: Path, lines: list[str]) -> Path:
@@ -19,10 +19,11 @@ def write_lines(path: Path, lines: list[str]) -> Path:
     return path
 
 
-def copy_task(n: int, seed: int, min_len: int = 3, max_len: int = 8, reverse: bool = False) -> tuple[list[str], list[str]]:
-    """Random letter sequences and their copies (or reversals)."""
+def copy_task(n: int, seed: int, min_len: int = 3, max_len: int = 8, reverse: bool = False,
+              tokens: list[str] = LETTERS) -> tuple[list[str], list[str]]:
+    """Random token sequences and their copies (or reversals)."""
     rng = random.Random(seed)
-    src = [" ".join(rng.choice(LETTERS) for _ in range(rng.randint(min_len, max_len))) for _ in range(n)]
+    src = [" ".join(rng.choice(tokens) for _ in range(rng.randint(min_len, max_len))) for _ in range(n)]
     tgt = [" ".join(reversed(s.split())) if reverse else s for s in src]
     return src, tgt
 

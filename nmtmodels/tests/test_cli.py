@@ -1,19 +1,24 @@
 from __future__ import annotations
 
-import os
+import csv
 import re
+import runpy
 import signal
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+import sacrebleu
 import torch
 
 from nmtmodels import cli
 from nmtmodels.checkpoint import average_checkpoints, load_checkpoint, numbered_checkpoints
-from nmtmodels.tests.helpers_e import copy_task, write_lines
-from nmtmodels.train import EXIT_REQUEUE
+from nmtmodels.data import ParallelDataset
+from nmtmodels.search import DecodeConfig
+from nmtmodels.postprocess import postprocess
+from nmtmodels.tests.helpers_e import LETTERS, copy_task, write_lines
+from nmtmodels.train import EXIT_REQUEUE, make_bleu_fn
 
 REPO = Path(__file__).resolve().parents[2]
 EXPERIMENT = """\
@@ -39,9 +44,9 @@ def train_args(d: Path, out: str = "out", config: str = "exp.yaml") -> list[str]
 
 @pytest.fixture(scope="module")
 def copy_run(tmp_path_factory):
-    """A model trained by nmt-train on a copy task (500 pairs, 300 updates)."""
+    """A model trained by nmt-train on a copy task (500 pairs, 300 updates; one BPE-style token)."""
     d = tmp_path_factory.mktemp("copy")
-    src, tgt = copy_task(600, seed=1)
+    src, tgt = copy_task(600, seed=1, tokens=[*LETTERS, "k@@"])
     write_lines(d / "train.src", src[:500])
     write_lines(d / "train.tgt", tgt[:500])
     write_lines(d / "test.src", src[500:])
@@ -72,6 +77,15 @@ def test_trained_model_translates_held_out_copies(copy_run, capsys):
     assert len(hyps) == len(refs) == 100
     assert sum(h == r for h, r in zip(hyps, refs)) >= 80  # learned, and output is in input order
     assert (d / "out" / "config.resolved.yaml").exists()
+
+
+def test_postprocess_option_applies_postprocess(copy_run, capsys):
+    d = copy_run
+    args = ["--checkpoint", str(d / "out/checkpoint_last.pt"), "--input", str(d / "test.src"), "--beam", "1"]
+    _, plain, _ = translate(args, capsys)
+    _, processed, _ = translate(args + ["--postprocess", "en"], capsys)
+    assert any("@@" in line for line in plain.splitlines())
+    assert processed.splitlines() == [postprocess(line, "en") for line in plain.splitlines()]
 
 
 def test_nbest_output_format(copy_run, capsys):
@@ -198,7 +212,50 @@ def test_sigterm_exits_for_requeue_and_resume_matches_uninterrupted(copy_run, tm
     assert all(torch.equal(resumed["model"][k], reference["model"][k]) for k in reference["model"])
 
 
-def test_module_entry_point_lists_commands():
-    result = subprocess.run([sys.executable, "-m", "nmtmodels"], cwd=REPO, capture_output=True, text=True,
-                            env={**os.environ, "PYTHONPATH": str(REPO)})
-    assert result.returncode == 2 and "train,translate,average,vocab" in result.stderr
+def test_module_entry_points_list_commands(monkeypatch, capsys):
+    assert cli.main([]) == 2
+    monkeypatch.setattr(sys, "argv", ["nmtmodels"])
+    with pytest.raises(SystemExit) as exit_info:
+        runpy.run_module("nmtmodels", run_name="__main__")
+    assert exit_info.value.code == 2
+    assert "train,translate,average,vocab" in capsys.readouterr().err
+
+
+def test_validation_bleu_equals_sacrebleu_on_the_translations(copy_run, capsys, tmp_path):
+    d = copy_run
+    write_lines(tmp_path / "dev.src", (d / "test.src").read_text().splitlines()[:40])
+    refs = write_lines(tmp_path / "dev.tgt", (d / "test.tgt").read_text().splitlines()[:40]).read_text().splitlines()
+    rc, out, _ = translate(["--checkpoint", str(d / "out/checkpoint_last.pt"), "--input", str(tmp_path / "dev.src"),
+                            "--beam", "1"], capsys)
+    assert rc == 0
+    hyps = out.splitlines()
+    unbpe = lambda lines: [line.replace("@@ ", "").removesuffix("@@") for line in lines]  # noqa: E731
+    expected = sacrebleu.corpus_bleu(unbpe(hyps), [unbpe(refs)], tokenize="none", smooth_method="none", force=True).score
+    assert 50 < expected < 100
+    model, src_vocab, tgt_vocab, _ = cli.load_model_from_checkpoint(str(d / "out/checkpoint_last.pt"), torch.device("cpu"))
+    valid = ParallelDataset.from_files(tmp_path / "dev.src", tmp_path / "dev.tgt", src_vocab, tgt_vocab)
+    bleu_fn = make_bleu_fn(valid, tgt_vocab, DecodeConfig(beam=1), tokenized_references=refs, max_tokens=300)
+    assert bleu_fn(model) == pytest.approx(expected)
+    raw_refs = [postprocess(line, "en") for line in refs]
+    raw_bleu = make_bleu_fn(valid, tgt_vocab, DecodeConfig(beam=1), tokenized_references=refs, references=raw_refs,
+                            max_tokens=300)(model)
+    assert raw_bleu == pytest.approx(sacrebleu.corpus_bleu([postprocess(h, "en") for h in hyps], [raw_refs]).score)
+
+
+def test_training_with_validation_bleu(copy_run, tmp_path):
+    d = copy_run
+    write_lines(tmp_path / "valid.src", (d / "test.src").read_text().splitlines()[:20])
+    write_lines(tmp_path / "valid.tgt", (d / "test.tgt").read_text().splitlines()[:20])
+    (tmp_path / "exp.yaml").write_text(EXPERIMENT.replace("max_updates: 300", "max_updates: 6")
+                                       .replace("keep_last: 3", "keep_last: 3, valid_bleu: true, best_metric: bleu, "
+                                                                 "save_interval_updates: 3"))
+    args = train_args(d, out=str(tmp_path / "out"), config=str(tmp_path / "exp.yaml"))
+    args += ["--valid-src", str(tmp_path / "valid.src"), "--valid-tgt", str(tmp_path / "valid.tgt"),
+             "--valid-ref", str(tmp_path / "valid.tgt"), "--set", "decode.beam=1"]
+    assert cli.train_main(args) == 0
+    rows = list(csv.DictReader(open(tmp_path / "out" / "metrics.csv")))
+    bleu = {int(r["update"]): float(r["valid_bleu"]) for r in rows if r["valid_bleu"]}
+    assert set(bleu) == {3, 6}
+    best = load_checkpoint(tmp_path / "out" / "checkpoint_best.pt")
+    assert best["metrics"]["valid_bleu"] == pytest.approx(max(bleu.values()), abs=1e-3)
+    assert best["decode_config"]["beam"] == 1

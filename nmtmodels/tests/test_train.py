@@ -156,6 +156,11 @@ def test_keep_last_keep_best_and_best_checkpoint(corpus, tmp_path):
     assert load_checkpoint(tmp_path / "checkpoint_last.pt")["update"] == 12
 
 
+def test_keep_last_before_it_is_reached(corpus, tmp_path):
+    make_trainer(corpus, tmp_path, save_interval_updates=2, keep_last=3, keep_best=0, max_tokens=24, max_updates=4).train()
+    assert [u for u, _ in numbered_checkpoints(tmp_path)] == [2, 4]
+
+
 def test_early_stopping_with_patience(corpus, tmp_path):
     bleu = iter([10.0, 30.0, 20.0, 25.0, 5.0, 28.0])
     trainer = make_trainer(corpus, tmp_path, bleu_fn=lambda model: next(bleu), max_tokens=24, valid_bleu=True,

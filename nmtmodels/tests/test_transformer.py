@@ -190,3 +190,16 @@ def test_parameter_count_untied_pre_norm() -> None:
     with torch.device("meta"):
         count = build_model(cfg, 1000, 1200).num_parameters()
     assert count == expected_parameters(256, 1024, 3, 3, 1000, 1200, shared=False, tied=False, pre_norm=True)
+
+
+@torch.no_grad()
+def test_bfloat16_autocast_runs_and_stays_close() -> None:
+    torch.manual_seed(6)
+    model = small_model().eval()
+    batch = random_batch([6, 4], tgt_len=5)
+    reference, reference_attention = model.decode(batch.tgt_in, model.encode(batch), need_attention=True)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        logits, attention = model.decode(batch.tgt_in, model.encode(batch), need_attention=True)
+    assert logits.dtype == torch.bfloat16
+    torch.testing.assert_close(logits.float(), reference, atol=0.1, rtol=0.05)
+    torch.testing.assert_close(attention.float(), reference_attention, atol=0.02, rtol=0.05)

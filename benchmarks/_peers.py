@@ -1,0 +1,434 @@
+"""Established toolkits for ``benchmarks/throughput.py``, each in its own virtual environment.
+
+Every peer is installed into ``benchmarks/.venvs/<name>`` (``python -m venv
+--system-site-packages``, so the system's torch is reused; nothing is installed into the
+project's environment), with the pinned pip commands in :data:`INSTALL`.  A finished
+install is reused while its commands stay the same; a failed one is remembered with its
+reason (``--reinstall`` retries).
+
+Each peer trains the same shape on the same BPE files and decodes the same test source
+with beam 4.  Speeds come from the peer's own log lines, aggregated over the updates
+after the warm-up, and from its own timer for decoding:
+
+* OpenNMT-py: ``Step`` lines give source and target tok/s per ``report_every`` interval
+  (``n_src_words`` = source tokens without EOS, ``n_words`` = target tokens + EOS); the
+  interval's seconds are its tokens over its rate.  Decoding: ``-report_time``'s average
+  time per sentence times the sentence count.
+* CTranslate2: converts OpenNMT-py's checkpoint (the same weights) and decodes with
+  ``translate_batch``, timed around that call.
+* Sockeye: its Speedometer logs samples/s every 50 batches; tokens/s = samples/s times
+  the corpus' mean sentence length (its own ``tok/sec`` counts padded source positions).
+  Decoding: the "Total time" it logs.
+* Joey NMT: "Tokens per Sec" (target tokens + EOS) per ``logging_freq`` interval, averaged
+  over the intervals; decoding is timed around ``joeynmt translate`` as a whole, so it
+  includes loading the model (said in the table note).
+* fairseq: tried; see :class:`Fairseq` for why it does not run here.
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+VENV_ROOT = ROOT / "benchmarks" / ".venvs"
+
+# Pinned installs per environment; each inner list is one ``pip install`` command.
+# OpenNMT-py and Sockeye pin an older torch (2.2 / <1.14) that would pull a multi-GB CUDA
+# build: they go in with --no-deps and get their import-time dependencies pinned by hand.
+INSTALL: dict[str, list[list[str]]] = {
+    "opennmt-py": [
+        ["--no-deps", "OpenNMT-py==3.5.1", "pyonmttok==1.37.1"],
+        # onmt.transforms imports every transform module at start-up, so the optional ones'
+        # libraries (spacy, fasttext, ahocorasick, rapidfuzz) must import even though unused.
+        ["ctranslate2==3.24.0", "pyahocorasick==2.1.0", "rapidfuzz==3.9.7", "fasttext-wheel==0.9.2",
+         "spacy==3.8.18", "waitress==3.0.0"],
+    ],
+    "sockeye": [["--no-deps", "sockeye==3.1.34", "numpy==1.26.4"]],
+    "joeynmt": [["--no-deps", "joeynmt==2.3.0", "importlib_metadata==8.5.0", "zipp==3.21.0", "sentencepiece==0.2.0"]],
+    "fairseq": [
+        ["Cython==0.29.37", "bitarray==2.9.2", "hydra-core==1.0.7", "omegaconf==2.0.6", "antlr4-python3-runtime==4.8"],
+        ["--no-deps", "--no-build-isolation", "fairseq==0.12.2"],
+    ],
+}
+IMPORT_CHECK = {
+    "opennmt-py": "import onmt.bin.train, onmt.bin.translate, onmt.bin.build_vocab, ctranslate2",
+    "sockeye": "import sockeye.train, sockeye.translate",
+    "joeynmt": "import joeynmt.training, joeynmt.prediction",
+    "fairseq": "import fairseq.options, fairseq_cli.train",
+}
+
+
+class PeerError(RuntimeError):
+    """A peer could not be installed or run; the message is the reason shown in the table."""
+
+
+@dataclass(frozen=True)
+class Setup:
+    """What every system shares: data, model shape, batching, schedule, measurement."""
+
+    train_src: Path
+    train_tgt: Path
+    test_src: Path
+    src_lang: str
+    tgt_lang: str
+    layers: int = 3
+    d_model: int = 256
+    heads: int = 4
+    ffn_dim: int = 1024
+    dropout: float = 0.1
+    max_tokens: int = 4096
+    lr: float = 1e-3
+    lr_warmup: int = 800
+    label_smoothing: float = 0.1
+    warmup_updates: int = 50
+    measured_updates: int = 250
+    log_interval: int = 25
+    beam: int = 4
+    decode_batch_tokens: int = 4096
+    threads: int = 2
+    device: str = "cpu"
+    seed: int = 1
+
+    @property
+    def total_updates(self) -> int:
+        return self.warmup_updates + self.measured_updates
+
+    @property
+    def cuda(self) -> bool:
+        return self.device.startswith("cuda")
+
+
+@dataclass
+class TrainSpeed:
+    """Training throughput over the measured updates.
+
+    ``src_tokens_per_s`` excludes the source EOS (OpenNMT-py's count); ``encoder_tokens_per_s``
+    is what the encoder actually processes (with EOS where the system appends one), used
+    for the FLOP estimate.
+    """
+
+    tgt_tokens_per_s: float
+    src_tokens_per_s: float | None
+    encoder_tokens_per_s: float | None
+    tgt_tokens_per_update: float | None
+    updates: int
+    how: str
+
+
+@dataclass
+class DecodeSpeed:
+    sentences: int
+    seconds: float
+    output_tokens: int
+    how: str
+
+    @property
+    def sentences_per_s(self) -> float:
+        return self.sentences / self.seconds
+
+    @property
+    def tokens_per_s(self) -> float:
+        return self.output_tokens / self.seconds
+
+
+# ---------------------------------------------------------------------- helpers
+def child_env(setup: Setup) -> dict[str, str]:
+    """Environment for a peer process: the benchmark's thread count, no repo on PYTHONPATH."""
+    env = dict(os.environ, OMP_NUM_THREADS=str(setup.threads), MKL_NUM_THREADS=str(setup.threads), PYTHONUNBUFFERED="1")
+    env.pop("PYTHONPATH", None)
+    if not setup.cuda:
+        env["CUDA_VISIBLE_DEVICES"] = ""
+    return env
+
+
+def run_logged(command: list[str], log: Path, env: dict[str, str], *, cwd: Path | None = None,
+               stdin: Path | None = None, stdout: Path | None = None) -> float:
+    """Run ``command`` with stderr (and stdout unless ``stdout``) appended to ``log``; return
+    its wall-clock seconds.  A non-zero exit raises PeerError with the log's last line."""
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with open(log, "a", encoding="utf-8") as sink, open(stdin or os.devnull, "rb") as source:
+        sink.write(f"$ {' '.join(map(str, command))}\n")
+        sink.flush()
+        out = open(stdout, "wb") if stdout else sink
+        try:
+            start = time.perf_counter()
+            code = subprocess.run([str(c) for c in command], stdin=source, stdout=out, stderr=sink, env=env, cwd=cwd).returncode
+            seconds = time.perf_counter() - start
+        finally:
+            if stdout:
+                out.close()
+    if code != 0:
+        raise PeerError(f"{Path(str(command[0])).name} exited with {code}: {last_line(log)} (log: {_rel(log)})")
+    return seconds
+
+
+def last_line(path: Path) -> str:
+    lines = [line.strip() for line in path.read_text(encoding="utf-8", errors="replace").splitlines() if line.strip()]
+    return lines[-1][:300] if lines else "(no output)"
+
+
+def _rel(path: Path) -> str:
+    try:
+        return str(path.relative_to(ROOT))
+    except ValueError:
+        return str(path)
+
+
+def count_output(path: Path) -> tuple[int, int]:
+    """(lines, whitespace-separated tokens) of a decoder output file."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    return len(lines), sum(len(line.split()) for line in lines)
+
+
+def mean_lengths(path: Path) -> float:
+    """Mean whitespace-token count per line."""
+    lines, tokens = count_output(path)
+    return tokens / lines
+
+
+def decode_batch_sentences(setup: Setup) -> int:
+    """Sentences per decoding batch for toolkits that batch by sentences: the token budget
+    over the test source's mean length (about the sentences per budget-sized batch)."""
+    return max(1, round(setup.decode_batch_tokens / (mean_lengths(setup.test_src) + 1)))
+
+
+class Venv:
+    """A cached virtual environment under ``benchmarks/.venvs/<name>``."""
+
+    def __init__(self, name: str, *, reinstall: bool = False, log: Path):
+        self.name, self.reinstall, self.log = name, reinstall, log
+        self.path = VENV_ROOT / name
+        self.python = self.path / "bin" / "python"
+        self.spec = json.dumps({"python": sys.version, "install": INSTALL[name], "check": IMPORT_CHECK[name]})
+        self.digest = hashlib.sha256(self.spec.encode()).hexdigest()[:16]
+
+    def bin(self, script: str) -> Path:
+        return self.path / "bin" / script
+
+    def ensure(self) -> Path:
+        """The environment's python; installs it first if needed (PeerError on failure)."""
+        ok, failed = self.path / f".ok-{self.digest}", self.path / f".failed-{self.digest}"
+        if ok.exists():
+            return self.python
+        if failed.exists() and not self.reinstall:
+            raise PeerError(failed.read_text(encoding="utf-8").strip() + " (cached; --reinstall retries)")
+        shutil.rmtree(self.path, ignore_errors=True)
+        env = dict(os.environ)
+        env.pop("PYTHONPATH", None)
+        try:
+            # --without-pip: the system pip is visible through the system site-packages, and
+            # no older setuptools is put in front of the system's one.
+            run_logged([sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", self.path], self.log, env)
+            for packages in INSTALL[self.name]:
+                run_logged([self.python, "-m", "pip", "install", "--disable-pip-version-check", *packages], self.log, env)
+            run_logged([self.python, "-c", IMPORT_CHECK[self.name]], self.log, env)
+        except PeerError as exc:
+            failed.write_text(f"install failed: {exc}\n", encoding="utf-8")
+            raise PeerError(f"install failed: {exc}") from None
+        freeze = subprocess.run([self.python, "-m", "pip", "freeze", "--local"], capture_output=True, text=True, env=env)
+        (self.path / "pip-freeze.txt").write_text(freeze.stdout, encoding="utf-8")
+        ok.write_text(self.spec + "\n", encoding="utf-8")
+        return self.python
+
+
+def aggregate_intervals(intervals: list[tuple[float, float | None, float]]) -> tuple[float, float | None]:
+    """(target tok/s, source tok/s) from (target tokens, source tokens, seconds) intervals."""
+    seconds = sum(s for _, _, s in intervals)
+    tgt = sum(t for t, _, _ in intervals) / seconds
+    src = None if any(s is None for _, s, _ in intervals) else sum(s for _, s, _ in intervals) / seconds
+    return tgt, src
+
+
+# ---------------------------------------------------------------------- peers
+class Peer:
+    """A toolkit under test.  ``train`` / ``decode`` raise PeerError with a short reason."""
+
+    key: str = ""
+    label: str = ""
+    appends_source_eos: bool = False
+
+    def __init__(self, setup: Setup, work: Path, *, reinstall: bool = False):
+        self.setup, self.work = setup, work / self.key
+        self.work.mkdir(parents=True, exist_ok=True)
+        self.log = self.work / "log.txt"
+        self.venv = Venv(self.venv_name, reinstall=reinstall, log=self.log)
+
+    @property
+    def venv_name(self) -> str:
+        return self.key
+
+    def train(self) -> TrainSpeed:
+        raise NotImplementedError
+
+    def decode(self) -> DecodeSpeed:
+        raise NotImplementedError
+
+
+class OpenNMTPy(Peer):
+    """OpenNMT-py 3.5.1: ``onmt_build_vocab`` (shared), ``onmt_train``, ``onmt_translate``.
+
+    Same shape as ours: QKV/FFN biases switched on (its default has none), shared source/
+    target embeddings tied to the generator, sinusoidal positions, Adam (0.9, 0.98), the
+    same inverse-square-root schedule written as ``noam`` (factor ``lr * sqrt(d * warmup)``
+    gives ``lr * min(u / warmup, sqrt(warmup / u))``), label smoothing, token-normalised
+    loss, ``batch_type: tokens`` (OpenNMT-py's cost is also rows * the longer side).  It is
+    a pre-norm Transformer; ours is post-norm (the same matmuls).
+    """
+
+    key, label = "opennmt-py", "OpenNMT-py 3.5.1"
+    STEP = re.compile(r"Step\s+(\d+)/\s*\d+;.*?bsz:\s*(\d+)/\s*(\d+)/\s*\d+;\s*(\d+)/\s*(\d+) tok/s")
+    AVG_TIME = re.compile(r"Average translation time \(ms\):\s*([\d.]+)")
+
+    @property
+    def model_path(self) -> Path:
+        return self.work / f"model_step_{self.setup.total_updates}.pt"
+
+    def config(self) -> dict[str, Any]:
+        s = self.setup
+        return {
+            "save_data": str(self.work / "onmt"),
+            "src_vocab": str(self.work / "vocab.shared"),
+            "share_vocab": True,
+            "data": {"corpus_1": {"path_src": str(s.train_src), "path_tgt": str(s.train_tgt)}},
+            "overwrite": True,
+            "save_model": str(self.work / "model"),
+            "save_checkpoint_steps": s.total_updates,
+            "train_steps": s.total_updates,
+            "valid_steps": 10 * s.total_updates,
+            "report_every": s.log_interval,
+            "seed": s.seed,
+            "encoder_type": "transformer",
+            "decoder_type": "transformer",
+            "enc_layers": s.layers,
+            "dec_layers": s.layers,
+            "hidden_size": s.d_model,
+            "word_vec_size": s.d_model,
+            "transformer_ff": s.ffn_dim,
+            "heads": s.heads,
+            "position_encoding": True,
+            "share_embeddings": True,
+            "share_decoder_embeddings": True,
+            "add_qkvbias": True,
+            "add_ffnbias": True,
+            "dropout": [s.dropout],
+            "attention_dropout": [0.0],
+            "optim": "adam",
+            "adam_beta1": 0.9,
+            "adam_beta2": 0.98,
+            "decay_method": "noam",
+            "learning_rate": s.lr * (s.d_model * s.lr_warmup) ** 0.5,
+            "warmup_steps": s.lr_warmup,
+            "label_smoothing": s.label_smoothing,
+            "max_grad_norm": 0.0,
+            "param_init": 0.0,
+            "param_init_glorot": True,
+            "normalization": "tokens",
+            "batch_type": "tokens",
+            "batch_size": s.max_tokens,
+            "accum_count": [1],
+            "num_workers": 0,
+            "model_dtype": "fp32",
+            **({"world_size": 1, "gpu_ranks": [0]} if s.cuda else {}),
+        }
+
+    def train(self) -> TrainSpeed:
+        self.venv.ensure()
+        s = self.setup
+        config = self.work / "train.yaml"
+        config.write_text(yaml.safe_dump(self.config(), sort_keys=False), encoding="utf-8")
+        env = child_env(s)
+        train_log = self.work / "train.log"
+        train_log.unlink(missing_ok=True)
+        run_logged([self.venv.bin("onmt_build_vocab"), "-config", config, "-n_sample", "-1"], self.log, env)
+        run_logged([self.venv.bin("onmt_train"), "-config", config], train_log, env)
+        intervals, previous = [], 0
+        for match in self.STEP.finditer(train_log.read_text(encoding="utf-8")):
+            step, src_bsz, tgt_bsz, src_rate, tgt_rate = map(int, match.groups())
+            batches, previous = step - previous, step
+            if step > s.warmup_updates:
+                tgt_tokens = tgt_bsz * batches
+                intervals.append((tgt_tokens, src_bsz * batches, tgt_tokens / tgt_rate))
+        if not intervals:
+            raise PeerError(f"no 'Step' lines after update {s.warmup_updates} in {_rel(train_log)}")
+        tgt, src = aggregate_intervals(intervals)
+        updates = sum(1 for _ in intervals) * s.log_interval
+        return TrainSpeed(tgt, src, src, sum(t for t, _, _ in intervals) / updates, updates,
+                          "its Step lines (n_words, n_src_words / interval time)")
+
+    def decode(self) -> DecodeSpeed:
+        self.venv.ensure()
+        s = self.setup
+        if not self.model_path.exists():
+            raise PeerError(f"no checkpoint {_rel(self.model_path)} (training failed?)")
+        output, log = self.work / "test.hyp", self.work / "translate.log"
+        log.unlink(missing_ok=True)
+        run_logged([self.venv.bin("onmt_translate"), "-model", self.model_path, "-src", s.test_src, "-output", output,
+                    "-beam_size", s.beam, "-batch_type", "tokens", "-batch_size", s.decode_batch_tokens,
+                    "-length_penalty", "wu", "-alpha", "1.0", "-report_time", "-gpu", 0 if s.cuda else -1], log, child_env(s))
+        match = self.AVG_TIME.search(log.read_text(encoding="utf-8"))
+        if not match:
+            raise PeerError(f"no 'Average translation time' in {_rel(log)}")
+        sentences, tokens = count_output(output)
+        return DecodeSpeed(sentences, float(match.group(1)) * sentences / 1000, tokens, "-report_time")
+
+
+CT2_DECODE = """
+import json, sys, time
+import ctranslate2
+model, source, output, beam, batch_tokens, threads, device = sys.argv[1:8]
+translator = ctranslate2.Translator(model, device=device, compute_type="float32", intra_threads=int(threads), inter_threads=1)
+lines = [line.split() for line in open(source, encoding="utf-8")]
+start = time.perf_counter()
+results = translator.translate_batch(lines, beam_size=int(beam), max_batch_size=int(batch_tokens), batch_type="tokens",
+                                     max_decoding_length=256)
+seconds = time.perf_counter() - start
+with open(output, "w", encoding="utf-8") as out:
+    out.writelines(" ".join(r.hypotheses[0]) + "\\n" for r in results)
+print(json.dumps({"seconds": seconds}))
+"""
+
+
+class CTranslate2(Peer):
+    """CTranslate2 3.24 (fp32) decoding OpenNMT-py's trained checkpoint (the same weights)."""
+
+    key, label = "ctranslate2", "CTranslate2 3.24 (OpenNMT-py weights)"
+
+    def __init__(self, setup: Setup, work: Path, onmt: OpenNMTPy, *, reinstall: bool = False):
+        super().__init__(setup, work, reinstall=reinstall)
+        self.onmt = onmt
+
+    @property
+    def venv_name(self) -> str:
+        return "opennmt-py"
+
+    def train(self) -> TrainSpeed:
+        raise PeerError("inference engine (no training)")
+
+    def decode(self) -> DecodeSpeed:
+        self.venv.ensure()
+        s = self.setup
+        if not self.onmt.model_path.exists():
+            raise PeerError("needs OpenNMT-py's trained checkpoint (add opennmt-py to --peers)")
+        converted, output = self.work / "model", self.work / "test.hyp"
+        env = child_env(s)
+        run_logged([self.venv.bin("ct2-opennmt-py-converter"), "--model_path", self.onmt.model_path,
+                    "--output_dir", converted, "--force"], self.log, env)
+        timing = self.work / "timing.json"
+        run_logged([self.venv.python, "-c", CT2_DECODE, converted, s.test_src, output, s.beam, s.decode_batch_tokens,
+                    s.threads, "cuda" if s.cuda else "cpu"], self.log, env, stdout=timing)
+        seconds = json.loads(timing.read_text(encoding="utf-8"))["seconds"]
+        sentences, tokens = count_output(output)
+        return DecodeSpeed(sentences, seconds, tokens, "timed around translate_batch")

@@ -1,0 +1,243 @@
+# Evaluation beyond single scores: concatenated test sets ("ALL"), significance against each
+# experiment's baseline(s), parameter counts and training speed, the tidy results table,
+# the papers' tables, BLEU by source length, and the `snakemake --report` annotations.
+# Layout and configuration keys: workflow_scripts/evaluation.py.
+
+from workflow_scripts import evaluation as ev
+
+ev.check_evaluation_config(config)
+EVALUATION = ev.evaluation_settings(config)
+REPORT = ev.REPORT_ROOT
+
+
+report: "../report/workflow.rst"
+
+
+def _concat_members(w, kind):
+    members = ev.concatenations_of(config, w.corpus)[w.concatenation]
+    return [ev.system_files(w.experiment, w.corpus, t, False)[kind] for t in members]
+
+
+rule concatenate_outputs:
+    input:
+        hyp=lambda w: _concat_members(w, "hyp"),
+        tok=lambda w: _concat_members(w, "tok"),
+    output:
+        hyp=f"{EXPERIMENTS}/{{experiment}}/{{corpus}}/concat/{{concatenation}}.hyp",
+        tok=f"{EXPERIMENTS}/{{experiment}}/{{corpus}}/concat/{{concatenation}}.tok",
+    wildcard_constraints:
+        concatenation="[A-Za-z0-9_-]+",
+    conda:
+        "../envs/evaluate.yaml"
+    log:
+        "logs/concatenate_outputs/{experiment}/{corpus}/{concatenation}.log",
+    benchmark:
+        "results/benchmarks/concatenate_outputs/{experiment}/{corpus}/{concatenation}.tsv"
+    resources:
+        mem_mb=500,
+        runtime=10,
+    shell:
+        "(python -m workflow_scripts.concatenate --input {input.hyp:q} --output {output.hyp:q}"
+        " && python -m workflow_scripts.concatenate --input {input.tok:q} --output {output.tok:q}) > {log:q} 2>&1"
+
+
+rule concatenate_references:
+    input:
+        lambda w: ev.member_reference_files(config, w.corpus, w.concatenation, int(w.ref)),
+    output:
+        f"{DATA}/{{corpus}}/concat/{{concatenation}}.ref{{ref}}.{{lang}}",
+    wildcard_constraints:
+        concatenation="[A-Za-z0-9_-]+",
+    conda:
+        "../envs/evaluate.yaml"
+    log:
+        "logs/concatenate_references/{corpus}/{concatenation}.ref{ref}.{lang}.log",
+    benchmark:
+        "results/benchmarks/concatenate_references/{corpus}/{concatenation}.ref{ref}.{lang}.tsv"
+    resources:
+        mem_mb=500,
+        runtime=10,
+    shell:
+        "python -m workflow_scripts.concatenate --input {input:q} --output {output:q} > {log:q} 2>&1"
+
+
+use rule concatenate_references as concatenate_tokenized_references with:
+    input:
+        lambda w: ev.member_reference_files(config, w.corpus, w.concatenation, 0),
+    output:
+        f"{DATA}/{{corpus}}/concat/{{concatenation}}.tok.{{lang}}",
+    log:
+        "logs/concatenate_references/{corpus}/{concatenation}.tok.{lang}.log",
+    benchmark:
+        "results/benchmarks/concatenate_references/{corpus}/{concatenation}.tok.{lang}.tsv"
+
+
+rule score_concatenation:
+    input:
+        hyp=f"{EXPERIMENTS}/{{experiment}}/{{corpus}}/concat/{{concatenation}}.hyp",
+        tok_hyp=f"{EXPERIMENTS}/{{experiment}}/{{corpus}}/concat/{{concatenation}}.tok",
+        refs=lambda w: ev.reference_files(config, w.corpus, w.concatenation)["refs"],
+        tok_ref=lambda w: ev.reference_files(config, w.corpus, w.concatenation)["tok"],
+    output:
+        f"{EXPERIMENTS}/{{experiment}}/{{corpus}}/concat/{{concatenation}}.scores.json",
+    wildcard_constraints:
+        concatenation="[A-Za-z0-9_-]+",
+    params:
+        lang=lambda w: CORPORA[w.corpus]["tgt"],
+        refs=lambda w, input: " ".join(f"--ref {shlex.quote(r)}" for r in input.refs),
+    conda:
+        "../envs/evaluate.yaml"
+    log:
+        "logs/score/{experiment}/{corpus}/concat/{concatenation}.log",
+    benchmark:
+        "results/benchmarks/score/{experiment}/{corpus}/concat/{concatenation}.tsv"
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    shell:
+        "python -m nmtmodels.scoring --lang {params.lang} --hyp {input.hyp:q} {params.refs}"
+        " --tok-hyp {input.tok_hyp:q} --tok-ref {input.tok_ref:q} --output {output:q} > {log:q} 2>&1"
+
+
+rule model_info:
+    input:
+        checkpoint=f"{EXPERIMENTS}/{{experiment}}/{{corpus}}/train/checkpoint_best.pt",
+        metrics=f"{EXPERIMENTS}/{{experiment}}/{{corpus}}/train/metrics.csv",
+    output:
+        f"{EXPERIMENTS}/{{experiment}}/{{corpus}}/model_info.json",
+    conda:
+        "../envs/train.yaml"
+    log:
+        "logs/model_info/{experiment}/{corpus}.log",
+    benchmark:
+        "results/benchmarks/model_info/{experiment}/{corpus}.tsv"
+    resources:
+        mem_mb=4000,
+        runtime=10,
+    shell:
+        "python -m workflow_scripts.model_info --checkpoint {input.checkpoint:q} --metrics {input.metrics:q}"
+        " --output {output:q} > {log:q} 2>&1"
+
+
+rule significance:
+    input:
+        unpack(lambda w: ev.comparison_inputs(config, w.experiment, w.baseline, w.corpus, w.test_set)),
+    output:
+        f"{EXPERIMENTS}/{{experiment}}/{{corpus}}/significance/{{test_set}}.vs.{{baseline}}.json",
+    wildcard_constraints:
+        baseline="[A-Za-z0-9_-]+",
+    params:
+        lang=lambda w: CORPORA[w.corpus]["tgt"],
+        refs=lambda w, input: " ".join(f"--ref {shlex.quote(r)}" for r in input.refs),
+        metrics=" ".join(EVALUATION["significance_metrics"]),
+        tests=" ".join(EVALUATION["tests"]),
+        bootstrap_samples=EVALUATION["bootstrap_samples"],
+        ar_trials=EVALUATION["ar_trials"],
+        seed=EVALUATION["seed"],
+    conda:
+        "../envs/evaluate.yaml"
+    log:
+        "logs/significance/{experiment}/{corpus}/{test_set}.vs.{baseline}.log",
+    benchmark:
+        "results/benchmarks/significance/{experiment}/{corpus}/{test_set}.vs.{baseline}.tsv"
+    resources:
+        mem_mb=2000,
+        runtime=30,
+    shell:
+        "python -m workflow_scripts.significance --lang {params.lang} --system {input.system:q}"
+        " --baseline {input.baseline:q} {params.refs} --tok-system {input.system_tok:q}"
+        " --tok-baseline {input.baseline_tok:q} --tok-ref {input.tok_ref:q}"
+        " --metrics {params.metrics} --tests {params.tests} --bootstrap-samples {params.bootstrap_samples}"
+        " --ar-trials {params.ar_trials} --seed {params.seed} --output {output:q} > {log:q} 2>&1"
+
+
+rule results_table:
+    input:
+        ev.report_inputs(config),
+    output:
+        report(f"{REPORT}/results.csv", caption="../report/results.rst", category="Results"),
+    params:
+        metadata=json.dumps(ev.report_metadata(config)),
+    conda:
+        "../envs/evaluate.yaml"
+    log:
+        "logs/report/results_table.log",
+    benchmark:
+        "results/benchmarks/report/results_table.tsv"
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    shell:
+        "python -m workflow_scripts.tables collect --metadata {params.metadata:q} --output {output:q} > {log:q} 2>&1"
+
+
+rule paper_tables:
+    input:
+        f"{REPORT}/results.csv",
+    output:
+        markdown=f"{REPORT}/tables/{{paper}}.md",
+        latex=f"{REPORT}/tables/{{paper}}.tex",
+        html=report(
+            f"{REPORT}/tables/{{paper}}.html",
+            caption="../report/paper_tables.rst",
+            category="Paper tables",
+            labels={"paper": "{paper}"},
+        ),
+    wildcard_constraints:
+        paper="|".join(ev.PAPERS),
+    params:
+        marker_test=EVALUATION["marker_test"],
+    conda:
+        "../envs/evaluate.yaml"
+    log:
+        "logs/report/paper_tables/{paper}.log",
+    benchmark:
+        "results/benchmarks/report/paper_tables/{paper}.tsv"
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    shell:
+        "python -m workflow_scripts.tables render --results {input:q} --paper {wildcards.paper}"
+        " --marker-test {params.marker_test} --markdown {output.markdown:q} --latex {output.latex:q}"
+        " --html {output.html:q} > {log:q} 2>&1"
+
+
+rule length_analysis:
+    input:
+        unpack(lambda w: ev.length_inputs(config, w.corpus, w.test_set)),
+    output:
+        csv=f"{REPORT}/length/{{corpus}}/{{test_set}}.csv",
+        png=report(
+            f"{REPORT}/length/{{corpus}}/{{test_set}}.png",
+            caption="../report/length.rst",
+            category="Analyses",
+            subcategory="Score by source length",
+            labels={"corpus": "{corpus}", "test set": "{test_set}"},
+        ),
+    params:
+        lang=lambda w: CORPORA[w.corpus]["tgt"],
+        metric=EVALUATION["length_metric"],
+        buckets=" ".join(map(str, EVALUATION["length_buckets"])),
+        refs=lambda w, input: " ".join(f"--ref {shlex.quote(r)}" for r in input.refs),
+        systems=lambda w, input: " ".join(
+            f"--system {name} {shlex.quote(path)}"
+            for name, path in zip(ev.length_systems(config, w.corpus), input.systems)
+        ),
+    conda:
+        "../envs/evaluate.yaml"
+    log:
+        "logs/report/length/{corpus}/{test_set}.log",
+    benchmark:
+        "results/benchmarks/report/length/{corpus}/{test_set}.tsv"
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    shell:
+        "python -m workflow_scripts.plots length --source {input.source:q} --lang {params.lang}"
+        " --metric {params.metric} {params.refs} {params.systems} --buckets {params.buckets}"
+        " --title '{wildcards.corpus} / {wildcards.test_set}' --csv {output.csv:q} --png {output.png:q} > {log:q} 2>&1"
+
+
+rule report_tables:
+    input:
+        ev.report_targets(config),

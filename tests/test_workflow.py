@@ -1,0 +1,143 @@
+"""The Snakemake workflow itself: config validation, dry runs, lint, and a real
+miniature run of the whole DAG (configs/ci.yaml) on the corpus mirror."""
+from __future__ import annotations
+
+import csv
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+MIRROR = Path(os.environ.get("NMT_DATA_MIRROR", ROOT.parent / "shared" / "data"))
+SNAKEMAKE = [sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile")]
+
+
+def snakemake(workdir: Path, *args: str, check: bool = True, extra_env: dict | None = None) -> subprocess.CompletedProcess:
+    env = {**os.environ, "NMT_DATA_MIRROR": str(MIRROR), **(extra_env or {})}
+    proc = subprocess.run(
+        [*SNAKEMAKE, "-d", str(workdir), *args], capture_output=True, text=True, env=env, cwd=ROOT
+    )
+    if check and proc.returncode != 0:
+        raise AssertionError(f"snakemake {' '.join(args)} failed:\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}")
+    return proc
+
+
+def planned_jobs(output: str) -> dict[str, int]:
+    """Job counts from the 'Job stats' table of a dry run."""
+    lines = output.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("Job stats"))
+    counts = {}
+    for line in lines[start + 3:]:
+        parts = line.split()
+        if len(parts) != 2 or not parts[1].isdigit():
+            break
+        if parts[0] != "total":
+            counts[parts[0]] = int(parts[1])
+    return counts
+
+
+def test_dry_run_full_scale_plans_every_corpus_without_data(tmp_path):
+    full = yaml.safe_load((ROOT / "configs/full.yaml").read_text())
+    proc = snakemake(tmp_path, "-n", "all", "--cores", "1", "--configfile", str(ROOT / "configs/full.yaml"),
+                     extra_env={"NMT_DATA_MIRROR": str(tmp_path / "no-mirror")})
+    jobs = planned_jobs(proc.stdout)
+    assert jobs["train"] == sum(
+        1 for spec in full["experiments"].values() for c in spec["corpora"] if c in full["active_corpora"]
+    )
+    for corpus in full["active_corpora"]:
+        assert f"resources/downloads/{corpus}/" in proc.stdout, corpus
+    # one learn_bpe job per corpus and merge size
+    assert jobs["learn_bpe"] == sum(len(full["corpora"][c]["bpe"]["merges"]) for c in full["active_corpora"])
+    assert not list(tmp_path.glob("results/*")), "a dry run must not create outputs"
+
+
+def test_lint_has_no_findings(tmp_path):
+    proc = snakemake(tmp_path, "--lint", check=False)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "Lints for" not in proc.stdout + proc.stderr, proc.stdout + proc.stderr
+
+
+@pytest.mark.parametrize(
+    "override, message",
+    [
+        ("active_corpora=[no_such_corpus]", "active_corpora[0]: unknown corpus 'no_such_corpus'"),
+        ("unicode_form=NFX", "unicode_form"),
+        ("typo_key=1", "typo_key"),
+    ],
+)
+def test_bad_config_is_rejected_naming_the_key(tmp_path, override, message):
+    proc = snakemake(tmp_path, "-n", "all", "--cores", "1", "--config", override, check=False)
+    assert proc.returncode != 0
+    assert message in proc.stdout + proc.stderr
+
+
+def test_bad_model_key_in_an_experiment_names_the_key(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("experiments:\n  baseline:\n    model: {preset: tiny, d_modle: 64}\n")
+    proc = snakemake(tmp_path, "-n", "all", "--cores", "1", "--configfile", str(bad), check=False)
+    assert proc.returncode != 0
+    assert "experiments.baseline.model.d_modle: unknown key (did you mean 'd_model'?)" in proc.stdout + proc.stderr
+
+
+@pytest.fixture(scope="module")
+def miniature(tmp_path_factory):
+    """Run the whole miniature workflow once (data half, training, decoding, scoring)."""
+    if not (MIRROR / "multi30k").is_dir():
+        pytest.skip(f"corpus mirror not found at {MIRROR} (set NMT_DATA_MIRROR)")
+    workdir = tmp_path_factory.mktemp("miniature")
+    snakemake(workdir, "all", "--cores", "2", "--configfile", str(ROOT / "configs/ci.yaml"))
+    return workdir
+
+
+def read(path: Path) -> list[str]:
+    return path.read_text(encoding="utf-8").splitlines()
+
+
+@pytest.mark.slow
+def test_miniature_produces_aligned_data_for_every_pair(miniature):
+    config = yaml.safe_load((ROOT / "config.yaml").read_text())
+    for corpus in config["active_corpora"]:
+        spec = config["corpora"][corpus]
+        pair = f"{spec['src']}-{spec['tgt']}"
+        data = miniature / "results/data" / corpus
+        for split in ["train", "dev", *spec["test_sets"]]:
+            for stage in ("tok", "norm", "bpe600", "char"):
+                src, tgt = (read(data / stage / f"{split}.{pair}.{lang}") for lang in (spec["src"], spec["tgt"]))
+                assert len(src) == len(tgt) > 0, (corpus, stage, split)
+            if split != "train":  # dev/test keep every line
+                assert len(read(data / "tok" / f"{split}.{pair}.{spec['src']}")) == len(read(data / "raw" / f"{split}.{spec['src']}"))
+        assert len(read(data / "tok" / f"train.{pair}.{spec['src']}")) <= 2000  # max_train_pairs
+        for segmenter in spec["preprocess"][spec["src"]].get("lattice_segmenters", []):
+            seg = read(data / "seg" / segmenter / f"train.{pair}.{spec['src']}")
+            norm = read(data / "norm" / f"train.{pair}.{spec['src']}")
+            assert len(seg) == len(norm)
+            assert [s.replace(" ", "") for s in seg[:50]] == [n.replace(" ", "") for n in norm[:50]]
+
+
+@pytest.mark.slow
+def test_miniature_trains_decodes_and_scores(miniature):
+    scores = sorted(miniature.glob("results/experiments/baseline/*/*.scores.json"))
+    assert len(scores) == 3
+    for path in scores:
+        data = yaml.safe_load(path.read_text())
+        assert "nrefs:1" in data["bleu"]["signature"] and data["num_sentences"] > 0
+        assert 0.0 <= data["bleu"]["score"] <= 100.0
+    metrics = miniature / "results/experiments/baseline/multi30k_en_de/train/metrics.csv"
+    rows = list(csv.DictReader(metrics.open()))
+    assert rows, "training wrote no metrics"
+
+
+@pytest.mark.slow
+def test_rerun_does_nothing_and_a_new_bpe_size_rebuilds_only_its_branch(miniature, tmp_path):
+    again = snakemake(miniature, "-n", "all", "--cores", "1", "--configfile", str(ROOT / "configs/ci.yaml"))
+    assert "Nothing to be done" in again.stdout + again.stderr
+    changed = tmp_path / "bpe.yaml"
+    changed.write_text("corpora:\n  multi30k_en_de:\n    bpe: {merges: [300, 600, 700]}\n")
+    proc = snakemake(miniature, "-n", "all", "--cores", "1", "--configfile", str(ROOT / "configs/ci.yaml"), str(changed))
+    jobs = planned_jobs(proc.stdout)
+    # learn 700 merges once, apply them to 3 splits x 2 languages; nothing upstream or elsewhere
+    assert jobs == {"learn_bpe": 1, "apply_bpe": 6, "all": 1}, jobs

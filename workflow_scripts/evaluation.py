@@ -1,0 +1,303 @@
+"""Evaluation settings, comparisons and file layout for rules/report.smk (pure functions).
+
+Configuration read here (all optional; see :data:`EVALUATION_DEFAULTS`)::
+
+    experiments:
+      lattice_lpe:
+        ...
+        paper: lattice             # lattice | reordering | graph | char | esc
+        variant: "+LPE"            # row label in the paper's tables (default: the experiment name)
+        input: Lattice             # the lattice tables' "Input" column (default: empty)
+        tables: [table2]           # which of the paper's tables (default: its main tables)
+        baseline: transformer      # or a list: compared with the best of them per test set
+    corpora:
+      nist_zh_en:
+        concatenations: {ALL: [mt02, mt03, mt04, mt06, mt08]}   # lattice paper's "ALL"
+    evaluation: {significance_metrics: [bleu, tokenized_bleu], tests: [sign, paired_bs, paired_ar],
+                 bootstrap_samples: 1000, ar_trials: 10000, seed: 12345, marker_test: sign,
+                 length_buckets: [10, 20, 30, 40, 50], length_metric: bleu}
+
+Layout (relative to the working directory)::
+
+    results/experiments/E/C/T.hyp, T.tok, T.scores.json          decoded test set T (rules decode/score)
+    results/experiments/E/C/concat/N.hyp, N.tok, N.scores.json   concatenation N of test sets
+    results/experiments/E/C/significance/T.vs.B.json             E against baseline B on T (or N)
+    results/experiments/E/C/model_info.json                      parameters, training speed
+    results/data/C/concat/N.refK.L, N.tok.L                      references of N (K = 1, 2, ...)
+    results/report/results.csv, tables/P.{md,tex,html}, length/C/T.{csv,png}
+"""
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from workflow_scripts import corpora as corpus_specs
+from workflow_scripts.workflow_config import DATA_ROOT, EXPERIMENTS_ROOT, WorkflowConfigError
+
+REPORT_ROOT = "results/report"
+PAPERS = ("lattice", "reordering", "graph", "char", "esc")
+METRICS = ("bleu", "chrf", "tokenized_bleu")
+TESTS = ("sign", "paired_bs", "paired_ar")
+NAME = re.compile(r"^[A-Za-z0-9_-]+$")
+
+EVALUATION_DEFAULTS: dict[str, Any] = {
+    "significance_metrics": ["bleu", "tokenized_bleu"],
+    "tests": ["sign", "paired_bs", "paired_ar"],
+    "bootstrap_samples": 1000,
+    "ar_trials": 10000,
+    "seed": 12345,
+    "marker_test": "sign",
+    "length_buckets": [10, 20, 30, 40, 50],
+    "length_metric": "bleu",
+}
+
+
+# ----------------------------------------------------------------------------- settings
+def evaluation_settings(config: dict[str, Any]) -> dict[str, Any]:
+    """``evaluation`` merged over :data:`EVALUATION_DEFAULTS`, checked (errors name the key)."""
+    given = config.get("evaluation") or {}
+    unknown = sorted(set(given) - set(EVALUATION_DEFAULTS))
+    if unknown:
+        raise WorkflowConfigError(f"evaluation.{unknown[0]}: unknown key (known: {', '.join(EVALUATION_DEFAULTS)})")
+    settings = {**EVALUATION_DEFAULTS, **given}
+    for key, allowed in (("significance_metrics", METRICS), ("tests", TESTS)):
+        for i, value in enumerate(settings[key]):
+            if value not in allowed:
+                raise WorkflowConfigError(f"evaluation.{key}[{i}]: '{value}' is not one of {', '.join(allowed)}")
+    for key in ("bootstrap_samples", "ar_trials", "seed"):
+        value = settings[key]
+        # seed 0 would make sacrebleu's PairedTest draw an unseeded generator.
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise WorkflowConfigError(f"evaluation.{key}: expected an integer >= 1, got {value!r}")
+    if settings["marker_test"] not in settings["tests"]:
+        raise WorkflowConfigError(
+            f"evaluation.marker_test: '{settings['marker_test']}' is not among evaluation.tests {settings['tests']}"
+        )
+    buckets = settings["length_buckets"]
+    if not buckets or any(isinstance(b, bool) or not isinstance(b, int) or b < 1 for b in buckets) or buckets != sorted(set(buckets)):
+        raise WorkflowConfigError(f"evaluation.length_buckets: expected increasing positive integers, got {buckets!r}")
+    if settings["length_metric"] not in METRICS:
+        raise WorkflowConfigError(f"evaluation.length_metric: '{settings['length_metric']}' is not one of {', '.join(METRICS)}")
+    return settings
+
+
+def baselines_of(config: dict[str, Any], experiment: str) -> list[str]:
+    """The experiment's baselines (``baseline``: a name or a list of names; none by default)."""
+    value = config["experiments"][experiment].get("baseline")
+    if value is None:
+        return []
+    return [value] if isinstance(value, str) else list(value)
+
+
+def concatenations_of(config: dict[str, Any], corpus: str) -> dict[str, list[str]]:
+    """``corpora.C.concatenations``: name -> the test sets it concatenates, in order."""
+    return dict(config["corpora"][corpus].get("concatenations") or {})
+
+
+def active_runs(config: dict[str, Any]) -> list[tuple[str, str]]:
+    """(experiment, corpus) pairs that `all` trains, in config order."""
+    active = set(config["active_corpora"])
+    return [(e, c) for e, spec in config["experiments"].items() for c in spec["corpora"] if c in active]
+
+
+def evaluation_sets(config: dict[str, Any], corpus: str) -> list[str]:
+    """Test sets of a corpus followed by its concatenations (the columns of its tables)."""
+    return list(config["corpora"][corpus]["test_sets"]) + list(concatenations_of(config, corpus))
+
+
+def check_evaluation_config(config: dict[str, Any]) -> None:
+    """Cross-reference checks of the keys above; WorkflowConfigError naming the key."""
+    evaluation_settings(config)
+    experiments = config["experiments"]
+    active = set(config["active_corpora"])
+    from workflow_scripts.tables import LAYOUTS  # tables imports this module
+
+    for name, spec in experiments.items():
+        where = f"experiments.{name}"
+        paper = spec.get("paper")
+        if paper is not None and paper not in PAPERS:
+            raise WorkflowConfigError(f"{where}.paper: '{paper}' is not one of {', '.join(PAPERS)}")
+        for i, table in enumerate(spec.get("tables") or []):
+            known = [layout.key for layout in LAYOUTS.get(paper, ())]
+            if table not in known:
+                raise WorkflowConfigError(
+                    f"{where}.tables[{i}]: '{table}' is not a table of paper '{paper}' (known: {', '.join(known) or 'none'})"
+                )
+        for i, baseline in enumerate(baselines_of(config, name)):
+            key = f"{where}.baseline" + (f"[{i}]" if not isinstance(spec.get("baseline"), str) else "")
+            if baseline not in experiments:
+                raise WorkflowConfigError(f"{key}: unknown experiment '{baseline}'")
+            if baseline == name:
+                raise WorkflowConfigError(f"{key}: an experiment cannot be its own baseline")
+            missing = [c for c in spec["corpora"] if c in active and c not in experiments[baseline]["corpora"]]
+            if missing:
+                raise WorkflowConfigError(
+                    f"{key}: baseline '{baseline}' does not run on corpus '{missing[0]}', which {name} runs on"
+                )
+    for corpus, spec in config["corpora"].items():
+        splits = corpus_specs.splits_of(spec)
+        for concat, members in concatenations_of(config, corpus).items():
+            where = f"corpora.{corpus}.concatenations.{concat}"
+            if not NAME.match(concat) or concat in splits:
+                raise WorkflowConfigError(f"{where}: the name must match [A-Za-z0-9_-]+ and differ from every split")
+            if not members:
+                raise WorkflowConfigError(f"{where}: no test sets to concatenate")
+            for i, member in enumerate(members):
+                if member not in spec["test_sets"]:
+                    raise WorkflowConfigError(f"{where}[{i}]: '{member}' is not among corpora.{corpus}.test_sets")
+            counts = {corpus_specs.reference_count(spec, m, spec["tgt"]) for m in members}
+            if len(counts) != 1:
+                raise WorkflowConfigError(f"{where}: its test sets have different numbers of references {sorted(counts)}")
+
+
+# ----------------------------------------------------------------------------- paths
+def is_concatenation(config: dict[str, Any], corpus: str, test_set: str) -> bool:
+    return test_set in concatenations_of(config, corpus)
+
+
+def system_files(experiment: str, corpus: str, test_set: str, concatenated: bool) -> dict[str, str]:
+    """Detokenised (``hyp``) and tokenised (``tok``) output and the score file of one test set."""
+    stem = f"{EXPERIMENTS_ROOT}/{experiment}/{corpus}/" + (f"concat/{test_set}" if concatenated else test_set)
+    return {"hyp": f"{stem}.hyp", "tok": f"{stem}.tok", "scores": f"{stem}.scores.json"}
+
+
+def comparison_path(experiment: str, baseline: str, corpus: str, test_set: str) -> str:
+    return f"{EXPERIMENTS_ROOT}/{experiment}/{corpus}/significance/{test_set}.vs.{baseline}.json"
+
+
+def model_info_path(experiment: str, corpus: str) -> str:
+    return f"{EXPERIMENTS_ROOT}/{experiment}/{corpus}/model_info.json"
+
+
+def reference_files(config: dict[str, Any], corpus: str, test_set: str) -> dict[str, Any]:
+    """``refs``: detokenised reference streams; ``tok``: the tokenised first reference."""
+    spec = config["corpora"][corpus]
+    src, tgt = spec["src"], spec["tgt"]
+    members = concatenations_of(config, corpus).get(test_set)
+    count = corpus_specs.reference_count(spec, members[0] if members else test_set, tgt)
+    root = f"{DATA_ROOT}/{corpus}"
+    if members:
+        return {
+            "refs": [f"{root}/concat/{test_set}.ref{k}.{tgt}" for k in range(1, count + 1)],
+            "tok": f"{root}/concat/{test_set}.tok.{tgt}",
+        }
+    refs = [f"{root}/raw/{test_set}.{tgt}"] + [f"{root}/raw/{test_set}.ref{k}.{tgt}" for k in range(1, count)]
+    return {"refs": refs, "tok": f"{root}/tok/{test_set}.{src}-{tgt}.{tgt}"}
+
+
+def member_reference_files(config: dict[str, Any], corpus: str, concat: str, ref: int) -> list[str]:
+    """The files that concatenate into reference ``ref`` (1-based; 0: the tokenised one) of ``concat``."""
+    members = concatenations_of(config, corpus)[concat]
+    return [
+        reference_files(config, corpus, m)["tok"] if ref == 0 else reference_files(config, corpus, m)["refs"][ref - 1]
+        for m in members
+    ]
+
+
+def source_file(config: dict[str, Any], corpus: str, test_set: str) -> str:
+    """The tokenised source of a test set (what source length is measured on)."""
+    spec = config["corpora"][corpus]
+    return f"{DATA_ROOT}/{corpus}/tok/{test_set}.{spec['src']}-{spec['tgt']}.{spec['src']}"
+
+
+# ----------------------------------------------------------------------------- targets
+def comparisons(config: dict[str, Any]) -> list[tuple[str, str, str, str]]:
+    """(experiment, baseline, corpus, test set) of every significance test `all` runs."""
+    return [
+        (experiment, baseline, corpus, test_set)
+        for experiment, corpus in active_runs(config)
+        for baseline in baselines_of(config, experiment)
+        for test_set in evaluation_sets(config, corpus)
+    ]
+
+
+def comparison_inputs(config: dict[str, Any], experiment: str, baseline: str, corpus: str, test_set: str) -> dict[str, Any]:
+    """Input files of one significance test, by role (for ``unpack`` in the rule)."""
+    concatenated = is_concatenation(config, corpus, test_set)
+    system = system_files(experiment, corpus, test_set, concatenated)
+    base = system_files(baseline, corpus, test_set, concatenated)
+    refs = reference_files(config, corpus, test_set)
+    return {"system": system["hyp"], "system_tok": system["tok"], "baseline": base["hyp"], "baseline_tok": base["tok"],
+            "refs": refs["refs"], "tok_ref": refs["tok"]}
+
+
+def paper_tables_present(config: dict[str, Any]) -> list[str]:
+    """Papers with at least one experiment on an active corpus, in :data:`PAPERS` order."""
+    papers = {config["experiments"][e].get("paper") for e, _ in active_runs(config)}
+    return [p for p in PAPERS if p in papers]
+
+
+def length_analyses(config: dict[str, Any]) -> list[tuple[str, str]]:
+    """(corpus, test set) pairs with at least one system: one BLEU-by-length plot each."""
+    corpora = dict.fromkeys(c for _, c in active_runs(config))
+    return [(c, t) for c in corpora for t in config["corpora"][c]["test_sets"]]
+
+
+def length_systems(config: dict[str, Any], corpus: str) -> list[str]:
+    """The experiments drawn in a corpus' length plots, in config order."""
+    return [e for e, c in active_runs(config) if c == corpus]
+
+
+def length_inputs(config: dict[str, Any], corpus: str, test_set: str) -> dict[str, Any]:
+    """Source, system outputs (in :func:`length_systems` order) and references of one length analysis."""
+    tokenized = evaluation_settings(config)["length_metric"] == "tokenized_bleu"
+    refs = reference_files(config, corpus, test_set)
+    return {
+        "source": source_file(config, corpus, test_set),
+        "systems": [system_files(e, corpus, test_set, False)["tok" if tokenized else "hyp"] for e in length_systems(config, corpus)],
+        "refs": [refs["tok"]] if tokenized else refs["refs"],
+    }
+
+
+def report_metadata(config: dict[str, Any]) -> dict[str, Any]:
+    """What the results table needs from the config (JSON-able; the ``--metadata`` of
+    ``workflow_scripts.tables collect``), in config order."""
+    runs = active_runs(config)
+    used = dict.fromkeys(c for _, c in runs)
+    settings = evaluation_settings(config)
+    return {
+        "experiments": {
+            name: {
+                "family": spec["family"],
+                "subwords": spec["subwords"],
+                "paper": spec.get("paper") or "",
+                "variant": spec.get("variant") or name,
+                "input": spec.get("input") or "",
+                "tables": list(spec.get("tables") or []),
+                "baselines": baselines_of(config, name),
+                "corpora": [c for e, c in runs if e == name],
+            }
+            for name, spec in config["experiments"].items()
+        },
+        "corpora": {
+            corpus: {
+                "src": config["corpora"][corpus]["src"],
+                "tgt": config["corpora"][corpus]["tgt"],
+                "test_sets": list(config["corpora"][corpus]["test_sets"]),
+                "concatenations": concatenations_of(config, corpus),
+            }
+            for corpus in used
+        },
+        "significance_metrics": settings["significance_metrics"],
+    }
+
+
+def report_inputs(config: dict[str, Any]) -> list[str]:
+    """Every file the results table reads: scores, comparisons, model information."""
+    files = []
+    for experiment, corpus in active_runs(config):
+        files.append(model_info_path(experiment, corpus))
+        for test_set in evaluation_sets(config, corpus):
+            files.append(system_files(experiment, corpus, test_set, is_concatenation(config, corpus, test_set))["scores"])
+    files += [comparison_path(*c) for c in comparisons(config)]
+    return files
+
+
+def report_targets(config: dict[str, Any]) -> list[str]:
+    """The end of `all`: the results table, paper tables and length plots."""
+    targets = [f"{REPORT_ROOT}/results.csv"]
+    for paper in paper_tables_present(config):
+        targets += [f"{REPORT_ROOT}/tables/{paper}.{ext}" for ext in ("md", "tex", "html")]
+    for corpus, test_set in length_analyses(config):
+        targets += [f"{REPORT_ROOT}/length/{corpus}/{test_set}.{ext}" for ext in ("csv", "png")]
+    return targets

@@ -1,0 +1,495 @@
+"""The tidy results table and the papers' result tables (Markdown, LaTeX, HTML).
+
+``collect`` gathers, for every (experiment, corpus, test set, metric) the config ran, the
+score (``T.scores.json``), the comparison with the experiment's baseline
+(``significance/T.vs.B.json``; with several baselines, the best one on that test set and
+metric, as the lattice paper's "best baseline") and the model's parameter count and training
+speed (``model_info.json``) into one CSV, one row each.  Columns: :data:`RESULT_COLUMNS`.
+
+``render`` lays the rows of one paper's experiments out as that paper's tables
+(:data:`LAYOUTS`): rows are the paper's variants (``experiments.X.variant``) and the
+baselines they are compared with, columns the test sets of the corpus (or one column group
+per language pair), scores with significance markers against the baseline, the best score
+of each column in bold.  A table takes the corpora of its language pairs; whatever variants
+the config ran fill it, and a paper's experiments on other language pairs get an extra
+table of the same kind.
+
+    python -m workflow_scripts.tables collect --metadata JSON --output results.csv
+    python -m workflow_scripts.tables render --results results.csv --paper lattice
+        [--marker-test sign] --markdown lattice.md --latex lattice.tex --html lattice.html
+"""
+from __future__ import annotations
+
+import argparse
+import html
+import json
+import math
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from workflow_scripts import evaluation as ev
+from workflow_scripts.textio import DataError, atomic_output
+
+SCORE_METRICS = ("bleu", "chrf", "tokenized_bleu")
+RESULT_COLUMNS = (
+    "experiment", "family", "paper", "variant", "input", "tables", "baselines", "subwords",
+    "corpus", "pair", "test_set", "concatenation", "metric", "score", "signature",
+    "num_sentences", "num_references", "baseline", "baseline_score", "delta",
+    "p_sign", "sign_better", "sign_worse", "sign_ties", "p_paired_bs", "p_paired_ar",
+    "parameters", "train_tokens_per_s",
+)
+METRIC_NAMES = {"bleu": "sacreBLEU", "tokenized_bleu": "BLEU (tokenised, multi-bleu.perl style)", "chrf": "chrF2"}
+TEST_NAMES = {"sign": "sign test (Collins et al., 2005)", "paired_bs": "paired bootstrap resampling",
+              "paired_ar": "paired approximate randomisation"}
+
+
+# ----------------------------------------------------------------------------- collect
+def _read_json(path: Path) -> dict[str, Any]:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise DataError(path, "no such file") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise DataError(path, f"not valid JSON ({exc})") from None
+
+
+def _pair(corpus: dict[str, Any]) -> str:
+    return f"{corpus['src']}-{corpus['tgt']}"
+
+
+def collect_results(metadata: dict[str, Any], root: str | Path = ".") -> pd.DataFrame:
+    """One row per (experiment, corpus, test set, metric); ``metadata`` as made by
+    :func:`workflow_scripts.evaluation.report_metadata`, files below ``root``."""
+    root = Path(root)
+    experiments, corpora = metadata["experiments"], metadata["corpora"]
+    cache: dict[str, dict[str, Any]] = {}
+
+    def load(relative: str) -> dict[str, Any]:
+        if relative not in cache:
+            cache[relative] = _read_json(root / relative)
+        return cache[relative]
+
+    rows = []
+    for name, exp in experiments.items():
+        for corpus in exp["corpora"]:
+            spec = corpora[corpus]
+            info = load(ev.model_info_path(name, corpus))
+            for test_set in spec["test_sets"] + list(spec["concatenations"]):
+                concatenated = test_set in spec["concatenations"]
+                scores_file = ev.system_files(name, corpus, test_set, concatenated)["scores"]
+                scores = load(scores_file)
+                for metric in SCORE_METRICS:
+                    entry = scores.get(metric)
+                    if entry is None:
+                        continue
+                    row = {
+                        "experiment": name, "family": exp["family"], "paper": exp["paper"], "variant": exp["variant"],
+                        "input": exp["input"], "tables": " ".join(exp["tables"]), "baselines": " ".join(exp["baselines"]),
+                        "subwords": exp["subwords"], "corpus": corpus, "pair": _pair(spec), "test_set": test_set,
+                        "concatenation": concatenated, "metric": metric, "score": entry["score"],
+                        "signature": entry["signature"], "num_sentences": scores["num_sentences"],
+                        "num_references": scores["num_references"], "parameters": info["parameters"],
+                        "train_tokens_per_s": info["train_tokens_per_s"],
+                    }
+                    row.update(_versus_best_baseline(exp, name, corpus, test_set, concatenated, metric, entry, load, scores_file))
+                    rows.append(row)
+    frame = pd.DataFrame(rows, columns=list(RESULT_COLUMNS))
+    return frame.astype({"parameters": "Int64", "sign_better": "Int64", "sign_worse": "Int64", "sign_ties": "Int64",
+                         "num_sentences": "Int64", "num_references": "Int64"})
+
+
+def _versus_best_baseline(exp, name, corpus, test_set, concatenated, metric, entry, load, scores_file) -> dict[str, Any]:
+    """Baseline columns of one row: the best-scoring baseline on this test set and metric
+    and the p-values of the comparison with it (empty without a baseline or a test)."""
+    best = None
+    for baseline in exp["baselines"]:
+        base_entry = load(ev.system_files(baseline, corpus, test_set, concatenated)["scores"]).get(metric)
+        if base_entry is not None and (best is None or base_entry["score"] > best[1]):
+            best = (baseline, base_entry["score"])
+    if best is None:
+        return {}
+    baseline, baseline_score = best
+    values: dict[str, Any] = {"baseline": baseline, "baseline_score": baseline_score, "delta": entry["score"] - baseline_score}
+    comparison_file = ev.comparison_path(name, baseline, corpus, test_set)
+    tested = load(comparison_file)["metrics"].get(metric)
+    if tested is None:
+        return values
+    for side, expected in (("system", entry["score"]), ("baseline", baseline_score)):
+        if not math.isclose(tested[f"{side}_score"], expected, rel_tol=0, abs_tol=1e-9):
+            raise DataError(comparison_file, f"{metric} {side} score {tested[f'{side}_score']} differs from the score "
+                                             f"file's {expected} (stale file? {scores_file})")
+    if "sign" in tested:
+        sign = tested["sign"]
+        values.update(p_sign=sign["p_value"], sign_better=sign["better"], sign_worse=sign["worse"], sign_ties=sign["ties"])
+    for test in ("paired_bs", "paired_ar"):
+        if test in tested:
+            values[f"p_{test}"] = tested[test]["p_value"]
+    return values
+
+
+def read_results(path: str | Path) -> pd.DataFrame:
+    """The CSV written by ``collect`` (list columns as space-separated names)."""
+    frame = pd.read_csv(path, keep_default_na=False, na_values=[""],
+                        dtype={"tables": str, "baselines": str, "input": str, "paper": str, "baseline": str})
+    missing = [c for c in RESULT_COLUMNS if c not in frame.columns]
+    if missing:
+        raise DataError(path, f"not a results table: no column '{missing[0]}'", 1)
+    return frame.fillna({"tables": "", "baselines": "", "input": "", "paper": "", "baseline": ""})
+
+
+# ----------------------------------------------------------------------------- layouts
+@dataclass(frozen=True)
+class Markers:
+    """Significance markers, strictest level first: (alpha, better, worse)."""
+
+    levels: tuple[tuple[float, str, str], ...]
+
+    def mark(self, p_value: float, delta: float) -> str:
+        if p_value is None or delta is None or math.isnan(p_value) or math.isnan(delta) or delta == 0:
+            return ""
+        for alpha, better, worse in self.levels:
+            if p_value < alpha:
+                return better if delta > 0 else worse
+        return ""
+
+    def legend(self) -> str:
+        return "; ".join(f"{better} / {worse}: significantly better / worse than the baseline (p < {alpha})"
+                         for alpha, better, worse in self.levels)
+
+
+DAGGER = Markers(((0.01, "†", "‡"),))  # lattice paper: "† ... significant difference (p < 0.01)"
+PLUS = Markers(((0.01, "++", "−−"), (0.05, "+", "−")))  # reordering paper's "++"/"+" convention
+
+
+@dataclass(frozen=True)
+class Layout:
+    """One result table of a paper.
+
+    ``pairs``: language pairs whose corpora it shows; ``columns``: ``"test_sets"`` (one
+    column per test set of the corpus) or ``"pairs"`` (one column group per corpus, its
+    first test set); ``labels``: (header, results column) of the row-label columns (a
+    ``pair`` label puts all matching corpora in one table, otherwise one table per corpus);
+    ``extras``: ``params`` and/or ``speed`` columns; ``main``: experiments without a
+    ``tables`` list appear here."""
+
+    paper: str
+    key: str
+    caption: str
+    pairs: tuple[str, ...]
+    columns: str
+    labels: tuple[tuple[str, str], ...]
+    metric: str
+    markers: Markers
+    extras: tuple[str, ...] = ()
+    main: bool = True
+
+
+_SYSTEM_INPUT = (("System", "variant"), ("Input", "input"))
+LAYOUTS: dict[str, tuple[Layout, ...]] = {
+    "lattice": (
+        Layout("lattice", "table2", "Lattice paper, Table 2: translation performance on Zh-En (NIST in the paper)",
+               ("zh-en",), "test_sets", _SYSTEM_INPUT, "bleu", DAGGER),
+        Layout("lattice", "table3", "Lattice paper, Table 3: translation performance on En-De (IWSLT2016 in the paper)",
+               ("en-de",), "test_sets", _SYSTEM_INPUT, "bleu", DAGGER),
+        Layout("lattice", "table4", "Lattice paper, Table 4: normal positional encodings (PE) and PE + LSA on lattice inputs",
+               ("zh-en",), "test_sets", (("Systems", "variant"),), "bleu", DAGGER, main=False),
+    ),
+    "reordering": (
+        Layout("reordering", "table1", "Reordering paper, Table 1: En-De (WMT14 newstest2014 in the paper; sacreBLEU)",
+               ("en-de",), "test_sets", (("System", "variant"), ("Architecture", "family")), "bleu", PLUS, ("speed", "params")),
+        Layout("reordering", "table2", "Reordering paper, Table 2: Zh-En (NIST in the paper; multi-bleu)",
+               ("zh-en",), "test_sets", (("System", "variant"),), "tokenized_bleu", PLUS, ("params",)),
+        Layout("reordering", "table3", "Reordering paper, Table 3: Ja-En (WAT ASPEC in the paper; multi-bleu)",
+               ("ja-en",), "test_sets", (("System", "variant"),), "tokenized_bleu", PLUS, ("params",)),
+    ),
+    "graph": (
+        Layout("graph", "table2", "Graph-Transformer, Table 2: BLEU and parameter counts on De-En and En-De (multi-BLEU)",
+               ("de-en", "en-de"), "pairs", (("Model", "variant"),), "tokenized_bleu", PLUS, ("params",)),
+    ),
+    "char": (
+        Layout("char", "table3", "char2word paper, Table 3: character-level models (WMT'15 in the paper)",
+               ("de-en", "en-de"), "test_sets", (("Model", "variant"), ("Language", "pair")), "tokenized_bleu", PLUS),
+    ),
+    "esc": (
+        Layout("esc", "main", "Explicit sentence compression, main results: En-De and En-Fr (WMT14 in the paper)",
+               ("en-de", "en-fr"), "pairs", (("System", "variant"), ("Architecture", "family")), "tokenized_bleu", PLUS,
+               ("params",)),
+    ),
+}
+EXTRA_HEADERS = {"params": "#Params", "speed": "#Speed (tok/s)"}
+
+
+def _other_pairs_layout(paper: str, pairs: tuple[str, ...]) -> Layout:
+    return Layout(paper, "other", f"{paper} experiments on further language pairs", pairs, "test_sets",
+                  (("System", "variant"),), "bleu", LAYOUTS[paper][0].markers, ("params",))
+
+
+# ----------------------------------------------------------------------------- grid
+@dataclass
+class Cell:
+    text: str
+    marker: str = ""
+    bold: bool = False
+
+
+@dataclass
+class Grid:
+    """A rendered table before formatting: ``columns`` are (group, name) pairs."""
+
+    caption: str
+    label: str
+    columns: list[tuple[str, str]]
+    rows: list[list[Cell]]
+    notes: list[str] = field(default_factory=list)
+    n_labels: int = 1
+
+
+def _fmt_params(value: Any) -> str:
+    if value is None or pd.isna(value):
+        return "–"
+    value = int(value)
+    if value >= 1_000_000:
+        return f"{value / 1e6:.1f}M"
+    return f"{value / 1e3:.1f}K" if value >= 1_000 else str(value)
+
+
+def _fmt_speed(value: Any) -> str:
+    return "–" if value is None or pd.isna(value) else f"{float(value):,.0f}"
+
+
+def _pair_label(pair: str) -> str:
+    return "-".join(part.capitalize() for part in pair.split("-"))
+
+
+def _members(results: pd.DataFrame, layout: Layout, corpora: list[str]) -> list[str]:
+    """Experiments shown in one table: the paper's experiments selected for it and, before
+    them, the baselines they are compared with; in config (first-appearance) order."""
+    rows = results[results["corpus"].isin(corpora)]
+    order = list(dict.fromkeys(rows["experiment"]))
+    meta = rows.drop_duplicates("experiment").set_index("experiment")
+    chosen = []
+    for name in order:
+        if meta.at[name, "paper"] != layout.paper:
+            continue
+        tables = meta.at[name, "tables"].split()
+        if layout.key == "other" or (layout.key in tables if tables else layout.main):
+            chosen.append(name)
+    baselines = [b for name in chosen for b in meta.at[name, "baselines"].split()]
+    return [n for n in order if n in baselines and n not in chosen] + chosen
+
+
+def _score_cell(rows: pd.DataFrame, experiment: str, corpus: str, test_set: str, metric: str,
+                markers: Markers, marker_test: str) -> Cell:
+    hit = rows[(rows["experiment"] == experiment) & (rows["corpus"] == corpus)
+               & (rows["test_set"] == test_set) & (rows["metric"] == metric)]
+    if hit.empty:
+        return Cell("–")
+    row = hit.iloc[0]
+    return Cell(f"{row['score']:.2f}", markers.mark(row[f"p_{marker_test}"], row["delta"]))
+
+
+def _extra_cell(rows: pd.DataFrame, experiment: str, corpus: str, extra: str) -> Cell:
+    hit = rows[(rows["experiment"] == experiment) & (rows["corpus"] == corpus)]
+    if hit.empty:
+        return Cell("–")
+    column = "parameters" if extra == "params" else "train_tokens_per_s"
+    return Cell((_fmt_params if extra == "params" else _fmt_speed)(hit.iloc[0][column]))
+
+
+def _bold_best(grid: Grid, score_columns: list[int]) -> None:
+    for j in score_columns:
+        values = [float(row[j].text) for row in grid.rows if row[j].text != "–"]
+        for row in grid.rows:
+            row[j].bold = bool(values) and row[j].text != "–" and float(row[j].text) == max(values)
+
+
+def _label_cells(rows: pd.DataFrame, experiment: str, corpus: str, labels) -> list[Cell]:
+    meta = rows[rows["experiment"] == experiment].iloc[0]
+    cells = []
+    for _, column in labels:
+        value = _pair_label(rows[rows["corpus"] == corpus].iloc[0]["pair"]) if column == "pair" else meta[column]
+        cells.append(Cell(str(value)))
+    return cells
+
+
+def _signatures(rows: pd.DataFrame, metric: str) -> str:
+    return ", ".join(sorted(set(rows.loc[rows["metric"] == metric, "signature"])))
+
+
+def layout_grids(results: pd.DataFrame, layout: Layout, marker_test: str = "sign") -> list[Grid]:
+    """The tables of one layout filled from the results (none when nothing matches)."""
+    rows = results[results["pair"].isin(layout.pairs)]
+    corpora = list(dict.fromkeys(rows["corpus"]))
+    per_corpus = layout.columns == "test_sets" and all(column != "pair" for _, column in layout.labels)
+    groups = [[c] for c in corpora] if per_corpus else ([corpora] if corpora else [])
+    grids = []
+    for group in groups:
+        members = _members(rows, layout, group)
+        if not members:
+            continue
+        grid_rows = rows[rows["corpus"].isin(group)]
+        headers = [("", header) for header, _ in layout.labels]
+        notes = [f"Metric: {METRIC_NAMES[layout.metric]}; signatures: {_signatures(grid_rows, layout.metric)}."]
+        if layout.columns == "test_sets":
+            test_sets = list(dict.fromkeys(grid_rows["test_set"]))
+            headers += [("", t) for t in test_sets] + [("", EXTRA_HEADERS[e]) for e in layout.extras]
+            score_columns = list(range(len(layout.labels), len(layout.labels) + len(test_sets)))
+            body = []
+            for corpus in group:
+                for name in members:
+                    if grid_rows[(grid_rows["experiment"] == name) & (grid_rows["corpus"] == corpus)].empty:
+                        continue
+                    body.append(_label_cells(grid_rows, name, corpus, layout.labels)
+                                + [_score_cell(grid_rows, name, corpus, t, layout.metric, layout.markers, marker_test)
+                                   for t in test_sets]
+                                + [_extra_cell(grid_rows, name, corpus, e) for e in layout.extras])
+            suffix = f" ({group[0]})" if per_corpus else ""
+        else:
+            pair_counts = grid_rows.drop_duplicates("corpus")["pair"].value_counts()
+            score_columns, body = [], []
+            for corpus in group:
+                pair = grid_rows[grid_rows["corpus"] == corpus].iloc[0]["pair"]
+                name = _pair_label(pair) + (f" ({corpus})" if pair_counts[pair] > 1 else "")
+                score_columns.append(len(headers))
+                headers += [(name, "BLEU")] + [(name, EXTRA_HEADERS[e]) for e in layout.extras]
+                test_set = grid_rows[grid_rows["corpus"] == corpus].iloc[0]["test_set"]
+                notes.append(f"{name}: {corpus}, test set {test_set}.")
+            for experiment in members:
+                cells = _label_cells(grid_rows, experiment, group[0], layout.labels)
+                for corpus in group:
+                    test_set = grid_rows[grid_rows["corpus"] == corpus].iloc[0]["test_set"]
+                    cells += [_score_cell(grid_rows, experiment, corpus, test_set, layout.metric, layout.markers, marker_test)]
+                    cells += [_extra_cell(grid_rows, experiment, corpus, e) for e in layout.extras]
+                body.append(cells)
+            suffix = ""
+        notes.append(f"{layout.markers.legend()}; {TEST_NAMES[marker_test]}, against the (best) baseline; bold: best in column.")
+        grid = Grid(layout.caption + suffix, f"tab:{layout.paper}-{layout.key}" + (f"-{group[0]}" if per_corpus else ""),
+                    headers, body, notes, len(layout.labels))
+        _bold_best(grid, score_columns)
+        grids.append(grid)
+    return grids
+
+
+def paper_grids(results: pd.DataFrame, paper: str, marker_test: str = "sign") -> list[Grid]:
+    """Every table of ``paper``; its experiments on pairs none of them covers get one more."""
+    layouts = list(LAYOUTS[paper])
+    covered = {pair for layout in layouts for pair in layout.pairs}
+    own_pairs = results.loc[results["paper"] == paper, "pair"]
+    others = tuple(dict.fromkeys(p for p in own_pairs if p not in covered))
+    if others:
+        layouts.append(_other_pairs_layout(paper, others))
+    return [grid for layout in layouts for grid in layout_grids(results, layout, marker_test)]
+
+
+# ----------------------------------------------------------------------------- formats
+_LATEX_MARKERS = {"†": r"$^{\dagger}$", "‡": r"$^{\ddagger}$", "++": "$^{++}$", "+": "$^{+}$", "−−": "$^{--}$", "−": "$^{-}$"}
+
+
+def _frame(grid: Grid, cell_text) -> pd.DataFrame:
+    grouped = any(group for group, _ in grid.columns)
+    columns = pd.MultiIndex.from_tuples(grid.columns) if grouped else [name for _, name in grid.columns]
+    return pd.DataFrame([[cell_text(j, cell) for j, cell in enumerate(row)] for row in grid.rows], columns=columns)
+
+
+def to_markdown(grid: Grid) -> str:
+    def text(j: int, cell: Cell) -> str:
+        value = cell.text + cell.marker
+        return f"**{value}**" if cell.bold else value
+
+    frame = _frame(grid, text)
+    if isinstance(frame.columns, pd.MultiIndex):
+        frame.columns = [f"{group} {name}".strip() for group, name in frame.columns]
+    table = frame.to_markdown(index=False, disable_numparse=True)
+    notes = "\n".join(f"- {note}" for note in grid.notes)
+    return f"### {grid.caption}\n\n{table}\n\n{notes}\n"
+
+
+_LATEX_SPECIALS = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
+                   "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}"}
+
+
+def _latex_escape(text: str) -> str:
+    """Caption and note text for LaTeX (the Styler escapes the cells it formats itself)."""
+    return "".join(_LATEX_SPECIALS.get(ch, ch) for ch in text)
+
+
+def to_latex(grid: Grid) -> str:
+    def text(j: int, cell: Cell) -> str:
+        if j < grid.n_labels:
+            return cell.text  # escaped by the Styler below
+        value = cell.text.replace("–", "--")
+        value = rf"\textbf{{{value}}}" if cell.bold else value
+        return value + _LATEX_MARKERS.get(cell.marker, "")
+
+    frame = _frame(grid, text)
+    styler = frame.style.hide(axis="index").format(escape="latex", subset=pd.IndexSlice[:, frame.columns[: grid.n_labels]])
+    styler = styler.format_index(escape="latex", axis=1)
+    align = "l" * grid.n_labels + "r" * (len(grid.columns) - grid.n_labels)
+    body = styler.to_latex(column_format=align, hrules=True, multicol_align="c", position="t",
+                           caption=_latex_escape(grid.caption), label=grid.label, position_float="centering")
+    notes = " ".join(_latex_escape(note) for note in grid.notes)
+    return body.replace(r"\end{table}", f"\\par\\footnotesize {notes}\n\\end{{table}}") + "\n"
+
+
+def to_html(grid: Grid) -> str:
+    def text(j: int, cell: Cell) -> str:
+        value = html.escape(cell.text) + (f"<sup>{html.escape(cell.marker)}</sup>" if cell.marker else "")
+        return f"<b>{value}</b>" if cell.bold else value
+
+    frame = _frame(grid, text)
+    table = frame.style.hide(axis="index").set_caption(html.escape(grid.caption)).to_html()
+    notes = "".join(f"<li>{html.escape(note)}</li>" for note in grid.notes)
+    return f"<section>\n{table}\n<ul>{notes}</ul>\n</section>\n"
+
+
+def render_paper(results: pd.DataFrame, paper: str, marker_test: str = "sign") -> dict[str, str]:
+    """Markdown, LaTeX and HTML documents holding every table of ``paper``."""
+    grids = paper_grids(results, paper, marker_test)
+    if not grids:
+        empty = f"No results of {paper} experiments."
+        return {"markdown": empty + "\n", "latex": f"% {empty}\n", "html": f"<p>{html.escape(empty)}</p>\n"}
+    return {
+        "markdown": "\n".join(to_markdown(g) for g in grids),
+        "latex": "% requires \\usepackage{booktabs}\n" + "\n".join(to_latex(g) for g in grids),
+        "html": "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>"
+                + html.escape(paper) + "</title></head><body>\n" + "".join(to_html(g) for g in grids) + "</body></html>\n",
+    }
+
+
+# ----------------------------------------------------------------------------- CLI
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m workflow_scripts.tables", description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    collect = sub.add_parser("collect", help="gather scores, p-values and model information into one CSV")
+    collect.add_argument("--metadata", required=True, help="JSON from workflow_scripts.evaluation.report_metadata")
+    collect.add_argument("--output", required=True)
+    render = sub.add_parser("render", help="one paper's tables as Markdown, LaTeX and HTML")
+    render.add_argument("--results", required=True)
+    render.add_argument("--paper", required=True, choices=list(LAYOUTS))
+    render.add_argument("--marker-test", default="sign", choices=list(TEST_NAMES))
+    render.add_argument("--markdown", required=True)
+    render.add_argument("--latex", required=True)
+    render.add_argument("--html", required=True)
+    args = parser.parse_args(argv)
+    try:
+        if args.command == "collect":
+            frame = collect_results(json.loads(args.metadata))
+            with atomic_output(args.output) as handle:
+                frame.to_csv(handle, index=False)
+        else:
+            documents = render_paper(read_results(args.results), args.paper, args.marker_test)
+            for key in ("markdown", "latex", "html"):
+                with atomic_output(getattr(args, key)) as handle:
+                    handle.write(documents[key])
+    except (DataError, json.JSONDecodeError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
