@@ -406,9 +406,9 @@ class CTranslate2(Peer):
 
     key, label = "ctranslate2", "CTranslate2 3.24 (OpenNMT-py weights)"
 
-    def __init__(self, setup: Setup, work: Path, onmt: OpenNMTPy, *, reinstall: bool = False):
+    def __init__(self, setup: Setup, work: Path, *, reinstall: bool = False):
         super().__init__(setup, work, reinstall=reinstall)
-        self.onmt = onmt
+        self.onmt = OpenNMTPy(setup, work, reinstall=reinstall)
 
     @property
     def venv_name(self) -> str:
@@ -421,7 +421,7 @@ class CTranslate2(Peer):
         self.venv.ensure()
         s = self.setup
         if not self.onmt.model_path.exists():
-            raise PeerError("needs OpenNMT-py's trained checkpoint (add opennmt-py to --peers)")
+            raise PeerError("needs OpenNMT-py's trained checkpoint (OpenNMT-py training failed)")
         converted, output = self.work / "model", self.work / "test.hyp"
         env = child_env(s)
         run_logged([self.venv.bin("ct2-opennmt-py-converter"), "--model_path", self.onmt.model_path,

@@ -1,0 +1,453 @@
+"""Training and beam-search decoding throughput: our baseline against established toolkits.
+
+On Multi30k en-de (tokenised, 8k joint BPE; the workflow's files under
+``results/data/multi30k_en_de/bpe8000`` when they exist, otherwise made here from the data
+mirror with the same ``workflow_scripts`` steps and config.yaml's corpus settings), every
+system trains the same shape (3+3 layers, d 256, 4 heads, FFN 1024, dropout 0.1, shared
+source/target embeddings tied to the output layer, sinusoidal positions) with the same
+~4096-token batches (rows * longer side), Adam (0.9, 0.98), inverse-square-root schedule
+and label smoothing 0.1 from config.yaml's ``training`` section, fp32.
+
+Measured, in one run, on ``--threads`` CPU threads (or ``--device cuda``):
+
+* training: target tokens/s (y + EOS, OpenNMT-py's ``n_words``) and source+target
+  tokens/s (source without EOS, OpenNMT-py's ``n_src_words``) over ``--updates`` updates
+  after ``--warmup`` updates, from each system's own interval timing (ours: the
+  ``tokens_per_s`` the Trainer writes to metrics.csv, which leaves out checkpoint saving);
+* decoding: beam 4 on test_2016_flickr with the model just trained, sentences/s and
+  output tokens/s (BPE units, EOS not counted; what OpenNMT-py's "Tokens per second"
+  counts), batches of ``--decode-batch-tokens`` source tokens;
+* the fp32 GEMM peak of this machine at the same thread count (best ``torch.mm``
+  GFLOP/s over square sizes 512-2048) and each system's model FLOP/s, estimated as
+  ``6 * (P_enc * encoder tokens + (P_dec + d*V) * target tokens)`` per second with
+  ``P_enc``/``P_dec`` the non-embedding parameters of the encoder/decoder layers and
+  ``d*V`` the (tied) output projection; attention-score matmuls are left out.
+
+Peers (``--peers``) run in their own virtual environments under ``benchmarks/.venvs``
+(see ``benchmarks/_peers.py``); a peer that fails gets its reason in the table.
+Prints one Markdown table and writes it, with the raw numbers as JSON and every log,
+to ``--work-dir``.
+
+    python benchmarks/throughput.py                     # full run (about 30-60 min on 2 cores)
+    python benchmarks/throughput.py --quick             # smoke run: a few updates, 100 test sentences
+    python benchmarks/throughput.py --peers opennmt-py ctranslate2 --threads 2
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import dataclasses
+import json
+import os
+import platform
+import shutil
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+import torch
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:  # run as a script from anywhere
+    sys.path.insert(0, str(ROOT))
+
+from benchmarks._peers import (  # noqa: E402
+    CTranslate2, DecodeSpeed, OpenNMTPy, Peer, PeerError, Setup, TrainSpeed, aggregate_intervals, count_output,
+)
+from benchmarks import _peers  # noqa: E402
+
+CORPUS = "multi30k_en_de"
+MERGES = 8000
+TEST_SET = "test_2016_flickr"
+PEERS: dict[str, Callable[..., Peer]] = {
+    "opennmt-py": OpenNMTPy,
+    "ctranslate2": CTranslate2,
+    "sockeye": _peers.Sockeye,
+    "joeynmt": _peers.JoeyNMT,
+    "fairseq": _peers.Fairseq,
+}
+BASELINE = "opennmt-py"
+
+
+# ---------------------------------------------------------------------- data
+def default_data_dir() -> Path:
+    return Path(os.environ.get("NMT_DATA_MIRROR") or ROOT.parent / "shared" / "data")
+
+
+def workflow_files(spec: dict[str, Any]) -> dict[str, Path]:
+    """The workflow's BPE files of the training and test split (may not exist yet)."""
+    src, tgt = spec["src"], spec["tgt"]
+    base = ROOT / "results" / "data" / CORPUS / f"bpe{MERGES}"
+    return {f"{split}.{lang}": base / f"{split}.{src}-{tgt}.{lang}" for split in ("train", TEST_SET) for lang in (src, tgt)}
+
+
+def prepare_data(config: dict[str, Any], data_dir: Path, work: Path, threads: int, log: Callable[[str], None]) -> tuple[dict[str, Path], str]:
+    """Tokenised, BPE-encoded train and test files: the workflow's, or made with its steps."""
+    spec = config["corpora"][CORPUS]
+    files = workflow_files(spec)
+    if all(path.exists() for path in files.values()):
+        return files, f"workflow outputs {files['train.' + spec['src']].parent.relative_to(ROOT)}"
+    from workflow_scripts import bpe, preprocess
+
+    src, tgt = spec["src"], spec["tgt"]
+    out = work / "data"
+    made = {key: out / f"bpe.{key}" for key in files}
+    if all(path.exists() for path in made.values()):
+        return made, f"prepared earlier in {out}"
+    out.mkdir(parents=True, exist_ok=True)
+    settings = [preprocess.language_settings(spec, lang) for lang in (src, tgt)]
+    for split, train in (("train", True), (TEST_SET, False)):
+        raw = []
+        for lang in (src, tgt):
+            mirror = data_dir / spec["downloads"][f"{split}.{lang}"]["mirror"]
+            if not mirror.exists():
+                sys.exit(f"{mirror} not found: pass --data-dir or set NMT_DATA_MIRROR")
+            raw.append(str(mirror))
+        log(f"tokenising {split} ({', '.join(raw)})")
+        counts = preprocess.preprocess_files(
+            *settings, tuple(raw), tuple(str(out / f"{kind}.{split}.{lang}") for kind, lang in
+                                         (("tok", src), ("tok", tgt), ("norm", src), ("norm", tgt))),
+            clean=preprocess.clean_settings(spec) if train else None, dedupe=train and spec.get("dedupe", False),
+            unicode_form=config.get("unicode_form", "NFKC"), threads=threads)
+        log(f"  {preprocess.format_counts(counts)}")
+    threshold = spec["bpe"].get("vocabulary_threshold", 1)
+    codes = {lang: str(out / f"codes.{lang}") for lang in (src, tgt)}
+    vocabs = {lang: str(out / f"vocab.{lang}") for lang in (src, tgt)}
+    log(f"learning {MERGES} joint BPE merges")
+    bpe.learn(MERGES, spec["bpe"].get("joint", True), (str(out / f"tok.train.{src}"), str(out / f"tok.train.{tgt}")),
+              (codes[src], codes[tgt]), (vocabs[src], vocabs[tgt]))
+    for key, path in made.items():
+        split, lang = key.rsplit(".", 1)
+        bpe.apply(codes[lang], vocabs[lang], threshold, str(out / f"tok.{split}.{lang}"), str(path), threads=threads)
+    return made, f"made here from {data_dir} (workflow_scripts preprocess + bpe, config.yaml settings) in {out}"
+
+
+def head_file(source: Path, target: Path, lines: int | None) -> Path:
+    """``target`` holding the first ``lines`` lines of ``source`` (all with None)."""
+    with open(source, encoding="utf-8") as handle:
+        kept = handle.readlines()[:lines]
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text("".join(kept), encoding="utf-8")
+    return target
+
+
+# ---------------------------------------------------------------------- FLOPs
+def gemm_peak(threads: int, device: str, sizes: tuple[int, ...] = (512, 1024, 2048), seconds: float = 1.0) -> float:
+    """Best fp32 ``torch.mm`` GFLOP/s over square ``sizes`` (each timed ~``seconds`` x 3)."""
+    torch.set_num_threads(threads)
+    sync = torch.cuda.synchronize if device.startswith("cuda") else (lambda: None)
+    best = 0.0
+    for n in sizes:
+        a, b = torch.randn(n, n, device=device), torch.randn(n, n, device=device)
+        c = torch.empty(n, n, device=device)
+        torch.mm(a, b, out=c)
+        sync()
+        start = time.perf_counter()
+        torch.mm(a, b, out=c)
+        sync()
+        reps = max(1, int(seconds / max(time.perf_counter() - start, 1e-6)))
+        for _ in range(3):
+            start = time.perf_counter()
+            for _ in range(reps):
+                torch.mm(a, b, out=c)
+            sync()
+            best = max(best, 2 * n**3 * reps / (time.perf_counter() - start) / 1e9)
+    return best
+
+
+@dataclass(frozen=True)
+class FlopModel:
+    """Non-embedding parameters touched per encoder / target token (analytic, biases and
+    layer norms included); ``output`` is the d x V output projection."""
+
+    encoder: int
+    decoder: int
+    output: int
+
+    @classmethod
+    def of(cls, setup: Setup, vocab_size: int) -> "FlopModel":
+        d, f = setup.d_model, setup.ffn_dim
+        attention = 4 * d * d + 4 * d
+        ffn = 2 * d * f + d + f
+        norm = 2 * d
+        return cls(encoder=setup.layers * (attention + ffn + 2 * norm),
+                   decoder=setup.layers * (2 * attention + ffn + 3 * norm), output=d * vocab_size)
+
+    def flops_per_s(self, speed: TrainSpeed) -> float | None:
+        if speed.encoder_tokens_per_s is None:
+            return None
+        return 6 * (self.encoder * speed.encoder_tokens_per_s + (self.decoder + self.output) * speed.tgt_tokens_per_s)
+
+
+# ---------------------------------------------------------------------- ours
+def measure_ours(setup: Setup, work: Path) -> tuple[TrainSpeed | PeerError, DecodeSpeed | PeerError, int]:
+    """Train with nmtmodels' Trainer, then decode with its beam search; returns the
+    speeds (or the error) and the vocabulary size."""
+    from nmtmodels.config import ModelConfig
+    from nmtmodels.configuration import from_dict
+    from nmtmodels.data import ParallelDataset
+    from nmtmodels.registry import build_model
+    from nmtmodels.search import DecodeConfig
+    from nmtmodels.train import Trainer, TrainConfig, seed_everything, translate_dataset
+    from nmtmodels.vocab import Vocabulary
+
+    class CountingDataset(ParallelDataset):
+        """Records (source tokens without EOS, target tokens + EOS, rows) of every batch the trainer collates."""
+
+        counts: list[tuple[int, int, int]]
+
+        def collate(self, indices):
+            batch = super().collate(indices)
+            rows = len(batch.src_lengths)
+            self.counts.append((int(batch.src_lengths.sum()) - rows, batch.num_target_tokens, rows))
+            return batch
+
+    out = work / "ours"
+    shutil.rmtree(out, ignore_errors=True)  # the Trainer would resume from an old checkpoint
+    out.mkdir(parents=True)
+    log_file = open(out / "train.log", "w", encoding="utf-8")
+    log = lambda message: print(message, file=log_file, flush=True)  # noqa: E731
+    torch.set_num_threads(setup.threads)
+    vocab = Vocabulary.from_corpus([setup.train_src, setup.train_tgt])
+    model_cfg = ModelConfig.from_dict({"preset": "tiny", "dropout": setup.dropout, "share_embeddings": True,
+                                       "tie_output": True, "positional": "sinusoidal"})
+    shape = (model_cfg.encoder_layers, model_cfg.decoder_layers, model_cfg.d_model, model_cfg.heads, model_cfg.ffn_dim)
+    if shape != (setup.layers, setup.layers, setup.d_model, setup.heads, setup.ffn_dim):
+        raise SystemExit(f"the tiny preset {shape} is no longer the benchmark shape; update benchmarks/throughput.py")
+    train_cfg = from_dict(TrainConfig, {
+        "max_tokens": setup.max_tokens, "lr": setup.lr, "warmup_updates": setup.lr_warmup,
+        "label_smoothing": setup.label_smoothing, "max_updates": setup.total_updates, "log_interval": setup.log_interval,
+        "keep_last": 1, "seed": setup.seed, "num_threads": setup.threads, "amp": "none"}, where="train")
+    device = torch.device(setup.device)
+    try:
+        seed_everything(setup.seed)
+        model = build_model(model_cfg, len(vocab), len(vocab))
+        data = CountingDataset.from_files(setup.train_src, setup.train_tgt, vocab, vocab,
+                                          max_positions=model.max_positions(), too_long="skip", log=log)
+        data.counts = []
+        trainer = Trainer(model, train_cfg, data, None, out / "train", model_config=model_cfg.to_dict(),
+                          src_vocab=vocab, tgt_vocab=vocab, device=device, log=log)
+        trainer.train()
+        speed = ours_train_speed(setup, out / "train" / "metrics.csv", data.counts)
+    except Exception as exc:  # noqa: BLE001 - shown in the table like a peer's failure
+        log_file.close()
+        error = PeerError(f"{type(exc).__name__}: {exc}")
+        return error, error, len(vocab)
+    log_file.close()
+    try:
+        test = ParallelDataset.from_files(setup.test_src, None, vocab, None, max_positions=model.max_positions(),
+                                          too_long="error")
+        start = time.perf_counter()
+        hypotheses = translate_dataset(trainer.model, test, DecodeConfig(beam=setup.beam),
+                                       max_tokens=setup.decode_batch_tokens, device=device)
+        seconds = time.perf_counter() - start
+        lines = [" ".join(vocab.decode(row[0].tokens, keep_unk=True)) for row in hypotheses]
+        (out / "test.hyp").write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+        sentences, tokens = count_output(out / "test.hyp")
+        decode = DecodeSpeed(sentences, seconds, sum(len(row[0].tokens) for row in hypotheses),
+                             "timed around translate_dataset")
+        if tokens != decode.output_tokens:
+            raise PeerError(f"wrote {tokens} tokens but the hypotheses hold {decode.output_tokens}")
+    except Exception as exc:  # noqa: BLE001
+        decode = PeerError(f"{type(exc).__name__}: {exc}")
+    return speed, decode, len(vocab)
+
+
+def ours_train_speed(setup: Setup, metrics_csv: Path, counts: list[tuple[int, int, int]]) -> TrainSpeed:
+    """Speed over the updates after the warm-up, from the Trainer's per-interval
+    ``tokens_per_s`` (its timer leaves out validation and checkpoint saving) and the
+    token counts of the batches it collated (one batch per update)."""
+    with open(metrics_csv, encoding="utf-8", newline="") as handle:
+        rows = [row for row in csv.DictReader(handle) if row.get("tokens_per_s")]
+    intervals, rows_seen = [], 0
+    for row in rows:
+        update = int(row["update"])
+        if update <= setup.warmup_updates:
+            continue
+        batches = counts[update - setup.log_interval:update]
+        src, tgt, sentences = (sum(column) for column in zip(*batches))
+        seconds = tgt / float(row["tokens_per_s"])
+        intervals.append((tgt, src, seconds))
+        rows_seen += sentences
+    if not intervals:
+        raise PeerError(f"no metrics rows after update {setup.warmup_updates} in {metrics_csv}")
+    tgt, src = aggregate_intervals(intervals)
+    seconds = sum(s for _, _, s in intervals)
+    updates = len(intervals) * setup.log_interval
+    return TrainSpeed(tgt, src, src + rows_seen / seconds, sum(t for t, _, _ in intervals) / updates, updates,
+                      "Trainer metrics.csv tokens_per_s + collated batch sizes")
+
+
+# ---------------------------------------------------------------------- report
+@dataclass
+class Row:
+    system: str
+    train: TrainSpeed | PeerError | None
+    decode: DecodeSpeed | PeerError | None
+    seconds: float = 0.0
+    load: tuple[float, float] = (0.0, 0.0)
+
+
+def _fmt(value: float | None, digits: int = 0) -> str:
+    return "n/a" if value is None else f"{value:,.{digits}f}"
+
+
+def render_table(rows: list[Row], flops: FlopModel, peak: float) -> str:
+    baseline = next((r for r in rows if r.system == PEERS[BASELINE].label), None)
+    base_train = baseline.train if baseline and isinstance(baseline.train, TrainSpeed) else None
+    base_decode = baseline.decode if baseline and isinstance(baseline.decode, DecodeSpeed) else None
+    lines = [
+        "| system | train tgt tok/s | train src+tgt tok/s | tgt tok/update | train × OpenNMT-py | model GFLOP/s (% of peak) "
+        "| decode sent/s | decode tok/s | decode × OpenNMT-py | note |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|",
+    ]
+    for row in rows:
+        notes = []
+        cells = [row.system]
+        if isinstance(row.train, TrainSpeed):
+            t = row.train
+            both = t.tgt_tokens_per_s + t.src_tokens_per_s if t.src_tokens_per_s is not None else None
+            flop = flops.flops_per_s(t)
+            cells += [_fmt(t.tgt_tokens_per_s), _fmt(both), _fmt(t.tgt_tokens_per_update),
+                      f"{t.tgt_tokens_per_s / base_train.tgt_tokens_per_s:.2f}" if base_train else "n/a",
+                      f"{flop / 1e9:.1f} ({100 * flop / 1e9 / peak:.0f}%)" if flop else "n/a"]
+        else:
+            cells += ["—"] * 5
+            if isinstance(row.train, PeerError):
+                notes.append(f"train: {row.train}")
+        if isinstance(row.decode, DecodeSpeed):
+            d = row.decode
+            cells += [_fmt(d.sentences_per_s, 1), _fmt(d.tokens_per_s),
+                      f"{d.tokens_per_s / base_decode.tokens_per_s:.2f}" if base_decode else "n/a"]
+            notes.append(f"{d.output_tokens / d.sentences:.1f} tok/sent out")
+        else:
+            cells += ["—"] * 3
+            if isinstance(row.decode, PeerError) and str(row.decode) != str(row.train):
+                notes.append(f"decode: {row.decode}")
+        cells.append("; ".join(notes).replace("|", "/"))
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def cpu_name() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="smoke run: 4+8 updates, 100 test sentences, short GEMM timing")
+    parser.add_argument("--peers", nargs="*", default=list(PEERS), choices=list(PEERS),
+                        help=f"toolkits to compare with (default: all; {BASELINE} is the ratio baseline)")
+    parser.add_argument("--no-ours", action="store_true", help="skip our own system (peer debugging)")
+    parser.add_argument("--threads", type=int, default=2, help="CPU threads for every system (default 2)")
+    parser.add_argument("--device", default="cpu", help="cpu or cuda (GPU runs are untested)")
+    parser.add_argument("--warmup", type=int, help="updates before measuring (default 50; quick 4)")
+    parser.add_argument("--updates", type=int, help="measured updates (default 250; quick 8)")
+    parser.add_argument("--log-interval", type=int, help="updates per timing interval; divides --warmup and --updates (default 25; quick 4)")
+    parser.add_argument("--decode-sentences", type=int, help="decode only the first N test sentences (default all 1000; quick 100)")
+    parser.add_argument("--decode-batch-tokens", type=int, default=4096)
+    parser.add_argument("--data-dir", type=Path, default=default_data_dir(), help="data mirror (default $NMT_DATA_MIRROR or ../shared/data)")
+    parser.add_argument("--work-dir", type=Path, default=ROOT / "benchmarks" / "runs" / "throughput")
+    parser.add_argument("--reinstall", action="store_true", help="rebuild the peers' virtual environments")
+    args = parser.parse_args(argv)
+    warmup = args.warmup if args.warmup is not None else (4 if args.quick else 50)
+    updates = args.updates if args.updates is not None else (8 if args.quick else 250)
+    interval = args.log_interval if args.log_interval is not None else (4 if args.quick else 25)
+    if warmup < 0 or updates < 1 or interval < 1 or warmup % interval or updates % interval:
+        parser.error("--log-interval must divide --warmup and --updates (warm-up >= 0, updates >= 1)")
+    if "ctranslate2" in args.peers and BASELINE not in args.peers:
+        parser.error(f"ctranslate2 decodes {BASELINE}'s checkpoint: add {BASELINE} to --peers")
+    decode_sentences = args.decode_sentences if args.decode_sentences is not None else (100 if args.quick else None)
+
+    work = args.work_dir
+    work.mkdir(parents=True, exist_ok=True)
+    say = lambda message: print(message, file=sys.stderr, flush=True)  # noqa: E731
+    config = yaml.safe_load((ROOT / "config.yaml").read_text(encoding="utf-8"))
+    files, data_source = prepare_data(config, args.data_dir, work, args.threads, say)
+    spec, training = config["corpora"][CORPUS], config.get("training", {})
+    src, tgt = spec["src"], spec["tgt"]
+    test_src = head_file(files[f"{TEST_SET}.{src}"], work / "data" / f"decode.{src}", decode_sentences)
+    setup = Setup(train_src=files[f"train.{src}"], train_tgt=files[f"train.{tgt}"], test_src=test_src,
+                  src_lang=src, tgt_lang=tgt, max_tokens=int(training.get("max_tokens", 4096)),
+                  lr=float(training.get("lr", 1e-3)), lr_warmup=int(training.get("warmup_updates", 800)),
+                  label_smoothing=float(training.get("label_smoothing", 0.1)), warmup_updates=warmup,
+                  measured_updates=updates, log_interval=interval, decode_batch_tokens=args.decode_batch_tokens,
+                  threads=args.threads, device=args.device)
+
+    say(f"GEMM peak at {args.threads} threads ...")
+    peak = gemm_peak(args.threads, args.device, seconds=0.2 if args.quick else 1.0)
+    rows: list[Row] = []
+
+    def timed(system: str, body: Callable[[], tuple[Any, Any]]) -> None:
+        say(f"{system} ...")
+        load, start = os.getloadavg()[0], time.perf_counter()
+        train, decode = body()
+        rows.append(Row(system, train, decode, time.perf_counter() - start, (load, os.getloadavg()[0])))
+        for part in (train, decode):
+            if isinstance(part, PeerError):
+                say(f"  {system}: {part}")
+
+    vocab_size = 0
+    if not args.no_ours:
+        def ours() -> tuple[Any, Any]:
+            nonlocal vocab_size
+            train, decode, vocab_size = measure_ours(setup, work)
+            return train, decode
+
+        timed("ours (nmtmodels)", ours)
+    for key in [k for k in PEERS if k in args.peers]:
+        peer = PEERS[key](setup, work, reinstall=args.reinstall)
+
+        def run_peer(peer: Peer = peer) -> tuple[Any, Any]:
+            results = []
+            for step in (peer.train, peer.decode):
+                try:
+                    results.append(step())
+                except PeerError as exc:
+                    results.append(exc)
+            return results[0], results[1]
+
+        timed(peer.label, run_peer)
+
+    if not vocab_size:
+        from nmtmodels.vocab import Vocabulary
+
+        vocab_size = len(Vocabulary.from_corpus([setup.train_src, setup.train_tgt]))
+    flops = FlopModel.of(setup, vocab_size)
+    table = render_table(rows, flops, peak)
+    loads = ", ".join(f"{r.system.split(' ')[0]} {r.load[0]:.1f}->{r.load[1]:.1f}" for r in rows)
+    header = (
+        f"Multi30k {src}-{tgt}, 8k joint BPE ({data_source}); joint vocabulary {vocab_size:,}; "
+        f"{setup.layers}+{setup.layers} layers, d {setup.d_model}, {setup.heads} heads, FFN {setup.ffn_dim}, tied embeddings, "
+        f"{setup.max_tokens}-token batches, fp32; {setup.measured_updates} updates measured after {setup.warmup_updates}; "
+        f"beam {setup.beam} on {count_output(setup.test_src)[0]} {TEST_SET} sentences.\n"
+        f"{args.device} ({cpu_name() if args.device == 'cpu' else torch.cuda.get_device_name()}), {args.threads} threads, "
+        f"torch {torch.__version__}; fp32 GEMM peak {peak:.0f} GFLOP/s; FLOPs = 6 * ({flops.encoder:,} * encoder tokens "
+        f"+ ({flops.decoder:,} + {flops.output:,}) * target tokens).\n"
+        f"1-min load average before->after each system: {loads}"
+        + (" — the machine was busy, numbers are noisy" if any(max(r.load) > args.threads + 0.5 for r in rows) else "")
+        + ("\nQUICK smoke run: too few updates for meaningful numbers." if args.quick else "")
+    )
+    print(header + "\n\n" + table)
+    (work / "table.md").write_text(header + "\n\n" + table + "\n", encoding="utf-8")
+    (work / "results.json").write_text(json.dumps({
+        "setup": {k: str(v) if isinstance(v, Path) else v for k, v in dataclasses.asdict(setup).items()},
+        "data": data_source, "vocab_size": vocab_size, "gemm_peak_gflops": peak, "flop_model": dataclasses.asdict(flops),
+        "rows": [{"system": r.system, "seconds": r.seconds, "load": r.load,
+                  "train": dataclasses.asdict(r.train) if isinstance(r.train, TrainSpeed) else str(r.train),
+                  "decode": dataclasses.asdict(r.decode) if isinstance(r.decode, DecodeSpeed) else str(r.decode)}
+                 for r in rows],
+    }, indent=2), encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()
