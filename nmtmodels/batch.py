@@ -6,10 +6,7 @@ from dataclasses import dataclass, field, replace
 import torch
 from torch import Tensor
 
-# Special symbols shared by every vocabulary (ids fixed so search and models agree).
-PAD, BOS, EOS, UNK = "<pad>", "<s>", "</s>", "<unk>"
-PAD_ID, BOS_ID, EOS_ID, UNK_ID = 0, 1, 2, 3
-SPECIAL_SYMBOLS = (PAD, BOS, EOS, UNK)
+from nmtmodels.symbols import BOS, BOS_ID, EOS, EOS_ID, PAD, PAD_ID, SPECIAL_SYMBOLS, UNK, UNK_ID  # noqa: F401
 
 
 @dataclass

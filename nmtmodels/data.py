@@ -47,12 +47,10 @@ class Ragged:
 
     @classmethod
     def from_lists(cls, rows: Sequence[Sequence[int]]) -> "Ragged":
-        flat = array("i")
-        offsets = array("q", [0])
+        builder = RaggedBuilder()
         for row in rows:
-            flat.extend(row)
-            offsets.append(len(flat))
-        return cls(np.frombuffer(flat, dtype=np.int32).copy(), np.frombuffer(offsets, dtype=np.int64).copy())
+            builder.append(row)
+        return builder.build()
 
     def __len__(self) -> int:
         return len(self.offsets) - 1
@@ -62,6 +60,21 @@ class Ragged:
 
     def lengths(self) -> np.ndarray:
         return np.diff(self.offsets)
+
+
+class RaggedBuilder:
+    """Appends int rows to growing flat buffers (no per-row Python lists kept)."""
+
+    def __init__(self) -> None:
+        self.flat = array("i")
+        self.offsets = array("q", [0])
+
+    def append(self, row: Sequence[int]) -> None:
+        self.flat.extend(row)
+        self.offsets.append(len(self.flat))
+
+    def build(self) -> Ragged:
+        return Ragged(np.frombuffer(self.flat, dtype=np.int32).copy(), np.frombuffer(self.offsets, dtype=np.int64).copy())
 
 
 @dataclass(frozen=True)
@@ -213,12 +226,9 @@ class ParallelDataset:
             raise ValueError(f"too_long must be error, skip or truncate, got {too_long!r}")
         max_src, max_tgt = max_positions if max_positions is not None else (None, None)
         has_tgt = "target" in readers
-        src_rows: list[list[int]] = []
-        tgt_rows: list[list[int]] = []
-        extra_rows: dict[str, list[list[int]]] = {name: [] for name in extras}
-        src_chars: list[int] = []
-        tgt_chars: list[int] = []
-        line_numbers: list[int] = []
+        src_rows, tgt_rows = RaggedBuilder(), RaggedBuilder()
+        extra_rows = {name: RaggedBuilder() for name in extras}
+        src_chars, tgt_chars, line_numbers = array("q"), array("q"), array("q")
         skipped, first_skipped = 0, None
         keys = list(readers)
         sentinel = object()
@@ -283,12 +293,12 @@ class ParallelDataset:
         if skipped:
             log(f"{paths['source']}: skipped {skipped} of {count} examples longer than the model's "
                 f"max positions {max_positions} (first at line {first_skipped})")
-        if not src_rows:
+        if not line_numbers:
             raise DataError(paths["source"], "every example is longer than the model's max positions")
         dataset = cls(
-            Ragged.from_lists(src_rows),
-            Ragged.from_lists(tgt_rows) if has_tgt else None,
-            extras={name: Ragged.from_lists(rows) for name, rows in extra_rows.items()},
+            src_rows.build(),
+            tgt_rows.build() if has_tgt else None,
+            extras={name: rows.build() for name, rows in extra_rows.items()},
             extra_pads={name: spec.pad for name, spec in extras.items()},
             src_chars=np.asarray(src_chars, dtype=np.int64),
             tgt_chars=np.asarray(tgt_chars, dtype=np.int64) if has_tgt else None,

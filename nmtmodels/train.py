@@ -318,12 +318,9 @@ class Trainer:
         cfg = self.cfg
         started = time.monotonic() - self.elapsed
         interval = _Interval()
-        stop_reason = ""
         progress = self._progress_bar()
-        while not stop_reason:
-            stop_reason = self._limit_reason(started)
-            if stop_reason:
-                break
+        reason = self._stop_reason(started)
+        while not reason:
             for group in _chunks(iter(self.sampler), cfg.update_freq):
                 grad_norm, tokens = self._train_step(group, want_norm=(self.update + 1) % cfg.log_interval == 0)
                 self.update += 1
@@ -331,54 +328,52 @@ class Trainer:
                 progress.update(1)
                 if self.update % cfg.log_interval == 0:
                     self._log_train(interval, grad_norm, started)
-                signal_stop, time_stop = self._agree_on_stop(started)
-                if signal_stop:
-                    self.elapsed = time.monotonic() - started
-                    self._save(numbered=False, metrics=None)
-                    progress.close()
-                    self._log(f"stopped by signal at update {self.update}; wrote {self.checkpoint_last}")
-                    return TrainResult("interrupted", f"signal {self._signal or 'on another rank'}",
-                                       self.update, self.best, self.last_metrics)
+                reason = self._stop_reason(started)
+                if reason == "signal":
+                    break
                 due_validate = bool(cfg.validate_interval_updates) and self.update % cfg.validate_interval_updates == 0
                 due_save = bool(cfg.save_interval_updates) and self.update % cfg.save_interval_updates == 0
                 if due_validate or due_save:
                     paused = time.monotonic()
-                    stop_reason = self._validate_and_save(numbered=due_save, started=started)
+                    reason = self._validate_and_save(numbered=due_save, started=started) or reason
                     interval.pause(time.monotonic() - paused)
-                stop_reason = stop_reason or ("max_minutes" if time_stop else "") or self._limit_reason(started, within_epoch=True)
-                if stop_reason:
+                if reason:
                     break
             else:  # the epoch ran to its end
                 paused = time.monotonic()
-                stop_reason = self._validate_and_save(numbered=True, started=started)
+                reason = self._validate_and_save(numbered=True, started=started) or self._stop_reason(started)
                 interval.pause(time.monotonic() - paused)
         progress.close()
+        if reason == "signal":
+            self.elapsed = time.monotonic() - started
+            self._save(numbered=False, metrics=None)
+            self._log(f"stopped by signal at update {self.update}; wrote {self.checkpoint_last}")
+            return TrainResult("interrupted", "signal", self.update, self.best, self.last_metrics)
         if self._saved_at != self.update:
             self._validate_and_save(numbered=True, started=started)
-        self._log(f"finished: {stop_reason} at update {self.update}"
+        self._log(f"finished: {reason} at update {self.update}"
                   + (f", best {cfg.best_metric} {self.best:.4f}" if self.best is not None else ""))
-        return TrainResult("finished", stop_reason, self.update, self.best, self.last_metrics)
+        return TrainResult("finished", reason, self.update, self.best, self.last_metrics)
 
-    def _limit_reason(self, started: float, within_epoch: bool = False) -> str:
+    def _stop_reason(self, started: float) -> str:
+        """"signal", "max_updates", "max_epochs", "max_minutes" or "" (go on).
+
+        Signals and the clock are agreed by all ranks (one small all-reduce per call in
+        DDP), so every rank stops after the same update."""
         cfg = self.cfg
+        signal_stop = self._signal is not None
+        time_stop = bool(cfg.max_minutes) and time.monotonic() - started >= cfg.max_minutes * 60
+        if self.dist.enabled:
+            flags = torch.tensor([float(signal_stop), float(time_stop)], device=self._collective_device())
+            all_reduce_sum(flags, self.dist)
+            signal_stop, time_stop = (value > 0 for value in flags.tolist())
+        if signal_stop:
+            return "signal"
         if cfg.max_updates and self.update >= cfg.max_updates:
             return "max_updates"
-        if not within_epoch and cfg.max_epochs and self.sampler.epoch > cfg.max_epochs:
+        if cfg.max_epochs and self.sampler.epoch > cfg.max_epochs:
             return "max_epochs"
-        if not within_epoch and cfg.max_minutes and time.monotonic() - started >= cfg.max_minutes * 60:
-            return "max_minutes"
-        return ""
-
-    def _agree_on_stop(self, started: float) -> tuple[bool, bool]:
-        """(signal received, time budget spent), agreed by every rank (one all-reduce in DDP)."""
-        signal_stop = self._signal is not None
-        time_stop = bool(self.cfg.max_minutes) and time.monotonic() - started >= self.cfg.max_minutes * 60
-        if not self.dist.enabled:
-            return signal_stop, time_stop
-        flags = torch.tensor([float(signal_stop), float(time_stop)], device=self._collective_device())
-        all_reduce_sum(flags, self.dist)
-        signal_any, time_any = flags.tolist()
-        return signal_any > 0, time_any > 0
+        return "max_minutes" if time_stop else ""
 
     def _collective_device(self) -> torch.device:
         return self.device if self.device.type == "cuda" else torch.device("cpu")

@@ -57,7 +57,7 @@ rule apply_bpe:
 
 rule char_vocab:
     input:
-        f"{DATA}/{{corpus}}/norm/train.{{src}}-{{tgt}}.{{lang}}",
+        f"{DATA}/{{corpus}}/tok/train.{{src}}-{{tgt}}.{{lang}}",
     output:
         f"{DATA}/{{corpus}}/char/vocab.{{src}}-{{tgt}}.{{lang}}",
     params:
@@ -84,7 +84,7 @@ CHAR_APPLY = (
 
 rule char_encode:
     input:
-        text=f"{DATA}/{{corpus}}/norm/{{split}}.{{src}}-{{tgt}}.{{lang}}",
+        text=f"{DATA}/{{corpus}}/tok/{{split}}.{{src}}-{{tgt}}.{{lang}}",
         vocab=f"{DATA}/{{corpus}}/char/vocab.{{src}}-{{tgt}}.{{lang}}",
     output:
         f"{DATA}/{{corpus}}/char/{{split}}.{{src}}-{{tgt}}.{{lang}}",
@@ -105,7 +105,7 @@ rule char_encode:
 
 rule char_encode_train:
     input:
-        text=f"{DATA}/{{corpus}}/norm/train.{{src}}-{{tgt}}.{{lang}}",
+        text=f"{DATA}/{{corpus}}/tok/train.{{src}}-{{tgt}}.{{lang}}",
         vocab=f"{DATA}/{{corpus}}/char/vocab.{{src}}-{{tgt}}.{{lang}}",
     output:
         temp(f"{DATA}/{{corpus}}/char/unfiltered/train.{{src}}-{{tgt}}.{{lang}}"),

@@ -46,11 +46,30 @@ def test_error_building_the_function_reaches_the_caller_instead_of_restarting_wo
         list(parallel_map(operator.truediv, (1, 0), ["a"], threads=2))
 
 
-def test_unpicklable_worker_error_arrives_as_worker_error(tmp_path):
+def test_data_error_in_a_worker_arrives_as_itself_with_file_and_line(tmp_path):
     bad_vocab = tmp_path / "vocab"
     bad_vocab.write_text("a 1\nnot a count\n", encoding="utf-8")
-    with pytest.raises(WorkerError, match=r"DataError: .*vocab:2"):
+    with pytest.raises(DataError, match=r"vocab:2"):
         list(parallel_map(line_encoder, (str(bad_vocab),), ["a"], threads=2))
+
+
+class _Unpicklable(Exception):
+    def __init__(self):
+        super().__init__("cannot travel")
+        self.callback = lambda: None  # lambdas do not pickle
+
+
+def _raise_unpicklable(_line):
+    raise _Unpicklable()
+
+
+def _unpicklable_factory():
+    return _raise_unpicklable
+
+
+def test_unpicklable_worker_error_arrives_as_worker_error():
+    with pytest.raises(WorkerError, match=r"_Unpicklable: cannot travel"):
+        list(parallel_map(_unpicklable_factory, (), ["a"], threads=2))
 
 
 @pytest.mark.parametrize("threads", [0, -1])

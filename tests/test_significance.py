@@ -92,7 +92,7 @@ def test_binomial_p_is_the_exact_two_sided_definition():
 
 
 def test_binomial_p_large_n_matches_math_comb():
-    n, k = 2935, 1455
+    n, k = 1201, 583
     tail = sum(math.comb(n, j) for j in range(k + 1))
     assert sig.binomial_two_sided_p(k, n) == min(1.0, 2 * tail / 2**n)
     with pytest.raises(ValueError):
@@ -102,12 +102,12 @@ def test_binomial_p_large_n_matches_math_comb():
 # ----------------------------------------------------------------------------- sign test
 @pytest.mark.parametrize(("name", "refs"), [("bleu", 1), ("bleu", 2), ("chrf", 1), ("tokenized_bleu", 1)])
 def test_sign_test_matches_brute_force(name, refs):
-    system, baseline, streams = corpus(60, seed=11 + refs, refs=refs)
+    system, baseline, streams = corpus(40, seed=11 + refs, refs=refs)
     metric = sig.make_metric(name, "en", streams)
     result = sig.sign_test(metric, sig.sentence_statistics(metric, system), sig.sentence_statistics(metric, baseline))
     better, worse, ties = brute_force_sign_counts(name, system, baseline, streams)
     assert (result.better, result.worse, result.ties) == (better, worse, ties)
-    assert ties >= len(range(0, 60, 7))  # identical outputs are ties
+    assert ties >= len(range(0, 40, 7))  # identical outputs are ties
     assert result.p_value == sig.binomial_two_sided_p(better, better + worse)
     assert result.system_score == fresh_metric(name).corpus_score(system, streams).score
     assert result.baseline_score == fresh_metric(name).corpus_score(baseline, streams).score

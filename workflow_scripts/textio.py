@@ -24,8 +24,12 @@ class DataError(Exception):
     def __init__(self, path: str | os.PathLike, message: str, line: int | None = None):
         self.path = str(path)
         self.line = line
+        self.message = message
         where = f"{self.path}:{line}" if line is not None else self.path
         super().__init__(f"{where}: {message}")
+
+    def __reduce__(self):  # picklable, so worker processes can raise it
+        return (DataError, (self.path, self.message, self.line))
 
 
 def is_gzip(path: str | os.PathLike) -> bool:
@@ -62,6 +66,12 @@ def read_lines(path: str | os.PathLike, *, strip_bom: bool = True) -> Iterator[s
         raise DataError(path, f"cannot read ({exc.strerror or exc})") from None
 
 
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
 @contextlib.contextmanager
 def atomic_output(path: str | os.PathLike, mode: str = "w", encoding: str | None = "utf-8"):
     """Open a temporary file beside ``path``; rename it to ``path`` only on success."""
@@ -73,6 +83,7 @@ def atomic_output(path: str | os.PathLike, mode: str = "w", encoding: str | None
         kwargs = {} if "b" in mode else {"encoding": encoding, "newline": "\n"}
         with open(tmp, mode, **kwargs) as handle:
             yield handle
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp creates 0600; follow the umask like open()
         os.replace(tmp, target)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
