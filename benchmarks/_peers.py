@@ -58,9 +58,12 @@ INSTALL: dict[str, list[list[str]]] = {
     ],
     "sockeye": [["--no-deps", "sockeye==3.1.34", "numpy==1.26.4"]],
     "joeynmt": [["--no-deps", "joeynmt==2.3.0", "importlib_metadata==8.5.0", "zipp==3.21.0", "sentencepiece==0.2.0"]],
+    # Built from its source archive (no wheel for Python 3.11): Cython first, then the
+    # build against the system torch, then its runtime dependencies.
     "fairseq": [
-        ["Cython==0.29.37", "bitarray==2.9.2", "hydra-core==1.0.7", "omegaconf==2.0.6", "antlr4-python3-runtime==4.8"],
+        ["Cython==0.29.37"],
         ["--no-deps", "--no-build-isolation", "fairseq==0.12.2"],
+        ["bitarray==2.9.2", "hydra-core==1.0.7", "omegaconf==2.0.6"],
     ],
 }
 IMPORT_CHECK = {
@@ -81,7 +84,9 @@ class Setup:
 
     train_src: Path
     train_tgt: Path
-    test_src: Path
+    test_src: Path  # decoded by every system
+    dev_src: Path  # validation data that Sockeye and Joey NMT require (line-aligned with dev_tgt)
+    dev_tgt: Path
     src_lang: str
     tgt_lang: str
     layers: int = 3
@@ -352,6 +357,8 @@ class OpenNMTPy(Peer):
         env = child_env(s)
         train_log = self.work / "train.log"
         train_log.unlink(missing_ok=True)
+        for stale in self.work.glob("model_step_*.pt"):
+            stale.unlink()
         run_logged([self.venv.bin("onmt_build_vocab"), "-config", config, "-n_sample", "-1"], self.log, env)
         run_logged([self.venv.bin("onmt_train"), "-config", config], train_log, env)
         intervals, previous = [], 0
@@ -432,3 +439,185 @@ class CTranslate2(Peer):
         seconds = json.loads(timing.read_text(encoding="utf-8"))["seconds"]
         sentences, tokens = count_output(output)
         return DecodeSpeed(sentences, seconds, tokens, "timed around translate_batch")
+
+
+def _prefix(path: Path, lang: str) -> str:
+    """``path`` without its ``.lang`` suffix (Joey NMT's corpus prefix)."""
+    name = str(path)
+    if not name.endswith(f".{lang}"):
+        raise PeerError(f"{path} does not end in .{lang}, as Joey NMT's file naming needs")
+    return name[: -len(lang) - 1]
+
+
+class Sockeye(Peer):
+    """Sockeye 3.1.34 (``--no-deps`` with numpy<2; it pins torch<1.14 but runs on the system's).
+
+    ``sockeye-train`` on the BPE text with a shared vocabulary and ``src_trg_softmax`` weight
+    tying, fixed (sinusoidal) positions, word-based batches of ``max_tokens`` target words,
+    Adam (0.9, 0.98), ``inv-sqrt-decay`` with base rate ``lr * sqrt(warmup)`` (= ``lr`` at the
+    end of the warm-up); one checkpoint (with its validation) at the last update.
+    """
+
+    key, label = "sockeye", "Sockeye 3.1.34"
+    appends_source_eos = True
+    SPEED = re.compile(r"E=\d+ B=(\d+)\s+s/sec=([\d.]+) tok/sec=[\d.]+ u/sec=([\d.]+)")
+    TOTAL = re.compile(r"Processed (\d+) lines\. Total time: ([\d.]+)")
+    SPEEDOMETER_BATCHES = 50  # sockeye.constants.MEASURE_SPEED_EVERY: fixed, not an option
+
+    def updates(self) -> int:
+        """Total updates: at least one Speedometer line must fall after the warm-up."""
+        every = self.SPEEDOMETER_BATCHES
+        return max(self.setup.total_updates, (self.setup.warmup_updates // every + 1) * every)
+
+    def train(self) -> TrainSpeed:
+        self.venv.ensure()
+        s = self.setup
+        model, train_log = self.work / "model", self.work / "train.log"
+        train_log.unlink(missing_ok=True)
+        updates = self.updates()
+        run_logged([
+            self.venv.bin("sockeye-train"), "--source", s.train_src, "--target", s.train_tgt,
+            "--validation-source", s.dev_src, "--validation-target", s.dev_tgt, "--output", model, "--overwrite-output",
+            "--shared-vocab", "--weight-tying-type", "src_trg_softmax", "--num-layers", f"{s.layers}:{s.layers}",
+            "--transformer-model-size", s.d_model, "--num-embed", f"{s.d_model}:{s.d_model}",
+            "--transformer-attention-heads", s.heads, "--transformer-feed-forward-num-hidden", s.ffn_dim,
+            "--transformer-positional-embedding-type", "fixed", "--transformer-dropout-attention", 0,
+            "--transformer-dropout-act", 0, "--transformer-dropout-prepost", s.dropout, "--embed-dropout", s.dropout,
+            "--batch-type", "word", "--batch-size", s.max_tokens, "--update-interval", 1,
+            "--optimizer", "adam", "--optimizer-betas", "0.9:0.98", "--initial-learning-rate", s.lr * s.lr_warmup ** 0.5,
+            "--learning-rate-scheduler-type", "inv-sqrt-decay", "--learning-rate-warmup", s.lr_warmup,
+            "--label-smoothing", s.label_smoothing, "--gradient-clipping-type", "none",
+            "--max-updates", updates, "--checkpoint-interval", updates, "--decode-and-evaluate", 0,
+            "--keep-last-params", 1, "--seed", s.seed, "--dtype", "float32", "--quiet-secondary-workers",
+            *(["--device-id", 0] if s.cuda else ["--use-cpu"]),
+        ], train_log, child_env(s))
+        lines = [(int(b), float(samples), float(ups)) for b, samples, ups in self.SPEED.findall(train_log.read_text(encoding="utf-8"))]
+        measured = [line for line in lines if line[0] > s.warmup_updates] or lines[-1:]
+        if not measured:
+            raise PeerError(f"no Speedometer lines in {_rel(train_log)}")
+        samples_per_s = statistics.fmean(samples for _, samples, _ in measured)
+        updates_per_s = statistics.fmean(ups for _, _, ups in measured)
+        tgt = samples_per_s * (mean_lengths(s.train_tgt) + 1)
+        src = samples_per_s * mean_lengths(s.train_src)
+        return TrainSpeed(tgt, src, src + samples_per_s, tgt / updates_per_s, len(measured) * self.SPEEDOMETER_BATCHES,
+                          "Speedometer samples/s x corpus mean length")
+
+    def decode(self) -> DecodeSpeed:
+        self.venv.ensure()
+        s = self.setup
+        model, output, log = self.work / "model", self.work / "test.hyp", self.work / "translate.log"
+        if not (model / "params.best").exists():
+            raise PeerError("no trained model (training failed?)")
+        log.unlink(missing_ok=True)
+        run_logged([self.venv.bin("sockeye-translate"), "--models", model, "--input", s.test_src, "--output", output,
+                    "--beam-size", s.beam, "--batch-size", decode_batch_sentences(s), "--dtype", "float32",
+                    *(["--device-id", 0] if s.cuda else ["--use-cpu"])], log, child_env(s))
+        match = self.TOTAL.search(log.read_text(encoding="utf-8"))
+        if not match:
+            raise PeerError(f"no 'Total time' in {_rel(log)}")
+        sentences, tokens = count_output(output)
+        return DecodeSpeed(sentences, float(match.group(2)), tokens,
+                           f"its 'Total time', batches of {decode_batch_sentences(s)} sentences")
+
+
+class JoeyNMT(Peer):
+    """Joey NMT 2.3.0 (``--no-deps`` plus its import-time dependencies).
+
+    The BPE text is read as ``level: word`` (no tokenizer of its own), with one vocabulary
+    file (ours, joint) for both sides so that ``tied_embeddings`` and ``tied_softmax`` can
+    share one table; post-norm layers, Adam (0.9, 0.98), ``warmupinversesquareroot``,
+    ``batch_type: token``.  It validates (and saves its checkpoint) once, at the last update.
+    """
+
+    key, label = "joeynmt", "Joey NMT 2.3.0"
+    appends_source_eos = True
+    SPEED = re.compile(r"Step:\s+(\d+), Batch Loss:.*?Tokens per Sec:\s+(\d+)")
+    GENERATION = re.compile(r"Generation took ([\d.]+)\[sec\]")
+
+    def config(self) -> dict[str, Any]:
+        s = self.setup
+        vocab = self.work / "vocab.joint.txt"
+        tokens: dict[str, None] = {}
+        for path in (s.train_src, s.train_tgt):
+            with open(path, encoding="utf-8") as handle:
+                for line in handle:
+                    tokens.update(dict.fromkeys(line.split()))
+        vocab.write_text("".join(token + "\n" for token in tokens), encoding="utf-8")
+        side = {"level": "word", "voc_file": str(vocab), "lowercase": False, "normalize": False, "max_length": 250}
+        layers = {"type": "transformer", "num_layers": s.layers, "num_heads": s.heads, "hidden_size": s.d_model,
+                  "ff_size": s.ffn_dim, "dropout": s.dropout, "layer_norm": "post",
+                  "embeddings": {"embedding_dim": s.d_model, "scale": True, "dropout": 0.0}}
+        return {
+            "name": "throughput",
+            "joeynmt_version": "2.3.0",
+            "model_dir": str(self.work / "model"),
+            "use_cuda": s.cuda,
+            "fp16": False,
+            "random_seed": s.seed,
+            "data": {
+                "train": _prefix(s.train_src, s.src_lang), "dev": _prefix(s.dev_src, s.src_lang),
+                "dataset_type": "plain",
+                "src": {"lang": s.src_lang, **side}, "trg": {"lang": s.tgt_lang, **side},
+            },
+            "testing": {"beam_size": s.beam, "beam_alpha": 1.0, "batch_size": s.decode_batch_tokens,
+                        "batch_type": "token", "eval_metrics": ["bleu"], "n_best": 1},
+            "training": {
+                "overwrite": True, "optimizer": "adam", "adam_betas": [0.9, 0.98], "learning_rate": s.lr,
+                "learning_rate_min": 1.0e-9, "scheduling": "warmupinversesquareroot", "learning_rate_warmup": s.lr_warmup,
+                "label_smoothing": s.label_smoothing, "loss": "crossentropy", "normalization": "tokens",
+                "batch_size": s.max_tokens, "batch_type": "token", "batch_multiplier": 1, "epochs": 1000,
+                "updates": s.total_updates, "validation_freq": s.total_updates, "logging_freq": s.log_interval,
+                "keep_best_ckpts": 1, "shuffle": True, "num_workers": 0, "print_valid_sents": [],
+                "early_stopping_metric": "ppl",
+            },
+            "model": {"initializer": "xavier_uniform", "embed_initializer": "xavier_uniform", "bias_initializer": "zeros",
+                      "tied_embeddings": True, "tied_softmax": True, "encoder": layers, "decoder": layers},
+        }
+
+    def train(self) -> TrainSpeed:
+        self.venv.ensure()
+        s = self.setup
+        config = self.work / "config.yaml"
+        config.write_text(yaml.safe_dump(self.config(), sort_keys=False), encoding="utf-8")
+        train_log = self.work / "train.log"
+        train_log.unlink(missing_ok=True)
+        run_logged([self.venv.python, "-m", "joeynmt", "train", config, "--skip-test"], train_log, child_env(s))
+        rates = [int(rate) for step, rate in self.SPEED.findall(train_log.read_text(encoding="utf-8"))
+                 if int(step) > s.warmup_updates]
+        if not rates:
+            raise PeerError(f"no 'Tokens per Sec' lines after update {s.warmup_updates} in {_rel(train_log)}")
+        tgt = statistics.fmean(rates)
+        return TrainSpeed(tgt, None, None, None, len(rates) * s.log_interval, "its 'Tokens per Sec' (mean over intervals)")
+
+    def decode(self) -> DecodeSpeed:
+        self.venv.ensure()
+        s = self.setup
+        config, output, log = self.work / "config.yaml", self.work / "test.hyp", self.work / "translate.log"
+        if not (self.work / "model" / "best.ckpt").exists():
+            raise PeerError("no trained model (training failed?)")
+        log.unlink(missing_ok=True)
+        run_logged([self.venv.python, "-m", "joeynmt", "translate", config, "--output-path", output], log, child_env(s),
+                   stdin=s.test_src)
+        match = self.GENERATION.search(log.read_text(encoding="utf-8"))
+        if not match:
+            raise PeerError(f"no 'Generation took' in {_rel(log)}")
+        sentences, tokens = count_output(output)
+        return DecodeSpeed(sentences, float(match.group(1)), tokens, "its 'Generation took'")
+
+
+class Fairseq(Peer):
+    """fairseq 0.12.2, the last release (2022).  Here it does not get past installation:
+    its PyPI source archive lacks ``fairseq/clib/libbase/balanced_assignment.cpp``, so the
+    extension build fails, and its dataclass configs use instance defaults
+    (``common: CommonConfig = CommonConfig()``) that Python >= 3.11 rejects at import.
+    The install is still attempted (and its outcome cached) so that the table records the
+    reason; no training/decoding runner is written for it."""
+
+    key, label = "fairseq", "fairseq 0.12.2"
+
+    def train(self) -> TrainSpeed:
+        self.venv.ensure()
+        raise PeerError("installed, but this benchmark has no fairseq runner yet")
+
+    def decode(self) -> DecodeSpeed:
+        return self.train()  # type: ignore[return-value]

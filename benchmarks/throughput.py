@@ -375,8 +375,10 @@ def main(argv: list[str] | None = None) -> None:
     files, data_source = prepare_data(config, args.data_dir, work, args.threads, say)
     spec, training = config["corpora"][CORPUS], config.get("training", {})
     src, tgt = spec["src"], spec["tgt"]
-    test_src = head_file(files[f"{TEST_SET}.{src}"], work / "data" / f"decode.{src}", decode_sentences)
+    test_src, test_tgt = (head_file(files[f"{TEST_SET}.{lang}"], work / "data" / f"decode.{lang}", decode_sentences)
+                          for lang in (src, tgt))
     setup = Setup(train_src=files[f"train.{src}"], train_tgt=files[f"train.{tgt}"], test_src=test_src,
+                  dev_src=test_src, dev_tgt=test_tgt,
                   src_lang=src, tgt_lang=tgt, max_tokens=int(training.get("max_tokens", 4096)),
                   lr=float(training.get("lr", 1e-3)), lr_warmup=int(training.get("warmup_updates", 800)),
                   label_smoothing=float(training.get("label_smoothing", 0.1)), warmup_updates=warmup,
@@ -414,6 +416,8 @@ def main(argv: list[str] | None = None) -> None:
                     results.append(step())
                 except PeerError as exc:
                     results.append(exc)
+                except Exception as exc:  # noqa: BLE001 - any failure of a peer goes into its row
+                    results.append(PeerError(f"{type(exc).__name__}: {exc}"))
             return results[0], results[1]
 
         timed(peer.label, run_peer)

@@ -24,7 +24,7 @@ import yaml
 from nmtmodels.checkpoint import CheckpointError, average_checkpoints, load_checkpoint, numbered_checkpoints, save_checkpoint
 from nmtmodels.configuration import ConfigError, from_dict, load_yaml
 from nmtmodels.data import ExtraField, ParallelDataset
-from nmtmodels.textio import DataError, atomic_open, atomic_write_text, read_lines
+from nmtmodels.textio import DataError, atomic_output, atomic_write_text, read_lines
 from nmtmodels.vocab import Vocabulary, check_fingerprint
 
 SECTIONS = ("model", "train", "decode")
@@ -315,7 +315,7 @@ def _translate(args: argparse.Namespace) -> int:
     results = run(dataset)
     lines = [line for i, hyps in enumerate(results) for line in render(i, hyps)]
     if args.output:
-        with atomic_open(args.output) as handle:
+        with atomic_output(args.output) as handle:
             handle.writelines(f"{line}\n" for line in lines)
     else:
         sys.stdout.writelines(f"{line}\n" for line in lines)

@@ -108,9 +108,15 @@ def collate(
     src_lengths = torch.tensor([len(row) for row in src], dtype=torch.long)
     batch = Batch(src=_pad(src, PAD_ID), src_lengths=src_lengths)
     if tgt is not None:
-        tgt_in = _pad([[BOS_ID, *row] for row in tgt], PAD_ID)
-        tgt_out = _pad([[*row, EOS_ID] for row in tgt], PAD_ID)
-        batch.tgt_in, batch.tgt_out = tgt_in, tgt_out
+        width = max((len(row) for row in tgt), default=0) + 1
+        tgt_in = np.full((len(tgt), width), PAD_ID, dtype=np.int64)
+        tgt_out = np.full((len(tgt), width), PAD_ID, dtype=np.int64)
+        tgt_in[:, 0] = BOS_ID
+        for i, row in enumerate(tgt):
+            tgt_in[i, 1 : len(row) + 1] = row
+            tgt_out[i, : len(row)] = row
+            tgt_out[i, len(row)] = EOS_ID
+        batch.tgt_in, batch.tgt_out = torch.from_numpy(tgt_in), torch.from_numpy(tgt_out)
     for name, rows in extras.items():
         if name not in extra_pads:
             raise KeyError(f"no pad value for extra field {name!r}")

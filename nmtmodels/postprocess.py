@@ -26,7 +26,7 @@ from collections.abc import Iterable, Iterator
 from sacremoses import MosesDetokenizer
 from sacremoses.util import is_cjk
 
-from nmtmodels.textio import atomic_open, read_lines
+from nmtmodels.textio import atomic_output, read_lines
 
 BPE_JOINER = re.compile(r"@@(?: |$)")
 SPACE_SYMBOL = "\u2581"  # ▁ stands for an original space in character-level text
@@ -105,7 +105,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("output")
     args = parser.parse_args(argv)
     options = dict(bpe=args.bpe, detokenize=args.detokenize, char_level=args.char_level)
-    with atomic_open(args.output) as out:
+    with atomic_output(args.output) as out:
         for line in postprocess_lines(read_lines(args.input), args.lang, **options):
             out.write(line + "\n")
 

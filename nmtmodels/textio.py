@@ -1,15 +1,20 @@
-"""Checked text input and atomic output for nmtmodels (which must not import workflow code).
+"""Checked text input and atomic output, shared by nmtmodels and the workflow scripts.
 
-Errors name the file and line; outputs are written to a temporary file beside the
-target and renamed into place only on success, so no partial output is left behind.
+Bad input must produce an error that names the file and line, and no step may leave a
+partial output behind: outputs are written to a temporary file beside the target and
+renamed into place only on success.  Torch-free, so data tools import it cheaply.
 """
 from __future__ import annotations
 
 import contextlib
+import gzip
 import os
 import tempfile
-from collections.abc import Iterator
+import zlib
+from collections.abc import Iterable, Iterator
 from pathlib import Path
+
+GZIP_MAGIC = b"\x1f\x8b"
 
 
 class DataError(ValueError):
@@ -18,25 +23,57 @@ class DataError(ValueError):
     def __init__(self, path: str | os.PathLike, message: str, line: int | None = None):
         self.path = str(path)
         self.line = line
+        self.message = message
         where = f"{self.path}:{line}" if line is not None else self.path
         super().__init__(f"{where}: {message}")
 
+    def __reduce__(self):  # picklable, so worker processes can raise it
+        return (type(self), (self.path, self.message, self.line))
 
-def read_lines(path: str | os.PathLike) -> Iterator[str]:
-    """Lines of a UTF-8 text file without their line ending; DataError on bad UTF-8."""
+
+def is_gzip(path: str | os.PathLike) -> bool:
+    with open(path, "rb") as handle:
+        return handle.read(2) == GZIP_MAGIC
+
+
+def open_binary(path: str | os.PathLike):
+    """Open a file for reading bytes, transparently decompressing gzip (by magic bytes)."""
+    return gzip.open(path, "rb") if is_gzip(path) else open(path, "rb")
+
+
+def read_lines(path: str | os.PathLike, *, strip_bom: bool = True) -> Iterator[str]:
+    """Yield the lines of a UTF-8 text file (gzip or plain) without their line ending.
+
+    DataError naming the file (and line) for a missing or unreadable file, invalid UTF-8
+    or a truncated/corrupt gzip stream.  A byte-order mark at the start is removed.
+    """
     try:
-        handle = open(path, "rb")
+        handle = open_binary(path)
     except OSError as exc:
-        raise DataError(path, f"cannot open ({exc.strerror})") from None
-    with handle:
-        for number, raw in enumerate(handle, start=1):
-            try:
-                text = raw.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                raise DataError(path, f"invalid UTF-8 ({exc.reason} at byte {exc.start})", number) from None
-            if number == 1 and text.startswith("\ufeff"):
-                text = text[1:]
-            yield text.rstrip("\r\n")
+        raise DataError(path, f"cannot open ({exc.strerror or exc})") from None
+    try:
+        with handle:
+            for number, raw in enumerate(handle, start=1):
+                try:
+                    text = raw.decode("utf-8")
+                except UnicodeDecodeError as exc:
+                    raise DataError(path, f"invalid UTF-8 ({exc.reason} at byte {exc.start})", number) from None
+                if number == 1 and strip_bom and text.startswith("\ufeff"):
+                    text = text[1:]
+                yield text.rstrip("\r\n")
+    except (EOFError, gzip.BadGzipFile, zlib.error) as exc:
+        raise DataError(path, f"corrupt or truncated compressed file ({exc})") from None
+
+
+def count_lines(path: str | os.PathLike) -> int:
+    with open_binary(path) as handle:
+        return sum(1 for _ in handle)
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 @contextlib.contextmanager
@@ -49,6 +86,7 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     os.close(fd)
     try:
         yield Path(tmp)
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp creates 0600; follow the umask like open()
         os.replace(tmp, target)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
@@ -57,12 +95,34 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
 
 
 @contextlib.contextmanager
-def atomic_open(path: str | os.PathLike) -> Iterator:
-    """A UTF-8 text handle (``\\n`` line endings) whose content appears at ``path`` on success."""
-    with atomic_path(path) as tmp, open(tmp, "w", encoding="utf-8", newline="\n") as handle:
+def atomic_output(path: str | os.PathLike, mode: str = "w"):
+    """A file handle (UTF-8 text with ``\\n`` endings, or bytes for mode "wb") whose
+    content appears at ``path`` only on success."""
+    kwargs = {} if "b" in mode else {"encoding": "utf-8", "newline": "\n"}
+    with atomic_path(path) as tmp, open(tmp, mode, **kwargs) as handle:
         yield handle
 
 
+
+
+@contextlib.contextmanager
+def atomic_outputs(*paths: str | os.PathLike, mode: str = "w"):
+    """Like :func:`atomic_output` for several files that must appear together or not at all."""
+    with contextlib.ExitStack() as stack:
+        yield [stack.enter_context(atomic_output(p, mode)) for p in paths]
+
+
 def atomic_write_text(path: str | os.PathLike, text: str) -> None:
-    with atomic_open(path) as handle:
+    with atomic_output(path) as handle:
         handle.write(text)
+
+
+def write_lines(path: str | os.PathLike, lines: Iterable[str]) -> int:
+    """Atomically write ``lines`` (without newlines) to ``path``; return the line count."""
+    count = 0
+    with atomic_output(path) as handle:
+        for line in lines:
+            handle.write(line)
+            handle.write("\n")
+            count += 1
+    return count

@@ -13,15 +13,10 @@ REPORT = ev.REPORT_ROOT
 report: "../report/workflow.rst"
 
 
-def _concat_members(w, kind):
-    members = ev.concatenations_of(config, w.corpus)[w.concatenation]
-    return [ev.system_files(w.experiment, w.corpus, t, False)[kind] for t in members]
-
-
 rule concatenate_outputs:
     input:
-        hyp=lambda w: _concat_members(w, "hyp"),
-        tok=lambda w: _concat_members(w, "tok"),
+        hyp=lambda w: ev.member_output_files(config, w.experiment, w.corpus, w.concatenation, "hyp"),
+        tok=lambda w: ev.member_output_files(config, w.experiment, w.corpus, w.concatenation, "tok"),
     output:
         hyp=f"{EXPERIMENTS}/{{experiment}}/{{corpus}}/concat/{{concatenation}}.hyp",
         tok=f"{EXPERIMENTS}/{{experiment}}/{{corpus}}/concat/{{concatenation}}.tok",

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from workflow_scripts import bpe, parallel
-from workflow_scripts.textio import DataError
+from nmtmodels.textio import DataError
 
 # The `subword-nmt` console script of this interpreter, run exactly as installed.
 SUBWORD_NMT = [sys.executable, "-c", "from subword_nmt.subword_nmt import main; main()"]

@@ -8,7 +8,7 @@ import pytest
 
 from workflow_scripts import chars, parallel
 from workflow_scripts.chars import SPACE, UNK, build_vocabulary, encode_line, filter_pairs, read_vocabulary
-from workflow_scripts.textio import DataError
+from nmtmodels.textio import DataError
 
 
 def write(path: Path, lines: list[str]) -> str:

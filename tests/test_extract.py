@@ -495,7 +495,7 @@ def test_registered_corpora_are_valid(config):
 
 def test_full_registry_covers_the_papers_corpora():
     full = load_config("configs/full.yaml")
-    assert set(full) == {"active_corpora", "corpora"}
+    assert {"active_corpora", "corpora"} <= set(full)
     assert full["active_corpora"] == list(full["corpora"])
     nist = full["corpora"]["nist_zh_en"]
     assert [reference_count(nist, split, "en") for split in splits_of(nist)] == [1, 4, 4, 4, 4, 4, 4]

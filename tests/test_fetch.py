@@ -14,7 +14,7 @@ import yaml
 from nmtmodels.configuration import ConfigError
 from workflow_scripts import fetch as fetch_module
 from workflow_scripts.fetch import content_sha256, fetch
-from workflow_scripts.textio import DataError
+from nmtmodels.textio import DataError
 
 REPO = Path(__file__).resolve().parents[1]
 MIRROR = Path(__file__).resolve().parents[2] / "shared" / "data"

@@ -8,7 +8,7 @@ import pytest
 
 from workflow_scripts.chars import line_encoder
 from workflow_scripts.parallel import WorkerError, chunked, parallel_map
-from workflow_scripts.textio import DataError
+from nmtmodels.textio import DataError
 
 
 def test_chunked_keeps_every_item_in_order():

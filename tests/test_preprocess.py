@@ -18,7 +18,7 @@ from workflow_scripts.preprocess import (
     clean_reason,
     preprocess_files,
 )
-from workflow_scripts.textio import DataError
+from nmtmodels.textio import DataError
 
 ROOT = Path(__file__).resolve().parents[1]
 WHITESPACE = LanguageSettings("en", "whitespace")

@@ -10,7 +10,7 @@ import pytest
 
 from workflow_scripts import parallel, segment
 from workflow_scripts.segment import SegmentationError, WordSegmenter, check_segmenter, segment_file
-from workflow_scripts.textio import DataError
+from nmtmodels.textio import DataError
 
 ROOT = Path(__file__).resolve().parents[1]
 MIRROR = Path(os.environ.get("NMT_DATA_MIRROR") or ROOT.parent / "shared" / "data")

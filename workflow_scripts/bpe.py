@@ -29,7 +29,7 @@ from typing import Callable, Iterable
 from subword_nmt import apply_bpe, learn_bpe
 
 from workflow_scripts.parallel import WorkerError, add_threads_argument, parallel_map
-from workflow_scripts.textio import DataError, atomic_output, atomic_outputs, read_lines
+from nmtmodels.textio import DataError, atomic_output, atomic_outputs, read_lines
 
 SEPARATOR = "@@"
 MIN_PAIR_FREQUENCY = 2

@@ -36,7 +36,7 @@ from typing import Callable, Iterable
 from nmtmodels.symbols import UNK
 from workflow_scripts.parallel import WorkerError, add_threads_argument, parallel_map, positive_int
 from workflow_scripts.preprocess import read_parallel
-from workflow_scripts.textio import DataError, atomic_output, atomic_outputs, read_lines
+from nmtmodels.textio import DataError, atomic_output, atomic_outputs, read_lines
 
 SPACE = "\u2581"
 

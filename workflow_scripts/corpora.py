@@ -42,7 +42,7 @@ Every output sentence is one line: characters that ``str.splitlines`` treats as 
 breaks (CR, VT, FF, NEL, U+2028, ...) inside a sentence are replaced by a space, so any
 downstream reader sees the same line count.  A UTF-8 byte-order mark is removed.
 
-Errors: bad data raises :class:`~workflow_scripts.textio.DataError` naming the file (and
+Errors: bad data raises :class:`~nmtmodels.textio.DataError` naming the file (and
 line); bad spec keys raise :class:`~nmtmodels.configuration.ConfigError` naming the key
 path, e.g. ``corpora.X.splits.train[0].format``.  Only the readers touch the disk;
 :func:`splits_of`, :func:`downloads_for`, :func:`reference_count` and
@@ -66,7 +66,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from nmtmodels.configuration import ConfigError
-from workflow_scripts.textio import GZIP_MAGIC, DataError
+from nmtmodels.textio import GZIP_MAGIC, DataError
 
 PER_LANGUAGE_FORMATS = frozenset({"plain", "sgml", "iwslt_xml", "iwslt_tags"})
 SINGLE_FILE_FORMATS = frozenset({"tsv", "aspec", "json_translation"})

@@ -36,6 +36,9 @@ from workflow_scripts.workflow_config import DATA_ROOT, EXPERIMENTS_ROOT, Workfl
 
 REPORT_ROOT = "results/report"
 PAPERS = ("lattice", "reordering", "graph", "char", "esc")
+# The tables of each paper that experiments may name in ``tables`` (laid out in workflow_scripts.tables).
+PAPER_TABLES = {"lattice": ("table2", "table3", "table4"), "reordering": ("table1", "table2", "table3"),
+                "graph": ("table2",), "char": ("table3",), "esc": ("main",)}
 METRICS = ("bleu", "chrf", "tokenized_bleu")
 TESTS = ("sign", "paired_bs", "paired_ar")
 NAME = re.compile(r"^[A-Za-z0-9_-]+$")
@@ -110,15 +113,13 @@ def check_evaluation_config(config: dict[str, Any]) -> None:
     evaluation_settings(config)
     experiments = config["experiments"]
     active = set(config["active_corpora"])
-    from workflow_scripts.tables import LAYOUTS  # tables imports this module
-
     for name, spec in experiments.items():
         where = f"experiments.{name}"
         paper = spec.get("paper")
         if paper is not None and paper not in PAPERS:
             raise WorkflowConfigError(f"{where}.paper: '{paper}' is not one of {', '.join(PAPERS)}")
         for i, table in enumerate(spec.get("tables") or []):
-            known = [layout.key for layout in LAYOUTS.get(paper, ())]
+            known = PAPER_TABLES.get(paper, ())
             if table not in known:
                 raise WorkflowConfigError(
                     f"{where}.tables[{i}]: '{table}' is not a table of paper '{paper}' (known: {', '.join(known) or 'none'})"
@@ -183,6 +184,11 @@ def reference_files(config: dict[str, Any], corpus: str, test_set: str) -> dict[
         }
     refs = [f"{root}/raw/{test_set}.{tgt}"] + [f"{root}/raw/{test_set}.ref{k}.{tgt}" for k in range(1, count)]
     return {"refs": refs, "tok": f"{root}/tok/{test_set}.{src}-{tgt}.{tgt}"}
+
+
+def member_output_files(config: dict[str, Any], experiment: str, corpus: str, concat: str, kind: str) -> list[str]:
+    """The system outputs (``kind`` "hyp" or "tok") that concatenate into ``concat``."""
+    return [system_files(experiment, corpus, t, False)[kind] for t in concatenations_of(config, corpus)[concat]]
 
 
 def member_reference_files(config: dict[str, Any], corpus: str, concat: str, ref: int) -> list[str]:

@@ -14,7 +14,7 @@ import sys
 
 import yaml
 
-from workflow_scripts.textio import atomic_output
+from nmtmodels.textio import atomic_output
 
 SECTIONS = ("model", "train", "decode")
 

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from nmtmodels.configuration import ConfigError
 from workflow_scripts.corpora import read_split
-from workflow_scripts.textio import DataError, write_lines
+from nmtmodels.textio import DataError, write_lines
 
 
 def main(argv: list[str] | None = None) -> int:

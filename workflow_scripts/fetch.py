@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from nmtmodels.configuration import ConfigError
-from workflow_scripts.textio import DataError, atomic_output, open_binary
+from nmtmodels.textio import DataError, atomic_output, open_binary
 
 MIRROR_ENV = "NMT_DATA_MIRROR"
 LICENSED_ENV = "NMT_LICENSED_DATA"

@@ -24,7 +24,9 @@ import numpy as np
 import pandas as pd
 
 from workflow_scripts.significance import METRICS, make_metric, sentence_statistics
-from workflow_scripts.textio import DataError, atomic_output, read_lines
+from nmtmodels.textio import DataError, atomic_output, read_lines
+
+METRIC_LABELS = {"bleu": "sacreBLEU", "chrf": "chrF2", "tokenized_bleu": "BLEU (tokenised)"}
 
 
 def bucket_labels(edges: Sequence[int]) -> list[str]:
@@ -122,7 +124,7 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     with atomic_output(args.csv) as handle:
         frame.to_csv(handle, index=False)
-    plot_by_bucket(frame, args.title, args.metric, args.png)
+    plot_by_bucket(frame, args.title, METRIC_LABELS[args.metric], args.png)
     return 0
 
 

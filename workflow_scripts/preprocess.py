@@ -58,7 +58,7 @@ from typing import Any, Callable, Iterator
 from nmtmodels.configuration import ConfigError
 from workflow_scripts.parallel import WorkerError, add_threads_argument, parallel_map
 from workflow_scripts.segment import SEGMENTERS, SegmentationError, WordSegmenter
-from workflow_scripts.textio import DataError, atomic_outputs, read_lines
+from nmtmodels.textio import DataError, atomic_outputs, read_lines
 
 UNICODE_FORMS = ("NFC", "NFKC", "NFD", "NFKD")
 GENERIC_TOKENIZERS = ("moses", "whitespace")

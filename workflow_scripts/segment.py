@@ -19,7 +19,7 @@ import sys
 from typing import Callable
 
 from workflow_scripts.parallel import WorkerError, add_threads_argument, parallel_map
-from workflow_scripts.textio import DataError, atomic_output, read_lines
+from nmtmodels.textio import DataError, atomic_output, read_lines
 
 # Known segmenters per language.
 SEGMENTERS: dict[str, tuple[str, ...]] = {"zh": ("jieba", "thulac", "snownlp"), "ja": ("fugashi",)}

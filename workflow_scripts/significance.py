@@ -41,7 +41,7 @@ from sacrebleu.metrics.base import Metric
 from sacrebleu.significance import PairedTest
 
 from nmtmodels.scoring import bleu_tokenizer
-from workflow_scripts.textio import DataError, atomic_output, read_lines
+from nmtmodels.textio import DataError, atomic_output, read_lines
 
 METRICS = ("bleu", "chrf", "tokenized_bleu")
 TESTS = ("sign", "paired_bs", "paired_ar")

@@ -25,14 +25,14 @@ import html
 import json
 import math
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from workflow_scripts import evaluation as ev
-from workflow_scripts.textio import DataError, atomic_output
+from nmtmodels.textio import DataError, atomic_output
 
 SCORE_METRICS = ("bleu", "chrf", "tokenized_bleu")
 RESULT_COLUMNS = (
@@ -80,8 +80,7 @@ def collect_results(metadata: dict[str, Any], root: str | Path = ".") -> pd.Data
             info = load(ev.model_info_path(name, corpus))
             for test_set in spec["test_sets"] + list(spec["concatenations"]):
                 concatenated = test_set in spec["concatenations"]
-                scores_file = ev.system_files(name, corpus, test_set, concatenated)["scores"]
-                scores = load(scores_file)
+                scores = load(ev.system_files(name, corpus, test_set, concatenated)["scores"])
                 for metric in SCORE_METRICS:
                     entry = scores.get(metric)
                     if entry is None:
@@ -92,36 +91,45 @@ def collect_results(metadata: dict[str, Any], root: str | Path = ".") -> pd.Data
                         "subwords": exp["subwords"], "corpus": corpus, "pair": _pair(spec), "test_set": test_set,
                         "concatenation": concatenated, "metric": metric, "score": entry["score"],
                         "signature": entry["signature"], "num_sentences": scores["num_sentences"],
-                        "num_references": scores["num_references"], "parameters": info["parameters"],
+                        "num_references": _reference_count(entry["signature"], scores["num_references"]),
+                        "parameters": info["parameters"],
                         "train_tokens_per_s": info["train_tokens_per_s"],
                     }
-                    row.update(_versus_best_baseline(exp, name, corpus, test_set, concatenated, metric, entry, load, scores_file))
+                    row.update(_versus_best_baseline(load, name, exp["baselines"], corpus, test_set, concatenated, metric,
+                                                     entry["score"]))
                     rows.append(row)
     frame = pd.DataFrame(rows, columns=list(RESULT_COLUMNS))
     return frame.astype({"parameters": "Int64", "sign_better": "Int64", "sign_worse": "Int64", "sign_ties": "Int64",
                          "num_sentences": "Int64", "num_references": "Int64"})
 
 
-def _versus_best_baseline(exp, name, corpus, test_set, concatenated, metric, entry, load, scores_file) -> dict[str, Any]:
+def _reference_count(signature: str, default: int) -> int:
+    """``nrefs`` of a sacrebleu signature (tokenised BLEU uses one reference, the others all)."""
+    fields = dict(part.split(":", 1) for part in signature.split("|") if ":" in part)
+    return int(fields["nrefs"]) if fields.get("nrefs", "").isdigit() else default
+
+
+def _versus_best_baseline(load, name: str, baselines: list[str], corpus: str, test_set: str, concatenated: bool,
+                          metric: str, score: float) -> dict[str, Any]:
     """Baseline columns of one row: the best-scoring baseline on this test set and metric
     and the p-values of the comparison with it (empty without a baseline or a test)."""
     best = None
-    for baseline in exp["baselines"]:
+    for baseline in baselines:
         base_entry = load(ev.system_files(baseline, corpus, test_set, concatenated)["scores"]).get(metric)
         if base_entry is not None and (best is None or base_entry["score"] > best[1]):
             best = (baseline, base_entry["score"])
     if best is None:
         return {}
     baseline, baseline_score = best
-    values: dict[str, Any] = {"baseline": baseline, "baseline_score": baseline_score, "delta": entry["score"] - baseline_score}
+    values: dict[str, Any] = {"baseline": baseline, "baseline_score": baseline_score, "delta": score - baseline_score}
     comparison_file = ev.comparison_path(name, baseline, corpus, test_set)
     tested = load(comparison_file)["metrics"].get(metric)
     if tested is None:
         return values
-    for side, expected in (("system", entry["score"]), ("baseline", baseline_score)):
+    for side, expected in (("system", score), ("baseline", baseline_score)):
         if not math.isclose(tested[f"{side}_score"], expected, rel_tol=0, abs_tol=1e-9):
-            raise DataError(comparison_file, f"{metric} {side} score {tested[f'{side}_score']} differs from the score "
-                                             f"file's {expected} (stale file? {scores_file})")
+            raise DataError(comparison_file, f"{metric} {side} score {tested[f'{side}_score']} differs from the "
+                                             f"score file's {expected} (a stale file?)")
     if "sign" in tested:
         sign = tested["sign"]
         values.update(p_sign=sign["p_value"], sign_better=sign["better"], sign_worse=sign["worse"], sign_ties=sign["ties"])
@@ -156,9 +164,12 @@ class Markers:
                 return better if delta > 0 else worse
         return ""
 
-    def legend(self) -> str:
-        return "; ".join(f"{better} / {worse}: significantly better / worse than the baseline (p < {alpha})"
-                         for alpha, better, worse in self.levels)
+    def legend(self, test: str, render=lambda marker: marker, escape=lambda text: text) -> str:
+        """What the markers mean: markers drawn by ``render``, text by ``escape`` (the output format's)."""
+        levels = "; ".join(f"{render(better)} / {render(worse)}"
+                           + escape(f": significantly better / worse than the baseline (p < {alpha})")
+                           for alpha, better, worse in self.levels)
+        return levels + escape(f"; {TEST_NAMES[test]} against the (best) baseline; bold: best in column.")
 
 
 DAGGER = Markers(((0.01, "†", "‡"),))  # lattice paper: "† ... significant difference (p < 0.01)"
@@ -244,8 +255,10 @@ class Grid:
     label: str
     columns: list[tuple[str, str]]
     rows: list[list[Cell]]
-    notes: list[str] = field(default_factory=list)
-    n_labels: int = 1
+    notes: list[str]
+    n_labels: int
+    markers: Markers
+    marker_test: str
 
 
 def _fmt_params(value: Any) -> str:
@@ -366,9 +379,8 @@ def layout_grids(results: pd.DataFrame, layout: Layout, marker_test: str = "sign
                     cells += [_extra_cell(grid_rows, experiment, corpus, e) for e in layout.extras]
                 body.append(cells)
             suffix = ""
-        notes.append(f"{layout.markers.legend()}; {TEST_NAMES[marker_test]}, against the (best) baseline; bold: best in column.")
         grid = Grid(layout.caption + suffix, f"tab:{layout.paper}-{layout.key}" + (f"-{group[0]}" if per_corpus else ""),
-                    headers, body, notes, len(layout.labels))
+                    headers, body, notes, len(layout.labels), layout.markers, marker_test)
         _bold_best(grid, score_columns)
         grids.append(grid)
     return grids
@@ -404,12 +416,12 @@ def to_markdown(grid: Grid) -> str:
     if isinstance(frame.columns, pd.MultiIndex):
         frame.columns = [f"{group} {name}".strip() for group, name in frame.columns]
     table = frame.to_markdown(index=False, disable_numparse=True)
-    notes = "\n".join(f"- {note}" for note in grid.notes)
+    notes = "\n".join(f"- {note}" for note in grid.notes + [grid.markers.legend(grid.marker_test)])
     return f"### {grid.caption}\n\n{table}\n\n{notes}\n"
 
 
 _LATEX_SPECIALS = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
-                   "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}"}
+                   "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}", "<": "$<$", ">": "$>$", "|": r"\textbar{}"}
 
 
 def _latex_escape(text: str) -> str:
@@ -431,7 +443,8 @@ def to_latex(grid: Grid) -> str:
     align = "l" * grid.n_labels + "r" * (len(grid.columns) - grid.n_labels)
     body = styler.to_latex(column_format=align, hrules=True, multicol_align="c", position="t",
                            caption=_latex_escape(grid.caption), label=grid.label, position_float="centering")
-    notes = " ".join(_latex_escape(note) for note in grid.notes)
+    legend = grid.markers.legend(grid.marker_test, render=_LATEX_MARKERS.__getitem__, escape=_latex_escape)
+    notes = " ".join([_latex_escape(note) for note in grid.notes] + [legend])
     return body.replace(r"\end{table}", f"\\par\\footnotesize {notes}\n\\end{{table}}") + "\n"
 
 
@@ -442,7 +455,8 @@ def to_html(grid: Grid) -> str:
 
     frame = _frame(grid, text)
     table = frame.style.hide(axis="index").set_caption(html.escape(grid.caption)).to_html()
-    notes = "".join(f"<li>{html.escape(note)}</li>" for note in grid.notes)
+    legend = grid.markers.legend(grid.marker_test, render=lambda m: f"<sup>{html.escape(m)}</sup>", escape=html.escape)
+    notes = "".join(f"<li>{html.escape(note)}</li>" for note in grid.notes) + f"<li>{legend}</li>"
     return f"<section>\n{table}\n<ul>{notes}</ul>\n</section>\n"
 
 

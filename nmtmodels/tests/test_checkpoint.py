@@ -1,11 +1,15 @@
 from __future__ import annotations
 
+import os
+import pickle
+
 import pytest
 import torch
 
 from nmtmodels import checkpoint as ckpt
 from nmtmodels.checkpoint import CheckpointError, average_checkpoints, load_checkpoint, numbered_checkpoints, save_checkpoint
 from nmtmodels.tests.helpers_e import tiny_model
+from nmtmodels.textio import DataError
 
 
 def model_state(seed: int) -> dict:
@@ -81,3 +85,12 @@ def test_numbered_checkpoints_sort_numerically(tmp_path):
     for name in ("checkpoint_10.pt", "checkpoint_9.pt", "checkpoint_last.pt", "checkpoint_best.pt", "checkpoint_100.pt"):
         (tmp_path / name).write_bytes(b"")
     assert [u for u, _ in numbered_checkpoints(tmp_path)] == [9, 10, 100]
+
+
+def test_outputs_follow_the_umask_and_data_errors_pickle(tmp_path):
+    save_checkpoint(tmp_path / "c.pt", {"a": 1})
+    mask = os.umask(0)
+    os.umask(mask)
+    assert os.stat(tmp_path / "c.pt").st_mode & 0o777 == 0o666 & ~mask
+    error = pickle.loads(pickle.dumps(DataError("f.txt", "bad token", 3)))
+    assert (str(error), error.path, error.line) == ("f.txt:3: bad token", "f.txt", 3)

@@ -259,3 +259,20 @@ def test_training_with_validation_bleu(copy_run, tmp_path):
     best = load_checkpoint(tmp_path / "out" / "checkpoint_best.pt")
     assert best["metrics"]["valid_bleu"] == pytest.approx(max(bleu.values()), abs=1e-3)
     assert best["decode_config"]["beam"] == 1
+
+
+def test_extra_input_options_are_checked_against_the_family():
+    class LatticeLike(torch.nn.Module):
+        extra_inputs = {"starts": -1, "ends": -1}
+
+    parsed = cli._parse_extras(["starts=tr.s:va.s"], ["ends=tr.e:va.e"], 2, "--extra")
+    assert parsed == {"starts": (False, ["tr.s", "va.s"]), "ends": (True, ["tr.e", "va.e"])}
+    assert cli._check_extras(LatticeLike(), parsed, "lattice", "--extra") == {"starts": -1, "ends": -1}
+    with pytest.raises(cli.ConfigError, match="needs extra inputs ends"):
+        cli._check_extras(LatticeLike(), {"starts": parsed["starts"]}, "lattice", "--extra")
+    with pytest.raises(cli.ConfigError, match="takes no extra input 'spans' \\(it takes: ends, starts\\)"):
+        cli._check_extras(LatticeLike(), {**parsed, "spans": (False, ["x", "y"])}, "lattice", "--extra")
+    with pytest.raises(cli.ConfigError, match="expected NAME=TRAINFILE:VALIDFILE"):
+        cli._parse_extras(["starts=only_one"], [], 2, "--extra")
+    with pytest.raises(cli.ConfigError, match="given twice"):
+        cli._parse_extras(["a=x"], ["a=y"], 1, "--extra")

@@ -112,20 +112,21 @@ def test_resume_after_stop_is_bit_exact(corpus, tmp_path):
     assert train_updates == list(range(1, 15))
 
 
-def test_sigterm_saves_and_resume_is_bit_exact(corpus, tmp_path):
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGUSR1])
+def test_signal_saves_and_resume_is_bit_exact(corpus, tmp_path, signum):
     settings = dict(max_updates=10, dropout=0.1, log_interval=1)
     straight = make_trainer(corpus, tmp_path / "straight", **settings)
     straight.train()
 
     def kill_at_update_4(message):
         if message.startswith("update 4 |"):
-            signal.raise_signal(signal.SIGTERM)  # a real signal through the installed handler
+            signal.raise_signal(signum)  # a real signal through the installed handler
 
-    handler_before = signal.getsignal(signal.SIGTERM)
+    handler_before = signal.getsignal(signum)
     killed = make_trainer(corpus, tmp_path / "killed", log=kill_at_update_4, **settings)
     result = killed.train()
     assert result.status == "interrupted" and result.update == 4
-    assert signal.getsignal(signal.SIGTERM) is handler_before  # handlers restored
+    assert signal.getsignal(signum) is handler_before  # handlers restored
     assert load_checkpoint(tmp_path / "killed" / "checkpoint_last.pt")["update"] == 4
     resumed = make_trainer(corpus, tmp_path / "killed", model_seed=5, **settings)
     assert resumed.train().update == 10

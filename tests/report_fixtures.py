@@ -1,0 +1,100 @@
+"""A fixture experiment tree for the evaluation tests: a config with a two-reference corpus
+(with an "ALL" concatenation) and a single-reference one, systems of known quality, and the
+files the workflow writes (references, outputs, score files, comparisons, model information)."""
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+from nmtmodels.scoring import score_corpus, write_scores_json
+from workflow_scripts import evaluation as ev
+from workflow_scripts import significance
+
+WORDS = [f"w{i}" for i in range(30)] + ["the", "a", "."]
+
+
+def corpus_spec(src: str, tgt: str, test_sets: list[str], refs: int = 1, **extra) -> dict:
+    plain = {"format": "plain", "files": {src: "f", tgt: "f"}}
+    test = plain if refs == 1 else {"format": "plain", "files": {src: "f"}, "refs": {tgt: ["f"] * refs}}
+    return {"src": src, "tgt": tgt, "downloads": {"f": {"url": "https://example.org/f"}},
+            "splits": {"train": [plain], "dev": [plain], **{t: [test] for t in test_sets}},
+            "test_sets": test_sets, **extra}
+
+
+def fixture_config() -> dict:
+    experiment = {"family": "transformer", "subwords": "bpe8000"}
+    return {
+        "active_corpora": ["nist", "iwslt"],
+        "corpora": {
+            "nist": corpus_spec("zh", "en", ["mt02", "mt03"], refs=2, concatenations={"ALL": ["mt02", "mt03"]}),
+            "iwslt": corpus_spec("en", "de", ["tst13"]),
+        },
+        "experiments": {
+            "transformer": {**experiment, "corpora": ["nist", "iwslt"], "variant": "Transformer", "input": "PKU"},
+            "lpe": {**experiment, "corpora": ["nist", "iwslt"], "paper": "lattice", "variant": "+LPE", "input": "Lattice",
+                    "baseline": "transformer"},
+            "lsa": {**experiment, "corpora": ["nist"], "paper": "lattice", "variant": "+LSA", "input": "Lattice",
+                    "baseline": "transformer"},
+            "pe_lsa": {**experiment, "corpora": ["nist"], "paper": "lattice", "variant": "PE + LSA", "tables": ["table4"],
+                       "baseline": "transformer"},
+            "gate": {**experiment, "corpora": ["iwslt"], "paper": "graph", "variant": "+half-dim&gate",
+                     "baseline": ["transformer", "lpe"]},
+        },
+    }
+
+
+def noisy(lines: list[str], keep: float, seed: int) -> list[str]:
+    rng = random.Random(seed)
+    return [" ".join(w if rng.random() < keep else rng.choice(WORDS) for w in line.split()) for line in lines]
+
+
+# Quality of each system's output (share of reference words kept); 1.0 copies the reference.
+QUALITY = {"transformer": 0.55, "lpe": 0.95, "lsa": 0.56, "pe_lsa": 0.9, "gate": 1.0}
+PARAMETERS = {"transformer": 1_234_567, "lpe": 1_234_567, "lsa": 1_240_000, "pe_lsa": 1_240_000, "gate": 987_654}
+
+
+def write(root: Path, relative: str, lines: list[str]) -> None:
+    path = root / relative
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(f"{line}\n" for line in lines), encoding="utf-8")
+
+
+def build_tree(root: Path, config: dict) -> None:
+    """References, outputs, score files, comparisons and model information as the workflow writes them."""
+    rng = random.Random(0)
+    texts: dict[tuple[str, str], list[list[str]]] = {}
+    for corpus, spec in config["corpora"].items():
+        for t in spec["test_sets"]:
+            first = [" ".join(rng.choice(WORDS) for _ in range(rng.randint(4, 14))) for _ in range(40)]
+            streams = [first] + [noisy(first, 0.8, seed=k) for k in range(1, ev.corpus_specs.reference_count(spec, t, spec["tgt"]))]
+            texts[corpus, t] = streams
+        for name, members in ev.concatenations_of(config, corpus).items():
+            texts[corpus, name] = [sum((texts[corpus, m][k] for m in members), []) for k in range(len(texts[corpus, members[0]]))]
+    for (corpus, t), streams in texts.items():
+        files = ev.reference_files(config, corpus, t)
+        for path, lines in zip(files["refs"], streams):
+            write(root, path, lines)
+        write(root, files["tok"], streams[0])
+    outputs: dict[tuple[str, str, str], list[str]] = {}
+    for seed, (experiment, corpus) in enumerate(ev.active_runs(config)):
+        spec = config["corpora"][corpus]
+        for t in spec["test_sets"]:
+            outputs[experiment, corpus, t] = noisy(texts[corpus, t][0], QUALITY[experiment], seed=100 + seed)
+        for name, members in ev.concatenations_of(config, corpus).items():
+            outputs[experiment, corpus, name] = sum((outputs[experiment, corpus, m] for m in members), [])
+        info = {"parameters": PARAMETERS[experiment], "train_tokens_per_s": 1000.0 + seed, "family": "transformer", "updates": 10}
+        write(root, ev.model_info_path(experiment, corpus), [json.dumps(info)])
+    for (experiment, corpus, t), hyps in outputs.items():
+        concatenated = ev.is_concatenation(config, corpus, t)
+        files = ev.system_files(experiment, corpus, t, concatenated)
+        write(root, files["hyp"], hyps)
+        write(root, files["tok"], hyps)
+        streams = texts[corpus, t]
+        write_scores_json(root / files["scores"], score_corpus(hyps, streams, config["corpora"][corpus]["tgt"], hyps, streams[:1]))
+    for experiment, baseline, corpus, t in ev.comparisons(config):
+        streams = texts[corpus, t]
+        system, base = outputs[experiment, corpus, t], outputs[baseline, corpus, t]
+        result = significance.compare(config["corpora"][corpus]["tgt"], system, base, streams,
+                                      tokenized=(system, base, streams[:1]), bootstrap_samples=30, ar_trials=30, seed=5)
+        write(root, ev.comparison_path(experiment, baseline, corpus, t), [json.dumps(result)])

@@ -1,0 +1,195 @@
+"""The tidy results table from a fixture experiment tree, and the paper tables rendered from it."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from tests.report_fixtures import PARAMETERS, build_tree, fixture_config
+from workflow_scripts import evaluation as ev
+from workflow_scripts import tables
+from nmtmodels.textio import DataError
+
+
+@pytest.fixture(scope="module")
+def tree(tmp_path_factory) -> tuple[Path, dict]:
+    root = tmp_path_factory.mktemp("tree")
+    config = fixture_config()
+    build_tree(root, config)
+    return root, config
+
+
+@pytest.fixture(scope="module")
+def results(tree) -> pd.DataFrame:
+    root, config = tree
+    return tables.collect_results(ev.report_metadata(config), root)
+
+
+def row(frame: pd.DataFrame, experiment: str, corpus: str, test_set: str, metric: str = "bleu") -> pd.Series:
+    hit = frame[(frame.experiment == experiment) & (frame.corpus == corpus) & (frame.test_set == test_set) & (frame.metric == metric)]
+    assert len(hit) == 1
+    return hit.iloc[0]
+
+
+# ----------------------------------------------------------------------------- collect
+def test_collect_has_one_row_per_run_test_set_and_metric(tree, results):
+    root, config = tree
+    expected = sum(len(ev.evaluation_sets(config, c)) for _, c in ev.active_runs(config)) * 3
+    assert len(results) == expected
+    assert list(results.columns) == list(tables.RESULT_COLUMNS)
+    for _, r in results.iterrows():
+        concatenated = ev.is_concatenation(config, r.corpus, r.test_set)
+        scores = json.loads((root / ev.system_files(r.experiment, r.corpus, r.test_set, concatenated)["scores"]).read_text())
+        assert r.score == scores[r.metric]["score"] and r.signature == scores[r.metric]["signature"]
+        assert r.concatenation == concatenated
+        assert r.parameters == PARAMETERS[r.experiment]
+
+
+def test_collect_takes_p_values_from_the_comparison(tree, results):
+    root, _ = tree
+    r = row(results, "lpe", "nist", "ALL", "tokenized_bleu")
+    comparison = json.loads((root / ev.comparison_path("lpe", "transformer", "nist", "ALL")).read_text())["metrics"]["tokenized_bleu"]
+    assert r.baseline == "transformer"
+    assert (r.p_sign, r.p_paired_bs, r.p_paired_ar) == (comparison["sign"]["p_value"], comparison["paired_bs"]["p_value"],
+                                                        comparison["paired_ar"]["p_value"])
+    assert (r.sign_better, r.sign_worse, r.sign_ties) == (comparison["sign"]["better"], comparison["sign"]["worse"],
+                                                          comparison["sign"]["ties"])
+    assert r.delta == pytest.approx(r.score - row(results, "transformer", "nist", "ALL", "tokenized_bleu").score)
+    assert r.num_references == 1 and row(results, "lpe", "nist", "ALL").num_references == 2
+    assert row(results, "lpe", "nist", "ALL").num_sentences == 80
+    # chrF is scored but not tested (not among the significance metrics)
+    chrf = row(results, "lpe", "nist", "mt02", "chrf")
+    assert chrf.baseline == "transformer" and pd.isna(chrf.p_sign)
+    baseline = row(results, "transformer", "nist", "mt02")
+    assert pd.isna(baseline.baseline) and pd.isna(baseline.p_sign)
+
+
+def test_collect_compares_with_the_best_of_several_baselines(results):
+    r = row(results, "gate", "iwslt", "tst13")
+    lpe, transformer = row(results, "lpe", "iwslt", "tst13"), row(results, "transformer", "iwslt", "tst13")
+    assert lpe.score > transformer.score
+    assert r.baseline == "lpe" and r.baseline_score == lpe.score
+
+
+def test_collect_cli_round_trip(tree, results, monkeypatch):
+    root, config = tree
+    monkeypatch.chdir(root)
+    assert tables.main(["collect", "--metadata", json.dumps(ev.report_metadata(config)), "--output", "report/results.csv"]) == 0
+    back = tables.read_results(root / "report/results.csv")
+    pd.testing.assert_frame_equal(back[["experiment", "test_set", "metric", "score", "p_sign", "baseline"]],
+                                  results[["experiment", "test_set", "metric", "score", "p_sign", "baseline"]].fillna({"baseline": ""}),
+                                  check_dtype=False)
+
+
+def test_collect_errors_name_the_file(tree, tmp_path):
+    root, config = tree
+    metadata = ev.report_metadata(config)
+    with pytest.raises(DataError, match="model_info.json: no such file"):
+        tables.collect_results(metadata, tmp_path)
+    stale = tmp_path / "stale"
+    build_tree(stale, config)
+    path = stale / ev.comparison_path("lsa", "transformer", "nist", "mt02")
+    data = json.loads(path.read_text())
+    data["metrics"]["bleu"]["system_score"] += 1.0
+    path.write_text(json.dumps(data))
+    with pytest.raises(DataError, match=r"mt02.vs.transformer.json: bleu system score .* differs"):
+        tables.collect_results(metadata, stale)
+
+
+# ----------------------------------------------------------------------------- render
+def test_lattice_tables_fill_from_the_results(results):
+    documents = tables.render_paper(results, "lattice")
+    markdown = documents["markdown"]
+    sections = markdown.split("### ")[1:]
+    assert [s.splitlines()[0] for s in sections] == [
+        tables.LAYOUTS["lattice"][0].caption + " (nist)",
+        tables.LAYOUTS["lattice"][1].caption + " (iwslt)",
+        tables.LAYOUTS["lattice"][2].caption + " (nist)",
+    ]
+    table2 = sections[0].splitlines()
+    header = [c.strip() for c in table2[2].strip("|").split("|")]
+    assert header == ["System", "Input", "mt02", "mt03", "ALL"]
+    body = {line.split("|")[1].strip(): [c.strip() for c in line.strip("|").split("|")] for line in table2[4:7]}
+    assert list(body) == ["Transformer", "+LPE", "+LSA"]  # the baseline first; PE + LSA only in Table 4
+    for k, test_set in enumerate(["mt02", "mt03", "ALL"], start=2):
+        lpe = row(results, "lpe", "nist", test_set)
+        assert lpe.p_sign < 0.01 and lpe.delta > 0
+        assert body["+LPE"][k] == f"**{lpe.score:.2f}†**"  # significant and best in the column
+        lsa = row(results, "lsa", "nist", test_set)
+        assert body["+LSA"][k] == f"{lsa.score:.2f}" + ("†" if lsa.p_sign < 0.01 else "")
+        assert body["Transformer"][k] == f"{row(results, 'transformer', 'nist', test_set).score:.2f}"
+    assert body["+LPE"][1] == "Lattice" and body["Transformer"][1] == "PKU"
+    table4 = sections[2]
+    assert "PE + LSA" in table4 and "+LPE" not in table4 and "| Transformer" in table4
+    assert "sign test (Collins et al., 2005)" in markdown
+
+
+def test_graph_table_groups_columns_by_pair_with_parameters(results):
+    documents = tables.render_paper(results, "graph")
+    markdown = documents["markdown"]
+    assert "| Model" in markdown and "En-De BLEU" in markdown and "En-De #Params" in markdown
+    gate = row(results, "gate", "iwslt", "tst13", "tokenized_bleu")
+    assert gate.baseline == "lpe" and gate.p_sign < 0.01
+    assert f"**{gate.score:.2f}++**" in markdown and "987.7K" in markdown
+    assert "| Transformer" in markdown and "| +LPE" in markdown  # both baselines shown
+    latex = documents["latex"]
+    assert r"\multicolumn{2}{c}{En-De}" in latex
+    assert r"+half-dim\&gate" in latex and r"\textbf{" + f"{gate.score:.2f}" + "}$^{++}$" in latex
+    assert r"\label{tab:graph-table2}" in latex and r"\toprule" in latex
+    html = documents["html"]
+    assert "+half-dim&amp;gate" in html and f"<b>{gate.score:.2f}<sup>++</sup></b>" in html
+
+
+def test_render_cli_writes_three_formats(tree, results, tmp_path):
+    csv = tmp_path / "results.csv"
+    results.to_csv(csv, index=False)
+    out = {ext: tmp_path / f"lattice.{ext}" for ext in ("md", "tex", "html")}
+    assert tables.main(["render", "--results", str(csv), "--paper", "lattice", "--marker-test", "paired_ar",
+                        "--markdown", str(out["md"]), "--latex", str(out["tex"]), "--html", str(out["html"])]) == 0
+    assert "paired approximate randomisation" in out["md"].read_text()
+    assert out["tex"].read_text().count(r"\begin{table}") == 3
+    assert out["html"].read_text().startswith("<!DOCTYPE html>")
+
+
+def handmade(rows: list[dict]) -> pd.DataFrame:
+    defaults = {c: None for c in tables.RESULT_COLUMNS}
+    defaults.update(family="transformer", input="", tables="", baselines="", baseline="", metric="bleu", signature="sig",
+                    concatenation=False, parameters=100, train_tokens_per_s=None)
+    return pd.DataFrame([{**defaults, **r} for r in rows], columns=list(tables.RESULT_COLUMNS))
+
+
+def test_layouts_are_the_tables_the_config_may_name():
+    assert {paper: tuple(layout.key for layout in layouts) for paper, layouts in tables.LAYOUTS.items()} == ev.PAPER_TABLES
+    assert tuple(tables.LAYOUTS) == ev.PAPERS
+
+
+def test_markers_mark_significant_differences_in_both_directions():
+    assert tables.PLUS.mark(0.001, 1.0) == "++" and tables.PLUS.mark(0.03, 1.0) == "+"
+    assert tables.PLUS.mark(0.001, -1.0) == "−−" and tables.PLUS.mark(0.03, -0.5) == "−"
+    assert tables.PLUS.mark(0.2, 1.0) == "" and tables.PLUS.mark(float("nan"), 1.0) == ""
+    assert tables.DAGGER.mark(0.009, 0.1) == "†" and tables.DAGGER.mark(0.02, 0.1) == "" and tables.DAGGER.mark(0.001, -2) == "‡"
+    frame = handmade([
+        {"experiment": "base", "paper": "", "variant": "Transformer (base)", "corpus": "wmt", "pair": "en-de",
+         "test_set": "nt14", "score": 27.3},
+        {"experiment": "enc", "paper": "reordering", "variant": "+Encoder REs", "baselines": "base", "corpus": "wmt",
+         "pair": "en-de", "test_set": "nt14", "score": 26.1, "baseline": "base", "delta": -1.2, "p_sign": 0.02,
+         "train_tokens_per_s": 12345.6},
+    ])
+    markdown = tables.render_paper(frame, "reordering")["markdown"]
+    assert "| +Encoder REs       | transformer    | 26.10−" in markdown and "12,346" in markdown
+    assert "**27.30**" in markdown
+
+
+def test_paper_experiments_on_other_pairs_get_their_own_table():
+    frame = handmade([
+        {"experiment": "base", "paper": "", "variant": "Transformer", "corpus": "tanaka", "pair": "ja-en",
+         "test_set": "test", "score": 20.0},
+        {"experiment": "lpe", "paper": "lattice", "variant": "+LPE", "baselines": "base", "corpus": "tanaka",
+         "pair": "ja-en", "test_set": "test", "score": 21.0, "baseline": "base", "delta": 1.0, "p_sign": 0.5},
+    ])
+    grids = tables.paper_grids(frame, "lattice")
+    assert [g.label for g in grids] == ["tab:lattice-other-tanaka"]
+    assert [[c.text for c in r] for r in grids[0].rows] == [["Transformer", "20.00", "100"], ["+LPE", "21.00", "100"]]
+    assert tables.render_paper(frame, "esc")["markdown"] == "No results of esc experiments.\n"
