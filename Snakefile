@@ -14,6 +14,7 @@ import shlex
 from snakemake.utils import min_version, validate
 
 from workflow_scripts import corpora as corpus_specs
+from workflow_scripts import evaluation as ev
 from workflow_scripts import workflow_config as wc
 
 min_version("9.0")
@@ -25,6 +26,7 @@ configfile: os.path.join(workflow.basedir, "config.yaml")
 validate(config, "schemas/config.schema.yaml")
 wc.check_config(config)
 wc.check_experiments(config)
+ev.check_evaluation_config(config)
 
 DATA = wc.DATA_ROOT
 EXPERIMENTS = wc.EXPERIMENTS_ROOT
@@ -56,6 +58,7 @@ include: "rules/subwords.smk"
 include: "rules/train.smk"
 include: "rules/decode.smk"
 include: "rules/evaluate.smk"
+include: "rules/report.smk"
 
 
 rule all:
@@ -63,6 +66,7 @@ rule all:
     input:
         wc.data_targets(config),
         wc.model_targets(config),
+        ev.report_targets(config),
 
 
 rule data:

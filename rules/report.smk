@@ -3,9 +3,6 @@
 # the papers' tables, BLEU by source length, and the `snakemake --report` annotations.
 # Layout and configuration keys: workflow_scripts/evaluation.py.
 
-from workflow_scripts import evaluation as ev
-
-ev.check_evaluation_config(config)
 EVALUATION = ev.evaluation_settings(config)
 REPORT = ev.REPORT_ROOT
 
