@@ -52,6 +52,7 @@ from nmtmodels.batch import PAD_ID
 from nmtmodels.checkpoint import copy_checkpoint, load_checkpoint, save_checkpoint
 from nmtmodels.configuration import ConfigError, to_dict
 from nmtmodels.data import BucketBatchSampler, ParallelDataset
+from nmtmodels.textio import atomic_output
 from nmtmodels.distributed import DistributedContext, all_gather_object, all_reduce_sum, broadcast_object
 from nmtmodels.models.base import Seq2SeqModel
 from nmtmodels.vocab import Vocabulary
@@ -284,6 +285,9 @@ class Trainer:
         self.bad_validations = 0
         self.kept: list[dict[str, Any]] = []  # numbered checkpoints: {"update", "metric"}
         self.last_metrics: dict[str, float] = {}
+        # Every metrics.csv row so far; kept in checkpoints so that a resumed run can
+        # rewrite metrics.csv whole (a scheduler may delete a failed job's outputs).
+        self.metrics_history: list[dict[str, str]] = []
         self._signal: int | None = None
         self._loss_sum: Tensor | None = None  # since the last log line, on the device
         self._nll_sum: Tensor | None = None
@@ -351,6 +355,7 @@ class Trainer:
             return TrainResult("interrupted", "signal", self.update, self.best, self.last_metrics)
         if self._saved_at != self.update:
             self._validate_and_save(numbered=True, started=started)
+        self._ensure_best_checkpoint()
         self._log(f"finished: {reason} at update {self.update}"
                   + (f", best {cfg.best_metric} {self.best:.4f}" if self.best is not None else ""))
         return TrainResult("finished", reason, self.update, self.best, self.last_metrics)
@@ -441,13 +446,15 @@ class Trainer:
             self._write_metrics(row)
 
     def _write_metrics(self, row: dict[str, Any]) -> None:
+        formatted = {k: _fmt(row.get(k)) for k in METRIC_COLUMNS}
+        self.metrics_history.append(formatted)
         path = self.out_dir / "metrics.csv"
         new = not path.exists() or path.stat().st_size == 0
         with open(path, "a", encoding="utf-8", newline="") as handle:
             writer = csv.DictWriter(handle, fieldnames=METRIC_COLUMNS)
             if new:
                 writer.writeheader()
-            writer.writerow({k: _fmt(row.get(k)) for k in METRIC_COLUMNS})
+            writer.writerow(formatted)
         if self.cfg.tensorboard:
             if self._writer is None:
                 from torch.utils.tensorboard import SummaryWriter
@@ -458,17 +465,29 @@ class Trainer:
                     self._writer.add_scalar(key, value, self.update)
             self._writer.flush()
 
-    def _truncate_metrics(self) -> None:
-        """Drop metric rows written after the checkpoint being resumed (a killed run's tail)."""
-        path = self.out_dir / "metrics.csv"
-        if not self.dist.is_main or not path.exists():
+    def _rewrite_metrics(self) -> None:
+        """metrics.csv = the rows up to the resumed checkpoint (drops a killed run's tail,
+        restores a file deleted after a failure)."""
+        if not self.dist.is_main:
             return
-        with open(path, encoding="utf-8", newline="") as handle:
-            rows = [r for r in csv.DictReader(handle) if r.get("update", "").isdigit() and int(r["update"]) <= self.update]
-        with open(path, "w", encoding="utf-8", newline="") as handle:
+        with atomic_output(self.out_dir / "metrics.csv") as handle:
             writer = csv.DictWriter(handle, fieldnames=METRIC_COLUMNS)
             writer.writeheader()
-            writer.writerows(rows)
+            writer.writerows(self.metrics_history)
+
+    def _ensure_best_checkpoint(self) -> None:
+        """checkpoint_best.pt exists at the end of training, even if it was deleted while the
+        run was interrupted: it is restored from the best kept numbered checkpoint."""
+        best_path = self.out_dir / "checkpoint_best.pt"
+        if not self.dist.is_main or best_path.exists():
+            return
+        rated = [k for k in self.kept if k["metric"] is not None]
+        sign = -1.0 if self.cfg.best_metric == "bleu" else 1.0
+        if rated:
+            best = min(rated, key=lambda k: (sign * k["metric"], -k["update"]))
+            copy_checkpoint(self.out_dir / f"checkpoint_{best['update']}.pt", best_path)
+        else:  # never validated: the last model is the best we know
+            copy_checkpoint(self.checkpoint_last, best_path)
 
     def _progress_bar(self):
         from tqdm import tqdm
@@ -558,6 +577,7 @@ class Trainer:
                 "rng": rng_states,
                 "sampler": self.sampler.state_dict(),
                 "update": self.update,
+                "metrics_history": self.metrics_history,
                 "elapsed": self.elapsed,
                 "best": self.best,
                 "bad_validations": self.bad_validations,
@@ -618,8 +638,9 @@ class Trainer:
         self.bad_validations = int(trainer["bad_validations"])
         self.kept = [dict(k) for k in trainer["kept"]]
         self.last_metrics = dict(state.get("metrics") or {})
+        self.metrics_history = [dict(row) for row in trainer.get("metrics_history", [])]
         self._saved_at = self.update
-        self._truncate_metrics()
+        self._rewrite_metrics()
         if self.dist.is_main:
             self._log(f"resumed from {path} at update {self.update} (epoch {self.sampler.epoch}, "
                       f"batch {self.sampler.position})")

@@ -141,3 +141,19 @@ def test_rerun_does_nothing_and_a_new_bpe_size_rebuilds_only_its_branch(miniatur
     jobs = planned_jobs(proc.stdout)
     # learn 700 merges once, apply them to 3 splits x 2 languages; nothing upstream or elsewhere
     assert jobs == {"learn_bpe": 1, "apply_bpe": 6, "all": 1}, jobs
+
+
+@pytest.mark.slow
+def test_miniature_ends_with_results_table_length_plots_and_report(miniature):
+    import pandas as pd
+
+    table = pd.read_csv(miniature / "results/report/results.csv")
+    assert set(table["corpus"]) == {"multi30k_en_de", "tatoeba_zh_en", "tanaka_ja_en"}
+    bleu = table[table["metric"] == "bleu"]
+    for _, row in bleu.iterrows():
+        scores = yaml.safe_load((miniature / f"results/experiments/{row['experiment']}/{row['corpus']}/{row['test_set']}.scores.json").read_text())
+        assert row["score"] == pytest.approx(scores["bleu"]["score"])
+    assert list(miniature.glob("results/report/length/*/*.png"))
+    report = miniature / "report.html"
+    snakemake(miniature, "--report", str(report), "--configfile", str(ROOT / "configs/ci.yaml"))
+    assert report.stat().st_size > 10_000

@@ -112,6 +112,37 @@ def test_resume_after_stop_is_bit_exact(corpus, tmp_path):
     assert train_updates == list(range(1, 15))
 
 
+def test_resume_restores_outputs_a_scheduler_deleted(corpus, tmp_path):
+    """Snakemake deletes a failed job's declared outputs (checkpoint_best.pt, metrics.csv);
+    the resumed run must end with both, the best being the best validated model."""
+    settings = dict(max_updates=12, save_interval_updates=3, log_interval=1)
+    straight = make_trainer(corpus, tmp_path / "straight", **settings)
+    straight.train()
+    first = make_trainer(corpus, tmp_path / "resumed", **{**settings, "max_updates": 6})
+    first.train()
+    (tmp_path / "resumed" / "checkpoint_best.pt").unlink()
+    (tmp_path / "resumed" / "metrics.csv").unlink()
+    make_trainer(corpus, tmp_path / "resumed", **settings).train()
+    rows = {name: list(csv.DictReader(open(tmp_path / name / "metrics.csv"))) for name in ("straight", "resumed")}
+    columns = ("update", "epoch", "loss", "nll", "lr", "valid_loss")
+    assert [[r[c] for c in columns] for r in rows["resumed"]] == [[r[c] for c in columns] for r in rows["straight"]]
+    best = {name: load_checkpoint(tmp_path / name / "checkpoint_best.pt") for name in ("straight", "resumed")}
+    assert best["resumed"]["update"] == best["straight"]["update"]
+    assert_bitwise_equal(best["straight"]["model"], best["resumed"]["model"])
+
+
+def test_finished_run_restores_a_deleted_best_checkpoint_from_the_kept_ones(corpus, tmp_path):
+    settings = dict(max_updates=6, save_interval_updates=3, log_interval=1)
+    make_trainer(corpus, tmp_path, **settings).train()
+    expected = load_checkpoint(tmp_path / "checkpoint_best.pt")
+    (tmp_path / "checkpoint_best.pt").unlink()
+    result = make_trainer(corpus, tmp_path, **settings).train()  # nothing left to train
+    assert result.update == 6
+    restored = load_checkpoint(tmp_path / "checkpoint_best.pt")
+    assert restored["update"] == expected["update"]
+    assert_bitwise_equal(expected["model"], restored["model"])
+
+
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGUSR1])
 def test_signal_saves_and_resume_is_bit_exact(corpus, tmp_path, signum):
     settings = dict(max_updates=10, dropout=0.1, log_interval=1)
