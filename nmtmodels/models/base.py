@@ -39,9 +39,10 @@ def reorder_state(state: State, index: Tensor) -> State:
 class Seq2SeqModel(nn.Module):
     """Encoder-decoder base class.
 
-    ``decode(tgt_in, encoder_out, cache=None)`` returns ``(logits, attention)``:
-    logits (B, T, V) un-normalised; attention (B, T, S) over the source memory (the
-    average over heads of the last decoder layer's cross-attention) or None.
+    ``decode(tgt_in, encoder_out, cache=None, need_attention=False)`` returns
+    ``(logits, attention)``: logits (B, T, V) un-normalised; attention (B, T, S) over the
+    source memory (the average over heads of the last decoder layer's cross-attention)
+    when ``need_attention`` (beam-search coverage penalties, attention plots), else None.
     With ``cache`` given, ``tgt_in`` holds only the new token(s) (B, 1) and the cache
     carries everything earlier steps computed (self-attention keys/values and the
     projected keys/values of every memory, computed once).
@@ -50,7 +51,9 @@ class Seq2SeqModel(nn.Module):
     def encode(self, batch: Batch) -> State:  # pragma: no cover - interface
         raise NotImplementedError
 
-    def decode(self, tgt_in: Tensor, encoder_out: State, cache: State | None = None) -> tuple[Tensor, Tensor | None]:  # pragma: no cover - interface
+    def decode(
+        self, tgt_in: Tensor, encoder_out: State, cache: State | None = None, need_attention: bool = False
+    ) -> tuple[Tensor, Tensor | None]:  # pragma: no cover - interface
         raise NotImplementedError
 
     def forward(self, batch: Batch) -> Tensor:
