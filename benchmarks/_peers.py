@@ -14,19 +14,22 @@ after the warm-up, and from its own timer for decoding:
   (``n_src_words`` = source tokens without EOS, ``n_words`` = target tokens + EOS); the
   interval's seconds are its tokens over its rate.  Decoding: ``-report_time``'s average
   time per sentence times the sentence count.
-* CTranslate2: converts OpenNMT-py's checkpoint (the same weights) and decodes with
-  ``translate_batch``, timed around that call.
+* CTranslate2: converts OpenNMT-py's checkpoint (the same weights; its attention type
+  renamed from "scaled-dot-flash" to "scaled-dot", which 3.24's converter knows) and
+  decodes with ``translate_batch``, timed around that call.
 * Sockeye: its Speedometer logs samples/s every 50 batches; tokens/s = samples/s times
   the corpus' mean sentence length (its own ``tok/sec`` counts padded source positions).
   Decoding: the "Total time" it logs.
 * Joey NMT: "Tokens per Sec" (target tokens + EOS) per ``logging_freq`` interval, averaged
-  over the intervals; decoding is timed around ``joeynmt translate`` as a whole, so it
-  includes loading the model (said in the table note).
+  over the intervals (source tokens from the corpus mean lengths).  Decoding: the
+  "Generation took" it logs.
 * fairseq: tried; see :class:`Fairseq` for why it does not run here.
+
+The peers predate torch 2.6, whose ``torch.load`` refuses their checkpoints by default;
+they run with ``TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD=1`` (they only load files they wrote).
 """
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import json
 import os
@@ -152,7 +155,10 @@ class DecodeSpeed:
 # ---------------------------------------------------------------------- helpers
 def child_env(setup: Setup) -> dict[str, str]:
     """Environment for a peer process: the benchmark's thread count, no repo on PYTHONPATH."""
-    env = dict(os.environ, OMP_NUM_THREADS=str(setup.threads), MKL_NUM_THREADS=str(setup.threads), PYTHONUNBUFFERED="1")
+    # The peers predate torch 2.6, whose torch.load defaults to weights_only=True and then
+    # refuses their own checkpoints (pickled option namespaces): restore the old default.
+    env = dict(os.environ, OMP_NUM_THREADS=str(setup.threads), MKL_NUM_THREADS=str(setup.threads),
+               PYTHONUNBUFFERED="1", TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD="1", TQDM_DISABLE="1")
     env.pop("PYTHONPATH", None)
     if not setup.cuda:
         env["CUDA_VISIBLE_DEVICES"] = ""
@@ -176,12 +182,24 @@ def run_logged(command: list[str], log: Path, env: dict[str, str], *, cwd: Path 
             if stdout:
                 out.close()
     if code != 0:
-        raise PeerError(f"{Path(str(command[0])).name} exited with {code}: {last_line(log)} (log: {_rel(log)})")
+        raise PeerError(f"{Path(str(command[0])).name} exited with {code}: {failure_line(log)} (log: {_rel(log)})")
     return seconds
 
 
-def last_line(path: Path) -> str:
-    lines = [line.strip() for line in path.read_text(encoding="utf-8", errors="replace").splitlines() if line.strip()]
+# pip's summary lines, which hide the error that caused them
+_GENERIC_ERRORS = ("subprocess-exited-with-error", "could not build wheels", "failed building wheel",
+                   "this error originates", "failed to build", "calledprocesserror", "error compiling objects",
+                   "raise ", "exited with", "status 'error'")
+
+
+def failure_line(path: Path) -> str:
+    """The first specific error line of the last command in ``path`` (else its last line)."""
+    text = path.read_text(encoding="utf-8", errors="replace")
+    lines = [line.strip() for line in text[text.rfind("\n$ ") + 1:].splitlines()[1:] if line.strip()]
+    for line in lines:
+        lowered = line.lower()
+        if "error" in lowered and not any(generic in lowered for generic in _GENERIC_ERRORS):
+            return re.sub(r"\S*/pip-(?:install|req-build)-[^/]+/[^/]+/", "", line)[:300]
     return lines[-1][:300] if lines else "(no output)"
 
 
@@ -242,6 +260,7 @@ class Venv:
             run_logged([self.python, "-c", IMPORT_CHECK[self.name]], self.log, env)
         except PeerError as exc:
             failed.write_text(f"install failed: {exc}\n", encoding="utf-8")
+            self.reinstall = False  # one attempt per run: later calls report the cached failure
             raise PeerError(f"install failed: {exc}") from None
         freeze = subprocess.run([self.python, "-m", "pip", "freeze", "--local"], capture_output=True, text=True, env=env)
         (self.path / "pip-freeze.txt").write_text(freeze.stdout, encoding="utf-8")
@@ -263,7 +282,6 @@ class Peer:
 
     key: str = ""
     label: str = ""
-    appends_source_eos: bool = False
 
     def __init__(self, setup: Setup, work: Path, *, reinstall: bool = False):
         self.setup, self.work = setup, work / self.key
@@ -392,6 +410,13 @@ class OpenNMTPy(Peer):
         return DecodeSpeed(sentences, float(match.group(1)) * sentences / 1000, tokens, "-report_time")
 
 
+CT2_RENAME_ATTENTION = """
+import sys, torch
+checkpoint = torch.load(sys.argv[1], map_location="cpu", weights_only=False)
+checkpoint["opt"].self_attn_type = "scaled-dot"
+torch.save(checkpoint, sys.argv[2])
+"""
+
 CT2_DECODE = """
 import json, sys, time
 import ctranslate2
@@ -400,7 +425,7 @@ translator = ctranslate2.Translator(model, device=device, compute_type="float32"
 lines = [line.split() for line in open(source, encoding="utf-8")]
 start = time.perf_counter()
 results = translator.translate_batch(lines, beam_size=int(beam), max_batch_size=int(batch_tokens), batch_type="tokens",
-                                     max_decoding_length=256)
+                                     max_decoding_length=250)  # onmt_translate's -max_length default
 seconds = time.perf_counter() - start
 with open(output, "w", encoding="utf-8") as out:
     out.writelines(" ".join(r.hypotheses[0]) + "\\n" for r in results)
@@ -431,7 +456,11 @@ class CTranslate2(Peer):
             raise PeerError("needs OpenNMT-py's trained checkpoint (OpenNMT-py training failed)")
         converted, output = self.work / "model", self.work / "test.hyp"
         env = child_env(s)
-        run_logged([self.venv.bin("ct2-opennmt-py-converter"), "--model_path", self.onmt.model_path,
+        # OpenNMT-py 3.5 names its (torch SDPA) attention "scaled-dot-flash", which this
+        # converter does not know; the computation is scaled dot-product attention either way.
+        renamed = self.work / "checkpoint.scaled-dot.pt"
+        run_logged([self.venv.python, "-c", CT2_RENAME_ATTENTION, self.onmt.model_path, renamed], self.log, env)
+        run_logged([self.venv.bin("ct2-opennmt-py-converter"), "--model_path", renamed,
                     "--output_dir", converted, "--force"], self.log, env)
         timing = self.work / "timing.json"
         run_logged([self.venv.python, "-c", CT2_DECODE, converted, s.test_src, output, s.beam, s.decode_batch_tokens,
@@ -459,7 +488,6 @@ class Sockeye(Peer):
     """
 
     key, label = "sockeye", "Sockeye 3.1.34"
-    appends_source_eos = True
     SPEED = re.compile(r"E=\d+ B=(\d+)\s+s/sec=([\d.]+) tok/sec=[\d.]+ u/sec=([\d.]+)")
     TOTAL = re.compile(r"Processed (\d+) lines\. Total time: ([\d.]+)")
     SPEEDOMETER_BATCHES = 50  # sockeye.constants.MEASURE_SPEED_EVERY: fixed, not an option
@@ -530,7 +558,6 @@ class JoeyNMT(Peer):
     """
 
     key, label = "joeynmt", "Joey NMT 2.3.0"
-    appends_source_eos = True
     SPEED = re.compile(r"Step:\s+(\d+), Batch Loss:.*?Tokens per Sec:\s+(\d+)")
     GENERATION = re.compile(r"Generation took ([\d.]+)\[sec\]")
 
@@ -587,7 +614,12 @@ class JoeyNMT(Peer):
         if not rates:
             raise PeerError(f"no 'Tokens per Sec' lines after update {s.warmup_updates} in {_rel(train_log)}")
         tgt = statistics.fmean(rates)
-        return TrainSpeed(tgt, None, None, None, len(rates) * s.log_interval, "its 'Tokens per Sec' (mean over intervals)")
+        # It logs target tokens only; sentences (and source tokens) follow from the corpus
+        # means, as it samples the whole corpus.  Its source gets an EOS too.
+        sentences = tgt / (mean_lengths(s.train_tgt) + 1)
+        src = sentences * mean_lengths(s.train_src)
+        return TrainSpeed(tgt, src, src + sentences, None, len(rates) * s.log_interval,
+                          "its 'Tokens per Sec' (mean over intervals); source from corpus mean lengths")
 
     def decode(self) -> DecodeSpeed:
         self.venv.ensure()
@@ -596,8 +628,10 @@ class JoeyNMT(Peer):
         if not (self.work / "model" / "best.ckpt").exists():
             raise PeerError("no trained model (training failed?)")
         log.unlink(missing_ok=True)
-        run_logged([self.venv.python, "-m", "joeynmt", "translate", config, "--output-path", output], log, child_env(s),
-                   stdin=s.test_src)
+        # Hypotheses go to stdout: with --output-path, 2.3.0's translate() fails on
+        # ``args.n_best`` (an attribute of its test settings, not of the global ones).
+        run_logged([self.venv.python, "-m", "joeynmt", "translate", config], log, child_env(s),
+                   stdin=s.test_src, stdout=output)
         match = self.GENERATION.search(log.read_text(encoding="utf-8"))
         if not match:
             raise PeerError(f"no 'Generation took' in {_rel(log)}")
@@ -620,4 +654,4 @@ class Fairseq(Peer):
         raise PeerError("installed, but this benchmark has no fairseq runner yet")
 
     def decode(self) -> DecodeSpeed:
-        return self.train()  # type: ignore[return-value]
+        raise PeerError("not run (see training)")
