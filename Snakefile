@@ -25,13 +25,17 @@ configfile: os.path.join(workflow.basedir, "config.yaml")
 
 validate(config, "schemas/config.schema.yaml")
 wc.check_config(config)
-wc.check_experiments(config)
+if workflow.is_main_process:  # cluster jobs re-read this file: check (and import torch) once
+    wc.check_experiments(config)
 ev.check_evaluation_config(config)
 
 DATA = wc.DATA_ROOT
 EXPERIMENTS = wc.EXPERIMENTS_ROOT
 CORPORA = config["corpora"]
 MIRROR, LICENSED = wc.input_dirs(config, os.environ)
+# Cluster placement of jobs without GPUs under `--profile slurm` (config `cluster`,
+# docs/cluster.md); every rule's resources include it.  Local runs ignore it.
+CPU_JOB = wc.cluster_resources(config)
 
 # Jobs run `python -m workflow_scripts.*` / `nmtmodels.*` from any environment (conda,
 # cluster node) without installing the project: put the repository on their path.

@@ -2,6 +2,11 @@
 # each split of each language to plain text.
 
 
+# Downloads run on the submit host: cluster nodes often have no internet access.
+localrules:
+    fetch,
+
+
 rule fetch:
     output:
         "resources/downloads/{corpus}/{download}",
@@ -16,6 +21,7 @@ rule fetch:
     benchmark:
         "results/benchmarks/fetch/{corpus}/{download}.tsv"
     resources:
+        **CPU_JOB,
         mem_mb=500,
         runtime=60,
     shell:
@@ -38,6 +44,7 @@ rule extract:
     benchmark:
         "results/benchmarks/extract/{corpus}/{split}.{lang}.tsv"
     resources:
+        **CPU_JOB,
         mem_mb=2000,
         runtime=60,
     shell:
@@ -60,6 +67,7 @@ rule extract_reference:
     benchmark:
         "results/benchmarks/extract/{corpus}/{split}.ref{ref}.{lang}.tsv"
     resources:
+        **CPU_JOB,
         mem_mb=2000,
         runtime=60,
     shell:

@@ -18,9 +18,9 @@ rule translate:
         "../envs/train.yaml"
     threads: config["train_resources"].get("cpus", 1)
     resources:
-        gpus=config["train_resources"].get("gpus", 0),
         mem_mb=config["train_resources"].get("mem_mb", 8000),
         runtime=60,
+        **wc.cluster_resources(config, gpus=min(1, config["train_resources"].get("gpus", 0))),
     shell:
         "OMP_NUM_THREADS={threads} python -m nmtmodels.cli translate --checkpoint {input.checkpoint:q}"
         " --input {input.source:q} --output {output:q} --beam {params.decode[beam]}"
@@ -44,6 +44,7 @@ rule postprocess:
     conda:
         "../envs/evaluate.yaml"
     resources:
+        **CPU_JOB,
         mem_mb=1000,
         runtime=10,
     shell:

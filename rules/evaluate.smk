@@ -20,6 +20,7 @@ rule score:
     conda:
         "../envs/evaluate.yaml"
     resources:
+        **CPU_JOB,
         mem_mb=1000,
         runtime=10,
     shell:

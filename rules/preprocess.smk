@@ -23,6 +23,7 @@ rule preprocess:
         "results/benchmarks/preprocess/{corpus}/{split}.{src}-{tgt}.tsv"
     threads: 2
     resources:
+        **CPU_JOB,
         mem_mb=4000,
         runtime=240,
     shell:
@@ -46,6 +47,7 @@ rule segment:
         "results/benchmarks/segment/{corpus}/{segmenter}/{split}.{src}-{tgt}.{lang}.tsv"
     threads: 2
     resources:
+        **CPU_JOB,
         mem_mb=4000,
         runtime=240,
     shell:

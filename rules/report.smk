@@ -26,6 +26,7 @@ rule concatenate_outputs:
     benchmark:
         "results/benchmarks/concatenate_outputs/{experiment}/{corpus}/{concatenation}.tsv"
     resources:
+        **CPU_JOB,
         mem_mb=500,
         runtime=10,
     shell:
@@ -47,6 +48,7 @@ rule concatenate_references:
     benchmark:
         "results/benchmarks/concatenate_references/{corpus}/{concatenation}.ref{ref}.{lang}.tsv"
     resources:
+        **CPU_JOB,
         mem_mb=500,
         runtime=10,
     shell:
@@ -84,6 +86,7 @@ rule score_concatenation:
     benchmark:
         "results/benchmarks/score/{experiment}/{corpus}/concat/{concatenation}.tsv"
     resources:
+        **CPU_JOB,
         mem_mb=1000,
         runtime=10,
     shell:
@@ -104,6 +107,7 @@ rule model_info:
     benchmark:
         "results/benchmarks/model_info/{experiment}/{corpus}.tsv"
     resources:
+        **CPU_JOB,
         mem_mb=4000,
         runtime=10,
     shell:
@@ -133,6 +137,7 @@ rule significance:
     benchmark:
         "results/benchmarks/significance/{experiment}/{corpus}/{test_set}.vs.{baseline}.tsv"
     resources:
+        **CPU_JOB,
         mem_mb=2000,
         runtime=30,
     shell:
@@ -157,6 +162,7 @@ rule results_table:
     benchmark:
         "results/benchmarks/report/results_table.tsv"
     resources:
+        **CPU_JOB,
         mem_mb=1000,
         runtime=10,
     shell:
@@ -186,6 +192,7 @@ rule paper_tables:
     benchmark:
         "results/benchmarks/report/paper_tables/{paper}.tsv"
     resources:
+        **CPU_JOB,
         mem_mb=1000,
         runtime=10,
     shell:
@@ -222,6 +229,7 @@ rule length_analysis:
     benchmark:
         "results/benchmarks/report/length/{corpus}/{test_set}.tsv"
     resources:
+        **CPU_JOB,
         mem_mb=1000,
         runtime=10,
     shell:

@@ -20,6 +20,7 @@ rule learn_bpe:
     benchmark:
         "results/benchmarks/learn_bpe/{corpus}/bpe{merges}.{src}-{tgt}.tsv"
     resources:
+        **CPU_JOB,
         mem_mb=4000,
         runtime=240,
     shell:
@@ -47,6 +48,7 @@ rule apply_bpe:
         "results/benchmarks/apply_bpe/{corpus}/bpe{merges}/{split}.{src}-{tgt}.{lang}.tsv"
     threads: 2
     resources:
+        **CPU_JOB,
         mem_mb=2000,
         runtime=120,
     shell:
@@ -69,6 +71,7 @@ rule char_vocab:
     benchmark:
         "results/benchmarks/char_vocab/{corpus}/{src}-{tgt}.{lang}.tsv"
     resources:
+        **CPU_JOB,
         mem_mb=2000,
         runtime=60,
     shell:
@@ -97,6 +100,7 @@ rule char_encode:
     benchmark:
         "results/benchmarks/char_encode/{corpus}/{split}.{src}-{tgt}.{lang}.tsv"
     resources:
+        **CPU_JOB,
         mem_mb=2000,
         runtime=60,
     shell:
@@ -116,6 +120,7 @@ rule char_encode_train:
     benchmark:
         "results/benchmarks/char_encode/{corpus}/train.{src}-{tgt}.{lang}.tsv"
     resources:
+        **CPU_JOB,
         mem_mb=2000,
         runtime=60,
     shell:
@@ -139,6 +144,7 @@ rule char_filter_train:
     benchmark:
         "results/benchmarks/char_filter/{corpus}/train.{src}-{tgt}.tsv"
     resources:
+        **CPU_JOB,
         mem_mb=2000,
         runtime=60,
     shell:

@@ -14,6 +14,7 @@ rule experiment_config:
     conda:
         "../envs/data.yaml"
     resources:
+        **CPU_JOB,
         mem_mb=200,
         runtime=5,
     shell:
@@ -29,6 +30,8 @@ rule train:
         metrics=f"{EXPERIMENTS}/{{experiment}}/{{corpus}}/train/metrics.csv",
     params:
         out_dir=lambda w, output: os.path.dirname(output.best),
+        launcher=wc.train_launcher(config),
+        num_threads=lambda w, threads: wc.threads_per_process(config, threads),
         tgt_lang=lambda w: CORPORA[w.corpus]["tgt"],
         tgt_format=lambda w: "char" if wc.is_char_level(config, w.experiment) else "bpe",
     log:
@@ -39,13 +42,13 @@ rule train:
         "../envs/train.yaml"
     threads: config["train_resources"].get("cpus", 1)
     resources:
-        gpus=config["train_resources"].get("gpus", 0),
         mem_mb=config["train_resources"].get("mem_mb", 8000),
         runtime=config["train_resources"].get("runtime", 60),
+        **wc.cluster_resources(config, gpus=config["train_resources"].get("gpus", 0)),
     shell:
-        "python -m nmtmodels.cli train --config {input.config:q}"
+        "{params.launcher} -m nmtmodels.cli train --config {input.config:q}"
         " --train-src {input.train_src:q} --train-tgt {input.train_tgt:q}"
         " --valid-src {input.valid_src:q} --valid-tgt {input.valid_tgt:q} --valid-ref {input.valid_ref:q}"
         " --src-vocab {input.src_vocab:q} --tgt-vocab {input.tgt_vocab:q}"
         " --tgt-lang {params.tgt_lang} --tgt-format {params.tgt_format}"
-        " --set train.num_threads={threads} --out-dir {params.out_dir:q} > {log:q} 2>&1"
+        " --set train.num_threads={params.num_threads} --out-dir {params.out_dir:q} > {log:q} 2>&1"
