@@ -31,6 +31,8 @@ import yaml
 
 from nmtmodels.checkpoint import load_checkpoint
 
+from tests.snakemake_output import planned_jobs
+
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"
 START_SCRIPT = SHARED / "slurm-local" / "start-local-slurm.sh"
@@ -144,17 +146,7 @@ class Run:
 
     def planned_jobs(self) -> dict[str, int]:
         """Job counts per rule from the 'Job stats' table snakemake prints before running."""
-        lines = self.output.splitlines()
-        start = next(i for i, line in enumerate(lines) if line.startswith("Job stats"))
-        counts = {}
-        for line in lines[start + 3:]:
-            parts = line.split()
-            if len(parts) != 2 or not parts[1].isdigit():
-                break
-            if parts[0] != "total":
-                counts[parts[0]] = int(parts[1])
-        return counts
-
+        return planned_jobs(self.output)
 
 def start_profile(workdir: Path, targets: list[str], configfiles: list[Path], *options: str) -> subprocess.Popen:
     """Start `snakemake TARGETS --profile slurm` from the repository root, outputs in ``workdir``."""

@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests.snakemake_output import planned_jobs
+
 ROOT = Path(__file__).resolve().parents[1]
 MIRROR = Path(os.environ.get("NMT_DATA_MIRROR", ROOT.parent / "shared" / "data"))
 SNAKEMAKE = [sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile")]
@@ -24,20 +26,6 @@ def snakemake(workdir: Path, *args: str, check: bool = True, extra_env: dict | N
     if check and proc.returncode != 0:
         raise AssertionError(f"snakemake {' '.join(args)} failed:\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}")
     return proc
-
-
-def planned_jobs(output: str) -> dict[str, int]:
-    """Job counts from the 'Job stats' table of a dry run."""
-    lines = output.splitlines()
-    start = next(i for i, line in enumerate(lines) if line.startswith("Job stats"))
-    counts = {}
-    for line in lines[start + 3:]:
-        parts = line.split()
-        if len(parts) != 2 or not parts[1].isdigit():
-            break
-        if parts[0] != "total":
-            counts[parts[0]] = int(parts[1])
-    return counts
 
 
 def test_dry_run_full_scale_plans_every_corpus_without_data(tmp_path):
