@@ -30,7 +30,6 @@ import sacrebleu
 import yaml
 
 from nmtmodels.checkpoint import load_checkpoint
-
 from tests.snakemake_output import planned_jobs
 
 ROOT = Path(__file__).resolve().parents[1]
