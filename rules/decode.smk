@@ -5,11 +5,13 @@ rule translate:
     input:
         checkpoint=f"{EXPERIMENTS}/{{experiment}}/{{corpus}}/train/checkpoint_best.pt",
         source=lambda w: wc.test_source(config, w.experiment, w.corpus, w.test_set),
+        extras=lambda w: wc.test_extra_inputs(config, w.experiment, w.corpus, w.test_set),
     output:
         f"{EXPERIMENTS}/{{experiment}}/{{corpus}}/{{test_set}}.out",
     params:
         decode=lambda w: wc.experiment_settings(config, w.experiment)["decode"],
         tgt_format=lambda w: "char" if wc.is_char_level(config, w.experiment) else "bpe",
+        extras=lambda w: wc.extra_input_flags(config, w.experiment, w.corpus, (w.test_set,)),
     log:
         "logs/translate/{experiment}/{corpus}/{test_set}.log",
     benchmark:
@@ -25,7 +27,7 @@ rule translate:
         "OMP_NUM_THREADS={threads} python -m nmtmodels.cli translate --checkpoint {input.checkpoint:q}"
         " --input {input.source:q} --output {output:q} --beam {params.decode[beam]}"
         " --lenpen {params.decode[length_penalty]} --max-len-a {params.decode[max_len_a]}"
-        " --max-len-b {params.decode[max_len_b]} --tgt-format {params.tgt_format} > {log:q} 2>&1"
+        " --max-len-b {params.decode[max_len_b]} --tgt-format {params.tgt_format} {params.extras} > {log:q} 2>&1"
 
 
 rule postprocess:

@@ -34,6 +34,7 @@ rule train:
         num_threads=lambda w, threads: wc.threads_per_process(config, threads),
         tgt_lang=lambda w: CORPORA[w.corpus]["tgt"],
         tgt_format=lambda w: "char" if wc.is_char_level(config, w.experiment) else "bpe",
+        extras=lambda w: wc.extra_input_flags(config, w.experiment, w.corpus, ("train", "dev")),
     log:
         "logs/train/{experiment}/{corpus}.log",
     benchmark:
@@ -50,5 +51,5 @@ rule train:
         " --train-src {input.train_src:q} --train-tgt {input.train_tgt:q}"
         " --valid-src {input.valid_src:q} --valid-tgt {input.valid_tgt:q} --valid-ref {input.valid_ref:q}"
         " --src-vocab {input.src_vocab:q} --tgt-vocab {input.tgt_vocab:q}"
-        " --tgt-lang {params.tgt_lang} --tgt-format {params.tgt_format}"
+        " --tgt-lang {params.tgt_lang} --tgt-format {params.tgt_format} {params.extras}"
         " --set train.num_threads={params.num_threads} --out-dir {params.out_dir:q} > {log:q} 2>&1"

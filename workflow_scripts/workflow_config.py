@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from workflow_scripts import corpora as corpus_specs
@@ -153,22 +155,75 @@ def experiment_runs(config: dict[str, Any]) -> list[tuple[str, str]]:
     ]
 
 
+# ----------------------------------------------------------------------------- family inputs
+@dataclass(frozen=True)
+class SourceInputs:
+    """What a model reads on the source side of one split.
+
+    ``source``: the encoded source file; ``vocab``: its vocabulary; ``extras``: integer
+    inputs (``nmt-train --extra NAME=...``, one line per sentence); ``extra_tokens``:
+    token inputs numericalised with the source vocabulary (``--extra-tokens``).
+    """
+
+    source: str
+    vocab: str
+    extras: dict[str, str] = field(default_factory=dict)
+    extra_tokens: dict[str, str] = field(default_factory=dict)
+
+
+def subword_source(config: dict[str, Any], experiment: str, corpus: str, split: str) -> SourceInputs:
+    """The experiment's subword units (``subwords: bpeN`` or ``char``), no extra inputs."""
+    spec = config["corpora"][corpus]
+    pair = f"{spec['src']}-{spec['tgt']}"
+    root = f"{corpus_dir(corpus)}/{config['experiments'][experiment]['subwords']}"
+    return SourceInputs(source=f"{root}/{split}.{pair}.{spec['src']}", vocab=f"{root}/vocab.{pair}.{spec['src']}")
+
+
+# Model families whose source side is not the plain subword file, or that need extra
+# inputs: family name -> provider (config, experiment, corpus, split) -> SourceInputs.
+SOURCE_PROVIDERS: dict[str, Callable[[dict[str, Any], str, str, str], SourceInputs]] = {}
+
+
+def source_inputs(config: dict[str, Any], experiment: str, corpus: str, split: str) -> SourceInputs:
+    """The source-side inputs of ``split`` for one run (the family's provider, else subwords)."""
+    family = config["experiments"][experiment]["family"]
+    return SOURCE_PROVIDERS.get(family, subword_source)(config, experiment, corpus, split)
+
+
 def model_inputs(config: dict[str, Any], experiment: str, corpus: str) -> dict[str, str]:
-    """Training/validation files and vocabularies of one run, by role."""
+    """Training/validation files and vocabularies of one run, by role (extra inputs as
+    ``extra_<name>_train`` / ``extra_<name>_valid``)."""
     spec = config["corpora"][corpus]
     src, tgt = spec["src"], spec["tgt"]
     pair = f"{src}-{tgt}"
     subwords = config["experiments"][experiment]["subwords"]
     root = f"{corpus_dir(corpus)}/{subwords}"
-    return {
-        "train_src": f"{root}/train.{pair}.{src}",
+    train, valid = (source_inputs(config, experiment, corpus, split) for split in ("train", "dev"))
+    inputs = {
+        "train_src": train.source,
         "train_tgt": f"{root}/train.{pair}.{tgt}",
-        "valid_src": f"{root}/dev.{pair}.{src}",
+        "valid_src": valid.source,
         "valid_tgt": f"{root}/dev.{pair}.{tgt}",
         "valid_ref": f"{corpus_dir(corpus)}/raw/dev.{tgt}",
-        "src_vocab": f"{root}/vocab.{pair}.{src}",
+        "src_vocab": train.vocab,
         "tgt_vocab": f"{root}/vocab.{pair}.{tgt}",
     }
+    for role, files in (("train", train), ("valid", valid)):
+        for name, path in {**files.extras, **files.extra_tokens}.items():
+            inputs[f"extra_{name}_{role}"] = path
+    return inputs
+
+
+def extra_input_flags(config: dict[str, Any], experiment: str, corpus: str, splits: tuple[str, ...]) -> str:
+    """``--extra NAME=F1:F2 --extra-tokens NAME=...`` for the files of ``splits`` (train
+    and dev for nmt-train, one test set for nmt-translate); empty for plain families."""
+    per_split = [source_inputs(config, experiment, corpus, split) for split in splits]
+    flags = []
+    for flag, kind in (("--extra", "extras"), ("--extra-tokens", "extra_tokens")):
+        for name in getattr(per_split[0], kind):
+            paths = ":".join(getattr(files, kind)[name] for files in per_split)
+            flags.append(f"{flag} {shlex.quote(f'{name}={paths}')}")
+    return " ".join(flags)
 
 
 def model_targets(config: dict[str, Any]) -> list[str]:
@@ -208,10 +263,14 @@ def is_char_level(config: dict[str, Any], experiment: str) -> bool:
 
 
 def test_source(config: dict[str, Any], experiment: str, corpus: str, test_set: str) -> str:
-    """The encoded source side of a test set, in the experiment's subword units."""
-    spec = config["corpora"][corpus]
-    subwords = config["experiments"][experiment]["subwords"]
-    return f"{corpus_dir(corpus)}/{subwords}/{test_set}.{spec['src']}-{spec['tgt']}.{spec['src']}"
+    """The encoded source side of a test set, in the experiment's input units."""
+    return source_inputs(config, experiment, corpus, test_set).source
+
+
+def test_extra_inputs(config: dict[str, Any], experiment: str, corpus: str, test_set: str) -> list[str]:
+    """The family's extra input files of a test set (inputs of the translate rule)."""
+    files = source_inputs(config, experiment, corpus, test_set)
+    return [*files.extras.values(), *files.extra_tokens.values()]
 
 
 def reference_paths(config: dict[str, Any], corpus: str, test_set: str) -> list[str]:
