@@ -9,6 +9,7 @@ from pathlib import Path
 
 from nmtmodels.scoring import score_corpus, write_scores_json
 from workflow_scripts import evaluation as ev
+from workflow_scripts import workflow_config as wc
 from workflow_scripts import significance
 
 WORDS = [f"w{i}" for i in range(30)] + ["the", "a", "."]
@@ -77,7 +78,7 @@ def build_tree(root: Path, config: dict) -> None:
             write(root, path, lines)
         write(root, files["tok"], streams[0])
     outputs: dict[tuple[str, str, str], list[str]] = {}
-    for seed, (experiment, corpus) in enumerate(ev.active_runs(config)):
+    for seed, (experiment, corpus) in enumerate(wc.experiment_runs(config)):
         spec = config["corpora"][corpus]
         for t in spec["test_sets"]:
             outputs[experiment, corpus, t] = noisy(texts[corpus, t][0], QUALITY[experiment], seed=100 + seed)

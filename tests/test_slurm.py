@@ -234,6 +234,7 @@ def workflow(cluster, tmp_path_factory):
             },
         },
         "experiments": {"baseline": {"corpora": [CORPUS], "subwords": SUBWORDS}},
+        "active_experiments": ["baseline"],
         "training": {"max_updates": 0, "max_minutes": TRAIN_MINUTES},
         "decoding": {"beam": 1},
         "train_resources": {"gpus": 2, "cpus": 2, "mem_mb": 1000, "runtime": 1},

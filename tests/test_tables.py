@@ -9,6 +9,7 @@ import pytest
 
 from tests.report_fixtures import PARAMETERS, build_tree, fixture_config
 from workflow_scripts import evaluation as ev
+from workflow_scripts import workflow_config as wc
 from workflow_scripts import tables
 from nmtmodels.textio import DataError
 
@@ -36,7 +37,7 @@ def row(frame: pd.DataFrame, experiment: str, corpus: str, test_set: str, metric
 # ----------------------------------------------------------------------------- collect
 def test_collect_has_one_row_per_run_test_set_and_metric(tree, results):
     root, config = tree
-    expected = sum(len(ev.evaluation_sets(config, c)) for _, c in ev.active_runs(config)) * 3
+    expected = sum(len(ev.evaluation_sets(config, c)) for _, c in wc.experiment_runs(config)) * 3
     assert len(results) == expected
     assert list(results.columns) == list(tables.RESULT_COLUMNS)
     for _, r in results.iterrows():

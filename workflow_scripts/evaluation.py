@@ -32,7 +32,7 @@ import re
 from typing import Any
 
 from workflow_scripts import corpora as corpus_specs
-from workflow_scripts.workflow_config import DATA_ROOT, EXPERIMENTS_ROOT, WorkflowConfigError
+from workflow_scripts.workflow_config import DATA_ROOT, EXPERIMENTS_ROOT, WorkflowConfigError, experiment_runs
 
 REPORT_ROOT = "results/report"
 PAPERS = ("lattice", "reordering", "graph", "char", "esc")
@@ -95,12 +95,6 @@ def baselines_of(config: dict[str, Any], experiment: str) -> list[str]:
 def concatenations_of(config: dict[str, Any], corpus: str) -> dict[str, list[str]]:
     """``corpora.C.concatenations``: name -> the test sets it concatenates, in order."""
     return dict(config["corpora"][corpus].get("concatenations") or {})
-
-
-def active_runs(config: dict[str, Any]) -> list[tuple[str, str]]:
-    """(experiment, corpus) pairs that `all` trains, in config order."""
-    active = set(config["active_corpora"])
-    return [(e, c) for e, spec in config["experiments"].items() for c in spec["corpora"] if c in active]
 
 
 def evaluation_sets(config: dict[str, Any], corpus: str) -> list[str]:
@@ -211,7 +205,7 @@ def comparisons(config: dict[str, Any]) -> list[tuple[str, str, str, str]]:
     """(experiment, baseline, corpus, test set) of every significance test `all` runs."""
     return [
         (experiment, baseline, corpus, test_set)
-        for experiment, corpus in active_runs(config)
+        for experiment, corpus in experiment_runs(config)
         for baseline in baselines_of(config, experiment)
         for test_set in evaluation_sets(config, corpus)
     ]
@@ -229,19 +223,19 @@ def comparison_inputs(config: dict[str, Any], experiment: str, baseline: str, co
 
 def paper_tables_present(config: dict[str, Any]) -> list[str]:
     """Papers with at least one experiment on an active corpus, in :data:`PAPERS` order."""
-    papers = {config["experiments"][e].get("paper") for e, _ in active_runs(config)}
+    papers = {config["experiments"][e].get("paper") for e, _ in experiment_runs(config)}
     return [p for p in PAPERS if p in papers]
 
 
 def length_analyses(config: dict[str, Any]) -> list[tuple[str, str]]:
     """(corpus, test set) pairs with at least one system: one BLEU-by-length plot each."""
-    corpora = dict.fromkeys(c for _, c in active_runs(config))
+    corpora = dict.fromkeys(c for _, c in experiment_runs(config))
     return [(c, t) for c in corpora for t in config["corpora"][c]["test_sets"]]
 
 
 def length_systems(config: dict[str, Any], corpus: str) -> list[str]:
     """The experiments drawn in a corpus' length plots, in config order."""
-    return [e for e, c in active_runs(config) if c == corpus]
+    return [e for e, c in experiment_runs(config) if c == corpus]
 
 
 def length_inputs(config: dict[str, Any], corpus: str, test_set: str) -> dict[str, Any]:
@@ -258,7 +252,7 @@ def length_inputs(config: dict[str, Any], corpus: str, test_set: str) -> dict[st
 def report_metadata(config: dict[str, Any]) -> dict[str, Any]:
     """What the results table needs from the config (JSON-able; the ``--metadata`` of
     ``workflow_scripts.tables collect``), in config order."""
-    runs = active_runs(config)
+    runs = experiment_runs(config)
     used = dict.fromkeys(c for _, c in runs)
     settings = evaluation_settings(config)
     return {
@@ -291,7 +285,7 @@ def report_metadata(config: dict[str, Any]) -> dict[str, Any]:
 def report_inputs(config: dict[str, Any]) -> list[str]:
     """Every file the results table reads: scores, comparisons, model information."""
     files = []
-    for experiment, corpus in active_runs(config):
+    for experiment, corpus in experiment_runs(config):
         files.append(model_info_path(experiment, corpus))
         for test_set in evaluation_sets(config, corpus):
             files.append(system_files(experiment, corpus, test_set, is_concatenation(config, corpus, test_set))["scores"])

@@ -28,6 +28,11 @@ def check_config(config: dict[str, Any]) -> None:
             raise WorkflowConfigError(
                 f"active_corpora[{i}]: unknown corpus '{name}' (defined: {', '.join(sorted(registry)) or 'none'})"
             )
+    for i, name in enumerate(config.get("active_experiments") or []):
+        if name not in config.get("experiments", {}):
+            raise WorkflowConfigError(
+                f"active_experiments[{i}]: unknown experiment '{name}' (defined: {', '.join(sorted(config.get('experiments', {}))) or 'none'})"
+            )
     for name, spec in registry.items():
         where = f"corpora.{name}"
         if spec["src"] == spec["tgt"]:
@@ -145,11 +150,14 @@ def experiment_dir(experiment: str, corpus: str) -> str:
 
 
 def experiment_runs(config: dict[str, Any]) -> list[tuple[str, str]]:
-    """(experiment, corpus) pairs that `all` trains: each experiment on its active corpora."""
+    """(experiment, corpus) pairs that `all` trains, in config order: each active experiment
+    (``active_experiments``; all experiments when the key is absent) on its active corpora."""
     active = set(config["active_corpora"])
+    chosen = config.get("active_experiments")
     return [
         (name, corpus)
         for name, spec in config.get("experiments", {}).items()
+        if chosen is None or name in chosen
         for corpus in spec["corpora"]
         if corpus in active
     ]

@@ -1,0 +1,38 @@
+"""Which (experiment, corpus) runs `all` plans: active corpora and active experiments."""
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import pytest
+import yaml
+
+from workflow_scripts import workflow_config as wc
+
+CONFIG = yaml.safe_load((Path(__file__).parent.parent / "config.yaml").read_text())
+
+
+def config_with(**keys) -> dict:
+    config = copy.deepcopy(CONFIG)
+    config["experiments"] = {
+        "base": {"family": "transformer", "corpora": ["multi30k_en_de", "tatoeba_zh_en"], "subwords": "bpe8000"},
+        "other": {"family": "transformer", "corpora": ["multi30k_en_de"], "subwords": "bpe4000"},
+    }
+    config.update(keys)
+    return config
+
+
+def test_every_experiment_runs_on_its_active_corpora_without_the_key():
+    config = config_with(active_corpora=["multi30k_en_de"])
+    assert wc.experiment_runs(config) == [("base", "multi30k_en_de"), ("other", "multi30k_en_de")]
+
+
+def test_active_experiments_restricts_the_runs_and_their_scores():
+    config = config_with(active_experiments=["other"])
+    assert wc.experiment_runs(config) == [("other", "multi30k_en_de")]
+    assert wc.model_targets(config) == ["results/experiments/other/multi30k_en_de/test_2016_flickr.scores.json"]
+
+
+def test_unknown_active_experiment_names_the_key():
+    with pytest.raises(wc.WorkflowConfigError, match=r"active_experiments\[1\]: unknown experiment 'missing'"):
+        wc.check_config(config_with(active_experiments=["base", "missing"]))
