@@ -158,3 +158,54 @@ def test_reorder_state_moves_backbone_with_beams() -> None:
     state = model.encode(batch)
     moved = reorder_state(dict(state), torch.tensor([1, 1, 0]))
     assert moved["backbone"].shape[0] == 3 and torch.equal(moved["backbone"][2], state["backbone"][0])
+
+
+# --- length-controlled decoding (eq. 1-3) with the shared beam search's scorers ----------
+
+from nmtmodels.search import CoveragePenalty, GNMTLengthPenalty, HypothesisScorer, RatioLengthLimit  # noqa: E402
+
+
+def test_length_penalty_and_coverage_penalty_by_hand() -> None:
+    # eq. 2: lp = (5 + |S'|)^alpha / 6^alpha; |S'| = 3 tokens + EOS = 4, alpha = 0.6
+    assert float(GNMTLengthPenalty(0.6)(torch.tensor(4.0))) == pytest.approx(9**0.6 / 6**0.6)
+    assert float(GNMTLengthPenalty(0.6)(torch.tensor(4.0))) == pytest.approx(1.2754245, rel=1e-6)
+    # eq. 3: summed attention per source position 0.5, 1.3 (capped at 1), padding ignored
+    coverage = torch.tensor([[0.5, 1.3, 0.2]])
+    pad = torch.tensor([[False, False, True]])
+    assert float(CoveragePenalty(0.2)(coverage, pad)) == pytest.approx(0.2 * -0.6931472, rel=1e-6)
+    # eq. 1: s = log P / lp + cp
+    scorer = HypothesisScorer(GNMTLengthPenalty(0.6), (CoveragePenalty(0.2),))
+    s = scorer.score(torch.tensor([-2.0]), torch.tensor([4]), coverage, pad)
+    assert float(s) == pytest.approx(-2.0 / 1.2754245 + 0.2 * -0.6931472, rel=1e-6)
+
+
+def test_ratio_length_limit_by_hand() -> None:
+    limit = RatioLengthLimit(0.5)
+    assert limit(torch.tensor([7, 10, 1])).tolist() == [3, 5, 0]
+    assert RatioLengthLimit(0.7)(torch.tensor([30])).tolist() == [21]  # float error guarded
+    scorer = HypothesisScorer.from_config(DecodeConfig(max_len_a=2, max_len_b=5, max_len_ratio=0.5))
+    assert scorer.max_lengths(torch.tensor([7, 40])).tolist() == [3, 20]  # min(2x+5, 0.5x)
+
+
+@torch.no_grad()
+def test_gamma_hard_stop_and_final_scores_recomputed_from_attention() -> None:
+    """Beam search with eq. 1-3: no hypothesis passes floor(gamma * |S|) tokens, and each
+    score equals log P / lp + cp recomputed from the returned attention."""
+    torch.manual_seed(8)
+    model = model_of("bsfnmt").eval()
+    batch = random_batch([9, 6, 11], [3, 3, 4], tgt_len=1, seed=9)
+    # min_len beyond the limit: EOS is blocked, so every output stops exactly at the limit
+    cfg = DecodeConfig(beam=3, nbest=2, max_len_a=3, max_len_b=10, min_len=50, max_len_ratio=0.5,
+                       length_penalty=0.6, coverage_penalty=0.3, return_attention=True)
+    results = beam_search(model, batch, cfg)
+    for row, hyps in enumerate(results):
+        assert len(hyps) == 2
+        for hyp in hyps:
+            assert len(hyp.tokens) == (int(batch.src_lengths[row]) - 1) // 2
+            lp = ((5 + len(hyp.tokens) + 1) / 6) ** 0.6
+            cp = 0.3 * torch.log(hyp.attention.sum(0).clamp(max=1.0)).sum().item()
+            assert hyp.score == pytest.approx(hyp.log_prob / lp + cp, abs=1e-4)
+    # free decoding is also capped by gamma
+    free = beam_search(model, batch, DecodeConfig(beam=2, max_len_a=3, max_len_b=10, max_len_ratio=0.4))
+    for row, hyps in enumerate(free):
+        assert len(hyps[0].tokens) <= int(0.4 * (int(batch.src_lengths[row]) - 1))
