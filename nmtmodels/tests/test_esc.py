@@ -209,3 +209,49 @@ def test_gamma_hard_stop_and_final_scores_recomputed_from_attention() -> None:
     free = beam_search(model, batch, DecodeConfig(beam=2, max_len_a=3, max_len_b=10, max_len_ratio=0.4))
     for row, hyps in enumerate(free):
         assert len(hyps[0].tokens) <= int(0.4 * (int(batch.src_lengths[row]) - 1))
+
+
+# --- command line: an ESC family with --extra-tokens; --init-from; --max-len-ratio --------
+
+
+def test_cli_trains_fusion_model_initialises_from_checkpoint_and_caps_by_ratio(tmp_path, capsys) -> None:
+    from nmtmodels import cli
+    from nmtmodels.checkpoint import load_checkpoint
+    from nmtmodels.tests.helpers_e import LETTERS, copy_task, write_lines
+
+    threads = torch.get_num_threads()
+    try:
+        src, tgt = copy_task(60, seed=2, tokens=list(LETTERS))
+        write_lines(tmp_path / "train.src", src)
+        write_lines(tmp_path / "train.tgt", tgt)
+        write_lines(tmp_path / "train.c", [" ".join(line.split()[::2]) for line in src])
+        (tmp_path / "exp.yaml").write_text(
+            "model: {family: bbfnmt, d_model: 16, heads: 2, ffn_dim: 32, encoder_layers: 1, decoder_layers: 1}\n"
+            "train: {max_tokens: 300, max_updates: 2, num_threads: 1, warmup_updates: 1}\ndecode: {beam: 2}\n")
+        assert cli.vocab_main(["--inputs", str(tmp_path / "train.src"), "--output", str(tmp_path / "vocab")]) == 0
+        common = ["--config", str(tmp_path / "exp.yaml"), "--train-src", str(tmp_path / "train.src"),
+                  "--train-tgt", str(tmp_path / "train.tgt"), "--src-vocab", str(tmp_path / "vocab"),
+                  "--tgt-vocab", str(tmp_path / "vocab"),
+                  "--extra-tokens", f"compressed={tmp_path / 'train.c'}:{tmp_path / 'train.c'}"]
+        assert cli.train_main([*common, "--out-dir", str(tmp_path / "a")]) == 0
+        first = load_checkpoint(str(tmp_path / "a" / "checkpoint_last.pt"))["model"]
+        # --init-from and one update at a vanishing learning rate (warm-up of 1e9 updates): the
+        # parameters stay those of the first run, not a fresh initialisation (other seed)
+        assert cli.train_main([*common, "--out-dir", str(tmp_path / "b"), "--init-from", str(tmp_path / "a" / "checkpoint_last.pt"),
+                               "--set", "train.max_updates=1", "--set", "train.warmup_updates=1000000000",
+                               "--set", "train.seed=7"]) == 0
+        second = load_checkpoint(str(tmp_path / "b" / "checkpoint_last.pt"))["model"]
+        for key in first:
+            torch.testing.assert_close(second[key], first[key], atol=1e-6, rtol=0)
+        # a different family cannot be initialised from it: clear error, exit 2
+        assert cli.train_main([*common[:-2], "--out-dir", str(tmp_path / "c"), "--set", "model.family=transformer",
+                               "--init-from", str(tmp_path / "a" / "checkpoint_last.pt")]) == 2
+        assert "--init-from" in capsys.readouterr().err
+        # translation with the compressed input and gamma: every output within floor(0.5 |x|)
+        assert cli.translate_main(["--checkpoint", str(tmp_path / "a" / "checkpoint_last.pt"), "--input", str(tmp_path / "train.src"),
+                                   "--extra-tokens", f"compressed={tmp_path / 'train.c'}", "--max-len-ratio", "0.5",
+                                   "--min-len", "100", "--output", str(tmp_path / "out")]) == 0
+        out = (tmp_path / "out").read_text().splitlines()
+        assert [len(o.split()) for o in out] == [len(s.split()) // 2 for s in src]
+    finally:
+        torch.set_num_threads(threads)
