@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import argparse
 import collections
-import gzip
 import json
 import random
 import sys
@@ -89,26 +88,21 @@ def noisy_pairs(
 
 # ----------------------------------------------------------------------------- compression sets
 def read_compression_set(path: str) -> list[dict[str, Any]]:
-    """Records ``{"text": str, "summaries": [str, ...]}``; DataError naming file and line."""
-    opener = gzip.open if str(path).endswith(".gz") else open
+    """Records ``{"text": str, "summaries": [str, ...]}`` (plain or gzip); DataError naming file and line."""
     records = []
-    try:
-        with opener(path, "rt", encoding="utf-8") as handle:
-            for number, line in enumerate(handle, start=1):
-                if not line.strip():
-                    continue
-                try:
-                    record = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise DataError(path, f"line {number}: not JSON ({exc.msg})") from None
-                if not isinstance(record, dict) or not isinstance(record.get("text"), str) or not (
-                    isinstance(record.get("summaries"), list) and record["summaries"]
-                    and all(isinstance(s, str) for s in record["summaries"])
-                ):
-                    raise DataError(path, f"line {number}: expected {{\"text\": str, \"summaries\": [str, ...]}}")
-                records.append(record)
-    except (OSError, EOFError, UnicodeDecodeError) as exc:
-        raise DataError(path, f"cannot read ({exc})") from None
+    for number, line in enumerate(read_lines(path), start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise DataError(path, f"line {number}: not JSON ({exc.msg})") from None
+        summaries = record.get("summaries") if isinstance(record, dict) else None
+        if not isinstance(record, dict) or not isinstance(record.get("text"), str) or not (
+            isinstance(summaries, list) and summaries and all(isinstance(s, str) for s in summaries)
+        ):
+            raise DataError(path, f"line {number}: expected {{\"text\": str, \"summaries\": [str, ...]}}")
+        records.append(record)
     return records
 
 
