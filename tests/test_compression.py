@@ -5,6 +5,7 @@ import collections
 import gzip
 import json
 import random
+import re
 
 import pytest
 
@@ -137,3 +138,58 @@ def test_cli_denoise_pairs_evaluate(tmp_path) -> None:
     assert not (tmp_path / "bad.src").exists()
     with pytest.raises(Exception, match="line 4"):
         cp.read_compression_set(str(data))
+
+
+# --- workflow configuration: provider, compressor inputs, cross-reference checks ----------
+
+import copy  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import yaml  # noqa: E402
+
+from workflow_scripts import workflow_config as wc  # noqa: E402
+
+CONFIG = yaml.safe_load((Path(__file__).parent.parent / "config.yaml").read_text())
+
+
+def test_esc_experiments_read_the_compressed_source_of_their_compressor() -> None:
+    inputs = wc.model_inputs(CONFIG, "esc_bbf_semi", "multi30k_en_de")
+    assert inputs["train_src"] == "results/data/multi30k_en_de/bpe8000/train.en-de.en"
+    assert inputs["extra_compressed_train"] == "results/compression/esc_semi/multi30k_en_de/compressed/train.txt"
+    assert inputs["extra_compressed_valid"] == "results/compression/esc_semi/multi30k_en_de/compressed/dev.txt"
+    assert wc.test_extra_inputs(CONFIG, "esc_bsf", "multi30k_en_de", "test_2016_flickr") == [
+        "results/compression/esc_unsup/multi30k_en_de/compressed/test_2016_flickr.txt"]
+    assert "--extra-tokens compressed=results/compression/esc_unsup" in wc.extra_input_flags(CONFIG, "esc_btf", "multi30k_en_de", ("train", "dev"))
+    assert "results/compression/esc_unsup/multi30k_en_de/compression_eval.scores.json" in wc.compression_targets(CONFIG)
+
+
+def test_compressor_inputs_and_search_flags() -> None:
+    unsup = wc.compressor_inputs(CONFIG, "esc_unsup", "multi30k_en_de")
+    assert unsup["train_src"].endswith("esc_unsup/multi30k_en_de/denoise/train.src")
+    assert unsup["vocab"] == "results/data/multi30k_en_de/bpe8000/vocab.en-de.en" and "init" not in unsup
+    semi = wc.compressor_inputs(CONFIG, "esc_semi", "multi30k_en_de")
+    assert semi["train_src"].endswith("esc_semi/multi30k_en_de/supervised/train.src")
+    assert semi["init"] == "results/compression/esc_unsup/multi30k_en_de/train/checkpoint_best.pt"
+    assert wc.compressor_settings(CONFIG, "esc_unsup")["model"]["family"] == "transformer"
+    flags = wc.compressor_decode_flags(CONFIG, "esc_unsup").split()
+    decode = CONFIG["compression"]["compressors"]["esc_unsup"]["decode"]
+    assert flags[flags.index("--max-len-ratio") + 1] == str(decode["max_len_ratio"])
+    assert flags[flags.index("--coverage-penalty") + 1] == str(decode["coverage_penalty"])
+    assert wc.compression_source(CONFIG, "esc_semi", "multi30k_en_de", "compression_eval").endswith("supervised/eval.src")
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda c: c["experiments"]["esc_bsf"].update(compressor="nope"), "experiments.esc_bsf.compressor: unknown compressor 'nope'"),
+    (lambda c: c["experiments"]["esc_bsf"].pop("compressor"), "experiments.esc_bsf.compressor: family 'bsfnmt' needs"),
+    (lambda c: c["experiments"]["baseline"].update(compressor="esc_unsup"), "experiments.baseline.compressor: only the ESC"),
+    (lambda c: c["experiments"]["esc_bsf"].update(subwords="bpe4000"), "experiments.esc_bsf.subwords: must equal"),
+    (lambda c: c["compression"]["compressors"]["esc_semi"].update(init_from="x"), "esc_semi.init_from: unknown compressor 'x'"),
+    (lambda c: c["compression"].update(train_sets=["gigaword"]), "compression.train_sets: 'gigaword' names no entry"),
+    (lambda c: c["compression"]["compressors"]["esc_unsup"]["decode"].update(max_len_ratio=0), "esc_unsup.decode (decoding).max_len_ratio: must be > 0"),
+])
+def test_compression_config_errors_name_the_key(edit, message) -> None:
+    config = copy.deepcopy(CONFIG)
+    wc.check_compression(config)
+    edit(config)
+    with pytest.raises(wc.WorkflowConfigError, match=re.escape(message)):
+        wc.check_compression(config)
