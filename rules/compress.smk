@@ -35,16 +35,9 @@ rule fetch_compression_set:
         " --output {output:q} --mirror-dir={params.mirror:q} > {log:q} 2>&1"
 
 
-def _bpe_files(w):
-    spec = CORPORA[w.corpus]
-    root = f"{DATA}/{w.corpus}/{wc.compressor_spec(config, w.compressor)['subwords']}"
-    pair, src = f"{spec['src']}-{spec['tgt']}", spec["src"]
-    return {"codes": f"{root}/codes.{pair}.{src}", "vocab": f"{root}/vocab.{pair}.{src}"}
-
-
 rule compression_denoise_pairs:
     input:
-        unpack(_bpe_files),
+        unpack(lambda w: wc.compressor_bpe_files(config, w.compressor, w.corpus)),
         text=lambda w: f"{DATA}/{w.corpus}/tok/{w.split}.{CORPORA[w.corpus]['src']}-{CORPORA[w.corpus]['tgt']}.{CORPORA[w.corpus]['src']}",
     output:
         src=f"{COMPRESSION}/{{compressor}}/{{corpus}}/denoise/{{split}}.src",
@@ -69,26 +62,17 @@ rule compression_denoise_pairs:
         " --src-out {output.src:q} --tgt-out {output.tgt:q} > {log:q} 2>&1"
 
 
-def _supervised_part(part):
-    """Sets and record range of the supervised train / dev pairs and the evaluation set."""
-    dev_records = COMPRESSION_SECTION.get("dev_records", 200)
-    if part == "train":
-        return COMPRESSION_SECTION.get("train_sets", []), ""
-    limits = f"--limit {dev_records}" if part == "dev" else f"--skip {dev_records}"
-    return [COMPRESSION_SECTION["dev_set"]], limits
-
-
 rule compression_supervised_pairs:
     input:
-        unpack(_bpe_files),
-        sets=lambda w: [f"resources/compression/{name}.jsonl" for name in _supervised_part(w.part)[0]],
+        unpack(lambda w: wc.compressor_bpe_files(config, w.compressor, w.corpus)),
+        sets=lambda w: [f"resources/compression/{name}.jsonl" for name in wc.compression_set_part(config, w.part)[0]],
     output:
         src=f"{COMPRESSION}/{{compressor}}/{{corpus}}/supervised/{{part}}.src",
         tgt=f"{COMPRESSION}/{{compressor}}/{{corpus}}/supervised/{{part}}.tgt",
     params:
         preprocess=lambda w: wc.corpus_spec_json(config, w.corpus, wc.preprocessing_spec),
         lang=lambda w: CORPORA[w.corpus]["src"],
-        limits=lambda w: _supervised_part(w.part)[1],
+        limits=lambda w: wc.compression_set_part(config, w.part)[1],
         unicode_form=config.get("unicode_form", "NFKC"),
         threshold=lambda w: CORPORA[w.corpus]["bpe"].get("vocabulary_threshold", 1),
     wildcard_constraints:
@@ -112,8 +96,8 @@ rule compression_supervised_pairs:
 
 rule compression_eval_set:
     input:
-        unpack(_bpe_files),
-        sets=lambda w: [f"resources/compression/{name}.jsonl" for name in _supervised_part("eval")[0]],
+        unpack(lambda w: wc.compressor_bpe_files(config, w.compressor, w.corpus)),
+        sets=lambda w: [f"resources/compression/{name}.jsonl" for name in wc.compression_set_part(config, "eval")[0]],
     output:
         src=f"{COMPRESSION}/{{compressor}}/{{corpus}}/supervised/eval.src",
         tgt=f"{COMPRESSION}/{{compressor}}/{{corpus}}/supervised/eval.tgt",
@@ -121,7 +105,7 @@ rule compression_eval_set:
     params:
         preprocess=lambda w: wc.corpus_spec_json(config, w.corpus, wc.preprocessing_spec),
         lang=lambda w: CORPORA[w.corpus]["src"],
-        limits=_supervised_part("eval")[1] if COMPRESSION_SECTION.get("dev_set") else "",
+        limits=lambda w: wc.compression_set_part(config, "eval")[1],
         unicode_form=config.get("unicode_form", "NFKC"),
         threshold=lambda w: CORPORA[w.corpus]["bpe"].get("vocabulary_threshold", 1),
     log:

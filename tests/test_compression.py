@@ -193,3 +193,11 @@ def test_compression_config_errors_name_the_key(edit, message) -> None:
     edit(config)
     with pytest.raises(wc.WorkflowConfigError, match=re.escape(message)):
         wc.check_compression(config)
+
+
+def test_compression_set_parts_split_the_dev_set_into_dev_and_evaluation() -> None:
+    assert wc.compression_set_part(CONFIG, "train") == (["broadcast", "bnc"], "")
+    assert wc.compression_set_part(CONFIG, "dev") == (["google"], "--limit 200")
+    assert wc.compression_set_part(CONFIG, "eval") == (["google"], "--skip 200")
+    assert wc.compressor_bpe_files(CONFIG, "esc_unsup", "multi30k_en_de") == {
+        "codes": "results/data/multi30k_en_de/bpe8000/codes.en-de.en", "vocab": "results/data/multi30k_en_de/bpe8000/vocab.en-de.en"}

@@ -224,6 +224,25 @@ def compressor_inputs(config: dict[str, Any], compressor: str, corpus: str) -> d
     return inputs
 
 
+def compressor_bpe_files(config: dict[str, Any], compressor: str, corpus: str) -> dict[str, str]:
+    """BPE codes and vocabulary of the corpus' source side at the compressor's subwords."""
+    spec = config["corpora"][corpus]
+    root = f"{corpus_dir(corpus)}/{compressor_spec(config, compressor)['subwords']}"
+    pair, src = f"{spec['src']}-{spec['tgt']}", spec["src"]
+    return {"codes": f"{root}/codes.{pair}.{src}", "vocab": f"{root}/vocab.{pair}.{src}"}
+
+
+def compression_set_part(config: dict[str, Any], part: str) -> tuple[list[str], str]:
+    """Compression sets and record-range options (``--skip``/``--limit``) of the supervised
+    ``train`` and ``dev`` pairs and of the ``eval`` set: dev is the first ``dev_records`` records
+    of ``dev_set``, eval the rest."""
+    section = config.get("compression") or {}
+    if part == "train":
+        return list(section.get("train_sets", [])), ""
+    dev_records = section.get("dev_records", 200)
+    return [section["dev_set"]], f"--limit {dev_records}" if part == "dev" else f"--skip {dev_records}"
+
+
 def compression_source(config: dict[str, Any], compressor: str, corpus: str, split: str) -> str:
     """What the compressor rewrites: a corpus split's encoded source, or ``compression_eval``."""
     if split == "compression_eval":
