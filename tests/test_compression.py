@@ -201,3 +201,17 @@ def test_compression_set_parts_split_the_dev_set_into_dev_and_evaluation() -> No
     assert wc.compression_set_part(CONFIG, "eval") == (["google"], "--skip 200")
     assert wc.compressor_bpe_files(CONFIG, "esc_unsup", "multi30k_en_de") == {
         "codes": "results/data/multi30k_en_de/bpe8000/codes.en-de.en", "vocab": "results/data/multi30k_en_de/bpe8000/vocab.en-de.en"}
+
+
+MIRROR = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+
+
+@pytest.mark.skipif(not MIRROR.is_dir(), reason="no data mirror at ../shared/data")
+@pytest.mark.parametrize("name", sorted(CONFIG["compression"]["data"]))
+def test_compression_sets_mirror_copies_match_their_sha256_and_parse(name) -> None:
+    from workflow_scripts.fetch import content_sha256
+
+    entry = CONFIG["compression"]["data"][name]
+    assert content_sha256(MIRROR / entry["mirror"]) == entry["sha256"]
+    records = cp.read_compression_set(str(MIRROR / entry["mirror"]))
+    assert len(records) > CONFIG["compression"]["dev_records"]
