@@ -1,5 +1,5 @@
 """Explicit sentence compression fused into NMT (Li et al., "Explicit Sentence Compression
-for Neural Machine Translation", section 3.2): ``bsfnmt``, ``btfnmt``, ``bbfnmt``.
+for Neural Machine Translation", sections 3.2-3.4): ``bsfnmt``, ``btfnmt``, ``bbfnmt``.
 
 Every model reads the source ``x`` and its compressed "backbone" ``x^c`` (the extra
 token input ``compressed``, numericalised with the source vocabulary, produced by a
@@ -22,12 +22,17 @@ and ``rules/compress.smk``).  Both go through the SAME encoder (shared parameter
 * BBFNMT (both, eq. 15): the decoder's first attention reads ``H_x``, the second reads
   the fused ``H'_x`` of BSFNMT (``b' = MultiHead(q, H'_x, H'_x)``), gated as in BTFNMT.
 
-Choices where the paper is vague: the FFN of eq. 10 is the Transformer's position-wise
-FFN (``ffn_dim``) applied to the attention output without its own residual/norm, with
-dropout on ``H_x^c``; the FFN of eq. 7/12 is the decoder layer's own feed-forward
-sub-layer, applied after the gate (the gate mixes the two attention outputs); the gate's MLP is a single affine layer per decoder layer
-(``gate_hidden: 0``) or a two-layer MLP with a ReLU hidden layer (``gate_hidden: N``); the
-attention returned for coverage penalties and plots is the one over the source memory.
+Choices where the paper is vague:
+
+* the FFN of eq. 10 is a position-wise FFN (``ffn_dim``) of its own, applied to the
+  attention output without a residual or norm of its own, with dropout on ``H_x^c``;
+* the FFN of eq. 7/12 is the decoder layer's own feed-forward sub-layer, applied after the
+  gate (the gate mixes the two attention outputs inside the cross-attention sub-layer);
+* the gate's MLP is one affine layer per decoder layer (``gate_hidden: 0``) or a ReLU
+  hidden layer of N units (``gate_hidden: N``);
+* the attention returned for coverage penalties and plots is the one over the source
+  memory (``H_x``, or ``H'_x`` for BSFNMT).
+
 In incremental decoding the projected keys/values of both memories are cached per layer
 (``cache["layer<i>"]["memory"]`` and ``["backbone"]``), computed on the first step only.
 """
