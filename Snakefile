@@ -5,7 +5,8 @@
     snakemake --profile slurm all                 # on a SLURM cluster
 
 The DAG (see README "Layout"): download -> extract -> normalise/tokenise/clean ->
-segment -> BPE / characters -> (models, decoding, scoring in later rule files).
+segment -> BPE / characters -> (models, decoding, scoring in later rule files; ESC
+compressors and compressed sources in rules/compress.smk).
 """
 import json
 import os
