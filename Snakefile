@@ -5,7 +5,8 @@
     snakemake --profile slurm all                 # on a SLURM cluster
 
 The DAG (see README "Layout"): download -> extract -> normalise/tokenise/clean ->
-segment -> BPE / characters -> (models, decoding, scoring in later rule files).
+segment -> BPE / characters -> (models, decoding, scoring in later rule files; ESC
+compressors and compressed sources in rules/compress.smk).
 """
 import json
 import os
@@ -27,6 +28,7 @@ validate(config, "schemas/config.schema.yaml")
 wc.check_config(config)
 if workflow.is_main_process:  # cluster jobs re-read this file: check (and import torch) once
     wc.check_experiments(config)
+    wc.check_compression(config)
 ev.check_evaluation_config(config)
 
 DATA = wc.DATA_ROOT
@@ -60,6 +62,7 @@ include: "rules/data.smk"
 include: "rules/preprocess.smk"
 include: "rules/subwords.smk"
 include: "rules/train.smk"
+include: "rules/compress.smk"
 include: "rules/decode.smk"
 include: "rules/evaluate.smk"
 include: "rules/report.smk"
@@ -70,6 +73,7 @@ rule all:
     input:
         wc.data_targets(config),
         wc.model_targets(config),
+        wc.compression_targets(config),
         ev.report_targets(config),
 
 

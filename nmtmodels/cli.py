@@ -145,6 +145,9 @@ def train_main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--extra-tokens", action="append", default=[], metavar="NAME=TRAIN:VALID",
                         help="extra token input, numericalised with the source vocabulary")
     parser.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE", help="override a config value")
+    parser.add_argument("--init-from", metavar="CHECKPOINT",
+                        help="start from this checkpoint's parameters (same model and vocabularies; fresh optimiser "
+                             "and schedule), e.g. supervised fine-tuning of a pre-trained model; ignored on resume")
     parser.add_argument("--device", default="auto", help="auto, cpu, cuda (under torchrun: cuda:LOCAL_RANK)")
     args = parser.parse_args(argv)
     if bool(args.valid_src) != bool(args.valid_tgt):
@@ -171,6 +174,8 @@ def _train(args: argparse.Namespace) -> int:
 
     seed_everything(train_cfg.seed)
     model = build_model(model_cfg, len(src_vocab), len(tgt_vocab))
+    if args.init_from:
+        initialise_from(model, args.init_from, src_vocab, tgt_vocab)
     extras = _parse_extras(args.extra, args.extra_tokens, 2, "--extra")
     pads = _check_extras(model, extras, model_cfg.family, "--extra")
     train_extras = {n: ExtraField(paths[0], pads[n], tokens) for n, (tokens, paths) in extras.items()}
@@ -200,6 +205,21 @@ def _train(args: argparse.Namespace) -> int:
                       device=device, dist=dist, log=log)
     result = trainer.train()
     return EXIT_REQUEUE if result.status == "interrupted" else 0
+
+
+def initialise_from(model: torch.nn.Module, path: str, src_vocab: Vocabulary, tgt_vocab: Vocabulary) -> None:
+    """Load the parameters of checkpoint ``path`` into ``model`` (vocabularies must match)."""
+    state = load_checkpoint(path, map_location="cpu")
+    for side, vocab in (("src", src_vocab), ("tgt", tgt_vocab)):
+        try:
+            check_fingerprint(vocab, state["vocab"][f"{side}_fingerprint"], side, path)
+        except ValueError as exc:
+            raise ConfigError(f"--init-from: {exc}") from None
+    try:
+        model.load_state_dict(state["model"])
+    except RuntimeError as exc:
+        first = str(exc).strip().splitlines()[0]
+        raise ConfigError(f"--init-from {path}: parameters do not fit the configured model ({first})") from None
 
 
 def _plain(cfg: Any) -> dict[str, Any]:
@@ -250,6 +270,7 @@ def translate_main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--max-len-b", type=int)
     parser.add_argument("--min-len", type=int)
     parser.add_argument("--coverage-penalty", type=float)
+    parser.add_argument("--max-len-ratio", type=float, help="hard stop at floor(RATIO * source length) tokens (ESC gamma)")
     parser.add_argument("--nbest", type=int, help="hypotheses per sentence: 'i ||| hyp ||| score' lines when > 1")
     parser.add_argument("--batch-tokens", type=int, default=4096, help="token budget per batch (default 4096)")
     parser.add_argument("--src-vocab", help="check this vocabulary against the checkpoint's")
@@ -282,7 +303,8 @@ def _translate(args: argparse.Namespace) -> int:
             except ValueError as exc:
                 raise ConfigError(f"{flag}: {exc}") from None
     overrides = {"beam": args.beam, "length_penalty": args.lenpen, "max_len_a": args.max_len_a, "max_len_b": args.max_len_b,
-                 "min_len": args.min_len, "coverage_penalty": args.coverage_penalty, "nbest": args.nbest}
+                 "min_len": args.min_len, "coverage_penalty": args.coverage_penalty, "nbest": args.nbest,
+                 "max_len_ratio": args.max_len_ratio}
     decode = {**(state.get("decode_config") or {}), **{k: v for k, v in overrides.items() if v is not None}}
     decode_cfg = from_dict(DecodeConfig, decode, where="decode")
     family = state["model_config"].get("family", "?")

@@ -1,2 +1,3 @@
 """Model families; importing this package registers every built-in family."""
 from nmtmodels.models import transformer  # noqa: F401  (registers "transformer")
+from nmtmodels.models import esc  # noqa: F401,E402  (registers "bsfnmt", "btfnmt", "bbfnmt")

@@ -1,0 +1,257 @@
+"""ESC fusion models (bsfnmt, btfnmt, bbfnmt): incremental decoding, fusion equations, gate."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+from nmtmodels.batch import BOS_ID, EOS_ID, PAD_ID, Batch
+from nmtmodels.config import ModelConfig
+from nmtmodels.configuration import ConfigError
+from nmtmodels.models.base import reorder_state
+from nmtmodels.models.esc import BBFNMT, BSFNMT, BTFNMT, ContextGate
+from nmtmodels.registry import build_model
+from nmtmodels.search import DecodeConfig, beam_search, greedy_search
+
+FAMILIES = ["bsfnmt", "btfnmt", "bbfnmt"]
+SMALL = dict(d_model=32, heads=4, encoder_layers=2, decoder_layers=2, ffn_dim=64, dropout=0.1, attention_dropout=0.1)
+
+
+def model_of(family: str, vocab: int = 23, **overrides):
+    return build_model(ModelConfig.from_dict({**SMALL, "family": family, **overrides}), vocab, vocab + 4)
+
+
+def padded(rows: list[list[int]]) -> torch.Tensor:
+    out = torch.full((len(rows), max(map(len, rows))), PAD_ID)
+    for i, row in enumerate(rows):
+        out[i, : len(row)] = torch.tensor(row)
+    return out
+
+
+def random_batch(src_lengths: list[int], c_lengths: list[int], tgt_len: int, vocab: int = 23, seed: int = 0) -> Batch:
+    g = torch.Generator().manual_seed(seed)
+    src = padded([torch.randint(4, vocab, (n - 1,), generator=g).tolist() + [EOS_ID] for n in src_lengths])
+    comp = padded([torch.randint(4, vocab, (n - 1,), generator=g).tolist() + [EOS_ID] for n in c_lengths])
+    tgt = torch.randint(4, vocab, (len(src_lengths), tgt_len), generator=g)
+    return Batch(src=src, src_lengths=torch.tensor(src_lengths),
+                 tgt_in=torch.cat([torch.full((len(src_lengths), 1), BOS_ID), tgt], 1),
+                 tgt_out=torch.cat([tgt, torch.full((len(src_lengths), 1), EOS_ID)], 1),
+                 extras={"compressed": comp})
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+@pytest.mark.parametrize("normalize_before", [False, True])
+@torch.no_grad()
+def test_incremental_decoding_equals_full_forward(family: str, normalize_before: bool) -> None:
+    torch.manual_seed(0)
+    model = model_of(family, normalize_before=normalize_before).eval()
+    batch = random_batch([7, 4, 5], [3, 4, 2], tgt_len=6)
+    state = model.encode(batch)
+    full, full_attention = model.decode(batch.tgt_in, state, need_attention=True)
+    cache: dict = {}
+    steps, attentions = [], []
+    for t in range(batch.tgt_in.size(1)):
+        logits, attention = model.decode(batch.tgt_in[:, t : t + 1], state, cache, need_attention=True)
+        steps.append(logits)
+        attentions.append(attention)
+        if t == 0:
+            cached = {key: cache["layer0"][key]["k"] for key in cache["layer0"] if key != "self"}
+    torch.testing.assert_close(torch.cat(steps, 1), full, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(torch.cat(attentions, 1), full_attention, atol=1e-6, rtol=1e-5)
+    # every memory's keys/values are projected once and reused, not recomputed
+    expected = {"memory", "backbone"} if family != "bsfnmt" else {"memory"}
+    assert set(cached) == expected
+    for key, k in cached.items():
+        assert cache["layer0"][key]["k"] is k
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+@torch.no_grad()
+def test_beam_search_over_reordered_states_matches_per_sentence_search(family: str) -> None:
+    torch.manual_seed(3)
+    model = model_of(family).eval()
+    batch = random_batch([6, 3, 5], [2, 3, 4], tgt_len=1, seed=4)
+    cfg = DecodeConfig(beam=3, max_len_a=0, max_len_b=6, coverage_penalty=0.2)
+    together = beam_search(model, batch, cfg)
+    for row in range(3):
+        one = batch.select(torch.tensor([row]))
+        one.src = one.src[:, : int(batch.src_lengths[row])]
+        one.extras["compressed"] = one.extras["compressed"][:, : int(one.extras["compressed"].ne(PAD_ID).sum())]
+        alone = beam_search(model, one, cfg)[0][0]
+        assert alone.tokens == together[row][0].tokens
+        assert alone.score == pytest.approx(together[row][0].score, abs=1e-4)
+    assert len(greedy_search(model, batch, 0, 5)) == 3
+
+
+@torch.no_grad()
+def test_bsfnmt_memory_is_source_plus_ffn_of_attention_over_backbone() -> None:
+    """Eq. 10-11, recomputed with an independent attention over H_c."""
+    torch.manual_seed(5)
+    model = model_of("bsfnmt").eval()
+    batch = random_batch([5, 4], [3, 2], tgt_len=2)
+    h_x = model.encoder(batch.src, batch.src_pad_mask)
+    c = batch.extras["compressed"]
+    h_c = model.encoder(c, c.eq(PAD_ID))
+    att = model.fusion.attention
+    q = att.q_proj(h_x)
+    k, v = att.kv_proj(h_c).chunk(2, dim=-1)
+    heads, dh = att.heads, att.head_dim
+    split = lambda t: t.view(t.size(0), t.size(1), heads, dh).transpose(1, 2)  # noqa: E731
+    scores = split(q) @ split(k).transpose(-1, -2) / dh**0.5
+    scores = scores.masked_fill(c.eq(PAD_ID)[:, None, None, :], float("-inf"))
+    mixed = (scores.softmax(-1) @ split(v)).transpose(1, 2).reshape(h_x.shape)
+    expected = h_x + model.fusion.ffn(att.out_proj(mixed))
+    torch.testing.assert_close(model.encode(batch)["memory"], expected, atol=1e-5, rtol=1e-5)
+    # padding of the compressed input changes nothing
+    longer = Batch(src=batch.src, src_lengths=batch.src_lengths, extras={"compressed": torch.cat([c, torch.full((2, 3), PAD_ID)], 1)})
+    torch.testing.assert_close(model.encode(longer)["memory"], expected, atol=1e-5, rtol=1e-5)
+
+
+@torch.no_grad()
+def test_bbfnmt_second_attention_reads_fused_source_btfnmt_reads_backbone() -> None:
+    torch.manual_seed(6)
+    batch = random_batch([5, 4], [3, 2], tgt_len=2)
+    bb = model_of("bbfnmt").eval()
+    state = bb.encode(batch)
+    h_x = bb.encoder(batch.src, batch.src_pad_mask)
+    c = batch.extras["compressed"]
+    h_c = bb.encoder(c, c.eq(PAD_ID))
+    torch.testing.assert_close(state["memory"], h_x)
+    torch.testing.assert_close(state["backbone"], bb.fusion(h_x, h_c, c.eq(PAD_ID)))
+    assert torch.equal(state["backbone_pad_mask"], batch.src_pad_mask)
+    bt = model_of("btfnmt").eval()
+    state = bt.encode(batch)
+    torch.testing.assert_close(state["backbone"], bt.encoder(c, c.eq(PAD_ID)))
+    assert isinstance(bb, BBFNMT) and isinstance(bt, BTFNMT) and bt.fusion is None
+    assert isinstance(model_of("bsfnmt"), BSFNMT)
+
+
+def test_context_gate_shapes_and_mixture() -> None:
+    torch.manual_seed(7)
+    for hidden in (0, 16):
+        gate = ContextGate(8, hidden)
+        c, b = torch.randn(2, 3, 8), torch.randn(2, 3, 8)
+        g = gate.gate(c, b)
+        assert g.shape == (2, 3, 8)
+        assert bool(((g > 0) & (g < 1)).all())
+        torch.testing.assert_close(gate(c, b), g * c + (1 - g) * b)
+    gate = ContextGate(2)
+    with torch.no_grad():
+        gate.mlp.weight.zero_()
+        gate.mlp.bias.copy_(torch.tensor([0.0, 100.0]))  # g = (0.5, 1)
+    c, b = torch.tensor([[[2.0, 3.0]]]), torch.tensor([[[4.0, -1.0]]])
+    torch.testing.assert_close(gate(c, b), torch.tensor([[[3.0, 3.0]]]))
+
+
+def test_missing_compressed_input_and_unknown_option_are_clear_errors() -> None:
+    model = model_of("btfnmt")
+    batch = random_batch([4], [2], tgt_len=2)
+    batch.extras = {}
+    with pytest.raises(ConfigError, match="compressed"):
+        model.encode(batch)
+    with pytest.raises(ConfigError, match="model.options.nope"):
+        model_of("bsfnmt", options={"nope": 1})
+
+
+def test_reorder_state_moves_backbone_with_beams() -> None:
+    model = model_of("btfnmt").eval()
+    batch = random_batch([4, 3], [2, 3], tgt_len=1)
+    state = model.encode(batch)
+    moved = reorder_state(dict(state), torch.tensor([1, 1, 0]))
+    assert moved["backbone"].shape[0] == 3 and torch.equal(moved["backbone"][2], state["backbone"][0])
+
+
+# --- length-controlled decoding (eq. 1-3) with the shared beam search's scorers ----------
+
+from nmtmodels.search import CoveragePenalty, GNMTLengthPenalty, HypothesisScorer, RatioLengthLimit  # noqa: E402
+
+
+def test_length_penalty_and_coverage_penalty_by_hand() -> None:
+    # eq. 2: lp = (5 + |S'|)^alpha / 6^alpha; |S'| = 3 tokens + EOS = 4, alpha = 0.6
+    assert float(GNMTLengthPenalty(0.6)(torch.tensor(4.0))) == pytest.approx(9**0.6 / 6**0.6)
+    assert float(GNMTLengthPenalty(0.6)(torch.tensor(4.0))) == pytest.approx(1.2754245, rel=1e-6)
+    # eq. 3: summed attention per source position 0.5, 1.3 (capped at 1), padding ignored
+    coverage = torch.tensor([[0.5, 1.3, 0.2]])
+    pad = torch.tensor([[False, False, True]])
+    assert float(CoveragePenalty(0.2)(coverage, pad)) == pytest.approx(0.2 * -0.6931472, rel=1e-6)
+    # eq. 1: s = log P / lp + cp
+    scorer = HypothesisScorer(GNMTLengthPenalty(0.6), (CoveragePenalty(0.2),))
+    s = scorer.score(torch.tensor([-2.0]), torch.tensor([4]), coverage, pad)
+    assert float(s) == pytest.approx(-2.0 / 1.2754245 + 0.2 * -0.6931472, rel=1e-6)
+
+
+def test_ratio_length_limit_by_hand() -> None:
+    limit = RatioLengthLimit(0.5)
+    assert limit(torch.tensor([7, 10, 1])).tolist() == [3, 5, 0]
+    assert RatioLengthLimit(0.7)(torch.tensor([30])).tolist() == [21]  # float error guarded
+    scorer = HypothesisScorer.from_config(DecodeConfig(max_len_a=2, max_len_b=5, max_len_ratio=0.5))
+    assert scorer.max_lengths(torch.tensor([7, 40])).tolist() == [3, 20]  # min(2x+5, 0.5x)
+
+
+@torch.no_grad()
+def test_gamma_hard_stop_and_final_scores_recomputed_from_attention() -> None:
+    """Beam search with eq. 1-3: no hypothesis passes floor(gamma * |S|) tokens, and each
+    score equals log P / lp + cp recomputed from the returned attention."""
+    torch.manual_seed(8)
+    model = model_of("bsfnmt").eval()
+    batch = random_batch([9, 6, 11], [3, 3, 4], tgt_len=1, seed=9)
+    # min_len beyond the limit: EOS is blocked, so every output stops exactly at the limit
+    cfg = DecodeConfig(beam=3, nbest=2, max_len_a=3, max_len_b=10, min_len=50, max_len_ratio=0.5,
+                       length_penalty=0.6, coverage_penalty=0.3, return_attention=True)
+    results = beam_search(model, batch, cfg)
+    for row, hyps in enumerate(results):
+        assert len(hyps) == 2
+        for hyp in hyps:
+            assert len(hyp.tokens) == (int(batch.src_lengths[row]) - 1) // 2
+            lp = ((5 + len(hyp.tokens) + 1) / 6) ** 0.6
+            cp = 0.3 * torch.log(hyp.attention.sum(0).clamp(max=1.0)).sum().item()
+            assert hyp.score == pytest.approx(hyp.log_prob / lp + cp, abs=1e-4)
+    # free decoding is also capped by gamma
+    free = beam_search(model, batch, DecodeConfig(beam=2, max_len_a=3, max_len_b=10, max_len_ratio=0.4))
+    for row, hyps in enumerate(free):
+        assert len(hyps[0].tokens) <= int(0.4 * (int(batch.src_lengths[row]) - 1))
+
+
+# --- command line: an ESC family with --extra-tokens; --init-from; --max-len-ratio --------
+
+
+def test_cli_trains_fusion_model_initialises_from_checkpoint_and_caps_by_ratio(tmp_path, capsys) -> None:
+    from nmtmodels import cli
+    from nmtmodels.checkpoint import load_checkpoint
+    from nmtmodels.tests.helpers_e import LETTERS, copy_task, write_lines
+
+    threads = torch.get_num_threads()
+    try:
+        src, tgt = copy_task(60, seed=2, tokens=list(LETTERS))
+        write_lines(tmp_path / "train.src", src)
+        write_lines(tmp_path / "train.tgt", tgt)
+        write_lines(tmp_path / "train.c", [" ".join(line.split()[::2]) for line in src])
+        (tmp_path / "exp.yaml").write_text(
+            "model: {family: bbfnmt, d_model: 16, heads: 2, ffn_dim: 32, encoder_layers: 1, decoder_layers: 1}\n"
+            "train: {max_tokens: 300, max_updates: 2, num_threads: 1, warmup_updates: 1}\ndecode: {beam: 2}\n")
+        assert cli.vocab_main(["--inputs", str(tmp_path / "train.src"), "--output", str(tmp_path / "vocab")]) == 0
+        common = ["--config", str(tmp_path / "exp.yaml"), "--train-src", str(tmp_path / "train.src"),
+                  "--train-tgt", str(tmp_path / "train.tgt"), "--src-vocab", str(tmp_path / "vocab"),
+                  "--tgt-vocab", str(tmp_path / "vocab"),
+                  "--extra-tokens", f"compressed={tmp_path / 'train.c'}:{tmp_path / 'train.c'}"]
+        assert cli.train_main([*common, "--out-dir", str(tmp_path / "a")]) == 0
+        first = load_checkpoint(str(tmp_path / "a" / "checkpoint_last.pt"))["model"]
+        # --init-from and one update at a vanishing learning rate (warm-up of 1e9 updates): the
+        # parameters stay those of the first run, not a fresh initialisation (other seed)
+        assert cli.train_main([*common, "--out-dir", str(tmp_path / "b"), "--init-from", str(tmp_path / "a" / "checkpoint_last.pt"),
+                               "--set", "train.max_updates=1", "--set", "train.warmup_updates=1000000000",
+                               "--set", "train.seed=7"]) == 0
+        second = load_checkpoint(str(tmp_path / "b" / "checkpoint_last.pt"))["model"]
+        for key in first:
+            torch.testing.assert_close(second[key], first[key], atol=1e-6, rtol=0)
+        # a different family cannot be initialised from it: clear error, exit 2
+        assert cli.train_main([*common[:-2], "--out-dir", str(tmp_path / "c"), "--set", "model.family=transformer",
+                               "--init-from", str(tmp_path / "a" / "checkpoint_last.pt")]) == 2
+        assert "--init-from" in capsys.readouterr().err
+        # translation with the compressed input and gamma: every output within floor(0.5 |x|)
+        assert cli.translate_main(["--checkpoint", str(tmp_path / "a" / "checkpoint_last.pt"), "--input", str(tmp_path / "train.src"),
+                                   "--extra-tokens", f"compressed={tmp_path / 'train.c'}", "--max-len-ratio", "0.5",
+                                   "--min-len", "100", "--output", str(tmp_path / "out")]) == 0
+        out = (tmp_path / "out").read_text().splitlines()
+        assert [len(o.split()) for o in out] == [len(s.split()) // 2 for s in src]
+    finally:
+        torch.set_num_threads(threads)

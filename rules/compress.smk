@@ -1,0 +1,220 @@
+# Explicit sentence compression (ESC): compression pairs, compressor training, compressed
+# ("backbone") source of every split with length-controlled beam search, and compression
+# quality (token F1, compression ratio).  Layout: results/compression/{compressor}/{corpus}/.
+COMPRESSION = wc.COMPRESSION_ROOT
+COMPRESSION_SECTION = config.get("compression") or {}
+
+
+wildcard_constraints:
+    compressor="[A-Za-z0-9_-]+",
+    compression_set="[A-Za-z0-9_-]+",
+
+
+localrules:
+    fetch_compression_set,
+
+
+rule fetch_compression_set:
+    output:
+        "resources/compression/{compression_set}.jsonl",
+    params:
+        spec=lambda w: json.dumps(COMPRESSION_SECTION["data"][w.compression_set], sort_keys=True),
+        mirror=MIRROR,
+    conda:
+        "../envs/data.yaml"
+    log:
+        "logs/fetch_compression_set/{compression_set}.log",
+    benchmark:
+        "results/benchmarks/fetch_compression_set/{compression_set}.tsv"
+    resources:
+        **CPU_JOB,
+        mem_mb=500,
+        runtime=30,
+    shell:
+        "python -m workflow_scripts.fetch --spec {params.spec:q} --name {wildcards.compression_set:q}"
+        " --output {output:q} --mirror-dir={params.mirror:q} > {log:q} 2>&1"
+
+
+rule compression_denoise_pairs:
+    input:
+        unpack(lambda w: wc.compressor_bpe_files(config, w.compressor, w.corpus)),
+        text=lambda w: f"{DATA}/{w.corpus}/tok/{w.split}.{CORPORA[w.corpus]['src']}-{CORPORA[w.corpus]['tgt']}.{CORPORA[w.corpus]['src']}",
+    output:
+        src=f"{COMPRESSION}/{{compressor}}/{{corpus}}/denoise/{{split}}.src",
+        tgt=f"{COMPRESSION}/{{compressor}}/{{corpus}}/denoise/{{split}}.tgt",
+    params:
+        noise=lambda w: {"ratio": 0.5, "other_sentences": 2, "window": 0, "seed": 1, **wc.compressor_spec(config, w.compressor).get("noise", {})},
+        threshold=lambda w: CORPORA[w.corpus]["bpe"].get("vocabulary_threshold", 1),
+    log:
+        "logs/compression_denoise_pairs/{compressor}/{corpus}/{split}.log",
+    benchmark:
+        "results/benchmarks/compression_denoise_pairs/{compressor}/{corpus}/{split}.tsv"
+    conda:
+        "../envs/data.yaml"
+    resources:
+        **CPU_JOB,
+        mem_mb=2000,
+        runtime=30,
+    shell:
+        "python -m workflow_scripts.compression denoise --input {input.text:q} --codes {input.codes:q}"
+        " --vocab {input.vocab:q} --threshold {params.threshold} --seed {params.noise[seed]}"
+        " --ratio {params.noise[ratio]} --other-sentences {params.noise[other_sentences]} --window {params.noise[window]}"
+        " --src-out {output.src:q} --tgt-out {output.tgt:q} > {log:q} 2>&1"
+
+
+rule compression_supervised_pairs:
+    input:
+        unpack(lambda w: wc.compressor_bpe_files(config, w.compressor, w.corpus)),
+        sets=lambda w: [f"resources/compression/{name}.jsonl" for name in wc.compression_set_part(config, w.part)[0]],
+    output:
+        src=f"{COMPRESSION}/{{compressor}}/{{corpus}}/supervised/{{part}}.src",
+        tgt=f"{COMPRESSION}/{{compressor}}/{{corpus}}/supervised/{{part}}.tgt",
+    params:
+        preprocess=lambda w: wc.corpus_spec_json(config, w.corpus, wc.preprocessing_spec),
+        lang=lambda w: CORPORA[w.corpus]["src"],
+        limits=lambda w: wc.compression_set_part(config, w.part)[1],
+        unicode_form=config.get("unicode_form", "NFKC"),
+        threshold=lambda w: CORPORA[w.corpus]["bpe"].get("vocabulary_threshold", 1),
+    wildcard_constraints:
+        part="train|dev",
+    log:
+        "logs/compression_supervised_pairs/{compressor}/{corpus}/{part}.log",
+    benchmark:
+        "results/benchmarks/compression_supervised_pairs/{compressor}/{corpus}/{part}.tsv"
+    conda:
+        "../envs/data.yaml"
+    resources:
+        **CPU_JOB,
+        mem_mb=2000,
+        runtime=30,
+    shell:
+        "python -m workflow_scripts.compression pairs --sets {input.sets:q} --lang {params.lang}"
+        " --preprocess {params.preprocess:q} --unicode-form {params.unicode_form} {params.limits}"
+        " --codes {input.codes:q} --vocab {input.vocab:q} --threshold {params.threshold}"
+        " --src-out {output.src:q} --tgt-out {output.tgt:q} > {log:q} 2>&1"
+
+
+rule compression_eval_set:
+    input:
+        unpack(lambda w: wc.compressor_bpe_files(config, w.compressor, w.corpus)),
+        sets=lambda w: [f"resources/compression/{name}.jsonl" for name in wc.compression_set_part(config, "eval")[0]],
+    output:
+        src=f"{COMPRESSION}/{{compressor}}/{{corpus}}/supervised/eval.src",
+        tgt=f"{COMPRESSION}/{{compressor}}/{{corpus}}/supervised/eval.tgt",
+        refs=f"{COMPRESSION}/{{compressor}}/{{corpus}}/supervised/eval.refs.jsonl",
+    params:
+        preprocess=lambda w: wc.corpus_spec_json(config, w.corpus, wc.preprocessing_spec),
+        lang=lambda w: CORPORA[w.corpus]["src"],
+        limits=lambda w: wc.compression_set_part(config, "eval")[1],
+        unicode_form=config.get("unicode_form", "NFKC"),
+        threshold=lambda w: CORPORA[w.corpus]["bpe"].get("vocabulary_threshold", 1),
+    log:
+        "logs/compression_eval_set/{compressor}/{corpus}.log",
+    benchmark:
+        "results/benchmarks/compression_eval_set/{compressor}/{corpus}.tsv"
+    conda:
+        "../envs/data.yaml"
+    resources:
+        **CPU_JOB,
+        mem_mb=2000,
+        runtime=30,
+    shell:
+        "python -m workflow_scripts.compression pairs --sets {input.sets:q} --lang {params.lang}"
+        " --preprocess {params.preprocess:q} --unicode-form {params.unicode_form} {params.limits}"
+        " --codes {input.codes:q} --vocab {input.vocab:q} --threshold {params.threshold}"
+        " --src-out {output.src:q} --tgt-out {output.tgt:q} --refs-out {output.refs:q} > {log:q} 2>&1"
+
+
+rule compressor_config:
+    output:
+        f"{COMPRESSION}/{{compressor}}/{{corpus}}/experiment.yaml",
+    params:
+        settings=lambda w: json.dumps(wc.compressor_settings(config, w.compressor), sort_keys=True),
+    log:
+        "logs/compressor_config/{compressor}/{corpus}.log",
+    benchmark:
+        "results/benchmarks/compressor_config/{compressor}/{corpus}.tsv"
+    conda:
+        "../envs/data.yaml"
+    resources:
+        **CPU_JOB,
+        mem_mb=200,
+        runtime=5,
+    shell:
+        "python -m workflow_scripts.experiment --settings {params.settings:q} --output {output:q} > {log:q} 2>&1"
+
+
+rule train_compressor:
+    input:
+        unpack(lambda w: wc.compressor_inputs(config, w.compressor, w.corpus)),
+        config=f"{COMPRESSION}/{{compressor}}/{{corpus}}/experiment.yaml",
+    output:
+        best=f"{COMPRESSION}/{{compressor}}/{{corpus}}/train/checkpoint_best.pt",
+        metrics=f"{COMPRESSION}/{{compressor}}/{{corpus}}/train/metrics.csv",
+    params:
+        out_dir=lambda w, output: os.path.dirname(output.best),
+        launcher=wc.train_launcher(config),
+        num_threads=lambda w, threads: wc.threads_per_process(config, threads),
+        init=lambda w, input: f"--init-from {shlex.quote(input.init)}" if "init" in input.keys() else "",
+    log:
+        "logs/train_compressor/{compressor}/{corpus}.log",
+    benchmark:
+        "results/benchmarks/train_compressor/{compressor}/{corpus}.tsv"
+    conda:
+        "../envs/train.yaml"
+    threads: config["train_resources"].get("cpus", 1)
+    resources:
+        mem_mb=config["train_resources"].get("mem_mb", 8000),
+        runtime=config["train_resources"].get("runtime", 60),
+        **wc.cluster_resources(config, gpus=config["train_resources"].get("gpus", 0)),
+    shell:
+        "{params.launcher} -m nmtmodels.cli train --config {input.config:q}"
+        " --train-src {input.train_src:q} --train-tgt {input.train_tgt:q}"
+        " --valid-src {input.valid_src:q} --valid-tgt {input.valid_tgt:q}"
+        " --src-vocab {input.vocab:q} --tgt-vocab {input.vocab:q} {params.init}"
+        " --set train.num_threads={params.num_threads} --out-dir {params.out_dir:q} > {log:q} 2>&1"
+
+
+rule compress:
+    input:
+        checkpoint=f"{COMPRESSION}/{{compressor}}/{{corpus}}/train/checkpoint_best.pt",
+        source=lambda w: wc.compression_source(config, w.compressor, w.corpus, w.split),
+    output:
+        f"{COMPRESSION}/{{compressor}}/{{corpus}}/compressed/{{split}}.txt",
+    params:
+        search=lambda w: wc.compressor_decode_flags(config, w.compressor),
+    log:
+        "logs/compress/{compressor}/{corpus}/{split}.log",
+    benchmark:
+        "results/benchmarks/compress/{compressor}/{corpus}/{split}.tsv"
+    conda:
+        "../envs/train.yaml"
+    threads: config["train_resources"].get("cpus", 1)
+    resources:
+        mem_mb=config["train_resources"].get("mem_mb", 8000),
+        runtime=60,
+        **wc.cluster_resources(config, gpus=min(1, config["train_resources"].get("gpus", 0))),
+    shell:
+        "OMP_NUM_THREADS={threads} python -m nmtmodels.cli translate --checkpoint {input.checkpoint:q}"
+        " --input {input.source:q} --output {output:q} {params.search} --truncate > {log:q} 2>&1"
+
+
+rule compression_quality:
+    input:
+        hyp=f"{COMPRESSION}/{{compressor}}/{{corpus}}/compressed/compression_eval.txt",
+        refs=f"{COMPRESSION}/{{compressor}}/{{corpus}}/supervised/eval.refs.jsonl",
+    output:
+        f"{COMPRESSION}/{{compressor}}/{{corpus}}/compression_eval.scores.json",
+    log:
+        "logs/compression_quality/{compressor}/{corpus}.log",
+    benchmark:
+        "results/benchmarks/compression_quality/{compressor}/{corpus}.tsv"
+    conda:
+        "../envs/evaluate.yaml"
+    resources:
+        **CPU_JOB,
+        mem_mb=500,
+        runtime=10,
+    shell:
+        "python -m workflow_scripts.compression evaluate --hyp {input.hyp:q} --refs {input.refs:q}"
+        " --output {output:q} > {log:q} 2>&1"
