@@ -116,11 +116,7 @@ def experiment_settings(config: dict[str, Any], experiment: str) -> dict[str, An
 
 def check_experiments(config: dict[str, Any]) -> None:
     """Check every experiment's sections with nmtmodels' own config classes (errors name the key)."""
-    from nmtmodels.config import ModelConfig
-    from nmtmodels.configuration import ConfigError, from_dict
     from nmtmodels.registry import model_families
-    from nmtmodels.search import DecodeConfig
-    from nmtmodels.train import TrainConfig
 
     families = model_families()
     for name, spec in config.get("experiments", {}).items():
@@ -136,13 +132,22 @@ def check_experiments(config: dict[str, Any]) -> None:
                     f"{where}.subwords: {subwords} is not among corpora.{corpus}.bpe.merges "
                     f"{config['corpora'][corpus]['bpe']['merges']}"
                 )
-        settings = experiment_settings(config, name)
-        try:
-            ModelConfig.from_dict(settings["model"], where=f"{where}.model")
-            from_dict(TrainConfig, settings["train"], where=f"{where}.train (training)")
-            from_dict(DecodeConfig, settings["decode"], where=f"{where}.decode (decoding)")
-        except ConfigError as exc:
-            raise WorkflowConfigError(str(exc)) from None
+        check_run_sections(experiment_settings(config, name), where)
+
+
+def check_run_sections(settings: dict[str, Any], where: str) -> None:
+    """Check resolved ``model``/``train``/``decode`` sections with nmtmodels' own config classes."""
+    from nmtmodels.config import ModelConfig
+    from nmtmodels.configuration import ConfigError, from_dict
+    from nmtmodels.search import DecodeConfig
+    from nmtmodels.train import TrainConfig
+
+    try:
+        ModelConfig.from_dict(settings["model"], where=f"{where}.model")
+        from_dict(TrainConfig, settings["train"], where=f"{where}.train (training)")
+        from_dict(DecodeConfig, settings["decode"], where=f"{where}.decode (decoding)")
+    except ConfigError as exc:
+        raise WorkflowConfigError(str(exc)) from None
 
 
 def experiment_dir(experiment: str, corpus: str) -> str:
@@ -315,7 +320,7 @@ def check_compression(config: dict[str, Any]) -> None:
             raise WorkflowConfigError(f"{where}.kind: supervised needs compression.train_sets")
         if spec["kind"] == "unsupervised" and init is not None:
             raise WorkflowConfigError(f"{where}.init_from: only a supervised compressor is fine-tuned from another")
-        _check_sections(compressor_settings(config, name), where)
+        check_run_sections(compressor_settings(config, name), where)
     for name, spec in config.get("experiments", {}).items():
         where = f"experiments.{name}"
         if spec["family"] in ESC_FAMILIES and not spec.get("compressor"):
@@ -330,20 +335,6 @@ def check_compression(config: dict[str, Any]) -> None:
         if compressors[spec["compressor"]]["subwords"] != spec["subwords"]:
             raise WorkflowConfigError(f"{where}.subwords: must equal compression.compressors.{spec['compressor']}.subwords "
                                       f"({compressors[spec['compressor']]['subwords']}): both share the source vocabulary")
-
-
-def _check_sections(settings: dict[str, Any], where: str) -> None:
-    from nmtmodels.config import ModelConfig
-    from nmtmodels.configuration import ConfigError, from_dict
-    from nmtmodels.search import DecodeConfig
-    from nmtmodels.train import TrainConfig
-
-    try:
-        ModelConfig.from_dict(settings["model"], where=f"{where}.model")
-        from_dict(TrainConfig, settings["train"], where=f"{where}.train (training)")
-        from_dict(DecodeConfig, settings["decode"], where=f"{where}.decode (decoding)")
-    except ConfigError as exc:
-        raise WorkflowConfigError(str(exc)) from None
 
 
 SOURCE_PROVIDERS.update({family: esc_source for family in ESC_FAMILIES})
