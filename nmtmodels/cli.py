@@ -171,6 +171,7 @@ def _train(args: argparse.Namespace) -> int:
 
     seed_everything(train_cfg.seed)
     model = build_model(model_cfg, len(src_vocab), len(tgt_vocab))
+    model.attach_vocabularies(src_vocab, tgt_vocab)
     extras = _parse_extras(args.extra, args.extra_tokens, 2, "--extra")
     pads = _check_extras(model, extras, model_cfg.family, "--extra")
     train_extras = {n: ExtraField(paths[0], pads[n], tokens) for n, (tokens, paths) in extras.items()}
