@@ -14,6 +14,7 @@ import shlex
 from snakemake.utils import min_version, validate
 
 from workflow_scripts import corpora as corpus_specs
+from workflow_scripts import attention_plots
 from workflow_scripts import evaluation as ev
 from workflow_scripts import workflow_config as wc
 
@@ -63,6 +64,7 @@ include: "rules/train.smk"
 include: "rules/decode.smk"
 include: "rules/evaluate.smk"
 include: "rules/report.smk"
+include: "rules/char2word.smk"
 
 
 rule all:
@@ -71,6 +73,7 @@ rule all:
         wc.data_targets(config),
         wc.model_targets(config),
         ev.report_targets(config),
+        attention_plots.attention_targets(config),
 
 
 rule data:
