@@ -260,3 +260,31 @@ def test_character_budget_is_never_exceeded():
             assert padded <= budget
     first, second = sampler.batches(1), sampler.batches(2)
     assert [b.tolist() for b in first] != [b.tolist() for b in second]  # reshuffled each epoch
+
+
+# ----------------------------------------------------------------------------- command line
+def test_nmt_train_records_the_space_id_and_nmt_translate_uses_it(tmp_path):
+    """nmt-train calls attach_vocabularies; the checkpoint carries the space id to nmt-translate."""
+    from nmtmodels.cli import load_model_from_checkpoint, train_main, translate_main
+
+    src = [f"a b {SPACE_SYMBOL} c", f"d {SPACE_SYMBOL} e {SPACE_SYMBOL} f g", "h"] * 4
+    (tmp_path / "train.src").write_text("\n".join(src) + "\n", encoding="utf-8")
+    (tmp_path / "train.tgt").write_text("\n".join(s.upper() for s in src) + "\n", encoding="utf-8")
+    # the space is NOT the first entry of the source vocabulary here, so a wrong id would show
+    (tmp_path / "vocab.src").write_text("\n".join(["a", "b", "c", SPACE_SYMBOL, *"defgh"]) + "\n", encoding="utf-8")
+    (tmp_path / "vocab.tgt").write_text("\n".join([SPACE_SYMBOL.upper(), *"ABCDEFGH"]) + "\n", encoding="utf-8")
+    (tmp_path / "exp.yaml").write_text(
+        "model: {family: char2word, dropout: 0.0, options: {preset: tiny, embedding_dim: 8, encoder_dim: 8, "
+        "decoder_dim: 8, attention_dim: 8}}\ntrain: {max_updates: 2, batch_unit: chars, max_tokens: 200, "
+        "warmup_updates: 1, max_minutes: 0}\n", encoding="utf-8")
+    assert train_main(["--config", str(tmp_path / "exp.yaml"), "--train-src", str(tmp_path / "train.src"),
+                       "--train-tgt", str(tmp_path / "train.tgt"), "--src-vocab", str(tmp_path / "vocab.src"),
+                       "--tgt-vocab", str(tmp_path / "vocab.tgt"), "--out-dir", str(tmp_path / "out"),
+                       "--device", "cpu"]) == 0
+    checkpoint = tmp_path / "out" / "checkpoint_last.pt"
+    model, src_vocab, _, _ = load_model_from_checkpoint(str(checkpoint), torch.device("cpu"))
+    assert int(model.encoder.space_id) == src_vocab.index(SPACE_SYMBOL) == 7
+    assert translate_main(["--checkpoint", str(checkpoint), "--input", str(tmp_path / "train.src"),
+                           "--output", str(tmp_path / "hyp"), "--beam", "2", "--max-len-a", "0", "--max-len-b", "3",
+                           "--device", "cpu"]) == 0
+    assert len((tmp_path / "hyp").read_text(encoding="utf-8").splitlines()) == len(src)
