@@ -106,25 +106,27 @@ def attention_for(checkpoint: str, lines: Sequence[str], beam: int = 4) -> list[
 
 
 def plot(plots: Sequence[dict], title: str, path: str) -> None:
-    """One heat-map per sentence, stacked; columns are target characters (as in the paper)."""
+    """One heat-map per sentence, stacked; columns are target characters (as in the paper);
+    the colour scale of each runs from 0 to its largest weight."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     import numpy as np
 
-    heights = [max(2.0, 0.22 * len(p["source"]) + 1.2) for p in plots]
-    width = max(6.0, 0.18 * max(len(p["target"]) for p in plots) + 2.5)
+    heights = [max(2.0, 0.14 * len(p["source"]) + 1.0) for p in plots]
+    width = max(6.0, 0.14 * max(len(p["target"]) for p in plots) + 2.5)
     fig, axes = plt.subplots(len(plots), 1, figsize=(width, sum(heights)), squeeze=False,
                              gridspec_kw={"height_ratios": heights})
     for ax, p in zip(axes[:, 0], plots):
         weights = np.asarray(p["attention"]).T  # (sources, targets): a column per decoded character
-        ax.imshow(weights, cmap="Blues", aspect="auto", vmin=0.0, vmax=1.0, interpolation="nearest")
+        # colour scale up to the sentence's largest weight, so diffuse attention stays visible
+        ax.imshow(weights, cmap="Blues", aspect="auto", vmin=0.0, vmax=float(weights.max()), interpolation="nearest")
         ax.set_xticks(range(len(p["target"])), [t.replace(SPACE_SYMBOL, "␣") for t in p["target"]], fontsize=6)
         ax.set_yticks(range(len(p["source"])), [s.replace(SPACE_SYMBOL, "␣") for s in p["source"]], fontsize=6)
         ax.tick_params(axis="x", labeltop=True, labelbottom=False)
     fig.suptitle(title, fontsize=9)
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0, 1, 1 - 0.4 / sum(heights)))
     with atomic_output(path, "wb") as handle:
         fig.savefig(handle, format="png", dpi=120)
     plt.close(fig)
