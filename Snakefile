@@ -15,6 +15,7 @@ import shlex
 from snakemake.utils import min_version, validate
 
 from workflow_scripts import corpora as corpus_specs
+from workflow_scripts import attention_plots
 from workflow_scripts import evaluation as ev
 from workflow_scripts import workflow_config as wc
 
@@ -66,6 +67,7 @@ include: "rules/compress.smk"
 include: "rules/decode.smk"
 include: "rules/evaluate.smk"
 include: "rules/report.smk"
+include: "rules/char2word.smk"
 
 
 rule all:
@@ -75,6 +77,7 @@ rule all:
         wc.model_targets(config),
         wc.compression_targets(config),
         ev.report_targets(config),
+        attention_plots.attention_targets(config),
 
 
 rule data:

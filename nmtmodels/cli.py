@@ -174,6 +174,7 @@ def _train(args: argparse.Namespace) -> int:
 
     seed_everything(train_cfg.seed)
     model = build_model(model_cfg, len(src_vocab), len(tgt_vocab))
+    model.attach_vocabularies(src_vocab, tgt_vocab)
     if args.init_from:
         initialise_from(model, args.init_from, src_vocab, tgt_vocab)
     extras = _parse_extras(args.extra, args.extra_tokens, 2, "--extra")

@@ -61,6 +61,12 @@ class Seq2SeqModel(nn.Module):
         logits, _ = self.decode(batch.tgt_in, self.encode(batch))
         return logits
 
+    def attach_vocabularies(self, src_vocab: Any, tgt_vocab: Any) -> None:
+        """Hook called by ``nmt-train`` once the vocabularies are known (default: nothing).
+
+        A family that needs vocabulary facts (e.g. char2word: the id of the space symbol)
+        records them here in buffers, so they are saved with the weights."""
+
     def max_positions(self) -> tuple[int, int]:
         """Longest source and target the model accepts (token ids incl. EOS/BOS)."""
         return (1024, 1024)

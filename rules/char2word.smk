@@ -1,0 +1,32 @@
+# char2word paper (Johansen et al. 2016), Figures 6-7: attention heat-maps of a few test
+# sentences for each character-level experiment (workflow_scripts/attention_plots.py).
+
+rule attention_plot:
+    input:
+        checkpoint=f"{EXPERIMENTS}/{{experiment}}/{{corpus}}/train/checkpoint_best.pt",
+        source=lambda w: attention_plots.attention_source(config, w.corpus),
+    output:
+        png=report(
+            f"{attention_plots.ATTENTION_ROOT}/{{experiment}}/{{corpus}}.png",
+            caption="../report/attention.rst",
+            category="Analyses",
+            subcategory="Attention (char2word paper, Figures 6-7)",
+            labels={"experiment": "{experiment}", "corpus": "{corpus}"},
+        ),
+        json=f"{attention_plots.ATTENTION_ROOT}/{{experiment}}/{{corpus}}.json",
+    params:
+        beam=lambda w: wc.experiment_settings(config, w.experiment)["decode"].get("beam", 4),
+    conda:
+        "../envs/train.yaml"
+    log:
+        "logs/attention_plot/{experiment}/{corpus}.log",
+    benchmark:
+        "results/benchmarks/attention_plot/{experiment}/{corpus}.tsv"
+    resources:
+        **CPU_JOB,
+        mem_mb=2000,
+        runtime=10,
+    shell:
+        "python -m workflow_scripts.attention_plots --checkpoint {input.checkpoint:q} --source {input.source:q}"
+        " --beam {params.beam} --title '{wildcards.experiment} / {wildcards.corpus}'"
+        " --png {output.png:q} --json {output.json:q} > {log:q} 2>&1"
