@@ -134,8 +134,9 @@ def test_sampler_budget_coverage_and_bucketing(lengths, max_tokens, seed, shuffl
     # bucketing: ordered by their first key, the batches concatenate to a (src, tgt)-sorted list
     keys = [tuple(lengths[i]) for i in np.concatenate(sorted(batches, key=lambda b: (tuple(lengths[b[0]]), tuple(lengths[b[-1]]))))]
     assert keys == sorted(keys)
-    # greedy packing: the next example in sorted order would have broken the budget
-    in_order = sorted(batches, key=lambda b: (tuple(lengths[b[0]]), tuple(lengths[b[-1]])))
+    # greedy packing: the next example in sorted order would have broken the budget.  Among
+    # batches of equal first and last keys the full ones come first (larger batches first).
+    in_order = sorted(batches, key=lambda b: (tuple(lengths[b[0]]), tuple(lengths[b[-1]]), -len(b)))
     for batch, following in zip(in_order, in_order[1:]):
         assert cost(lengths, np.append(batch, following[0])) > max_tokens
     # deterministic in the seed
