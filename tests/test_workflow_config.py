@@ -36,3 +36,17 @@ def test_active_experiments_restricts_the_runs_and_their_scores():
 def test_unknown_active_experiment_names_the_key():
     with pytest.raises(wc.WorkflowConfigError, match=r"active_experiments\[1\]: unknown experiment 'missing'"):
         wc.check_config(config_with(active_experiments=["base", "missing"]))
+
+
+OTHER_BPE1000 = {"family": "transformer", "corpora": ["multi30k_en_de"], "subwords": "bpe1000"}
+
+
+def test_an_active_run_must_have_its_bpe_size_prepared():
+    # "other" asks multi30k_en_de for a BPE size it does not prepare.
+    with pytest.raises(wc.WorkflowConfigError, match=r"experiments.other.subwords: bpe1000 is not among corpora.multi30k_en_de.bpe.merges"):
+        wc.check_experiments(config_with(experiments={**config_with()["experiments"], "other": OTHER_BPE1000}))
+
+
+def test_an_inactive_experiment_may_name_a_bpe_size_the_corpus_leaves_out():
+    wc.check_experiments(config_with(experiments={**config_with()["experiments"], "other": OTHER_BPE1000},
+                                     active_experiments=["base"]))

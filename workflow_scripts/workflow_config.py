@@ -115,10 +115,12 @@ def experiment_settings(config: dict[str, Any], experiment: str) -> dict[str, An
 
 
 def check_experiments(config: dict[str, Any]) -> None:
-    """Check every experiment's sections with nmtmodels' own config classes (errors name the key)."""
+    """Check every experiment's family and sections with nmtmodels' own config classes, and
+    that each active run's BPE size is prepared for its corpus (errors name the key)."""
     from nmtmodels.registry import model_families
 
     families = model_families()
+    runs = set(experiment_runs(config))
     for name, spec in config.get("experiments", {}).items():
         where = f"experiments.{name}"
         if spec["family"] not in families:
@@ -126,8 +128,10 @@ def check_experiments(config: dict[str, Any]) -> None:
         for i, corpus in enumerate(spec["corpora"]):
             if corpus not in config["corpora"]:
                 raise WorkflowConfigError(f"{where}.corpora[{i}]: unknown corpus '{corpus}'")
+            # The BPE size must be prepared for the runs `all` makes; an inactive experiment
+            # (or corpus) may name a size the current corpus settings leave out.
             subwords = spec["subwords"]
-            if subwords.startswith("bpe") and int(subwords[3:]) not in config["corpora"][corpus]["bpe"]["merges"]:
+            if (name, corpus) in runs and subwords.startswith("bpe") and int(subwords[3:]) not in config["corpora"][corpus]["bpe"]["merges"]:
                 raise WorkflowConfigError(
                     f"{where}.subwords: {subwords} is not among corpora.{corpus}.bpe.merges "
                     f"{config['corpora'][corpus]['bpe']['merges']}"
