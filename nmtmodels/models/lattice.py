@@ -1,0 +1,118 @@
+"""Lattice-based Transformer encoder (Xiao et al. 2019, "Lattice-Based Transformer Encoder for
+Neural Machine Translation"), registered as ``"lattice_transformer"``.
+
+The source is a word or subword lattice (several segmentations of one character sequence,
+identical edges merged; see :mod:`nmtmodels.lattice` and ``workflow_scripts/lattice.py``).
+All its edges form the input token sequence t_1..t_M, ordered by (start, end); the extra
+integer inputs ``starts``/``ends`` give every edge's span e_{i:j}.
+
+* Lattice positional encoding (LPE, section 3.2): edge e_{i:j} gets the sinusoidal encoding
+  of its first character c_{i+1} instead of its index, so positions increase along every path.
+* Lattice-aware self-attention (LSA, eq. 4-5, after Shaw et al. 2018): every encoder
+  self-attention adds relation embeddings a^K_r, a^V_r (r = the Table 1 relation of the
+  query edge to the key edge, plus "self") to keys and values.  Eight (d_head)-vectors per
+  table, one pair of tables per layer, shared by the layer's heads.  The relation ids are
+  computed once per batch on the device; the shared attention applies them without a
+  (B, M, M, d) tensor (``q a^K`` gathered by relation, attention weights summed per relation
+  before multiplying by ``a^V``).
+
+The decoder is the baseline's.  ``model.options`` (:class:`LatticeOptions`) select the
+variants of the paper's tables:
+
+* ``positions: lattice`` (LPE), ``sequence`` (the normal PE 0..M-1 over the edge sequence,
+  Table 4's "PE") or ``none`` (no positional encoding; the paper's "+LSA" row, since its
+  Table 4 "PE + LSA" is a different, better system than "+LSA");
+* ``lsa: true|false``.
+
+Choices where the paper is vague:
+
+* ``</s>`` closing the source is the edge e_{N:N+1} (position N with LPE; it succeeds every
+  edge and is right-adjacent to the edges ending at v_N);
+* positions count from 0 as the shared embedding does: c_{i+1} is position i (the paper's
+  p_{i+1} counts from 1), so the first edge of every path has position 0 like a first token;
+* a^K and a^V start at zero (the model starts as the plain encoder) and have no weight tying.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+import torch
+from torch import Tensor, nn
+
+from nmtmodels.batch import Batch
+from nmtmodels.config import ModelConfig
+from nmtmodels.configuration import ConfigError
+from nmtmodels.lattice import NUM_RELATIONS, SPAN_PAD, lattice_positions, relation_ids, spans_with_eos
+from nmtmodels.models.base import State
+from nmtmodels.models.transformer import TransformerEncoder, TransformerModel
+from nmtmodels.modules.attention import RelationTerms
+from nmtmodels.modules.embedding import InputEmbedding
+from nmtmodels.registry import register_model
+
+POSITION_MODES = ("lattice", "sequence", "none")
+
+
+@dataclass
+class LatticeOptions:
+    """``model.options`` of ``lattice_transformer`` (default: LPE + LSA)."""
+
+    positions: str = "lattice"  # lattice (LPE) | sequence (normal PE over edges) | none
+    lsa: bool = True  # lattice-aware self-attention
+
+
+class LatticeEncoder(TransformerEncoder):
+    """Transformer encoder over lattice edges with LPE and/or LSA."""
+
+    def __init__(self, cfg: ModelConfig, embedding: InputEmbedding, options: LatticeOptions) -> None:
+        super().__init__(cfg, embedding)
+        self.positions = options.positions
+        head_dim = cfg.d_model // cfg.heads
+        shape = (cfg.encoder_layers, NUM_RELATIONS, head_dim)
+        self.relation_keys = nn.Parameter(torch.zeros(shape)) if options.lsa else None  # a^K per layer
+        self.relation_values = nn.Parameter(torch.zeros(shape)) if options.lsa else None  # a^V per layer
+
+    def embed(self, src: Tensor, starts: Tensor) -> Tensor:
+        if self.positions == "lattice":
+            return self.embedding(src, lattice_positions(starts))
+        if self.positions == "sequence":
+            return self.embedding(src)
+        return self.embedding.dropout(self.embedding.tokens(src))
+
+    def forward(self, src: Tensor, pad_mask: Tensor, starts: Tensor, ends: Tensor) -> Tensor:  # type: ignore[override]
+        """``src`` (B, S) edge ids + ``</s>``; ``starts``/``ends`` (B, S) spans -> memory (B, S, d)."""
+        x = self.embed(src, starts)
+        ids = relation_ids(starts, ends) if self.relation_keys is not None else None
+        for index, layer in enumerate(self.layers):
+            relations = None
+            if ids is not None:
+                relations = RelationTerms(ids, self.relation_keys[index], self.relation_values[index])
+            x = layer(x, pad_mask, relations)
+        return self.final_norm(x)
+
+
+@register_model("lattice_transformer")
+class LatticeTransformer(TransformerModel):
+    """Lattice encoder (LPE/LSA) + the baseline Transformer decoder."""
+
+    extra_inputs: ClassVar[dict[str, int]] = {"starts": SPAN_PAD, "ends": SPAN_PAD}
+    options_class: ClassVar[type | None] = LatticeOptions
+
+    @classmethod
+    def parse_options(cls, options: dict, where: str = "model.options") -> LatticeOptions:
+        parsed = super().parse_options(options, where)
+        if parsed.positions not in POSITION_MODES:
+            raise ConfigError(f"{where}.positions: {parsed.positions!r} is not one of {', '.join(POSITION_MODES)}")
+        return parsed
+
+    @classmethod
+    def build_encoder(cls, cfg: ModelConfig, embedding: InputEmbedding) -> nn.Module:
+        return LatticeEncoder(cfg, embedding, cls.parse_options(cfg.options))
+
+    def encode(self, batch: Batch) -> State:
+        missing = [name for name in self.extra_inputs if name not in batch.extras]
+        if missing:
+            raise ConfigError(f"model family {self.family_name!r} needs the extra inputs {', '.join(missing)} (edge spans)")
+        pad_mask = batch.src_pad_mask
+        starts, ends = spans_with_eos(batch.extras["starts"], batch.extras["ends"], pad_mask)
+        return {"memory": self.encoder(batch.src, pad_mask, starts, ends), "memory_pad_mask": pad_mask}
