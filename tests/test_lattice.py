@@ -1,0 +1,120 @@
+"""Lattice files (workflow side): building from segmentations, validator, format round trip."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from nmtmodels.textio import DataError
+from workflow_scripts.lattice import (
+    Edge,
+    build_file,
+    build_lattice,
+    check_lattice,
+    format_lattice,
+    main,
+    parse_lattice,
+    read_lattices,
+    write_inputs,
+)
+
+# Figure 1: three segmentations of "mao yi fa zhan ju fu zong cai"
+FIGURE = ["贸易 发展局 副总裁", "贸易 发展 局 副 总裁", "贸易发展局 副总裁"]
+
+
+def test_word_lattice_merges_identical_edges() -> None:
+    edges = build_lattice([line.split() for line in FIGURE])
+    assert [(e.start, e.end, e.token) for e in edges] == [
+        (0, 2, "贸易"), (0, 5, "贸易发展局"), (2, 4, "发展"), (2, 5, "发展局"),
+        (4, 5, "局"), (5, 6, "副"), (5, 8, "副总裁"), (6, 8, "总裁"),
+    ]  # 贸易 and 副总裁 occur in several segmentations but once in the lattice
+
+
+def test_subword_lattice_counts_characters_without_spaces_or_joiners() -> None:
+    coarse = "a wom@@ an walks".split()
+    fine = "a w@@ om@@ an walk@@ s".split()
+    edges = build_lattice([coarse, fine])
+    assert edges == [Edge(0, 1, "a"), Edge(1, 2, "w@@"), Edge(1, 4, "wom@@"), Edge(2, 4, "om@@"),
+                     Edge(4, 6, "an"), Edge(6, 10, "walk@@"), Edge(6, 11, "walks"), Edge(10, 11, "s")]
+
+
+def test_segmentations_of_different_text_are_rejected() -> None:
+    with pytest.raises(ValueError, match="segmentation 2 spells"):
+        build_lattice([["贸易", "发展"], ["贸易", "发展局"]])
+    with pytest.raises(ValueError, match="span 0:2"):
+        build_lattice([["ab"], ["ab@@"]])
+
+
+def test_format_round_trip(tmp_path: Path) -> None:
+    edges = build_lattice([line.split() for line in FIGURE])
+    line = format_lattice(edges)
+    assert line.startswith("0:2:贸易 0:5:贸易发展局 2:4:发展")
+    assert parse_lattice(line) == edges
+    odd = [Edge(0, 4, "10:3"), Edge(4, 5, "x")]  # a token may contain ':'
+    assert parse_lattice(format_lattice(odd)) == odd
+    path = tmp_path / "x.lattice"
+    path.write_text(line + "\n\n" + format_lattice(odd) + "\n", encoding="utf-8")
+    assert list(read_lattices(str(path))) == [edges, [], odd]
+
+
+@pytest.mark.parametrize("edges, message", [
+    ([Edge(0, 1, "a"), Edge(1, 1, "")], "empty"),
+    ([Edge(0, 2, "ab"), Edge(2, 1, "b")], "does not go forward"),  # a backward edge makes a cycle
+    ([Edge(0, 1, "a"), Edge(0, 1, "b")], "repeats the span"),
+    ([Edge(0, 2, "ab"), Edge(0, 1, "a")], "comes after"),
+    ([Edge(0, 2, "abc")], "spans 2 characters"),
+    ([Edge(0, 1, "a"), Edge(2, 3, "c")], "edge 0:1:a .*v_3 is not reachable from v_1"),  # disconnected
+    ([Edge(0, 3, "abc"), Edge(3, 4, "d"), Edge(3, 5, "de")], "edge 3:4:d .*v_5 is not reachable from v_4"),  # dangling
+    ([Edge(0, 2, "ab"), Edge(1, 2, "b")], "v_1 is not reachable from v_0"),  # dangling at the start
+])
+def test_validator_rejects(edges: list[Edge], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        check_lattice(edges)
+
+
+def test_invalid_lattice_file_names_file_and_line(tmp_path: Path) -> None:
+    path = tmp_path / "bad.lattice"
+    path.write_text("0:1:a 1:2:b\n0:1:a 2:3:c\n", encoding="utf-8")
+    with pytest.raises(DataError, match=rf"{path}:2: .*not reachable"):
+        list(read_lattices(str(path)))
+    path.write_text("0:1:a\n0-1-a\n", encoding="utf-8")
+    with pytest.raises(DataError, match=rf"{path}:2: edge '0-1-a' is not START:END:TOKEN"):
+        list(read_lattices(str(path)))
+
+
+def test_build_file_and_model_inputs(tmp_path: Path) -> None:
+    segs = []
+    for k, lines in enumerate(zip(*[FIGURE, ["我 爱 你", "我爱 你", "我 爱你"]])):
+        path = tmp_path / f"seg{k}.zh"
+        path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        segs.append(str(path))
+    lattice = tmp_path / "train.lattice"
+    assert build_file(segs, str(lattice)) == 2
+    assert lattice.read_text(encoding="utf-8").splitlines()[1] == "0:1:我 0:2:我爱 1:2:爱 1:3:爱你 2:3:你"
+    out = {name: tmp_path / name for name in ("tokens", "starts", "ends")}
+    main(["inputs", "--lattice", str(lattice), *(f"--{k}={v}" for k, v in out.items())])
+    assert out["tokens"].read_text(encoding="utf-8").splitlines()[1] == "我 我爱 爱 爱你 你"
+    assert out["starts"].read_text().splitlines() == ["0 0 2 2 4 5 5 6", "0 0 1 1 2"]
+    assert out["ends"].read_text().splitlines() == ["2 5 4 5 5 6 8 8", "1 2 2 3 3"]
+
+
+def test_build_file_errors_name_file_and_line_and_leave_no_output(tmp_path: Path) -> None:
+    a, b = tmp_path / "a.zh", tmp_path / "b.zh"
+    a.write_text("我 爱 你\n他 好\n", encoding="utf-8")
+    b.write_text("我爱 你\n她 好\n", encoding="utf-8")
+    out = tmp_path / "x.lattice"
+    with pytest.raises(DataError, match=rf"{a}:2: segmentation 2 spells '她好'"):
+        build_file([str(a), str(b)], str(out))
+    b.write_text("我爱 你\n", encoding="utf-8")
+    with pytest.raises(DataError, match=rf"{b}: has 1 lines"):
+        build_file([str(a), str(b)], str(out))
+    assert not out.exists()
+
+
+def test_cli_validate_exits_with_file_and_line(tmp_path: Path, capsys) -> None:
+    path = tmp_path / "bad.lattice"
+    path.write_text("0:2:ab 1:2:b\n", encoding="utf-8")
+    with pytest.raises(SystemExit) as exit_info:
+        main(["validate", str(path)])
+    assert exit_info.value.code == 1
+    assert f"{path}:1:" in capsys.readouterr().err
