@@ -30,6 +30,7 @@ wc.check_config(config)
 if workflow.is_main_process:  # cluster jobs re-read this file: check (and import torch) once
     wc.check_experiments(config)
     wc.check_compression(config)
+    wc.check_lattices(config)
 ev.check_evaluation_config(config)
 
 DATA = wc.DATA_ROOT
@@ -57,6 +58,7 @@ wildcard_constraints:
     segmenter="[a-z]+",
     experiment="[A-Za-z0-9_-]+",
     test_set="[A-Za-z0-9_-]+",
+    lattice=r"[a-z0-9]+(\+[a-z0-9]+)*",
 
 
 include: "rules/data.smk"
@@ -68,6 +70,7 @@ include: "rules/decode.smk"
 include: "rules/evaluate.smk"
 include: "rules/report.smk"
 include: "rules/char2word.smk"
+include: "rules/lattice.smk"
 
 
 rule all:

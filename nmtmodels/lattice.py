@@ -51,7 +51,7 @@ def spans_with_eos(starts: Tensor, ends: Tensor, pad_mask: Tensor) -> tuple[Tens
             f"lattice spans of shape {tuple(starts.shape)}/{tuple(ends.shape)} do not fit a source of "
             f"{width} positions (one span per edge token, none for </s>; was the source truncated?)"
         )
-    last_node = ends.max(dim=1, keepdim=True).values
+    last_node = ends.max(dim=1, keepdim=True).values.clamp(min=0)  # 0 for an empty lattice
     eos = (~pad_mask).sum(dim=1, keepdim=True) - 1
     starts = F.pad(starts, (0, 1), value=0).scatter(1, eos, last_node).masked_fill(pad_mask, 0)
     ends = F.pad(ends, (0, 1), value=0).scatter(1, eos, last_node + 1).masked_fill(pad_mask, 0)

@@ -347,6 +347,8 @@ SOURCE_PROVIDERS.update({family: esc_source for family in ESC_FAMILIES})
 def source_inputs(config: dict[str, Any], experiment: str, corpus: str, split: str) -> SourceInputs:
     """The source-side inputs of ``split`` for one run (the family's provider, else subwords)."""
     family = config["experiments"][experiment]["family"]
+    if config["experiments"][experiment].get("lattice"):  # a lattice, or one segmentation of it (1-best)
+        return lattice_source(config, experiment, corpus, split)
     return SOURCE_PROVIDERS.get(family, subword_source)(config, experiment, corpus, split)
 
 
@@ -476,3 +478,68 @@ def train_launcher(config: dict[str, Any]) -> str:
 def threads_per_process(config: dict[str, Any], threads: int) -> int:
     """CPU threads of each training process: the job's threads shared by its torchrun processes."""
     return max(1, threads // max(1, config["train_resources"].get("gpus", 0)))
+
+
+# ----------------------------------------------------------------------------- lattices
+# Lattice-based Transformer (rules/lattice.smk, workflow_scripts/lattice.py): an experiment's
+# ``lattice`` lists the segmentations of the corpus' source side that one lattice packs:
+# Chinese segmenters (``seg/S/``, from preprocess.SRC.lattice_segmenters) or BPE sizes
+# (``bpeN``).  The lattice of ``[a, b, c]`` lives in results/data/C/lattice/a+b+c/; with one
+# segmentation it is that segmentation itself (the 1-best inputs of the paper's tables).
+LATTICE_FAMILIES = ("lattice_transformer",)
+
+
+def is_bpe(segmentation: str) -> bool:
+    return segmentation[:3] == "bpe" and segmentation[3:].isdigit()
+
+
+def lattice_name(segmentations: list[str]) -> str:
+    return "+".join(segmentations)
+
+
+def lattice_dir(config: dict[str, Any], experiment: str, corpus: str) -> str:
+    return f"{corpus_dir(corpus)}/lattice/{lattice_name(config['experiments'][experiment]['lattice'])}"
+
+
+def lattice_source(config: dict[str, Any], experiment: str, corpus: str, split: str) -> SourceInputs:
+    """Edge tokens and vocabulary of the experiment's lattice; a lattice family also reads
+    the edges' ``starts`` and ``ends`` (``--extra``)."""
+    spec = config["corpora"][corpus]
+    pair, root = f"{spec['src']}-{spec['tgt']}", lattice_dir(config, experiment, corpus)
+    extras = {}
+    if config["experiments"][experiment]["family"] in LATTICE_FAMILIES:
+        extras = {name: f"{root}/{split}.{pair}.{name}" for name in ("starts", "ends")}
+    return SourceInputs(source=f"{root}/{split}.{pair}.{spec['src']}", vocab=f"{root}/vocab.{pair}.{spec['src']}", extras=extras)
+
+
+def segmentation_paths(config: dict[str, Any], corpus: str, name: str, split: str) -> list[str]:
+    """The source-side segmentation files packed into lattice ``name`` (``a+b+c``) of a split."""
+    spec = config["corpora"][corpus]
+    pair, src = f"{spec['src']}-{spec['tgt']}", spec["src"]
+    return [f"{corpus_dir(corpus)}/{part if is_bpe(part) else f'seg/{part}'}/{split}.{pair}.{src}"
+            for part in name.split("+")]
+
+
+def check_lattices(config: dict[str, Any]) -> None:
+    """A lattice family needs ``lattice``; every segmentation of an active run's lattice is
+    prepared for its corpus (a BPE size of bpe.merges, or a lattice segmenter of the source)."""
+    runs = set(experiment_runs(config))
+    for name, spec in config.get("experiments", {}).items():
+        where = f"experiments.{name}"
+        if spec["family"] in LATTICE_FAMILIES and not spec.get("lattice"):
+            raise WorkflowConfigError(f"{where}.lattice: family '{spec['family']}' needs the segmentations its lattice packs")
+        for corpus in spec["corpora"]:
+            if (name, corpus) not in runs:
+                continue
+            corpus_spec = config["corpora"][corpus]
+            segmenters = corpus_spec["preprocess"][corpus_spec["src"]].get("lattice_segmenters", [])
+            for i, part in enumerate(spec.get("lattice") or []):
+                known = int(part[3:]) in corpus_spec["bpe"]["merges"] if is_bpe(part) else part in segmenters
+                if not known:
+                    raise WorkflowConfigError(
+                        f"{where}.lattice[{i}]: '{part}' is not prepared for corpus '{corpus}' (bpe.merges "
+                        f"{corpus_spec['bpe']['merges']}, preprocess.{corpus_spec['src']}.lattice_segmenters {segmenters})"
+                    )
+
+
+SOURCE_PROVIDERS.update({family: lattice_source for family in LATTICE_FAMILIES})
