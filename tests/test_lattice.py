@@ -4,8 +4,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import yaml
 
 from nmtmodels.textio import DataError
+from workflow_scripts import workflow_config as wc
 from workflow_scripts.lattice import (
     Edge,
     build_file,
@@ -118,3 +120,51 @@ def test_cli_validate_exits_with_file_and_line(tmp_path: Path, capsys) -> None:
         main(["validate", str(path)])
     assert exit_info.value.code == 1
     assert f"{path}:1:" in capsys.readouterr().err
+
+
+# ----------------------------------------------------------------------------- workflow config
+CONFIG = yaml.safe_load((Path(__file__).parent.parent / "config.yaml").read_text())
+
+
+def config_with(family: str, lattice: list[str], corpus: str = "tatoeba_zh_en") -> dict:
+    config = dict(CONFIG)
+    config["experiments"] = {"probe": {"family": family, "corpora": [corpus], "subwords": "bpe8000", "lattice": lattice}}
+    return config
+
+
+def test_lattice_family_reads_edge_tokens_and_spans() -> None:
+    config = config_with("lattice_transformer", ["jieba", "thulac", "snownlp"])
+    root = "results/data/tatoeba_zh_en/lattice/jieba+thulac+snownlp"
+    inputs = wc.model_inputs(config, "probe", "tatoeba_zh_en")
+    assert inputs["train_src"] == f"{root}/train.zh-en.zh"
+    assert inputs["src_vocab"] == f"{root}/vocab.zh-en.zh"
+    assert inputs["train_tgt"] == "results/data/tatoeba_zh_en/bpe8000/train.zh-en.en"
+    assert wc.extra_input_flags(config, "probe", "tatoeba_zh_en", ("test",)) == (
+        f"--extra starts={root}/test.zh-en.starts --extra ends={root}/test.zh-en.ends")
+    assert wc.segmentation_paths(config, "tatoeba_zh_en", "jieba+thulac+snownlp", "dev") == [
+        f"results/data/tatoeba_zh_en/seg/{s}/dev.zh-en.zh" for s in ("jieba", "thulac", "snownlp")]
+    assert wc.segmentation_paths(config, "multi30k_en_de", "bpe2000+bpe8000", "train") == [
+        f"results/data/multi30k_en_de/bpe{n}/train.en-de.en" for n in (2000, 8000)]
+
+
+def test_one_best_transformer_on_a_segmentation_takes_no_spans() -> None:
+    config = config_with("transformer", ["thulac"])
+    assert wc.test_source(config, "probe", "tatoeba_zh_en", "test") == "results/data/tatoeba_zh_en/lattice/thulac/test.zh-en.zh"
+    assert wc.extra_input_flags(config, "probe", "tatoeba_zh_en", ("train", "dev")) == ""
+
+
+@pytest.mark.parametrize("lattice, corpus, message", [
+    (None, "tatoeba_zh_en", r"experiments\.probe\.lattice: family 'lattice_transformer' needs"),
+    (["jieba", "fugashi"], "tatoeba_zh_en", r"experiments\.probe\.lattice\[1\]: 'fugashi' is not prepared"),
+    (["bpe2000", "bpe16000"], "multi30k_en_de", r"experiments\.probe\.lattice\[1\]: 'bpe16000' is not prepared"),
+])
+def test_check_lattices_names_the_key(lattice, corpus: str, message: str) -> None:
+    config = config_with("lattice_transformer", lattice, corpus)
+    with pytest.raises(wc.WorkflowConfigError, match=message):
+        wc.check_lattices(config)
+
+
+def test_embedded_default_lattices_are_prepared() -> None:
+    wc.check_lattices(CONFIG)
+    assert {wc.lattice_name(CONFIG["experiments"][e]["lattice"]) for e, _ in wc.experiment_runs(CONFIG)
+            if CONFIG["experiments"][e].get("lattice")} == {"jieba+thulac+snownlp", "bpe2000+bpe4000+bpe8000"}
