@@ -1,12 +1,14 @@
 """Lattice files (workflow side): building from segmentations, validator, format round trip."""
 from __future__ import annotations
 
+import random
 from pathlib import Path
 
 import pytest
 import yaml
 
 from nmtmodels.textio import DataError
+from workflow_scripts import bpe
 from workflow_scripts import workflow_config as wc
 from workflow_scripts.lattice import (
     Edge,
@@ -16,8 +18,8 @@ from workflow_scripts.lattice import (
     format_lattice,
     main,
     parse_lattice,
+    path_edges,
     read_lattices,
-    write_inputs,
 )
 
 # Figure 1: three segmentations of "mao yi fa zhan ju fu zong cai"
@@ -168,3 +170,22 @@ def test_embedded_default_lattices_are_prepared() -> None:
     wc.check_lattices(CONFIG)
     assert {wc.lattice_name(CONFIG["experiments"][e]["lattice"]) for e, _ in wc.experiment_runs(CONFIG)
             if CONFIG["experiments"][e].get("lattice")} == {"jieba+thulac+snownlp", "bpe2000+bpe4000+bpe8000"}
+
+
+def test_subword_lattices_of_real_bpe_segmentations_contain_every_segmentation() -> None:
+    """BPE at three merge sizes (subword-nmt, '@@ ' joiners) over the same tokenised lines:
+    every line's lattice is valid and each segmentation is one of its paths."""
+    rng = random.Random(3)
+    words = [stem + suffix for stem in ("play", "walk", "climb", "paint", "look") for suffix in ("", "s", "ed", "ing", "ers")]
+    lines = [" ".join(rng.choice(words) for _ in range(rng.randint(1, 8))) + " ." for _ in range(200)]
+    counts = bpe.word_counts(lines)
+    encoders = [bpe.bpe_from_codes(bpe.learn_codes(counts, merges)) for merges in (5, 20, 60)]
+    distinct = 0
+    for line in lines:
+        segmentations = [encoder.process_line(line).split() for encoder in encoders]
+        edges = build_lattice(segmentations)
+        check_lattice(edges)
+        for tokens in segmentations:
+            assert set(path_edges(tokens)) <= set(edges)
+        distinct += len({tuple(tokens) for tokens in segmentations}) > 1
+    assert distinct > 100  # the sizes really segment differently, so lattices have several paths
