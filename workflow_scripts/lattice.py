@@ -155,8 +155,9 @@ def build_file(inputs: Sequence[str], output: str) -> int:
         readers = [read_lines(path) for path in inputs]
         for count, lines in enumerate(itertools.zip_longest(*readers, fillvalue=sentinel), start=1):
             if any(line is sentinel for line in lines):
-                short = inputs[[line is sentinel for line in lines].index(True)]
-                raise DataError(short, f"has {count - 1} lines, fewer than {inputs[0] if short != inputs[0] else inputs[1]}")
+                short = [path for path, line in zip(inputs, lines) if line is sentinel]
+                longer = [path for path, line in zip(inputs, lines) if line is not sentinel]
+                raise DataError(short[0], f"has {count - 1} lines, fewer than {longer[0]}")
             try:
                 edges = build_lattice([line.split() for line in lines])
                 check_lattice(edges)
