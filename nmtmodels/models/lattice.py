@@ -20,8 +20,8 @@ The decoder is the baseline's.  ``model.options`` (:class:`LatticeOptions`) sele
 variants of the paper's tables:
 
 * ``positions: lattice`` (LPE), ``sequence`` (the normal PE 0..M-1 over the edge sequence,
-  Table 4's "PE") or ``none`` (no positional encoding; the paper's "+LSA" row, since its
-  Table 4 "PE + LSA" is a different, better system than "+LSA");
+  Table 4's "PE") or ``none`` (no positional encoding: our reading of the paper's "+LSA"
+  row, since its Table 4 "PE + LSA" is a different, better system than "+LSA");
 * ``lsa: true|false``.
 
 Choices where the paper is vague:
@@ -30,7 +30,7 @@ Choices where the paper is vague:
   edge and is right-adjacent to the edges ending at v_N);
 * positions count from 0 as the shared embedding does: c_{i+1} is position i (the paper's
   p_{i+1} counts from 1), so the first edge of every path has position 0 like a first token;
-* a^K and a^V start at zero (the model starts as the plain encoder) and have no weight tying.
+* a^K and a^V start at zero, so training starts from the plain encoder.
 """
 from __future__ import annotations
 
