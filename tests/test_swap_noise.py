@@ -116,6 +116,7 @@ def test_default_config_plans_the_multi30k_analysis_of_baseline_and_both_res():
     (lambda s: s["corpora"]["multi30k_en_de"].update(systems=["char2char"]), r"systems\[0\]: 'char2char' must read the plain BPE"),
     (lambda s: s["corpora"]["multi30k_en_de"].update(systems=["esc_bsf"]), r"family bsfnmt"),
     (lambda s: s["corpora"].update(tatoeba_zh_en={"systems": ["reorder_encoder"]}), r"does not run on corpus 'tatoeba_zh_en'"),
+    (lambda s: s["corpora"].update(tatoeba_zh_en={"systems": ["baseline"], "test_set": "dev"}), r"tatoeba_zh_en.test_set: 'dev'"),
     (lambda s: s["corpora"]["multi30k_en_de"].update(test_set="dev"), r"test_set: 'dev' is not among"),
 ])
 def test_config_mistakes_name_the_key(change, message):
@@ -123,3 +124,11 @@ def test_config_mistakes_name_the_key(change, message):
     change(config["swap_noise"])
     with pytest.raises(WorkflowConfigError, match=message):
         sn.check_swap_noise(config)
+
+
+def test_an_inactive_corpus_is_not_checked_against_the_experiments():
+    config = copy.deepcopy(CONFIG)
+    config["experiments"]["baseline"]["corpora"] = ["tatoeba_zh_en"]  # as configs/full.yaml moves it
+    with pytest.raises(WorkflowConfigError, match="does not run on corpus 'multi30k_en_de'"):
+        sn.check_swap_noise(config)
+    sn.check_swap_noise({**config, "active_corpora": ["tatoeba_zh_en"]})

@@ -88,7 +88,7 @@ def test_set_of(config: dict[str, Any], corpus: str) -> str:
 
 
 def check_swap_noise(config: dict[str, Any]) -> None:
-    """Cross-references of ``swap_noise`` (WorkflowConfigError naming the key)."""
+    """Cross-references of ``swap_noise`` for the active corpora (WorkflowConfigError naming the key)."""
     section = settings(config)
     percentages = section["percentages"]
     if percentages != sorted(set(percentages)) or any(not 0 <= p <= 100 for p in percentages):
@@ -98,6 +98,8 @@ def check_swap_noise(config: dict[str, Any]) -> None:
         where = f"swap_noise.corpora.{corpus}"
         if corpus not in config["corpora"]:
             raise WorkflowConfigError(f"{where}: unknown corpus '{corpus}'")
+        if corpus not in config["active_corpora"]:
+            continue  # e.g. the embedded default's analysis under configs/full.yaml
         test_set = spec.get("test_set")
         if test_set is not None and test_set not in config["corpora"][corpus]["test_sets"]:
             raise WorkflowConfigError(f"{where}.test_set: '{test_set}' is not among corpora.{corpus}.test_sets")
