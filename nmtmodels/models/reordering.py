@@ -167,7 +167,9 @@ class ReorderingEncoderLayer(TransformerEncoderLayer):
         self.reordering = build_reordering(cfg, opts)
         self.relative = build_relative(cfg, opts)
 
-    def forward(self, x: Tensor, pad_mask: Tensor | None, pe: Tensor, ids: Tensor | None = None) -> Tensor:  # type: ignore[override]
+    def forward(  # type: ignore[override]
+        self, x: Tensor, pad_mask: Tensor | None, pe: Tensor, ids: Tensor | None = None
+    ) -> Tensor:
         """``x`` (B, S, d), ``pe`` (S, d), ``ids`` (B, S, S) relative-position ids -> (B, S, d)."""
         h = self.self_attn_residual.prepare(x)
         relations = None if self.relative is None else self.relative.terms(ids)
@@ -266,7 +268,8 @@ class ReorderingDecoder(TransformerDecoder):
         last = len(self.layers) - 1
         for index, layer in enumerate(self.layers):
             layer_cache = None if cache is None else cache.setdefault(f"layer{index}", {})
-            x, layer_attention = layer(x, memory, memory_pad_mask, layer_cache, need_attention and index == last, pe, ids)
+            x, layer_attention = layer(x, memory, memory_pad_mask, layer_cache, need_attention and index == last,
+                                       pe, ids)
             if layer_attention is not None:
                 attention = layer_attention
         if cache is not None:

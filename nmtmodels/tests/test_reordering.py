@@ -275,3 +275,36 @@ def test_low_rank_penalty_has_the_given_size() -> None:
     model = model_of("encoder", options={"penalty_dim": 8})
     penalty_module = model.encoder.layers[0].reordering.penalty
     assert penalty_module.w_input.weight.shape == (8, 32) and penalty_module.v.weight.shape == (32, 8)
+
+
+@pytest.mark.parametrize("normalize_before", [False, True])
+@torch.no_grad()
+def test_additional_pe_control_adds_the_original_pe_in_every_layer(normalize_before: bool) -> None:
+    """Brute check with hooks: in each layer the sub-layer after self-attention reads LN(H_hat + PE)."""
+    torch.manual_seed(5)
+    model = model_of("both", "additional_pe", normalize_before=normalize_before).eval()
+    batch = random_batch([6, 4], tgt_len=5)
+    seen: dict[str, list] = {"layer_in": [], "attn_out": [], "next_in": []}
+    hooks = []
+    for layers, next_name in ((model.encoder.layers, "ffn"), (model.decoder.layers, "cross_attn")):
+        for layer in layers:
+            hooks.append(layer.register_forward_pre_hook(lambda m, args: seen["layer_in"].append(args[0])))
+            hooks.append(layer.self_attn.register_forward_hook(lambda m, args, out: seen["attn_out"].append(out[0])))
+            hooks.append(getattr(layer, next_name).register_forward_pre_hook(lambda m, args: seen["next_in"].append(args[0])))
+    model.decode(batch.tgt_in, model.encode(batch))
+    for hook in hooks:
+        hook.remove()
+    layers = [*model.encoder.layers, *model.decoder.layers]
+    assert len(seen["next_in"]) == len(layers) == 4
+    for layer, x, a, c in zip(layers, seen["layer_in"], seen["attn_out"], seen["next_in"]):
+        pe = sinusoid(x.size(1), 32)
+        next_norm = (layer.ffn_residual if layer in model.encoder.layers else layer.cross_attn_residual).norm
+        if normalize_before:
+            attended, expected = x + a, layer_norm(next_norm, x + a + pe)
+            without_pe = layer_norm(next_norm, attended)
+        else:
+            attended = layer_norm(layer.self_attn_residual.norm, x + a)
+            expected = layer_norm(layer.reordering.norm, attended + pe)
+            without_pe = attended
+        torch.testing.assert_close(c, expected, atol=1e-5, rtol=1e-5)
+        assert not torch.allclose(c, without_pe, atol=1e-3)  # the PE made a difference here
