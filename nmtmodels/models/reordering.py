@@ -90,7 +90,6 @@ class RelativePositions(nn.Module):
 
     def __init__(self, max_distance: int, head_dim: int) -> None:
         super().__init__()
-        self.max_distance = max_distance
         self.keys = nn.Parameter(torch.empty(2 * max_distance + 1, head_dim))
         self.values = nn.Parameter(torch.empty(2 * max_distance + 1, head_dim))
         for table in (self.keys, self.values):
