@@ -308,3 +308,29 @@ def test_additional_pe_control_adds_the_original_pe_in_every_layer(normalize_bef
             without_pe = attended
         torch.testing.assert_close(c, expected, atol=1e-5, rtol=1e-5)
         assert not torch.allclose(c, without_pe, atol=1e-3)  # the PE made a difference here
+
+
+@pytest.mark.parametrize("control", CONTROLS)
+def test_a_few_updates_fit_a_reversal_batch_and_every_parameter_learns(control: str) -> None:
+    """Gradients reach W, W', V (and a^K, a^V) of every layer; a small model memorises reversals."""
+    torch.manual_seed(6)
+    model = model_of("both", control, dropout=0.0, attention_dropout=0.0)
+    src = random_batch([7, 7, 7, 7], tgt_len=1).src
+    reversed_body = src[:, :-1].flip(1)
+    batch = Batch(src=src, src_lengths=torch.full((4,), 7),
+                  tgt_in=torch.cat([torch.full((4, 1), BOS_ID), reversed_body], 1),
+                  tgt_out=torch.cat([reversed_body, torch.full((4, 1), EOS_ID)], 1))
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
+
+    def loss() -> torch.Tensor:
+        return F.cross_entropy(model(batch).flatten(0, 1), batch.tgt_out.flatten())
+
+    initial = loss().item()
+    for _ in range(40):
+        optimizer.zero_grad()
+        value = loss()
+        value.backward()
+        optimizer.step()
+    assert value.item() < 0.1 * initial
+    for name, parameter in model.named_parameters():
+        assert parameter.grad is not None and bool(parameter.grad.abs().sum() > 0), name
