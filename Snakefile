@@ -17,6 +17,7 @@ from snakemake.utils import min_version, validate
 from workflow_scripts import corpora as corpus_specs
 from workflow_scripts import attention_plots
 from workflow_scripts import evaluation as ev
+from workflow_scripts import swap_noise
 from workflow_scripts import workflow_config as wc
 
 min_version("9.0")
@@ -32,6 +33,7 @@ if workflow.is_main_process:  # cluster jobs re-read this file: check (and impor
     wc.check_compression(config)
     wc.check_lattices(config)
 ev.check_evaluation_config(config)
+swap_noise.check_swap_noise(config)
 
 DATA = wc.DATA_ROOT
 EXPERIMENTS = wc.EXPERIMENTS_ROOT
@@ -71,6 +73,7 @@ include: "rules/evaluate.smk"
 include: "rules/report.smk"
 include: "rules/char2word.smk"
 include: "rules/lattice.smk"
+include: "rules/reordering.smk"
 
 
 rule all:
@@ -81,6 +84,7 @@ rule all:
         wc.compression_targets(config),
         ev.report_targets(config),
         attention_plots.attention_targets(config),
+        swap_noise.swap_noise_targets(config),
 
 
 rule data:

@@ -1,0 +1,268 @@
+"""Swap-noise robustness (reordering-embeddings paper, section 6.2, Figures 3-5).
+
+"We randomly swapped words of a source sentence in the test set according to different
+percentages of incorrectly swapped words in a sentence."  Here a *swap* exchanges the
+positions of two words; for a sentence of n words (tokens of the tokenised source, before
+BPE) and a percentage p, m = p n / 200 random pairs of distinct positions are exchanged,
+all 2m positions different, so a fraction p of the words leave their place.  m is rounded
+stochastically (floor, plus one with probability equal to the fractional part), so the
+moved fraction over a test set is p in expectation even for short sentences; m is at most
+n // 2.  Seeded: one ``random.Random(f"{seed}:{p}")`` per noisy file, lines in order.
+
+Configuration (``swap_noise`` in config.yaml, checked by :func:`check_swap_noise`)::
+
+    swap_noise:
+      percentages: [0, 10, 20, 30, 40, 50]   # 0: the plain test set's scores
+      seed: 1
+      corpora:
+        multi30k_en_de: {systems: [baseline, reorder_both], metric: bleu, test_set: test_2016_flickr}
+
+``test_set`` defaults to the corpus' first test set, ``metric`` to sacreBLEU.  The noisy
+source is BPE-encoded with the corpus' codes and decoded and scored by the rules of
+rules/decode.smk and rules/evaluate.smk (``use rule``, rules/reordering.smk).  Layout::
+
+    results/data/C/swap_noise/tok/T.swapP.SRC-TGT.SRC          noisy tokenised source
+    results/data/C/swap_noise/bpeN/T.swapP.SRC-TGT.SRC         its BPE encoding
+    results/experiments/E/C/swap_noise/T.swapP.{out,tok,hyp,scores.json}
+    results/report/swap_noise/C/T.{csv,md,png}                 table and plot per corpus
+
+CLI::
+
+    python -m workflow_scripts.swap_noise noise --input TOK --output NOISY --percent P --seed S
+    python -m workflow_scripts.swap_noise report --percentages 0 10 ... --metric bleu
+        --system NAME SCORES_0 SCORES_10 ... [--system ...] --title T --csv C --markdown M --png P
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import random
+import shlex
+import sys
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import pandas as pd
+
+from nmtmodels.textio import DataError, atomic_output, read_lines
+from workflow_scripts.workflow_config import (
+    DATA_ROOT, EXPERIMENTS_ROOT, SOURCE_PROVIDERS, WorkflowConfigError, experiment_runs,
+)
+
+REPORT_ROOT = "results/report/swap_noise"
+DEFAULTS: dict[str, Any] = {"percentages": [0, 10, 20, 30, 40, 50], "seed": 1, "corpora": {}}
+METRIC_LABELS = {"bleu": "sacreBLEU", "chrf": "chrF2", "tokenized_bleu": "BLEU (tokenised)"}
+
+
+# ----------------------------------------------------------------------------- noise
+def swap_words(words: Sequence[str], percent: float, rng: random.Random) -> list[str]:
+    """``words`` with m random disjoint pairs of positions exchanged, E[2m] = percent/100 * n."""
+    if not 0 <= percent <= 100:
+        raise ValueError(f"swap percentage must be in [0, 100], got {percent}")
+    out = list(words)
+    expected_pairs = percent / 100 * len(out) / 2
+    pairs = math.floor(expected_pairs)
+    if rng.random() < expected_pairs - pairs:
+        pairs += 1
+    pairs = min(pairs, len(out) // 2)
+    positions = rng.sample(range(len(out)), 2 * pairs)
+    for left, right in zip(positions[0::2], positions[1::2]):
+        out[left], out[right] = out[right], out[left]
+    return out
+
+
+def add_swap_noise(lines: Iterable[str], percent: float, seed: int) -> list[str]:
+    """Swap noise on every line (whitespace-separated words), seeded by ``seed`` and ``percent``."""
+    rng = random.Random(f"{seed}:{percent}")
+    return [" ".join(swap_words(line.split(), percent, rng)) for line in lines]
+
+
+# ----------------------------------------------------------------------------- config
+def settings(config: dict[str, Any]) -> dict[str, Any]:
+    return {**DEFAULTS, **(config.get("swap_noise") or {})}
+
+
+def test_set_of(config: dict[str, Any], corpus: str) -> str:
+    return settings(config)["corpora"][corpus].get("test_set") or config["corpora"][corpus]["test_sets"][0]
+
+
+def check_swap_noise(config: dict[str, Any]) -> None:
+    """Cross-references of ``swap_noise`` for the active corpora (WorkflowConfigError naming the key)."""
+    section = settings(config)
+    percentages = section["percentages"]
+    if percentages != sorted(set(percentages)) or any(not 0 <= p <= 100 for p in percentages):
+        raise WorkflowConfigError(f"swap_noise.percentages: expected increasing integers in [0, 100], got {percentages}")
+    experiments = config["experiments"]
+    for corpus, spec in section["corpora"].items():
+        where = f"swap_noise.corpora.{corpus}"
+        if corpus not in config["corpora"]:
+            raise WorkflowConfigError(f"{where}: unknown corpus '{corpus}'")
+        if corpus not in config["active_corpora"]:
+            continue  # e.g. the embedded default's analysis under configs/full.yaml
+        test_set = spec.get("test_set")
+        if test_set is not None and test_set not in config["corpora"][corpus]["test_sets"]:
+            raise WorkflowConfigError(f"{where}.test_set: '{test_set}' is not among corpora.{corpus}.test_sets")
+        for i, system in enumerate(spec["systems"]):
+            key = f"{where}.systems[{i}]"
+            if system not in experiments:
+                raise WorkflowConfigError(f"{key}: unknown experiment '{system}'")
+            exp = experiments[system]
+            if corpus not in exp["corpora"]:
+                raise WorkflowConfigError(f"{key}: experiment '{system}' does not run on corpus '{corpus}'")
+            if not exp["subwords"].startswith("bpe") or exp["family"] in SOURCE_PROVIDERS:
+                raise WorkflowConfigError(f"{key}: '{system}' must read the plain BPE source (swap noise is applied "
+                                          f"to words before BPE), not {exp['subwords']} / family {exp['family']}")
+
+
+def analyses(config: dict[str, Any]) -> list[tuple[str, str, list[str]]]:
+    """(corpus, test set, systems) of every analysis `all` makes: the configured corpora that
+    are active, with the configured systems that `all` trains on them (none: no analysis)."""
+    runs = set(experiment_runs(config))
+    out = []
+    for corpus, spec in settings(config)["corpora"].items():
+        systems = [s for s in spec["systems"] if (s, corpus) in runs]
+        if systems:
+            out.append((corpus, test_set_of(config, corpus), systems))
+    return out
+
+
+def swap_noise_targets(config: dict[str, Any]) -> list[str]:
+    return [f"{REPORT_ROOT}/{corpus}/{test_set}.{ext}" for corpus, test_set, _ in analyses(config) for ext in ("csv", "md", "png")]
+
+
+def noisy_source(corpus: str, test_set: str, percent: int | str, pair: str, src: str, units: str = "tok") -> str:
+    """The noisy source (``units``: ``tok`` or ``bpeN``)."""
+    return f"{DATA_ROOT}/{corpus}/swap_noise/{units}/{test_set}.swap{percent}.{pair}.{src}"
+
+
+def experiment_source(config: dict[str, Any], experiment: str, corpus: str, test_set: str, percent: str) -> str:
+    """The noisy source in the experiment's BPE units (what nmt-translate reads)."""
+    spec = config["corpora"][corpus]
+    pair = f"{spec['src']}-{spec['tgt']}"
+    return noisy_source(corpus, test_set, percent, pair, spec["src"], config["experiments"][experiment]["subwords"])
+
+
+def scores_file(experiment: str, corpus: str, test_set: str, percent: int) -> str:
+    """Scores of a system on the test set with ``percent`` swapped words (0: the plain test set's)."""
+    if percent == 0:
+        return f"{EXPERIMENTS_ROOT}/{experiment}/{corpus}/{test_set}.scores.json"
+    return f"{EXPERIMENTS_ROOT}/{experiment}/{corpus}/swap_noise/{test_set}.swap{percent}.scores.json"
+
+
+def report_inputs(config: dict[str, Any], corpus: str) -> list[str]:
+    """Score files of one analysis, system by system, percentage by percentage."""
+    (test_set, systems), = [(t, s) for c, t, s in analyses(config) if c == corpus]
+    return [scores_file(e, corpus, test_set, p) for e in systems for p in settings(config)["percentages"]]
+
+
+def report_arguments(config: dict[str, Any], corpus: str) -> str:
+    """``--percentages ... --metric M --system NAME FILES...`` of the report command."""
+    (test_set, systems), = [(t, s) for c, t, s in analyses(config) if c == corpus]
+    section = settings(config)
+    percentages = section["percentages"]
+    metric = section["corpora"][corpus].get("metric", "bleu")
+    parts = [f"--percentages {' '.join(map(str, percentages))}", f"--metric {metric}"]
+    for system in systems:
+        variant = config["experiments"][system].get("variant") or system
+        files = " ".join(scores_file(system, corpus, test_set, p) for p in percentages)
+        parts.append(f"--system {shlex.quote(variant)} {files}")
+    return " ".join(parts)
+
+
+# ----------------------------------------------------------------------------- report
+def score_table(systems: dict[str, Sequence[str]], percentages: Sequence[int], metric: str) -> pd.DataFrame:
+    """Rows (system, percent, score) from each system's score files, one per percentage."""
+    rows = []
+    for name, files in systems.items():
+        if len(files) != len(percentages):
+            raise ValueError(f"system {name!r}: {len(files)} score files for {len(percentages)} percentages")
+        for percent, path in zip(percentages, files):
+            try:
+                scores = json.loads("".join(read_lines(path)))
+            except json.JSONDecodeError as exc:
+                raise DataError(path, f"not valid JSON ({exc})") from None
+            entry = scores.get(metric)
+            if entry is None:
+                raise DataError(path, f"has no {metric} score")
+            rows.append({"system": name, "percent": percent, "score": entry["score"]})
+    return pd.DataFrame(rows, columns=["system", "percent", "score"])
+
+
+def markdown_table(frame: pd.DataFrame, metric: str) -> str:
+    """Systems as rows, swap percentages as columns, and each system's difference to the first."""
+    wide = frame.pivot(index="system", columns="percent", values="score").reindex(list(dict.fromkeys(frame["system"])))
+    header = "| System | " + " | ".join(f"{p}%" for p in wide.columns) + " |"
+    lines = [f"{METRIC_LABELS[metric]} by percentage of swapped source words.", "", header,
+             "|---|" + "---:|" * len(wide.columns)]
+    first = wide.iloc[0]
+    for name, row in wide.iterrows():
+        lines.append(f"| {name} | " + " | ".join(f"{v:.2f}" for v in row) + " |")
+    for name, row in list(wide.iterrows())[1:]:
+        lines.append(f"| {name} − {wide.index[0]} | " + " | ".join(f"{v:+.2f}" for v in row - first) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def plot(frame: pd.DataFrame, metric: str, title: str, path: str) -> None:
+    """One line per system over the swap percentages (the paper's Figures 3-5)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6.0, 4.0))
+    for name, rows in frame.groupby("system", sort=False):
+        ax.plot(rows["percent"], rows["score"], marker="o", label=name)
+    ax.set_xticks(sorted(set(frame["percent"])), [f"{p}%" for p in sorted(set(frame["percent"]))])
+    ax.set_xlabel("swapped source words")
+    ax.set_ylabel(METRIC_LABELS[metric])
+    ax.set_title(title)
+    ax.grid(alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    with atomic_output(path, mode="wb") as handle:
+        fig.savefig(handle, format="png", dpi=120)
+    plt.close(fig)
+
+
+# ----------------------------------------------------------------------------- CLI
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m workflow_scripts.swap_noise", description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    noise = sub.add_parser("noise", help="swap a percentage of the words of every line")
+    noise.add_argument("--input", required=True, help="tokenised source")
+    noise.add_argument("--output", required=True)
+    noise.add_argument("--percent", type=int, required=True)
+    noise.add_argument("--seed", type=int, default=1)
+    report = sub.add_parser("report", help="table and plot of the scores by swap percentage")
+    report.add_argument("--percentages", type=int, nargs="+", required=True)
+    report.add_argument("--metric", choices=sorted(METRIC_LABELS), default="bleu")
+    report.add_argument("--system", nargs="+", action="append", required=True, metavar="NAME FILE",
+                        help="a system's name and its score files, one per percentage")
+    report.add_argument("--title", default="")
+    report.add_argument("--csv", required=True)
+    report.add_argument("--markdown", required=True)
+    report.add_argument("--png", required=True)
+    args = parser.parse_args(argv)
+    try:
+        if args.command == "noise":
+            if not 0 <= args.percent <= 100:
+                parser.error(f"--percent: expected 0..100, got {args.percent}")
+            noisy = add_swap_noise(read_lines(args.input), args.percent, args.seed)
+            with atomic_output(args.output) as handle:
+                handle.writelines(line + "\n" for line in noisy)
+            return 0
+        frame = score_table({name: files for name, *files in args.system}, args.percentages, args.metric)
+    except (DataError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    with atomic_output(args.csv) as handle:
+        frame.to_csv(handle, index=False)
+    with atomic_output(args.markdown) as handle:
+        handle.write(markdown_table(frame, args.metric))
+    plot(frame, args.metric, args.title, args.png)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
