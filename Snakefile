@@ -17,6 +17,7 @@ from snakemake.utils import min_version, validate
 from workflow_scripts import corpora as corpus_specs
 from workflow_scripts import attention_plots
 from workflow_scripts import evaluation as ev
+from workflow_scripts import graph_analyses
 from workflow_scripts import workflow_config as wc
 
 min_version("9.0")
@@ -68,6 +69,7 @@ include: "rules/decode.smk"
 include: "rules/evaluate.smk"
 include: "rules/report.smk"
 include: "rules/char2word.smk"
+include: "rules/graph.smk"
 
 
 rule all:
@@ -78,6 +80,7 @@ rule all:
         wc.compression_targets(config),
         ev.report_targets(config),
         attention_plots.attention_targets(config),
+        graph_analyses.graph_targets(config),
 
 
 rule data:
