@@ -6,7 +6,8 @@ paper's sizes beside the paper's, and CPU training-step time at the same batches
   shared 40K joint-BPE vocabulary, assumed 40,000 types), next to Table 2's "#Para";
 * step time: forward + backward + Adam step, tiny preset (pre-norm), random batches of
   8-24-token sentences; the variants and the Transformer are timed in interleaved rounds
-  (median of the rounds), so load from other jobs hits all of them alike.  Goal: <= 1.3x.
+  (median of the rounds), timed as this process's CPU time (``time.process_time``, one
+  thread), so other jobs on a shared machine distort it less than wall time.  Goal: <= 1.3x.
 
     PYTHONPATH=. python benchmarks/bench_graph.py --threads 1 --rounds 5
 """
@@ -66,16 +67,16 @@ def batches(count: int, batch_size: int, vocab: int, seed: int) -> list[Batch]:
 
 
 def step_seconds(model, optimizer, data: list[Batch]) -> float:
-    """Seconds per training step (forward, cross-entropy, backward, Adam) over ``data``."""
+    """CPU seconds per training step (forward, cross-entropy, backward, Adam) over ``data``."""
     model.train()
-    start = time.perf_counter()
+    start = time.process_time()
     for batch in data:
         optimizer.zero_grad(set_to_none=True)
         logits = model(batch)
         loss = torch.nn.functional.cross_entropy(logits.flatten(0, 1), batch.tgt_out.flatten(), ignore_index=PAD_ID)
         loss.backward()
         optimizer.step()
-    return (time.perf_counter() - start) / len(data)
+    return (time.process_time() - start) / len(data)
 
 
 def main() -> None:
@@ -85,6 +86,8 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=4, help="training steps per variant per round")
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--vocab", type=int, default=8000)
+    parser.add_argument("--variants", nargs="+", choices=list(VARIANTS), default=list(VARIANTS),
+                        help="variants to time (the Transformer always is)")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     print(f"# {platform.processor() or platform.machine()}, torch {torch.__version__}, {args.threads} thread(s)")
@@ -98,6 +101,7 @@ def main() -> None:
 
     tiny = {"preset": "tiny", "normalize_before": True}
     data = batches(args.steps, args.batch_size, args.vocab, seed=1)
+    names = ["transformer", *args.variants]
     models = {}
     for name in names:
         torch.manual_seed(0)
@@ -109,7 +113,7 @@ def main() -> None:
         for name in names:
             times[name].append(step_seconds(*models[name], data))
     base = statistics.median(times["transformer"])
-    print(f"\n| variant (tiny, batch {args.batch_size} sentences) | params | ms/step | x transformer |\n|---|---:|---:|---:|")
+    print(f"\n| variant (tiny, batch {args.batch_size} sentences) | params | CPU ms/step | x transformer |\n|---|---:|---:|---:|")
     for name in names:
         median = statistics.median(times[name])
         print(f"| {name} | {models[name][0].num_parameters():,} | {1000 * median:.0f} | {median / base:.2f} |")

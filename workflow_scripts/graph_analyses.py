@@ -163,7 +163,10 @@ def line_plot(table: pd.DataFrame, x: str, y: str, series: str, title: str, xlab
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    from matplotlib.ticker import MaxNLocator
+
     fig, ax = plt.subplots(figsize=(6, 4))
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     for name, rows in table.groupby(series, sort=False):
         ax.plot(rows[x].astype(str) if x == "bucket" else rows[x], rows[y], marker="o", label=f"{series} {name}" if series == "layer" else str(name))
     ax.set_xlabel(xlabel)
@@ -212,7 +215,9 @@ def main(argv: list[str] | None = None) -> int:
             points = [(series, int(count), path) for series, count, path in args.point]
             table = layer_table(points, args.metric)
             write_csv(table, args.csv)
-            line_plot(table, "layers", "score", "series", args.title, "encoder layers", args.metric, args.png)
+            from workflow_scripts.plots import METRIC_LABELS
+
+            line_plot(table, "layers", "score", "series", args.title, "encoder layers", METRIC_LABELS[args.metric], args.png)
     except (DataError, OSError, ValueError) as error:  # CheckpointError and ConfigError are ValueErrors
         print(f"graph_analyses: {error}", file=sys.stderr)
         return 1

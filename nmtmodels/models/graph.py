@@ -39,7 +39,8 @@ Choices where the paper is vague:
 * self-gate: single-head, ``R_q, R_k, R_v`` affine maps d -> d, ``d_k = d``; the four
   outputs of eq. 7 are summed, so the division by 4 makes the weights of the four groups
   sum to one.  Since ``R_v`` is affine and those weights sum to one, it is applied once to
-  the weighted mix of the units (the same numbers, a quarter of the work).
+  the weighted mix of the units, and the scores use ``W_q^T W_k`` (see
+  :meth:`SelfGate.unit_weights`): the same numbers as eq. 7, less work.
 * half-dim: the three attention parts project queries, keys and values to ``d/2``
   (``MultiheadAttention(inner_dim=d/2)``, same number of heads), output back to ``d``.
 * shared-qkv: the three parts share one query, one key and one value projection (applied
@@ -111,8 +112,14 @@ class SelfGate(nn.Module):
             nn.init.zeros_(proj.bias)
 
     def unit_weights(self, units: Tensor) -> Tensor:
-        """(B, S, 4): sum over queries a of softmax(R_q R_k^T / sqrt(d))_ab / 4, per unit b."""
-        scores = self.query(units) @ self.key(units).transpose(-1, -2) / math.sqrt(units.size(-1))
+        """(B, S, 4): sum over queries a of softmax(R_q R_k^T / sqrt(d))_ab / 4, per unit b.
+
+        ``(W_q u_a + b_q)(W_k u_b + b_k)`` is computed as ``(u_a W_q^T W_k + b_q W_k) u_b``: the
+        terms that do not depend on the key b cancel in the softmax, and one d x d product
+        per unit replaces two."""
+        bilinear = self.query.weight.t() @ self.key.weight
+        queries = units @ bilinear + self.query.bias @ self.key.weight
+        scores = queries @ units.transpose(-1, -2) / math.sqrt(units.size(-1))
         return scores.softmax(-1).sum(-2) / 4.0
 
     def forward(self, high: Tensor, middle_incr: Tensor, middle_prev: Tensor, low: Tensor) -> tuple[Tensor, Tensor]:
