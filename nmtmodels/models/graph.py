@@ -149,7 +149,6 @@ class GraphEncoderLayer(nn.Module):
         if options.shared_qkv:
             for part in (self.middle_incr, self.middle_prev):
                 part.q_proj, part.kv_proj = self.high.q_proj, self.high.kv_proj
-        self.normalize_before = cfg.normalize_before
         self.norm_prev = nn.LayerNorm(d) if cfg.normalize_before else nn.Identity()
         self.norm_incr = nn.LayerNorm(d) if cfg.normalize_before else nn.Identity()
         self.fusion_norm = nn.Identity() if cfg.normalize_before else nn.LayerNorm(d)

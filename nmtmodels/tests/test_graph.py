@@ -208,6 +208,14 @@ def test_shared_qkv_shares_the_projections_and_keeps_the_output_projections() ->
         layer.middle_prev.q_proj.weight.add_(0.5)
     assert torch.equal(layer.high.q_proj.weight, layer.middle_prev.q_proj.weight)
     assert not torch.allclose(model.encode(random_batch([4, 3], tgt_len=3))["memory"], before)
+    # a checkpoint round trip keeps the sharing and the numbers
+    torch.manual_seed(7)
+    restored = model_of({"shared_qkv": True})
+    restored.load_state_dict(model.state_dict())
+    restored_layer = restored.encoder.layers[0]
+    assert restored_layer.middle_prev.q_proj.weight is restored_layer.high.q_proj.weight
+    batch = random_batch([4, 3], tgt_len=3)
+    torch.testing.assert_close(restored.eval()(batch), model.eval()(batch))
     # the unshared model has independent projections
     other = model_of({}).encoder.layers[0]
     assert other.middle_incr.q_proj.weight is not other.high.q_proj.weight
