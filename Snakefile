@@ -18,6 +18,7 @@ from workflow_scripts import corpora as corpus_specs
 from workflow_scripts import attention_plots
 from workflow_scripts import evaluation as ev
 from workflow_scripts import swap_noise
+from workflow_scripts import graph_analyses
 from workflow_scripts import workflow_config as wc
 
 min_version("9.0")
@@ -74,6 +75,7 @@ include: "rules/report.smk"
 include: "rules/char2word.smk"
 include: "rules/lattice.smk"
 include: "rules/reordering.smk"
+include: "rules/graph.smk"
 
 
 rule all:
@@ -85,6 +87,7 @@ rule all:
         ev.report_targets(config),
         attention_plots.attention_targets(config),
         swap_noise.swap_noise_targets(config),
+        graph_analyses.graph_targets(config),
 
 
 rule data:

@@ -4,3 +4,4 @@ from nmtmodels.models import esc  # noqa: F401,E402  (registers "bsfnmt", "btfnm
 from nmtmodels.models import char2word  # noqa: F401  (registers "char2char" and "char2word")
 from nmtmodels.models import lattice  # noqa: F401,E402  (registers "lattice_transformer")
 from nmtmodels.models import reordering  # noqa: F401  (registers "reordering")
+from nmtmodels.models import graph  # noqa: F401,E402  (registers "graph_transformer")
