@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from nmtmodels.textio import DataError, atomic_output, read_lines
 from workflow_scripts.evaluation import source_file
+from workflow_scripts.plots import METRIC_LABELS, line_plot
 from workflow_scripts.workflow_config import experiment_dir, experiment_runs, experiment_settings, test_source
 
 if TYPE_CHECKING:  # pandas (and plots' sacrebleu) load only where a table is made, not in the Snakefile
@@ -156,30 +157,6 @@ def layer_table(points: Sequence[tuple[str, int, str]], metric: str) -> pd.DataF
     return table.sort_values(["series", "layers"], kind="stable").reset_index(drop=True)
 
 
-# ----------------------------------------------------------------------------- plots
-def line_plot(table: pd.DataFrame, x: str, y: str, series: str, title: str, xlabel: str, ylabel: str, path: str) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    from matplotlib.ticker import MaxNLocator
-
-    fig, ax = plt.subplots(figsize=(6, 4))
-    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-    for name, rows in table.groupby(series, sort=False):
-        ax.plot(rows[x].astype(str) if x == "bucket" else rows[x], rows[y], marker="o", label=f"{series} {name}" if series == "layer" else str(name))
-    ax.set_xlabel(xlabel)
-    ax.set_ylabel(ylabel)
-    ax.set_title(title, fontsize=9)
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=7)
-    fig.tight_layout()
-    with atomic_output(path, "wb") as handle:
-        fig.savefig(handle, format="png", dpi=120)
-    plt.close(fig)
-
-
 def write_csv(table: pd.DataFrame, path: str) -> None:
     with atomic_output(path) as handle:
         table.to_csv(handle, index=False, float_format="%.6g")
@@ -209,15 +186,17 @@ def main(argv: list[str] | None = None) -> int:
                 raise DataError(args.tokenized, f"{len(lengths)} lines, but {args.source} has {len(lines)}")
             table = gate_table(high_order_weights(args.checkpoint, lines), lengths, args.buckets)
             write_csv(table, args.csv)
-            line_plot(table, "bucket", "difference", "layer", args.title, "source length (tokens)",
-                      "high-order weight - weight at 0-10", args.png)
+            lines = {f"layer {layer}": (rows["bucket"].astype(str), rows["difference"])
+                     for layer, rows in table.groupby("layer", sort=False)}
+            line_plot(lines, args.png, title=args.title, xlabel="source length (tokens)",
+                      ylabel="high-order weight - weight at 0-10")
         else:
             points = [(series, int(count), path) for series, count, path in args.point]
             table = layer_table(points, args.metric)
             write_csv(table, args.csv)
-            from workflow_scripts.plots import METRIC_LABELS
-
-            line_plot(table, "layers", "score", "series", args.title, "encoder layers", METRIC_LABELS[args.metric], args.png)
+            lines = {series: (rows["layers"], rows["score"]) for series, rows in table.groupby("series", sort=False)}
+            line_plot(lines, args.png, title=args.title, xlabel="encoder layers", ylabel=METRIC_LABELS[args.metric],
+                      integer_x=True)
     except (DataError, OSError, ValueError) as error:  # CheckpointError and ConfigError are ValueErrors
         print(f"graph_analyses: {error}", file=sys.stderr)
         return 1

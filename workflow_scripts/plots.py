@@ -73,29 +73,51 @@ def bleu_by_length(
     return pd.DataFrame(rows, columns=["bucket", "sentences", "system", "score"])
 
 
-def plot_by_bucket(frame: pd.DataFrame, title: str, ylabel: str, path: str) -> None:
-    """One line per system over the buckets (an empty bucket leaves a gap), sentence counts in the ticks."""
+def line_plot(
+    lines: dict[str, tuple[Sequence, Sequence[float]]],
+    path: str,
+    *,
+    title: str,
+    xlabel: str,
+    ylabel: str,
+    xticks: tuple[Sequence, Sequence[str]] | None = None,
+    integer_x: bool = False,
+) -> None:
+    """The analyses' line plot: one line per name in ``lines`` (name -> (x values, y values);
+    a NaN y leaves a gap), markers, grid and legend, written atomically as PNG to ``path``.
+    ``xticks`` (positions, labels) names the x axis; ``integer_x`` puts ticks on integers only."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
 
-    buckets = list(dict.fromkeys(frame["bucket"]))
-    counts = frame.drop_duplicates("bucket").set_index("bucket")["sentences"]
     fig, ax = plt.subplots(figsize=(6.4, 4.0))
-    for name, rows in frame.groupby("system", sort=False):
-        rows = rows.set_index("bucket").reindex(buckets)
-        ax.plot(range(len(buckets)), rows["score"].astype(float), marker="o", label=name)
-    ax.set_xticks(range(len(buckets)), [f"{b}\n(n={counts[b]})" for b in buckets])
-    ax.set_xlabel("source length (tokens)")
+    for name, (xs, ys) in lines.items():
+        ax.plot(list(xs), [float(y) for y in ys], marker="o", label=name)
+    if xticks is not None:
+        ax.set_xticks(list(xticks[0]), list(xticks[1]))
+    if integer_x:
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
-    ax.set_title(title)
+    ax.set_title(title, fontsize=9)
     ax.grid(alpha=0.3)
-    ax.legend()
+    ax.legend(fontsize=7)
     fig.tight_layout()
     with atomic_output(path, mode="wb") as handle:
         fig.savefig(handle, format="png", dpi=120)
     plt.close(fig)
+
+
+def plot_by_bucket(frame: pd.DataFrame, title: str, ylabel: str, path: str) -> None:
+    """One line per system over the buckets (an empty bucket leaves a gap), sentence counts in the ticks."""
+    buckets = list(dict.fromkeys(frame["bucket"]))
+    counts = frame.drop_duplicates("bucket").set_index("bucket")["sentences"]
+    lines = {name: (range(len(buckets)), rows.set_index("bucket").reindex(buckets)["score"])
+             for name, rows in frame.groupby("system", sort=False)}
+    line_plot(lines, path, title=title, xlabel="source length (tokens)", ylabel=ylabel,
+              xticks=(range(len(buckets)), [f"{b}\n(n={counts[b]})" for b in buckets]))
 
 
 def main(argv: list[str] | None = None) -> int:

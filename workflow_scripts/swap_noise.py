@@ -46,13 +46,13 @@ from typing import Any
 import pandas as pd
 
 from nmtmodels.textio import DataError, atomic_output, read_lines
+from workflow_scripts.plots import METRIC_LABELS, line_plot
 from workflow_scripts.workflow_config import (
     DATA_ROOT, EXPERIMENTS_ROOT, SOURCE_PROVIDERS, WorkflowConfigError, experiment_runs,
 )
 
 REPORT_ROOT = "results/report/swap_noise"
 DEFAULTS: dict[str, Any] = {"percentages": [0, 10, 20, 30, 40, 50], "seed": 1, "corpora": {}}
-METRIC_LABELS = {"bleu": "sacreBLEU", "chrf": "chrF2", "tokenized_bleu": "BLEU (tokenised)"}
 
 
 # ----------------------------------------------------------------------------- noise
@@ -205,24 +205,10 @@ def markdown_table(frame: pd.DataFrame, metric: str) -> str:
 
 def plot(frame: pd.DataFrame, metric: str, title: str, path: str) -> None:
     """One line per system over the swap percentages (the paper's Figures 3-5)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(6.0, 4.0))
-    for name, rows in frame.groupby("system", sort=False):
-        ax.plot(rows["percent"], rows["score"], marker="o", label=name)
-    ax.set_xticks(sorted(set(frame["percent"])), [f"{p}%" for p in sorted(set(frame["percent"]))])
-    ax.set_xlabel("swapped source words")
-    ax.set_ylabel(METRIC_LABELS[metric])
-    ax.set_title(title)
-    ax.grid(alpha=0.3)
-    ax.legend()
-    fig.tight_layout()
-    with atomic_output(path, mode="wb") as handle:
-        fig.savefig(handle, format="png", dpi=120)
-    plt.close(fig)
+    percentages = sorted(set(frame["percent"]))
+    lines = {name: (rows["percent"], rows["score"]) for name, rows in frame.groupby("system", sort=False)}
+    line_plot(lines, path, title=title, xlabel="swapped source words", ylabel=METRIC_LABELS[metric],
+              xticks=(percentages, [f"{p}%" for p in percentages]))
 
 
 # ----------------------------------------------------------------------------- CLI
