@@ -47,7 +47,6 @@ from torch import Tensor, nn
 
 from nmtmodels.config import ModelConfig
 from nmtmodels.configuration import ConfigError
-from nmtmodels.models.base import State
 from nmtmodels.models.transformer import TransformerDecoder, TransformerEncoder, TransformerModel
 from nmtmodels.modules.attention import RelationTerms
 from nmtmodels.modules.embedding import InputEmbedding
@@ -136,6 +135,7 @@ class Reordering(nn.Module):
     def forward(self, layer_input: Tensor, attended: Tensor, pe: Tensor, next_sublayer: ResidualNorm) -> Tensor:
         """``layer_input``: H^{n-1} as the self-attention read it; ``attended``: H_hat^n;
         ``pe`` (T, d) -> C (B, T, d)."""
+        pe = pe.to(attended.dtype)
         if self.penalty is None:
             embedding = pe
         else:
@@ -193,7 +193,7 @@ class ReorderingEncoder(TransformerEncoder):
     def forward(self, src: Tensor, pad_mask: Tensor, positions: Tensor | None = None) -> Tensor:
         x = self.embedding(src, positions)
         batch, length = src.shape
-        pe = self.embedding.position_encoding(length, 0, src.device).to(x.dtype)
+        pe = self.embedding.position_encoding(length, 0, src.device)
         ids = None
         if self.opts.control == "relative_pe":
             ids = relation_ids(batch, length, length, self.opts.max_relative_position, src.device)
@@ -248,32 +248,14 @@ class ReorderingDecoder(TransformerDecoder):
     def build_layer(self, cfg: ModelConfig, index: int) -> nn.Module:
         return ReorderingDecoderLayer(cfg, self.opts)
 
-    def forward(
-        self,
-        tgt_in: Tensor,
-        memory: Tensor,
-        memory_pad_mask: Tensor,
-        cache: State | None = None,
-        need_attention: bool = False,
-    ) -> tuple[Tensor, Tensor | None]:
-        start = 0 if cache is None else cache.get("step", 0)
+    def layer_inputs(self, tgt_in: Tensor, start: int) -> dict[str, Any]:
+        """PE of positions ``start ..`` (B-independent) and the relative-position ids."""
         batch, length = tgt_in.shape
-        x = self.embedding(tgt_in, start=start)
-        pe = self.embedding.position_encoding(length, start, tgt_in.device).to(x.dtype)
+        pe = self.embedding.position_encoding(length, start, tgt_in.device)
         ids = None
         if self.opts.control == "relative_pe":
             ids = relation_ids(batch, length, start + length, self.opts.max_relative_position, tgt_in.device)
-        attention = None
-        last = len(self.layers) - 1
-        for index, layer in enumerate(self.layers):
-            layer_cache = None if cache is None else cache.setdefault(f"layer{index}", {})
-            x, layer_attention = layer(x, memory, memory_pad_mask, layer_cache, need_attention and index == last,
-                                       pe, ids)
-            if layer_attention is not None:
-                attention = layer_attention
-        if cache is not None:
-            cache["step"] = start + length
-        return self.output_projection(self.final_norm(x)), attention
+        return {"pe": pe, "ids": ids}
 
 
 @register_model("reordering")

@@ -57,6 +57,11 @@ class TransformerDecoder(nn.Module):
     def build_layer(self, cfg: ModelConfig, index: int) -> nn.Module:
         return TransformerDecoderLayer.from_config(cfg)
 
+    def layer_inputs(self, tgt_in: Tensor, start: int) -> dict[str, Any]:
+        """Extra keyword inputs of every layer for target positions ``start ..`` (none here;
+        a family whose layers read e.g. position encodings returns them)."""
+        return {}
+
     def forward(
         self,
         tgt_in: Tensor,
@@ -71,11 +76,13 @@ class TransformerDecoder(nn.Module):
         ``cache["layer<i>"]``."""
         start = 0 if cache is None else cache.get("step", 0)
         x = self.embedding(tgt_in, start=start)
+        layer_inputs = self.layer_inputs(tgt_in, start)
         attention = None
         last = len(self.layers) - 1
         for index, layer in enumerate(self.layers):
             layer_cache = None if cache is None else cache.setdefault(f"layer{index}", {})
-            x, layer_attention = layer(x, memory, memory_pad_mask, layer_cache, need_attention and index == last)
+            x, layer_attention = layer(x, memory, memory_pad_mask, layer_cache, need_attention and index == last,
+                                       **layer_inputs)
             if layer_attention is not None:
                 attention = layer_attention
         if cache is not None:
