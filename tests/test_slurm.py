@@ -56,6 +56,9 @@ CORPUS = "multi30k_en_de"
 PAIR = "en-de"
 TEST_SET = "test_2016_flickr"
 SUBWORDS = "bpe300"
+# GPUs of a job of each rule placed on the GPU partition (training: train_resources.gpus
+# below; decoding, also of the swap-noise test sets, one); every other job is a CPU job.
+GPU_JOBS = {"train": 2, "translate": 1, "translate_swap_noise": 1}
 # Training time of the miniature (wall clock, summed over resumed jobs): more than a job with a
 # 1-minute limit can do (SLURM ends it 60-90 s after its start: it checks limits every 30 s),
 # little enough for the next job to finish.
@@ -317,9 +320,8 @@ def test_every_job_of_all_is_an_sbatch_job_on_its_partition(workflow):
     assert len({records[job]["JobName"] for job, _, _ in submitted}) == 1, "one run id names every job"
     for job, rule, _ in submitted:
         record = records[job]
-        if rule in ("train", "translate"):
-            gpus = 2 if rule == "train" else 1
-            assert record["Partition"] == "gpu" and f"gres/gpu={gpus}" in record["AllocTRES"], (rule, record)
+        if rule in GPU_JOBS:
+            assert record["Partition"] == "gpu" and f"gres/gpu={GPU_JOBS[rule]}" in record["AllocTRES"], (rule, record)
         else:
             assert record["Partition"] == "cpu" and "gres/gpu" not in record["AllocTRES"], (rule, record)
 
