@@ -22,17 +22,9 @@ import torch
 
 from nmtmodels.batch import BOS_ID, EOS_ID, PAD_ID, Batch
 from nmtmodels.config import ModelConfig
+from nmtmodels.models.graph import TABLE2_VARIANTS as VARIANTS
 from nmtmodels.registry import build_model
 
-VARIANTS = {
-    "model": {},
-    "+half-dim": {"half_dim": True},
-    "+gate": {"fusion": "gate"},
-    "+self-gate": {"fusion": "self_gate"},
-    "+shared-qkv&gate": {"shared_qkv": True, "fusion": "gate"},
-    "+half-dim&gate": {"half_dim": True, "fusion": "gate"},
-    "+half-dim&gate&shared-qkv": {"half_dim": True, "fusion": "gate", "shared_qkv": True},
-}
 # Table 2 "#Para" (millions): De-En, En-De; the Transformer rows are TF (small) and TF (base).
 PAPER_PARAMS = {"transformer": (42, 66), "model": (50, 77), "+half-dim": (47, 71), "+gate": (57, 80),
                 "+self-gate": (53, 77), "+shared-qkv&gate": (51, 75), "+half-dim&gate": (50, 74),

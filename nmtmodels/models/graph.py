@@ -78,6 +78,18 @@ class GraphOptions:
     shared_qkv: bool = False  # one query/key/value projection for the three parts
 
 
+# The variants of the paper's Table 2 as ``model.options`` (configs, tests and the benchmark).
+TABLE2_VARIANTS: dict[str, dict] = {
+    "model": {},
+    "+half-dim": {"half_dim": True},
+    "+gate": {"fusion": "gate"},
+    "+self-gate": {"fusion": "self_gate"},
+    "+shared-qkv&gate": {"shared_qkv": True, "fusion": "gate"},
+    "+half-dim&gate": {"half_dim": True, "fusion": "gate"},
+    "+half-dim&gate&shared-qkv": {"half_dim": True, "fusion": "gate", "shared_qkv": True},
+}
+
+
 # --- fusion of the subgraph groups (eq. 6-7) ----------------------------------------------
 
 

@@ -10,21 +10,12 @@ import torch
 from nmtmodels.batch import BOS_ID, EOS_ID, PAD_ID, Batch
 from nmtmodels.config import ModelConfig
 from nmtmodels.configuration import ConfigError
+from nmtmodels.models.graph import TABLE2_VARIANTS as VARIANTS
 from nmtmodels.models.graph import GraphEncoderLayer, GraphOptions
 from nmtmodels.registry import build_model
 from nmtmodels.search import DecodeConfig, beam_search
 
 SMALL = dict(d_model=32, heads=4, encoder_layers=2, decoder_layers=2, ffn_dim=48, dropout=0.1, attention_dropout=0.1)
-# The paper's Table 2 variants as options.
-VARIANTS = {
-    "model": {},
-    "+half-dim": {"half_dim": True},
-    "+gate": {"fusion": "gate"},
-    "+self-gate": {"fusion": "self_gate"},
-    "+shared-qkv&gate": {"shared_qkv": True, "fusion": "gate"},
-    "+half-dim&gate": {"half_dim": True, "fusion": "gate"},
-    "+half-dim&gate&shared-qkv": {"half_dim": True, "fusion": "gate", "shared_qkv": True},
-}
 
 
 def model_of(options: dict, vocab: int = 23, **overrides):
