@@ -132,3 +132,12 @@ def test_an_inactive_corpus_is_not_checked_against_the_experiments():
     with pytest.raises(WorkflowConfigError, match="does not run on corpus 'multi30k_en_de'"):
         sn.check_swap_noise(config)
     sn.check_swap_noise({**config, "active_corpora": ["tatoeba_zh_en"]})
+
+
+def test_a_one_best_segmentation_run_is_not_a_plain_bpe_system():
+    # a Transformer on one segmentation of a lattice (the lattice paper's 1-best rows) reads
+    # seg/ or lattice/ inputs, not the BPE source that the noisy sets are encoded like
+    config = copy.deepcopy(CONFIG)
+    config["experiments"]["baseline"]["lattice"] = ["bpe8000"]
+    with pytest.raises(WorkflowConfigError, match=r"systems\[0\]: 'baseline' must read the plain BPE"):
+        sn.check_swap_noise(config)

@@ -48,7 +48,7 @@ import pandas as pd
 from nmtmodels.textio import DataError, atomic_output, read_lines
 from workflow_scripts.plots import METRIC_LABELS, line_plot
 from workflow_scripts.workflow_config import (
-    DATA_ROOT, EXPERIMENTS_ROOT, SOURCE_PROVIDERS, WorkflowConfigError, experiment_runs,
+    DATA_ROOT, EXPERIMENTS_ROOT, WorkflowConfigError, experiment_runs, reads_plain_subwords,
 )
 
 REPORT_ROOT = "results/report/swap_noise"
@@ -110,7 +110,7 @@ def check_swap_noise(config: dict[str, Any]) -> None:
             exp = experiments[system]
             if corpus not in exp["corpora"]:
                 raise WorkflowConfigError(f"{key}: experiment '{system}' does not run on corpus '{corpus}'")
-            if not exp["subwords"].startswith("bpe") or exp["family"] in SOURCE_PROVIDERS:
+            if not exp["subwords"].startswith("bpe") or not reads_plain_subwords(config, system, corpus):
                 raise WorkflowConfigError(f"{key}: '{system}' must read the plain BPE source (swap noise is applied "
                                           f"to words before BPE), not {exp['subwords']} / family {exp['family']}")
 

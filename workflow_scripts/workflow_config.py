@@ -345,11 +345,17 @@ SOURCE_PROVIDERS.update({family: esc_source for family in ESC_FAMILIES})
 
 
 def source_inputs(config: dict[str, Any], experiment: str, corpus: str, split: str) -> SourceInputs:
-    """The source-side inputs of ``split`` for one run (the family's provider, else subwords)."""
+    """The source-side inputs of ``split`` for one run: its lattice (or 1-best segmentation)
+    when the experiment names ``lattice``, else the family's provider, else subwords."""
     family = config["experiments"][experiment]["family"]
     if config["experiments"][experiment].get("lattice"):  # a lattice, or one segmentation of it (1-best)
         return lattice_source(config, experiment, corpus, split)
     return SOURCE_PROVIDERS.get(family, subword_source)(config, experiment, corpus, split)
+
+
+def reads_plain_subwords(config: dict[str, Any], experiment: str, corpus: str) -> bool:
+    """Whether the run's only source input is the corpus' plain BPE (or character) encoding."""
+    return source_inputs(config, experiment, corpus, "train") == subword_source(config, experiment, corpus, "train")
 
 
 def model_inputs(config: dict[str, Any], experiment: str, corpus: str) -> dict[str, str]:
@@ -541,5 +547,3 @@ def check_lattices(config: dict[str, Any]) -> None:
                         f"{corpus_spec['bpe']['merges']}, preprocess.{corpus_spec['src']}.lattice_segmenters {segmenters})"
                     )
 
-
-SOURCE_PROVIDERS.update({family: lattice_source for family in LATTICE_FAMILIES})
