@@ -264,8 +264,9 @@ class _IncrementalDecoder:
         return torch.log_softmax(logits, dim=-1, dtype=torch.promote_types(logits.dtype, torch.float32)), attention
 
     def reorder(self, index: Tensor) -> None:
-        """Continue hypotheses ``index`` (beam reordering within rows: the cache only)."""
-        reorder_state(self.cache, index)
+        """Continue hypotheses ``index`` (beam reordering within rows: the cache only, and of
+        it not the parts computed from the source alone)."""
+        reorder_state(self.cache, index, within_sentences=True)
 
     def keep(self, index: Tensor) -> None:
         """Continue hypotheses ``index`` while finished rows leave (encoder output shrinks too)."""

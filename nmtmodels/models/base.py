@@ -10,7 +10,9 @@ State dictionaries
 is a dict the decoder fills on its first call and mutates in place on later calls;
 every tensor in it is batch-first too, so :func:`reorder_state` can reorder any
 family's encoder output and cache for beam search without family-specific code
-(non-tensor values, e.g. a step counter, are left as they are).
+(non-tensor values, e.g. a step counter, are left as they are).  A cache dict marked
+:data:`~nmtmodels.modules.attention.STATIC_CACHE` depends on the source sentence only and is
+not reordered when beams move within their sentences.
 """
 from __future__ import annotations
 
@@ -20,17 +22,24 @@ import torch
 from torch import Tensor, nn
 
 from nmtmodels.batch import Batch
+from nmtmodels.modules.attention import STATIC_CACHE
 
 State = dict[str, Any]
 
 
-def reorder_state(state: State, index: Tensor) -> State:
-    """Select rows ``index`` (dim 0) of every tensor in a (nested) state dict, in place."""
+def reorder_state(state: State, index: Tensor, *, within_sentences: bool = False) -> State:
+    """Select rows ``index`` (dim 0) of every tensor in a (nested) state dict, in place.
+
+    ``within_sentences``: ``index`` keeps every sentence's hypotheses in the rows of that
+    sentence (beam reordering, no sentence leaves), so dicts marked ``STATIC_CACHE`` stay.
+    """
+    if within_sentences and state.get(STATIC_CACHE):
+        return state
     for key, value in state.items():
         if isinstance(value, Tensor):
             state[key] = value.index_select(0, index.to(value.device))
         elif isinstance(value, dict):
-            reorder_state(value, index)
+            reorder_state(value, index, within_sentences=within_sentences)
         elif isinstance(value, (tuple, list)) and value and all(isinstance(v, Tensor) for v in value):
             state[key] = type(value)(v.index_select(0, index.to(v.device)) for v in value)
     return state

@@ -20,7 +20,8 @@ gathered by ``r_ij``; the value term sums the attention weights per relation
 Masks: ``key_padding_mask`` (B, Tk) is True at padding; ``causal`` hides later keys.
 Incremental decoding keeps a per-module ``cache`` dict: self-attention appends the new
 keys/values (``cache["k"]``/``cache["v"]``, (B, h, T, d_head)); static (memory)
-attention (``static_kv=True``) projects the memory once and reuses it.
+attention (``static_kv=True``) projects the memory once and reuses it, and marks its cache
+with ``STATIC_CACHE`` so that beam search need not reorder it between beams of one sentence.
 """
 from __future__ import annotations
 
@@ -29,6 +30,13 @@ from typing import NamedTuple
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
+
+
+STATIC_CACHE = "static"
+"""Key set to True in a cache dict whose tensors depend on the source sentence only (projected
+memory keys/values): every hypothesis of a sentence holds the same rows, so
+:func:`~nmtmodels.models.base.reorder_state` skips the dict when it only permutes hypotheses
+within sentences (fairseq's ``reorder_incremental_state`` does the same for static keys)."""
 
 
 class RelationTerms(NamedTuple):
@@ -143,6 +151,8 @@ class MultiheadAttention(nn.Module):
                     k = torch.cat([cache["k"], k], dim=2)
                     v = torch.cat([cache["v"], v], dim=2)
                 cache["k"], cache["v"] = k, v
+                if static_kv:
+                    cache[STATIC_CACHE] = True
         num_keys = k.size(2)
         dropout = self.dropout if self.training else 0.0
         if relations is None and not need_weights:

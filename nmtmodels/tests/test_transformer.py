@@ -95,6 +95,26 @@ def test_reordered_cache_continues_like_decoding_the_reordered_batch() -> None:
     torch.testing.assert_close(step, expected, atol=1e-5, rtol=1e-5)
 
 
+@torch.no_grad()
+def test_beam_reordering_within_sentences_keeps_the_projected_memory() -> None:
+    """Beams of one sentence share its memory keys/values: reordering them copies only the
+    self-attention cache, and decoding continues like the reordered batch from scratch."""
+    torch.manual_seed(3)
+    model = small_model().eval()
+    batch = random_batch([6, 4], tgt_len=3).select(torch.tensor([0, 0, 1, 1]))  # two beams per sentence
+    batch.tgt_in[:, 1] = torch.tensor([5, 6, 7, 8])
+    encoder_out, cache = model.encode(batch), {}
+    model.decode(batch.tgt_in[:, :2], encoder_out, cache)
+    memory_keys, self_keys = cache["layer0"]["memory"]["k"], cache["layer0"]["self"]["k"]
+    index = torch.tensor([1, 1, 3, 2])
+    reorder_state(cache, index, within_sentences=True)
+    assert cache["layer0"]["memory"]["k"] is memory_keys
+    assert cache["layer0"]["self"]["k"] is not self_keys
+    step, _ = model.decode(batch.tgt_in[index, 2:3], encoder_out, cache)
+    expected = model(batch.select(index))[:, 2:3]
+    torch.testing.assert_close(step, expected, atol=1e-5, rtol=1e-5)
+
+
 def test_training_mode_is_stochastic_and_eval_is_not() -> None:
     torch.manual_seed(4)
     model = small_model()
