@@ -75,6 +75,8 @@ PEERS: dict[str, Callable[..., Peer]] = {
     "fairseq": Fairseq,
 }
 BASELINE = "opennmt-py"
+# Our beam search runs once per rule: "exact" is the default; "top" is OpenNMT-py's own stop rule.
+OUR_DECODE_RULES = ("exact", "top")
 BATCH_TOKENS = 4096  # the issue's ~4096-token batches (rows * longer side)
 LR, LR_WARMUP, LABEL_SMOOTHING = 1e-3, 300, 0.1
 
@@ -190,9 +192,9 @@ class FlopModel:
 
 
 # ---------------------------------------------------------------------- ours
-def measure_ours(setup: Setup, work: Path) -> tuple[TrainSpeed | PeerError, DecodeSpeed | PeerError, int]:
-    """Train with nmtmodels' Trainer, then decode with its beam search; returns the
-    speeds (or the error) and the vocabulary size."""
+def measure_ours(setup: Setup, work: Path) -> tuple[TrainSpeed | PeerError, dict[str, DecodeSpeed | PeerError], int]:
+    """Train with nmtmodels' Trainer, then decode with its beam search once per early-stop
+    rule in ``OUR_DECODE_RULES``; returns the speeds (or the error) and the vocabulary size."""
     from nmtmodels.config import ModelConfig
     from nmtmodels.configuration import from_dict
     from nmtmodels.data import ParallelDataset
@@ -242,25 +244,27 @@ def measure_ours(setup: Setup, work: Path) -> tuple[TrainSpeed | PeerError, Deco
     except Exception as exc:  # noqa: BLE001 - shown in the table like a peer's failure
         log_file.close()
         error = PeerError(f"{type(exc).__name__}: {exc}")
-        return error, error, len(vocab)
+        return error, {rule: error for rule in OUR_DECODE_RULES}, len(vocab)
     log_file.close()
-    try:
-        test = ParallelDataset.from_files(setup.test_src, None, vocab, None, max_positions=model.max_positions(),
-                                          too_long="error")
-        start = time.perf_counter()
-        hypotheses = translate_dataset(trainer.model, test, DecodeConfig(beam=setup.beam),
-                                       max_tokens=setup.decode_batch_tokens, device=device)
-        seconds = time.perf_counter() - start
-        lines = [" ".join(vocab.decode(row[0].tokens, keep_unk=True)) for row in hypotheses]
-        (out / "test.hyp").write_text("".join(line + "\n" for line in lines), encoding="utf-8")
-        sentences, tokens = count_output(out / "test.hyp")
-        decode = DecodeSpeed(sentences, seconds, sum(len(row[0].tokens) for row in hypotheses),
-                             "timed around translate_dataset")
-        if tokens != decode.output_tokens:
-            raise PeerError(f"wrote {tokens} tokens but the hypotheses hold {decode.output_tokens}")
-    except Exception as exc:  # noqa: BLE001
-        decode = PeerError(f"{type(exc).__name__}: {exc}")
-    return speed, decode, len(vocab)
+    decodes: dict[str, DecodeSpeed | PeerError] = {}
+    for rule in OUR_DECODE_RULES:
+        try:
+            test = ParallelDataset.from_files(setup.test_src, None, vocab, None, max_positions=model.max_positions(),
+                                              too_long="error")
+            start = time.perf_counter()
+            hypotheses = translate_dataset(trainer.model, test, DecodeConfig(beam=setup.beam, early_stop=rule),
+                                           max_tokens=setup.decode_batch_tokens, device=device)
+            seconds = time.perf_counter() - start
+            lines = [" ".join(vocab.decode(row[0].tokens, keep_unk=True)) for row in hypotheses]
+            (out / f"test.{rule}.hyp").write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+            sentences, tokens = count_output(out / f"test.{rule}.hyp")
+            decodes[rule] = DecodeSpeed(sentences, seconds, sum(len(row[0].tokens) for row in hypotheses),
+                                        "timed around translate_dataset")
+            if tokens != decodes[rule].output_tokens:
+                raise PeerError(f"wrote {tokens} tokens but the hypotheses hold {decodes[rule].output_tokens}")
+        except Exception as exc:  # noqa: BLE001
+            decodes[rule] = PeerError(f"{type(exc).__name__}: {exc}")
+    return speed, decodes, len(vocab)
 
 
 def ours_train_speed(setup: Setup, metrics_csv: Path, counts: list[tuple[int, int, int]]) -> TrainSpeed:
@@ -308,8 +312,8 @@ def render_table(rows: list[Row], flops: FlopModel, peak: float) -> str:
     base_decode = baseline.decode if baseline and isinstance(baseline.decode, DecodeSpeed) else None
     lines = [
         "| system | train tgt tok/s | train src+tgt tok/s | tgt tok/update | train × OpenNMT-py | model GFLOP/s (% of peak) "
-        "| decode sent/s | decode tok/s | decode × OpenNMT-py | note |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|",
+        "| decode sent/s | decode tok/s | decode sent/s × OpenNMT-py | decode tok/s × OpenNMT-py | note |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
     ]
     for row in rows:
         notes = []
@@ -328,10 +332,11 @@ def render_table(rows: list[Row], flops: FlopModel, peak: float) -> str:
         if isinstance(row.decode, DecodeSpeed):
             d = row.decode
             cells += [_fmt(d.sentences_per_s, 1), _fmt(d.tokens_per_s),
+                      f"{d.sentences_per_s / base_decode.sentences_per_s:.2f}" if base_decode else "n/a",
                       f"{d.tokens_per_s / base_decode.tokens_per_s:.2f}" if base_decode else "n/a"]
             notes.append(f"{d.output_tokens / d.sentences:.1f} tok/sent out")
         else:
-            cells += ["—"] * 3
+            cells += ["—"] * 4
             if isinstance(row.decode, PeerError) and str(row.decode) != str(row.train):
                 notes.append(f"decode: {row.decode}")
         cells.append("; ".join(notes).replace("|", "/"))
@@ -407,12 +412,17 @@ def main(argv: list[str] | None = None) -> None:
 
     vocab_size = 0
     if not args.no_ours:
+        decodes: dict[str, Any] = {}
+
         def ours() -> tuple[Any, Any]:
             nonlocal vocab_size
-            train, decode, vocab_size = measure_ours(setup, work)
-            return train, decode
+            train, found, vocab_size = measure_ours(setup, work)
+            decodes.update(found)
+            return train, found["exact"]
 
         timed("ours (nmtmodels)", ours)
+        for rule in OUR_DECODE_RULES[1:]:
+            rows.append(Row(f"ours, decode.early_stop: {rule} (OpenNMT-py's stop rule)", None, decodes[rule]))
     for key in [k for k in PEERS if k in args.peers]:
         peer = PEERS[key](setup, work, reinstall=args.reinstall)
 
@@ -437,7 +447,7 @@ def main(argv: list[str] | None = None) -> None:
         vocab_size = len(Vocabulary.from_corpus([setup.train_src, setup.train_tgt]))
     flops = FlopModel.of(setup, vocab_size)
     table = render_table(rows, flops, peak)
-    loads = ", ".join(f"{r.system.split(' ')[0]} {r.load[0]:.1f}->{r.load[1]:.1f}" for r in rows)
+    loads = ", ".join(f"{r.system.split(' ')[0]} {r.load[0]:.1f}->{r.load[1]:.1f}" for r in rows if r.seconds)
     header = (
         f"Multi30k {src}-{tgt}, 8k joint BPE ({data_source}); joint vocabulary {vocab_size:,}; "
         f"{setup.layers}+{setup.layers} layers, d {setup.d_model}, {setup.heads} heads, FFN {setup.ffn_dim}, tied embeddings, "

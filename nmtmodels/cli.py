@@ -24,6 +24,7 @@ import yaml
 from nmtmodels.checkpoint import CheckpointError, average_checkpoints, load_checkpoint, numbered_checkpoints, save_checkpoint
 from nmtmodels.configuration import ConfigError, from_dict, load_yaml
 from nmtmodels.data import ExtraField, ParallelDataset
+from nmtmodels.search import EARLY_STOP_RULES
 from nmtmodels.textio import DataError, atomic_output, atomic_write_text, read_lines
 from nmtmodels.vocab import Vocabulary, check_fingerprint
 
@@ -273,6 +274,9 @@ def translate_main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--coverage-penalty", type=float)
     parser.add_argument("--max-len-ratio", type=float, help="hard stop at floor(RATIO * source length) tokens (ESC gamma)")
     parser.add_argument("--nbest", type=int, help="hypotheses per sentence: 'i ||| hyp ||| score' lines when > 1")
+    parser.add_argument("--early-stop", choices=EARLY_STOP_RULES,
+                        help="when a sentence's search ends: exact (default; same result as searching to the length "
+                             "limit), beam (fairseq) or top (OpenNMT-py)")
     parser.add_argument("--batch-tokens", type=int, default=4096, help="token budget per batch (default 4096)")
     parser.add_argument("--src-vocab", help="check this vocabulary against the checkpoint's")
     parser.add_argument("--tgt-vocab", help="check this vocabulary against the checkpoint's")
@@ -305,7 +309,7 @@ def _translate(args: argparse.Namespace) -> int:
                 raise ConfigError(f"{flag}: {exc}") from None
     overrides = {"beam": args.beam, "length_penalty": args.lenpen, "max_len_a": args.max_len_a, "max_len_b": args.max_len_b,
                  "min_len": args.min_len, "coverage_penalty": args.coverage_penalty, "nbest": args.nbest,
-                 "max_len_ratio": args.max_len_ratio}
+                 "max_len_ratio": args.max_len_ratio, "early_stop": args.early_stop}
     decode = {**(state.get("decode_config") or {}), **{k: v for k, v in overrides.items() if v is not None}}
     decode_cfg = from_dict(DecodeConfig, decode, where="decode")
     family = state["model_config"].get("family", "?")

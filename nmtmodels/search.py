@@ -28,13 +28,24 @@ Conventions
   best candidates the EOS ones ranked within the first ``beam`` become finished candidates
   and the first ``beam`` non-EOS ones stay live.  With beam 1 and no length penalty this is
   greedy search.
-* Early stopping is exact, not a heuristic: a row stops when it holds ``nbest`` finished
-  hypotheses and no live one can beat the worst of them.  Any completion of a live
-  hypothesis with log-probability L <= 0 has log P' <= L and length |Y'| <= limit + 1; for
-  alpha >= 0 the penalty is positive and non-decreasing, so its normalised score is at most
-  ``L / lp(limit + 1)``; every extra term is bounded by its ``upper_bound`` (0 for the
-  coverage penalty, a sum of logs of numbers <= 1).  The row's result is therefore the one
-  running to the length limit would give.
+* When a row stops (``DecodeConfig.early_stop``; every rule also stops at the length limit):
+
+  - ``"exact"`` (default): when it holds ``nbest`` finished hypotheses and no live one can
+    beat the worst of them.  Any completion of a live hypothesis with log-probability
+    L <= 0 has log P' <= L and length |Y'| <= limit + 1; for alpha >= 0 the penalty is
+    positive and non-decreasing, so its normalised score is at most ``L / lp(limit + 1)``;
+    every extra term is bounded by its ``upper_bound`` (0 for the coverage penalty, a sum of
+    logs of numbers <= 1).  The row's result is therefore the one running to the length
+    limit would give.  With a length penalty this bound is loose, so rows often run several
+    steps past their best hypothesis.
+  - ``"beam"`` (fairseq; Hugging Face ``early_stopping=True``): once ``beam`` hypotheses of
+    the row have finished (every EOS candidate ranked within the first ``beam`` counts,
+    whether or not it made the ``nbest`` list).
+  - ``"top"`` (OpenNMT-py): at the first step whose best candidate is EOS, or later once
+    ``nbest`` hypotheses have finished.
+
+  ``"beam"`` and ``"top"`` are heuristics: a longer hypothesis that the length penalty would
+  rank higher can be lost.  They do less work per sentence (see benchmarks/README.md).
 """
 from __future__ import annotations
 
@@ -50,6 +61,8 @@ from torch import Tensor
 from nmtmodels.batch import BOS_ID, EOS_ID, PAD_ID, Batch
 from nmtmodels.configuration import ConfigError
 from nmtmodels.models.base import Seq2SeqModel, State, reorder_state
+
+EARLY_STOP_RULES = ("exact", "beam", "top")
 
 # Guards floor(a * x + b) against float error (0.7 * 30 = 20.999999999999996).
 _LIMIT_EPSILON = 1e-6
@@ -68,6 +81,7 @@ class DecodeConfig:
     coverage_penalty: float = 0.0  # ESC beta (eq. 3); 0 = off
     max_len_ratio: float | None = None  # ESC gamma: hard stop at floor(gamma * |S|) tokens
     return_attention: bool = False  # keep each hypothesis' (T, S) attention
+    early_stop: str = "exact"  # when a row ends: exact | beam (fairseq) | top (OpenNMT-py); module doc
 
     def validate(self, where: str = "decode") -> None:
         if self.beam < 1:
@@ -84,6 +98,8 @@ class DecodeConfig:
             raise ConfigError(f"{where}.min_len: must be >= 0, got {self.min_len}")
         if self.max_len_ratio is not None and self.max_len_ratio <= 0:
             raise ConfigError(f"{where}.max_len_ratio: must be > 0, got {self.max_len_ratio}")
+        if self.early_stop not in EARLY_STOP_RULES:
+            raise ConfigError(f"{where}.early_stop: must be one of {', '.join(EARLY_STOP_RULES)}, got {self.early_stop!r}")
 
 
 @dataclass
@@ -344,6 +360,8 @@ def _beam_search(model: Seq2SeqModel, batch: Batch, cfg: DecodeConfig, scorer: H
     scores = None  # (N, t-1) positional scores of the live hypotheses
     coverage = attention_history = None
     finished = _Finished(batch.size, cfg.nbest, device)
+    finished_count = torch.zeros(batch.size, dtype=torch.long, device=device)  # per active row, "beam" rule
+    top_finished = torch.zeros(batch.size, dtype=torch.bool, device=device)  # per active row, "top" rule
     rank_offsets = torch.arange(2 * k, device=device)
 
     for step in itertools.count(1):
@@ -406,9 +424,16 @@ def _beam_search(model: Seq2SeqModel, batch: Batch, cfg: DecodeConfig, scorer: H
         live_tokens = top_tokens.gather(1, live)
         parents = (torch.arange(n, device=device).unsqueeze(1) * k + top_beams.gather(1, live)).view(-1)
 
-        # A row is done at its length limit or when no completion can beat its nbest-th best.
-        best_possible = scorer.bound(live_scores[:, 0], max_len + 1)
-        done = (max_len < step) | (best_possible <= finished.worst[rows])
+        # A row is done at its length limit or by its early-stop rule (module doc).
+        if cfg.early_stop == "exact":
+            done = scorer.bound(live_scores[:, 0], max_len + 1) <= finished.worst[rows]
+        elif cfg.early_stop == "beam":
+            finished_count = finished_count + eos_first.sum(1)
+            done = finished_count >= k
+        else:
+            top_finished = top_finished | eos_first[:, 0]
+            done = top_finished & (finished.worst[rows] > -math.inf)  # nbest hypotheses are kept
+        done = done | (max_len < step)
         if bool(done.all()):
             break
         if bool(done.any()):
@@ -416,6 +441,7 @@ def _beam_search(model: Seq2SeqModel, batch: Batch, cfg: DecodeConfig, scorer: H
             parents = parents.view(n, k)[kept_rows].view(-1)
             live_scores, live_tokens = live_scores[kept_rows], live_tokens[kept_rows]
             rows, max_len = rows[kept_rows], max_len[kept_rows]
+            finished_count, top_finished = finished_count[kept_rows], top_finished[kept_rows]
             decoder.keep(parents)  # rows leave and beams reorder in one index
         else:
             decoder.reorder(parents)

@@ -103,6 +103,23 @@ def test_nbest_output_format(copy_run, capsys):
         assert len({m.group(2) for m in rows[3 * i: 3 * i + 3]}) == 3
 
 
+def test_early_stop_flag_reaches_the_search(copy_run, capsys, monkeypatch):
+    import nmtmodels.train
+
+    seen = []
+    real = nmtmodels.train.translate_dataset
+    monkeypatch.setattr(nmtmodels.train, "translate_dataset", lambda model, data, cfg, **kw: seen.append(cfg) or real(model, data, cfg, **kw))
+    d = copy_run
+    base = ["--checkpoint", str(d / "out/checkpoint_last.pt"), "--input", str(d / "test.src"), "--beam", "4"]
+    _, exact, _ = translate(base, capsys)
+    _, top, _ = translate(base + ["--early-stop", "top"], capsys)
+    assert [cfg.early_stop for cfg in seen] == ["exact", "top"]
+    assert len(top.splitlines()) == len(exact.splitlines()) == 100
+    with pytest.raises(SystemExit):
+        translate(base + ["--early-stop", "soon"], capsys)
+    assert "--early-stop: invalid choice: 'soon'" in capsys.readouterr().err
+
+
 def test_interactive_stdin_answers_line_by_line(copy_run):
     d = copy_run
     proc = subprocess.Popen([sys.executable, "-m", "nmtmodels.cli", "translate", "--checkpoint", str(d / "out/checkpoint_last.pt")],

@@ -285,6 +285,66 @@ def test_early_stopping_is_exact(alpha, beta, stops_sooner):
         assert [h.score for h in a] == pytest.approx([h.score for h in b], abs=1e-9)
 
 
+@torch.no_grad()
+def reference_beam_search(model: ToyModel, batch: Batch, row: int, cfg: DecodeConfig) -> tuple[list, int]:
+    """One row, plain Python, every prefix rescored from scratch: the module doc's expansion
+    and the ``beam`` / ``top`` stop rules.  Returns the nbest (tokens, score) and the steps run."""
+    single = batch.select(torch.tensor([row]))
+    limit = math.floor(cfg.max_len_a * (int(single.src_lengths[0]) - 1) + cfg.max_len_b + 1e-6)
+    lp = lambda n: ((5 + n) / 6) ** cfg.length_penalty  # noqa: E731
+    live, finished, eos_count, top_eos = [([], 0.0)], [], 0, False
+    for step in itertools.count(1):
+        candidates = []
+        for beam, (prefix, log_p) in enumerate(live):
+            tgt_in = torch.tensor([[BOS_ID, *prefix]])
+            logits, _ = model.decode(tgt_in, model.encode(single))
+            next_lp = logits[0, -1].log_softmax(-1)
+            for token in (*OUTPUT_TOKENS, EOS_ID):
+                if (token == EOS_ID and step <= cfg.min_len and step <= limit) or (token != EOS_ID and step > limit):
+                    continue
+                candidates.append((log_p + float(next_lp[token]), beam, token))
+        candidates.sort(key=lambda c: -c[0])
+        candidates = candidates[: 2 * cfg.beam]
+        for log_p, beam, token in candidates[: cfg.beam]:
+            if token == EOS_ID:
+                prefix = live[beam][0]
+                finished.append((prefix, log_p / lp(len(prefix) + 1)))
+                eos_count += 1
+        top_eos = top_eos or candidates[0][2] == EOS_ID
+        live = [(live[beam][0] + [token], log_p) for log_p, beam, token in candidates if token != EOS_ID][: cfg.beam]
+        stop = eos_count >= cfg.beam if cfg.early_stop == "beam" else top_eos and len(finished) >= cfg.nbest
+        if stop or step > limit:
+            return sorted(finished, key=lambda h: -h[1])[: cfg.nbest], step
+
+
+@pytest.mark.parametrize("rule", ["beam", "top"])
+@pytest.mark.parametrize("alpha,nbest", [(0.0, 1), (1.0, 2), (0.6, 3)])
+def test_heuristic_early_stop_rules_equal_a_reference_search(rule, alpha, nbest):
+    cfg = DecodeConfig(beam=3, nbest=nbest, length_penalty=alpha, max_len_a=1.5, max_len_b=3, early_stop=rule)
+    batch = make_batch(SOURCES)
+    for seed, eos_bias in itertools.product((7, 8), (-0.5, 0.0, 0.5)):
+        model = ToyModel(seed=seed, eos_bias=eos_bias)
+        results = beam_search(model, batch, cfg)
+        for row, hypotheses in enumerate(results):
+            reference, _ = reference_beam_search(model, batch, row, cfg)
+            assert [h.tokens for h in hypotheses] == [tokens for tokens, _ in reference]
+            assert [h.score for h in hypotheses] == pytest.approx([score for _, score in reference], abs=1e-9)
+
+
+def test_heuristic_rules_stop_sooner_and_can_lose_the_best():
+    batch = make_batch(SOURCES)
+
+    def search(eos_bias: float, rule: str) -> tuple[int, list[list[int]]]:
+        model = ToyModel(seed=8, eos_bias=eos_bias)
+        cfg = DecodeConfig(beam=3, length_penalty=1.0, max_len_a=1.5, max_len_b=3, early_stop=rule)
+        results = beam_search(model, batch, cfg)
+        return model.decode_calls, [row[0].tokens for row in results]
+
+    calls = {rule: search(0.5, rule)[0] for rule in ("exact", "beam", "top")}
+    assert calls["top"] < calls["beam"] < calls["exact"]
+    assert search(-0.5, "beam")[1] != search(-0.5, "exact")[1]
+
+
 def test_search_restores_training_mode_and_uses_eval():
     model = ToyModel(seed=0)
     model.train()
@@ -325,6 +385,8 @@ def test_decode_config_validation_names_the_key():
         from_dict(DecodeConfig, {"length_penalty": -1.0}, "decode")
     with pytest.raises(ConfigError, match=r"decode\.bem.*beam"):
         from_dict(DecodeConfig, {"bem": 4}, "decode")
+    with pytest.raises(ConfigError, match=r"decode\.early_stop: must be one of exact, beam, top, got 'fast'"):
+        from_dict(DecodeConfig, {"early_stop": "fast"}, "decode")
 
 
 def test_gnmt_length_penalty_values():
