@@ -140,14 +140,39 @@ def label_smoothed_nll_loss(logits: Tensor, target: Tensor, epsilon: float, igno
     ``loss = (1 - eps) * nll + eps * mean_v(-log p_v)`` per token, which is
     ``F.cross_entropy(..., label_smoothing=eps)``; computed from one log-softmax (fp32).
     """
-    lprobs = F.log_softmax(logits.float(), dim=-1).view(-1, logits.size(-1))
-    target = target.reshape(-1)
-    nll = F.nll_loss(lprobs, target, ignore_index=ignore_index, reduction="sum")
-    if epsilon == 0.0:
-        return nll, nll.detach()
-    keep = target.ne(ignore_index)
-    smooth = -(lprobs.sum(dim=-1) * keep).sum() / lprobs.size(-1)
-    return (1.0 - epsilon) * nll + epsilon * smooth, nll.detach()
+    loss, nll = _LabelSmoothedCrossEntropy.apply(logits.reshape(-1, logits.size(-1)), target.reshape(-1), epsilon, ignore_index)
+    return loss, nll
+
+
+class _LabelSmoothedCrossEntropy(torch.autograd.Function):
+    """:func:`label_smoothed_nll_loss` with its gradient written out in one buffer.
+
+    d loss / d logits = keep * (softmax - (1 - eps) * onehot(target) - eps / V): three
+    in-place passes over one (N, V) tensor instead of autograd's separate log-softmax,
+    NLL (a zero-filled scatter) and sum backward passes; about 2.5x faster on the output
+    layer's (N, V) logits on CPU, a few percent of a training step (benchmarks/README.md).
+    """
+
+    @staticmethod
+    def forward(ctx: Any, logits: Tensor, target: Tensor, epsilon: float, ignore_index: int) -> tuple[Tensor, Tensor]:
+        lprobs = F.log_softmax(logits.float(), dim=-1)
+        keep = target.ne(ignore_index)
+        safe_target = target.masked_fill(~keep, 0).unsqueeze(-1)
+        nll = -(lprobs.gather(-1, safe_target).squeeze(-1) * keep).sum()
+        smooth = -(lprobs.sum(dim=-1) * keep).sum() / lprobs.size(-1)
+        ctx.save_for_backward(lprobs, safe_target, keep)
+        ctx.epsilon, ctx.logits_dtype = epsilon, logits.dtype
+        ctx.mark_non_differentiable(nll)
+        return (1.0 - epsilon) * nll + epsilon * smooth, nll
+
+    @staticmethod
+    def backward(ctx: Any, grad_loss: Tensor, _grad_nll: Tensor) -> tuple[Tensor, None, None, None]:
+        lprobs, safe_target, keep = ctx.saved_tensors
+        grad = lprobs.exp()
+        grad.sub_(ctx.epsilon / grad.size(-1))
+        grad.scatter_add_(-1, safe_target, grad.new_full(safe_target.shape, ctx.epsilon - 1.0))
+        grad.mul_((keep * grad_loss).unsqueeze(-1))
+        return grad.to(ctx.logits_dtype), None, None, None
 
 
 @dataclass

@@ -74,6 +74,34 @@ def test_label_smoothed_loss_matches_hand_computation():
     assert plain.item() == pytest.approx(hand_nll, rel=1e-6)
 
 
+@pytest.mark.parametrize("eps", [0.0, 0.1, 0.3])
+def test_label_smoothed_loss_gradient_matches_torch_cross_entropy(eps):
+    torch.manual_seed(0)
+    logits = torch.randn(3, 5, 11)
+    target = torch.randint(4, 11, (3, 5))
+    target[0, 3:] = PAD_ID
+    target[2, 1] = PAD_ID
+    ours_in = logits.clone().requires_grad_()
+    loss, nll = label_smoothed_nll_loss(ours_in, target, eps)
+    (loss * 0.7).backward()
+    torch_in = logits.clone().requires_grad_()
+    reference = F.cross_entropy(torch_in.view(-1, 11), target.view(-1), ignore_index=PAD_ID, label_smoothing=eps, reduction="sum")
+    (reference * 0.7).backward()
+    torch.testing.assert_close(loss, reference)
+    torch.testing.assert_close(nll, F.cross_entropy(logits.view(-1, 11), target.view(-1), ignore_index=PAD_ID, reduction="sum"))
+    torch.testing.assert_close(ours_in.grad, torch_in.grad)
+    assert not nll.requires_grad
+    assert ours_in.grad[0, 3:].abs().sum() == 0  # padding gets no gradient
+
+
+def test_label_smoothed_loss_returns_the_gradient_in_the_logits_dtype():
+    logits = torch.randn(2, 3, 7).to(torch.bfloat16).requires_grad_()
+    loss, _ = label_smoothed_nll_loss(logits, torch.randint(4, 7, (2, 3)), 0.1)
+    assert loss.dtype == torch.float32
+    loss.backward()
+    assert logits.grad.dtype == torch.bfloat16
+
+
 def test_inverse_sqrt_schedule_values():
     peak, warmup = 1e-3, 4
     schedule = InverseSqrtSchedule(peak, warmup)
