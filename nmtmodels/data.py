@@ -353,8 +353,14 @@ class BucketBatchSampler:
     Each epoch (``rng`` seeded by ``(seed, epoch)``, so an epoch's batches depend only
     on the seed and the epoch number):
 
-    1. shuffle the examples (random tie-breaking), then stable-sort them by (source
-       length, target length) (char2word paper, section 5.2.1);
+    1. shuffle the examples (random tie-breaking), then stable-sort them by target
+       length, ties by source length (the char2word paper, section 5.2.1, sorts "according
+       to both the source and target sentence lengths" without an order; target first
+       because the decoder and the output projection, most of an encoder-decoder's
+       FLOPs, run on the padded target: on Multi30k en-de with 8k BPE and 4,096-token
+       batches, target first pads 0.6% of the target and 12% of the source positions,
+       source first the reverse, which costs 4.7% more layer FLOPs per real target
+       token);
     2. pack consecutive examples while the batch's padded size
        ``rows * max_i max(src_len_i, tgt_len_i)`` stays within ``max_tokens`` (fairseq's
        cost: the longer side's padded length, counting both sides' maxima) and ``rows <=
@@ -421,8 +427,8 @@ class BucketBatchSampler:
         rng = np.random.default_rng([self.seed, epoch])
         n = len(self.lengths)
         perm = rng.permutation(n) if self.shuffle else np.arange(n)
-        keys = tuple(self.lengths[perm, col] for col in reversed(range(self.lengths.shape[1])))
-        order = perm[np.lexsort(keys)]  # stable: ties keep the shuffled order
+        keys = tuple(self.lengths[perm, col] for col in range(self.lengths.shape[1]))
+        order = perm[np.lexsort(keys)]  # last key (the target) first; stable: ties keep the shuffled order
         batches = self._pack(order)
         if self.shuffle:
             batches = [batches[i] for i in rng.permutation(len(batches))]

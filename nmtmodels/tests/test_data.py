@@ -131,12 +131,15 @@ def test_sampler_budget_coverage_and_bucketing(lengths, max_tokens, seed, shuffl
     assert sampler.oversized == int((lengths.max(axis=1) > max_tokens).sum())
     # every example exactly once
     assert sorted(np.concatenate(batches).tolist()) == list(range(len(lengths)))
-    # bucketing: ordered by their first key, the batches concatenate to a (src, tgt)-sorted list
-    keys = [tuple(lengths[i]) for i in np.concatenate(sorted(batches, key=lambda b: (tuple(lengths[b[0]]), tuple(lengths[b[-1]]))))]
+    # bucketing: ordered by their first key, the batches concatenate to a (tgt, src)-sorted list
+    def key(i):
+        return (lengths[i, 1], lengths[i, 0])
+
+    keys = [key(i) for i in np.concatenate(sorted(batches, key=lambda b: (key(b[0]), key(b[-1]))))]
     assert keys == sorted(keys)
     # greedy packing: the next example in sorted order would have broken the budget.  Among
     # batches of equal first and last keys the full ones come first (larger batches first).
-    in_order = sorted(batches, key=lambda b: (tuple(lengths[b[0]]), tuple(lengths[b[-1]]), -len(b)))
+    in_order = sorted(batches, key=lambda b: (key(b[0]), key(b[-1]), -len(b)))
     for batch, following in zip(in_order, in_order[1:]):
         assert cost(lengths, np.append(batch, following[0])) > max_tokens
     # deterministic in the seed
@@ -145,9 +148,9 @@ def test_sampler_budget_coverage_and_bucketing(lengths, max_tokens, seed, shuffl
 
 
 def test_sampler_without_shuffle_is_the_stable_length_sort():
-    lengths = np.array([[3, 1], [1, 5], [3, 1], [1, 2], [2, 2]])
+    lengths = np.array([[3, 1], [1, 5], [3, 1], [1, 2], [2, 2]])  # (source, target)
     batches = BucketBatchSampler(lengths, 100, shuffle=False).batches()
-    assert [b.tolist() for b in batches] == [[3, 1, 4, 0, 2]]
+    assert [b.tolist() for b in batches] == [[0, 2, 3, 4, 1]]  # target first, ties by source, then input order
 
 
 def test_sampler_epochs_differ_and_state_restores_the_continuation():
