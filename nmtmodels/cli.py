@@ -149,6 +149,10 @@ def train_main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--init-from", metavar="CHECKPOINT",
                         help="start from this checkpoint's parameters (same model and vocabularies; fresh optimiser "
                              "and schedule), e.g. supervised fine-tuning of a pre-trained model; ignored on resume")
+    parser.add_argument("--restart-on-change", action="store_true",
+                        help="when OUT_DIR/checkpoint_last.pt was written by a different run (model or train settings, "
+                             "vocabularies, training data), delete that run's checkpoints and metrics and start over "
+                             "instead of failing (the workflow's training rules pass it)")
     parser.add_argument("--device", default="auto", help="auto, cpu, cuda (under torchrun: cuda:LOCAL_RANK)")
     args = parser.parse_args(argv)
     if bool(args.valid_src) != bool(args.valid_tgt):
@@ -204,7 +208,7 @@ def _train(args: argparse.Namespace) -> int:
         atomic_write_text(out_dir / "config.resolved.yaml", yaml.safe_dump(resolved, sort_keys=False, allow_unicode=True))
     trainer = Trainer(model, train_cfg, train_data, valid_data, out_dir, model_config=model_cfg.to_dict(),
                       src_vocab=src_vocab, tgt_vocab=tgt_vocab, bleu_fn=bleu_fn, decode_config=_plain(decode_cfg),
-                      device=device, dist=dist, log=log)
+                      device=device, dist=dist, log=log, restart_on_change=args.restart_on_change)
     result = trainer.train()
     return EXIT_REQUEUE if result.status == "interrupted" else 0
 

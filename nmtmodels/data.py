@@ -19,6 +19,7 @@ stays within a budget; see its docstring for the cost definition.
 """
 from __future__ import annotations
 
+import hashlib
 import itertools
 import os
 from array import array
@@ -332,6 +333,22 @@ class ParallelDataset:
             raise ValueError(f"unit must be tokens or chars, got {unit!r}")
         return np.stack(cols, axis=1).astype(np.int64)
 
+    def fingerprint(self) -> str:
+        """SHA-256 (hex) of the examples as training sees them: the numericalised source,
+        target and extra fields and the character lengths, in order."""
+        digest = hashlib.sha256()
+        sides = [("src", self.src), ("tgt", self.tgt)] + sorted(self.extras.items())
+        for name, ragged in sides:
+            digest.update(name.encode("utf-8"))
+            if ragged is not None:
+                digest.update(np.ascontiguousarray(ragged.offsets, dtype=np.int64).tobytes())
+                digest.update(np.ascontiguousarray(ragged.data, dtype=np.int32).tobytes())
+        for chars in (self.src_chars, self.tgt_chars):
+            if chars is not None:
+                digest.update(np.ascontiguousarray(chars, dtype=np.int64).tobytes())
+        digest.update(repr(sorted(self.extra_pads.items())).encode("utf-8"))
+        return digest.hexdigest()
+
     def num_target_tokens(self) -> int:
         return 0 if self.tgt is None else int(self.tgt.lengths().sum() + len(self.tgt))
 
@@ -451,12 +468,15 @@ class BucketBatchSampler:
         batches.append(order[start:])
         return batches
 
+    def _global_batches_cached(self, epoch: int) -> list[np.ndarray]:
+        if self._cache is None or self._cache[0] != epoch:
+            self._cache = (epoch, self.global_batches(epoch))
+        return self._cache[1]
+
     def batches(self, epoch: int | None = None) -> list[np.ndarray]:
         """This rank's batches of ``epoch`` (default: the current one)."""
         epoch = self.epoch if epoch is None else epoch
-        if self._cache is None or self._cache[0] != epoch:
-            self._cache = (epoch, self.global_batches(epoch)[self.rank :: self.num_replicas])
-        return self._cache[1]
+        return self._global_batches_cached(epoch)[self.rank :: self.num_replicas]
 
     def __len__(self) -> int:
         return len(self.batches())
@@ -470,6 +490,14 @@ class BucketBatchSampler:
         self.epoch += 1
         self.position = 0
 
+    def order_fingerprint(self, epoch: int | None = None) -> str:
+        """SHA-256 (hex) of every rank's batches of ``epoch`` (default: the current one)."""
+        digest = hashlib.sha256()
+        for batch in self._global_batches_cached(self.epoch if epoch is None else epoch):
+            digest.update(np.asarray(batch, dtype=np.int64).tobytes())
+            digest.update(b"|")
+        return digest.hexdigest()
+
     def state_dict(self) -> dict[str, Any]:
         return {
             "epoch": self.epoch,
@@ -479,16 +507,26 @@ class BucketBatchSampler:
             "unit": self.unit,
             "num_examples": len(self.lengths),
             "num_replicas": self.num_replicas,
+            "order": self.order_fingerprint(),
         }
 
+    def mismatches(self, state: Mapping[str, Any]) -> list[str]:
+        """Why ``state`` cannot continue here (empty: it can): a batching setting differs,
+        or the saved epoch's batches are not the ones this sampler builds (other lengths,
+        or other batching code). States written before the order was saved skip that check."""
+        mine = {"seed": self.seed, "max_tokens": self.max_tokens, "unit": self.unit,
+                "num_examples": len(self.lengths), "num_replicas": self.num_replicas}
+        found = [f"the batching {key} was {state[key]!r} when the checkpoint was written and is {value!r} now"
+                 for key, value in mine.items() if state[key] != value]
+        if not found and "order" in state and state["order"] != self.order_fingerprint(int(state["epoch"])):
+            found.append(f"the batches of epoch {state['epoch']} differ from the checkpoint's "
+                         "(other example lengths, or other batching code)")
+        return found
+
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
-        """Restore the position; the batching settings must match the saved ones."""
-        mine = self.state_dict()
-        for key in ("seed", "max_tokens", "unit", "num_examples", "num_replicas"):
-            if state[key] != mine[key]:
-                raise ConfigError(
-                    f"cannot resume the batch order: {key} was {state[key]!r} when the checkpoint "
-                    f"was written and is {mine[key]!r} now"
-                )
+        """Restore the position; the batching settings and the epoch's batches must match."""
+        found = self.mismatches(state)
+        if found:
+            raise ConfigError(f"cannot resume the batch order: {'; '.join(found)}")
         self.epoch = int(state["epoch"])
         self.position = int(state["position"])

@@ -21,6 +21,14 @@ Semantics worth knowing:
 * Resume: when ``checkpoint_last.pt`` exists, model, optimizer, scheduler, every rank's
   RNG states, the batch sampler position, counters and the early-stopping state are
   restored, so an interrupted run ends with the same parameters as an uninterrupted one.
+  Only a checkpoint of the same run is resumed: same model config, vocabularies,
+  training data (:meth:`ParallelDataset.fingerprint`), batches and ``train`` settings,
+  except the limits and bookkeeping in :data:`CHANGEABLE_ON_RESUME` (so a finished run
+  can be extended by raising ``max_updates``). Otherwise the trainer stops with an error
+  naming what changed, or with ``restart_on_change`` deletes the old run's checkpoints
+  and metrics and starts over (what a workflow wants when a job reruns because its
+  inputs or parameters changed: the old checkpoint would otherwise be passed off as the
+  new run's model).
 * SIGTERM / SIGUSR1: the current update finishes, ``checkpoint_last.pt`` is written and
   :meth:`Trainer.train` returns status "interrupted"; the CLI then exits with
   :data:`EXIT_REQUEUE` (75, EX_TEMPFAIL) so a scheduler can requeue the job.
@@ -34,6 +42,7 @@ import csv
 import math
 import os
 import random
+import shutil
 import signal
 import sys
 import threading
@@ -49,15 +58,22 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from nmtmodels.batch import PAD_ID
-from nmtmodels.checkpoint import copy_checkpoint, load_checkpoint, save_checkpoint
+from nmtmodels.checkpoint import copy_checkpoint, load_checkpoint, numbered_checkpoints, save_checkpoint
 from nmtmodels.configuration import ConfigError, to_dict
 from nmtmodels.data import BucketBatchSampler, ParallelDataset
 from nmtmodels.textio import atomic_output
-from nmtmodels.distributed import DistributedContext, all_gather_object, all_reduce_sum, broadcast_object
+from nmtmodels.distributed import DistributedContext, all_gather_object, all_reduce_sum, barrier, broadcast_object
 from nmtmodels.models.base import Seq2SeqModel
 from nmtmodels.vocab import Vocabulary
 
 EXIT_REQUEUE = 75  # sysexits.h EX_TEMPFAIL: interrupted by SIGTERM/SIGUSR1, resume by rerunning
+# ``train`` settings that may differ between a checkpoint and the run resuming it: limits,
+# checkpointing, validation and logging. Every other setting shapes the parameters.
+CHANGEABLE_ON_RESUME = frozenset({
+    "max_updates", "max_epochs", "max_minutes", "save_interval_updates", "validate_interval_updates",
+    "valid_max_tokens", "keep_last", "keep_best", "valid_bleu", "patience", "num_threads", "log_interval",
+    "tensorboard",
+})
 METRIC_COLUMNS = ("update", "epoch", "loss", "nll", "lr", "tokens_per_s", "grad_norm",
                   "valid_loss", "valid_nll", "valid_bleu", "elapsed")
 
@@ -249,6 +265,8 @@ class Trainer:
     ``bleu_fn(model) -> BLEU`` scores the (unwrapped) model on the dev set; it is called
     at each validation when ``cfg.valid_bleu`` (see :func:`make_bleu_fn`).
     ``model_config`` (a dict) and the vocabularies go into every checkpoint.
+    ``restart_on_change``: start over instead of failing when ``checkpoint_last.pt`` belongs
+    to a different run (see the module docstring).
     """
 
     def __init__(
@@ -267,6 +285,7 @@ class Trainer:
         device: torch.device | str | None = None,
         dist: DistributedContext | None = None,
         log: Callable[[str], None] | None = None,
+        restart_on_change: bool = False,
     ):
         if cfg.valid_bleu and bleu_fn is None:
             raise ConfigError("train.valid_bleu: no BLEU scorer was given (validation references missing?)")
@@ -284,6 +303,8 @@ class Trainer:
         self.src_vocab, self.tgt_vocab = src_vocab, tgt_vocab
         self.bleu_fn = bleu_fn
         self.decode_config = decode_config
+        self.restart_on_change = restart_on_change
+        self.data_fingerprint = train_data.fingerprint()
         self._log = log or (lambda msg: print(msg, file=sys.stderr, flush=True))
         if cfg.num_threads:
             torch.set_num_threads(cfg.num_threads)
@@ -334,7 +355,7 @@ class Trainer:
         """Train until a limit, early stopping or a signal; resumes from ``checkpoint_last.pt``."""
         self.out_dir.mkdir(parents=True, exist_ok=True)
         if self.checkpoint_last.exists():
-            self._resume(self.checkpoint_last)
+            self._resume_or_restart(self.checkpoint_last)
         with self._signal_handlers():
             try:
                 return self._train_loop()
@@ -602,6 +623,7 @@ class Trainer:
                 "rng": rng_states,
                 "sampler": self.sampler.state_dict(),
                 "update": self.update,
+                "data_fingerprint": self.data_fingerprint,
                 "metrics_history": self.metrics_history,
                 "elapsed": self.elapsed,
                 "best": self.best,
@@ -640,16 +662,46 @@ class Trainer:
         keep = {k["update"] for k in newest} | {k["update"] for k in best}
         return [k for k in self.kept if k["update"] not in keep]
 
-    def _resume(self, path: Path) -> None:
+    def _resume_or_restart(self, path: Path) -> None:
         state = load_checkpoint(path, map_location="cpu")
-        if state.get("model_config") != self.model_config:
-            diff = sorted(k for k in set(state["model_config"]) | set(self.model_config)
-                          if state["model_config"].get(k) != self.model_config.get(k))
-            raise ConfigError(f"{path}: the model config differs from the checkpoint's in "
-                              f"{', '.join('model.' + k for k in diff)}; use a new out_dir")
-        for side, vocab in (("src", self.src_vocab), ("tgt", self.tgt_vocab)):
-            if state["vocab"][f"{side}_fingerprint"] != vocab.fingerprint():
-                raise ConfigError(f"{path}: the {side} vocabulary differs from the checkpoint's; use a new out_dir")
+        changes = self._changes_since(state)
+        if not changes:
+            self._resume(path, state)
+            return
+        if not self.restart_on_change:
+            raise ConfigError(f"{path} belongs to a different run: {'; '.join(changes)}. Resuming it would not "
+                              "train this run's model; use a new out_dir, or start over (nmt-train --restart-on-change)")
+        barrier(self.dist)  # every rank has read the checkpoint before it is deleted
+        if self.dist.is_main:
+            self._log(f"starting over: {path} belongs to a different run ({'; '.join(changes)}); "
+                      "deleting its checkpoints and metrics")
+            self._delete_previous_run()
+        barrier(self.dist)
+
+    def _changes_since(self, state: dict[str, Any]) -> list[str]:
+        """What differs between the run that wrote ``state`` and this one (empty: the same run)."""
+        changes = [f"model.{k} was {state['model_config'].get(k)!r} and is {self.model_config.get(k)!r} now"
+                   for k in sorted(set(state["model_config"]) | set(self.model_config))
+                   if state["model_config"].get(k) != self.model_config.get(k)]
+        changes += [f"the {side} vocabulary differs" for side, vocab in (("src", self.src_vocab), ("tgt", self.tgt_vocab))
+                    if state["vocab"][f"{side}_fingerprint"] != vocab.fingerprint()]
+        then, now = state.get("train_config", {}), to_dict(self.cfg)
+        changes += [f"train.{k} was {then.get(k)!r} and is {now.get(k)!r} now" for k in sorted(set(then) | set(now))
+                    if k not in CHANGEABLE_ON_RESUME and then.get(k) != now.get(k)]
+        saved_data = state["trainer"].get("data_fingerprint")
+        if saved_data is not None and saved_data != self.data_fingerprint:
+            changes.append("the training data differs")
+        if not changes:  # the batch order can only be compared on the same data and settings
+            changes += self.sampler.mismatches(state["trainer"]["sampler"])
+        return changes
+
+    def _delete_previous_run(self) -> None:
+        for path in [self.checkpoint_last, self.out_dir / "checkpoint_best.pt", self.out_dir / "metrics.csv",
+                     *(path for _, path in numbered_checkpoints(self.out_dir))]:
+            path.unlink(missing_ok=True)
+        shutil.rmtree(self.out_dir / "tensorboard", ignore_errors=True)
+
+    def _resume(self, path: Path, state: dict[str, Any]) -> None:
         trainer = state["trainer"]
         self.model.load_state_dict(state["model"])
         self.optimizer.load_state_dict(trainer["optimizer"])

@@ -168,7 +168,7 @@ rule train_compressor:
         runtime=config["train_resources"].get("runtime", 60),
         **wc.cluster_resources(config, gpus=config["train_resources"].get("gpus", 0)),
     shell:
-        "{params.launcher} -m nmtmodels.cli train --config {input.config:q}"
+        "{params.launcher} -m nmtmodels.cli train --restart-on-change --config {input.config:q}"
         " --train-src {input.train_src:q} --train-tgt {input.train_tgt:q}"
         " --valid-src {input.valid_src:q} --valid-tgt {input.valid_tgt:q}"
         " --src-vocab {input.vocab:q} --tgt-vocab {input.vocab:q} {params.init}"

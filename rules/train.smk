@@ -1,5 +1,7 @@
 # Model training: one job per (experiment, corpus). The job resumes from
-# train/checkpoint_last.pt when it exists (after a kill or a time limit).
+# train/checkpoint_last.pt when it exists (after a kill or a time limit); when the job
+# reruns because its inputs or settings changed, that checkpoint belongs to another run and
+# the trainer deletes it and starts over (--restart-on-change).
 
 
 rule experiment_config:
@@ -47,7 +49,7 @@ rule train:
         runtime=config["train_resources"].get("runtime", 60),
         **wc.cluster_resources(config, gpus=config["train_resources"].get("gpus", 0)),
     shell:
-        "{params.launcher} -m nmtmodels.cli train --config {input.config:q}"
+        "{params.launcher} -m nmtmodels.cli train --restart-on-change --config {input.config:q}"
         " --train-src {input.train_src:q} --train-tgt {input.train_tgt:q}"
         " --valid-src {input.valid_src:q} --valid-tgt {input.valid_tgt:q} --valid-ref {input.valid_ref:q}"
         " --src-vocab {input.src_vocab:q} --tgt-vocab {input.tgt_vocab:q}"

@@ -146,3 +146,25 @@ def test_miniature_ends_with_results_table_length_plots_and_report(miniature):
     report = miniature / "report.html"
     snakemake(miniature, "--report", str(report), "--configfile", str(ROOT / "configs/ci.yaml"))
     assert report.stat().st_size > 10_000
+
+
+@pytest.mark.slow
+def test_changed_training_settings_retrain_from_scratch(miniature, tmp_path):
+    """Snakemake reruns a training job whose settings changed; the job must train the new
+    run, not resume the old checkpoint (whose budget is spent) and pass it off as new.
+    Kept last among the miniature tests: it retrains one model, so later runs would rebuild."""
+    from nmtmodels.checkpoint import load_checkpoint
+    from nmtmodels.train import InverseSqrtSchedule
+
+    changed = tmp_path / "lr.yaml"
+    changed.write_text("training: {lr: 0.0007}\n")
+    train_dir = miniature / "results/experiments/baseline/multi30k_en_de/train"
+    snakemake(miniature, str(train_dir.relative_to(miniature) / "checkpoint_best.pt"), "--cores", "2",
+              "--configfile", str(ROOT / "configs/ci.yaml"), str(changed))
+    assert load_checkpoint(train_dir / "checkpoint_best.pt")["train_config"]["lr"] == 0.0007
+    log = (miniature / "logs/train/baseline/multi30k_en_de.log").read_text()
+    assert "starting over:" in log and "train.lr was 0.0015 and is 0.0007 now" in log
+    last = [r for r in csv.DictReader((train_dir / "metrics.csv").open()) if r["loss"]][-1]
+    warmup = yaml.safe_load((ROOT / "configs/ci.yaml").read_text())["training"]["warmup_updates"]
+    # the lr column is the rate set for the next update (as fairseq logs it)
+    assert float(last["lr"]) == pytest.approx(InverseSqrtSchedule(0.0007, warmup).lr(int(last["update"]) + 1))

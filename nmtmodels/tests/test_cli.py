@@ -229,6 +229,17 @@ def test_sigterm_exits_for_requeue_and_resume_matches_uninterrupted(copy_run, tm
     assert all(torch.equal(resumed["model"][k], reference["model"][k]) for k in reference["model"])
 
 
+def test_rerun_with_other_settings_fails_or_starts_over_on_request(copy_run, tmp_path, capsys):
+    args = train_args(copy_run, out=str(tmp_path / "out")) + ["--set", "train.max_updates=3"]
+    assert cli.train_main(args) == 0
+    capsys.readouterr()
+    assert cli.train_main(args + ["--set", "train.lr=0.001"]) == 2
+    assert "train.lr was 0.005 and is 0.001 now" in capsys.readouterr().err
+    assert cli.train_main(args + ["--set", "train.lr=0.001", "--restart-on-change"]) == 0
+    assert "starting over:" in capsys.readouterr().err
+    assert load_checkpoint(tmp_path / "out" / "checkpoint_last.pt")["train_config"]["lr"] == 0.001
+
+
 def test_module_entry_points_list_commands(monkeypatch, capsys):
     assert cli.main([]) == 2
     monkeypatch.setattr(sys, "argv", ["nmtmodels"])

@@ -174,6 +174,33 @@ def test_sampler_epochs_differ_and_state_restores_the_continuation():
         changed.load_state_dict(state)
 
 
+def test_sampler_refuses_a_state_whose_epoch_had_other_batches():
+    """Same settings and example count, but other lengths: the saved position would point
+    into a different batch list, so resuming would not continue the saved run."""
+    rng = np.random.default_rng(0)
+    lengths = rng.integers(1, 30, size=(200, 2))
+    sampler = BucketBatchSampler(lengths, 120, seed=3)
+    next(iter(sampler))
+    state = sampler.state_dict()
+    assert BucketBatchSampler(lengths.copy(), 120, seed=3).mismatches(state) == []
+    other = lengths.copy()
+    other[:, [0, 1]] = other[:, [1, 0]]  # the sides swapped: the same multiset of lengths
+    with pytest.raises(ConfigError, match="batches of epoch 1 differ"):
+        BucketBatchSampler(other, 120, seed=3).load_state_dict(state)
+    written_before_the_order_was_saved = {k: v for k, v in state.items() if k != "order"}
+    BucketBatchSampler(other, 120, seed=3).load_state_dict(written_before_the_order_was_saved)
+
+
+def test_dataset_fingerprint_changes_with_any_example(tmp_path):
+    src = write_lines(tmp_path / "s", ["a b", "b"])
+    tgt = write_lines(tmp_path / "t", ["a", "b a"])
+    swapped = write_lines(tmp_path / "t2", ["b", "b a"])
+    data = ParallelDataset.from_files(src, tgt, VOCAB, VOCAB)
+    assert data.fingerprint() == ParallelDataset.from_files(src, tgt, VOCAB, VOCAB).fingerprint()
+    assert data.fingerprint() != ParallelDataset.from_files(src, swapped, VOCAB, VOCAB).fingerprint()
+    assert data.fingerprint() != ParallelDataset.from_files(tgt, src, VOCAB, VOCAB).fingerprint()
+
+
 def test_sampler_char_unit_uses_character_lengths(tmp_path):
     src = write_lines(tmp_path / "s", ["aaaa b", "a", "b"])
     tgt = write_lines(tmp_path / "t", ["a", "a", "b"])

@@ -11,7 +11,7 @@ import torch.nn.functional as F
 from nmtmodels.batch import PAD_ID
 from nmtmodels.checkpoint import load_checkpoint, numbered_checkpoints
 from nmtmodels.configuration import ConfigError, from_dict
-from nmtmodels.data import ParallelDataset
+from nmtmodels.data import ParallelDataset, Ragged
 from nmtmodels.tests.helpers_e import copy_task, tiny_model, train_config, write_lines
 from nmtmodels.train import InverseSqrtSchedule, Trainer, TrainConfig, label_smoothed_nll_loss
 from nmtmodels.vocab import Vocabulary
@@ -36,11 +36,13 @@ def corpus(tmp_path_factory):
     return vocab, train, valid
 
 
-def make_trainer(corpus, out_dir, *, model_seed=0, dropout=0.0, log=None, bleu_fn=None, train=None, **cfg):
+def make_trainer(corpus, out_dir, *, model_seed=0, dropout=0.0, log=None, bleu_fn=None, train=None,
+                 restart_on_change=False, **cfg):
     vocab, train_data, valid = corpus
     model, model_cfg = tiny_model(len(vocab), len(vocab), seed=model_seed, dropout=dropout)
     return Trainer(model, train_config(**cfg), train or train_data, valid, out_dir, model_config=model_cfg.to_dict(),
-                   src_vocab=vocab, tgt_vocab=vocab, bleu_fn=bleu_fn, log=log or (lambda msg: None))
+                   src_vocab=vocab, tgt_vocab=vocab, bleu_fn=bleu_fn, log=log or (lambda msg: None),
+                   restart_on_change=restart_on_change)
 
 
 def params(trainer: Trainer) -> dict[str, torch.Tensor]:
@@ -198,8 +200,37 @@ def test_resume_refuses_a_different_model(corpus, tmp_path):
     model, cfg = tiny_model(len(vocab), len(vocab), dropout=0.0, ffn_dim=32)
     trainer = Trainer(model, train_config(max_updates=2), train, valid, tmp_path, model_config=cfg.to_dict(),
                       src_vocab=vocab, tgt_vocab=vocab, log=lambda m: None)
-    with pytest.raises(ConfigError, match=r"differs from the checkpoint's in model.ffn_dim"):
+    with pytest.raises(ConfigError, match=r"belongs to a different run: model.ffn_dim was 64 and is 32 now"):
         trainer.train()
+
+
+def test_resume_refuses_other_training_settings_or_data_but_not_a_longer_budget(corpus, tmp_path):
+    make_trainer(corpus, tmp_path, max_updates=3, save_interval_updates=2).train()
+    with pytest.raises(ConfigError, match=r"train.lr was 0.001 and is 0.002 now.*--restart-on-change"):
+        make_trainer(corpus, tmp_path, max_updates=3, lr=2e-3).train()
+    vocab, train, _ = corpus
+    same_lengths_other_words = ParallelDataset(train.src, Ragged(train.tgt.data[::-1].copy(), train.tgt.offsets))
+    with pytest.raises(ConfigError, match=r"the training data differs"):
+        make_trainer(corpus, tmp_path, max_updates=3, train=same_lengths_other_words).train()
+    assert load_checkpoint(tmp_path / "checkpoint_last.pt")["update"] == 3  # refusing touched nothing
+    assert make_trainer(corpus, tmp_path, max_updates=5, patience=0, log_interval=7).train().update == 5
+
+
+def test_restart_on_change_starts_over_as_in_an_empty_directory(corpus, tmp_path):
+    """A workflow rerunning a job whose settings changed must get the new run's model, not
+    the old checkpoint; the old run's numbered checkpoints and metrics rows are gone."""
+    make_trainer(corpus, tmp_path / "rerun", max_updates=6, save_interval_updates=2, log_interval=1).train()
+    messages = []
+    restarted = make_trainer(corpus, tmp_path / "rerun", max_updates=4, lr=2e-3, log_interval=1,
+                             log=messages.append, restart_on_change=True)
+    assert restarted.train().update == 4
+    fresh = make_trainer(corpus, tmp_path / "fresh", max_updates=4, lr=2e-3, log_interval=1)
+    fresh.train()
+    assert_bitwise_equal(params(fresh), params(restarted))
+    assert any(m.startswith("starting over:") and "train.lr was 0.001" in m for m in messages)
+    assert [u for u, _ in numbered_checkpoints(tmp_path / "rerun")] == [u for u, _ in numbered_checkpoints(tmp_path / "fresh")]
+    rows = [int(r["update"]) for r in csv.DictReader(open(tmp_path / "rerun" / "metrics.csv")) if r["loss"]]
+    assert rows == [1, 2, 3, 4]
 
 
 # ---------------------------------------------------------------------- checkpoints, validation, stopping
