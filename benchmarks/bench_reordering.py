@@ -1,8 +1,8 @@
 """Training speed of the reordering-embedding models against the Transformer on CPU
 (the paper: Both REs train 10-15% slower; our target: at most 5% slower).
 
-One training step = forward, label-smoothed cross-entropy, backward and an Adam update,
-on the same random batches (about ``--tokens`` source + target tokens each) for every
+One training step = forward, the trainer's label-smoothed cross-entropy, backward and
+the trainer's (fused) AdamW update, on the same random batches (about ``--tokens`` source + target tokens each) for every
 model, tiny preset, pre-norm, as the embedded default trains.  The models take turns
 batch by batch (each batch is stepped by every model before the next, in a rotating
 order), so that load from other jobs on the machine hits all models alike; a round is one
@@ -17,11 +17,11 @@ import platform
 import time
 
 import torch
-import torch.nn.functional as F
 
 from nmtmodels.batch import BOS_ID, EOS_ID, PAD_ID, Batch
 from nmtmodels.config import ModelConfig
 from nmtmodels.registry import build_model
+from nmtmodels.train import label_smoothed_nll_loss
 
 VARIANTS = {
     "Transformer": {"family": "transformer"},
@@ -71,13 +71,14 @@ def main() -> None:
         torch.manual_seed(0)
         models[name] = build_model(ModelConfig.from_dict({"preset": "tiny", "normalize_before": True, **spec}),
                                    args.vocab, args.vocab).train()
-        optimizers[name] = torch.optim.Adam(models[name].parameters(), lr=1e-4)
+        optimizers[name] = torch.optim.AdamW(models[name].parameters(), lr=1e-4, betas=(0.9, 0.98), eps=1e-9,
+                                             weight_decay=0.0, fused=True)  # as the Trainer builds it
 
     def step(name: str, batch: Batch) -> None:
         model, optimizer = models[name], optimizers[name]
         optimizer.zero_grad(set_to_none=True)
         logits = model(batch)
-        F.cross_entropy(logits.flatten(0, 1), batch.tgt_out.flatten(), ignore_index=PAD_ID, label_smoothing=0.1).backward()
+        label_smoothed_nll_loss(logits, batch.tgt_out, 0.1)[0].backward()
         optimizer.step()
 
     for name in models:  # warm-up
