@@ -315,7 +315,7 @@ class Trainer:
         if self.dist.enabled:
             self.net = torch.nn.parallel.DistributedDataParallel(self.model)
         # torch's fused AdamW kernel (CUDA and CPU): on CPU the default per-parameter loop
-        # takes 4-10x as long per step (benchmarks/README.md, "Where the time goes")
+        # takes about 3x as long (benchmarks/README.md, "Where the time goes")
         fused = {"fused": True} if self.device.type in ("cuda", "cpu") else {}
         self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=cfg.lr, betas=tuple(cfg.adam_betas),
                                            eps=cfg.adam_eps, weight_decay=cfg.weight_decay, **fused)
