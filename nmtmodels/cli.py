@@ -13,6 +13,7 @@ SIGTERM/SIGUSR1 after writing ``checkpoint_last.pt``: rerun the same command to 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -151,7 +152,7 @@ def train_main(argv: Sequence[str] | None = None) -> int:
                              "and schedule), e.g. supervised fine-tuning of a pre-trained model; ignored on resume")
     parser.add_argument("--restart-on-change", action="store_true",
                         help="when OUT_DIR/checkpoint_last.pt was written by a different run (model or train settings, "
-                             "vocabularies, training data), delete that run's checkpoints and metrics and start over "
+                             "vocabularies, training data, --init-from parameters), delete that run's checkpoints and metrics and start over "
                              "instead of failing (the workflow's training rules pass it)")
     parser.add_argument("--device", default="auto", help="auto, cpu, cuda (under torchrun: cuda:LOCAL_RANK)")
     args = parser.parse_args(argv)
@@ -180,8 +181,10 @@ def _train(args: argparse.Namespace) -> int:
     seed_everything(train_cfg.seed)
     model = build_model(model_cfg, len(src_vocab), len(tgt_vocab))
     model.attach_vocabularies(src_vocab, tgt_vocab)
+    init_fingerprint = None
     if args.init_from:
         initialise_from(model, args.init_from, src_vocab, tgt_vocab)
+        init_fingerprint = parameters_fingerprint(model)
     extras = _parse_extras(args.extra, args.extra_tokens, 2, "--extra")
     pads = _check_extras(model, extras, model_cfg.family, "--extra")
     train_extras = {n: ExtraField(paths[0], pads[n], tokens) for n, (tokens, paths) in extras.items()}
@@ -208,9 +211,19 @@ def _train(args: argparse.Namespace) -> int:
         atomic_write_text(out_dir / "config.resolved.yaml", yaml.safe_dump(resolved, sort_keys=False, allow_unicode=True))
     trainer = Trainer(model, train_cfg, train_data, valid_data, out_dir, model_config=model_cfg.to_dict(),
                       src_vocab=src_vocab, tgt_vocab=tgt_vocab, bleu_fn=bleu_fn, decode_config=_plain(decode_cfg),
-                      device=device, dist=dist, log=log, restart_on_change=args.restart_on_change)
+                      device=device, dist=dist, log=log, restart_on_change=args.restart_on_change,
+                      init_fingerprint=init_fingerprint)
     result = trainer.train()
     return EXIT_REQUEUE if result.status == "interrupted" else 0
+
+
+def parameters_fingerprint(model: torch.nn.Module) -> str:
+    """SHA-256 (hex) of ``model``'s state (names and raw bytes, in name order)."""
+    digest = hashlib.sha256()
+    for name, tensor in sorted(model.state_dict().items()):
+        digest.update(name.encode("utf-8"))
+        digest.update(tensor.detach().cpu().contiguous().view(torch.uint8).numpy().tobytes())
+    return digest.hexdigest()
 
 
 def initialise_from(model: torch.nn.Module, path: str, src_vocab: Vocabulary, tgt_vocab: Vocabulary) -> None:

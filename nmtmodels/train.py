@@ -21,14 +21,14 @@ Semantics worth knowing:
 * Resume: when ``checkpoint_last.pt`` exists, model, optimizer, scheduler, every rank's
   RNG states, the batch sampler position, counters and the early-stopping state are
   restored, so an interrupted run ends with the same parameters as an uninterrupted one.
-  Only a checkpoint of the same run is resumed: same model config, vocabularies,
-  training data (:meth:`ParallelDataset.fingerprint`), batches and ``train`` settings,
-  except the limits and bookkeeping in :data:`CHANGEABLE_ON_RESUME` (so a finished run
-  can be extended by raising ``max_updates``). Otherwise the trainer stops with an error
-  naming what changed, or with ``restart_on_change`` deletes the old run's checkpoints
-  and metrics and starts over (what a workflow wants when a job reruns because its
-  inputs or parameters changed: the old checkpoint would otherwise be passed off as the
-  new run's model).
+  Only a checkpoint of the same run is resumed: same model config, vocabularies, training
+  data (:meth:`ParallelDataset.fingerprint`), batches, initial parameters
+  (``init_fingerprint``) and ``train`` settings, except the limits and bookkeeping in
+  :data:`CHANGEABLE_ON_RESUME` (so a finished run can be extended by raising
+  ``max_updates``). Otherwise the trainer stops with an error naming what changed, or with
+  ``restart_on_change`` deletes the old run's checkpoints and metrics and starts over (what
+  a workflow wants when a job reruns because its inputs or parameters changed: the old
+  checkpoint would otherwise be passed off as the new run's model).
 * SIGTERM / SIGUSR1: the current update finishes, ``checkpoint_last.pt`` is written and
   :meth:`Trainer.train` returns status "interrupted"; the CLI then exits with
   :data:`EXIT_REQUEUE` (75, EX_TEMPFAIL) so a scheduler can requeue the job.
@@ -266,7 +266,9 @@ class Trainer:
     at each validation when ``cfg.valid_bleu`` (see :func:`make_bleu_fn`).
     ``model_config`` (a dict) and the vocabularies go into every checkpoint.
     ``restart_on_change``: start over instead of failing when ``checkpoint_last.pt`` belongs
-    to a different run (see the module docstring).
+    to a different run (see the module docstring). ``init_fingerprint`` names the
+    parameters the run starts from when they come from elsewhere (``nmt-train
+    --init-from``); a checkpoint of a run started from other parameters is another run.
     """
 
     def __init__(
@@ -286,6 +288,7 @@ class Trainer:
         dist: DistributedContext | None = None,
         log: Callable[[str], None] | None = None,
         restart_on_change: bool = False,
+        init_fingerprint: str | None = None,
     ):
         if cfg.valid_bleu and bleu_fn is None:
             raise ConfigError("train.valid_bleu: no BLEU scorer was given (validation references missing?)")
@@ -304,6 +307,7 @@ class Trainer:
         self.bleu_fn = bleu_fn
         self.decode_config = decode_config
         self.restart_on_change = restart_on_change
+        self.init_fingerprint = init_fingerprint
         self.data_fingerprint = train_data.fingerprint()
         self._log = log or (lambda msg: print(msg, file=sys.stderr, flush=True))
         if cfg.num_threads:
@@ -626,6 +630,7 @@ class Trainer:
                 "sampler": self.sampler.state_dict(),
                 "update": self.update,
                 "data_fingerprint": self.data_fingerprint,
+                "init_fingerprint": self.init_fingerprint,
                 "metrics_history": self.metrics_history,
                 "elapsed": self.elapsed,
                 "best": self.best,
@@ -693,6 +698,8 @@ class Trainer:
         saved_data = state["trainer"].get("data_fingerprint")
         if saved_data is not None and saved_data != self.data_fingerprint:
             changes.append("the training data differs")
+        if state["trainer"].get("init_fingerprint") != self.init_fingerprint:
+            changes.append("the initial parameters (--init-from) differ")
         if not changes:  # the batch order can only be compared on the same data and settings
             changes += self.sampler.mismatches(state["trainer"]["sampler"])
         return changes

@@ -238,6 +238,12 @@ def test_rerun_with_other_settings_fails_or_starts_over_on_request(copy_run, tmp
     assert cli.train_main(args + ["--set", "train.lr=0.001", "--restart-on-change"]) == 0
     assert "starting over:" in capsys.readouterr().err
     assert load_checkpoint(tmp_path / "out" / "checkpoint_last.pt")["train_config"]["lr"] == 0.001
+    initialised = args + ["--set", "train.lr=0.001", "--init-from", str(copy_run / "out" / "checkpoint_last.pt")]
+    assert cli.train_main(initialised) == 2
+    assert "the initial parameters (--init-from) differ" in capsys.readouterr().err
+    assert cli.train_main(initialised + ["--restart-on-change"]) == 0
+    assert cli.train_main(initialised + ["--set", "train.max_updates=4"]) == 0  # the same run: resumed
+    assert "resumed from" in capsys.readouterr().err
 
 
 def test_module_entry_points_list_commands(monkeypatch, capsys):
