@@ -21,7 +21,7 @@ import torch
 from nmtmodels.batch import BOS_ID, EOS_ID, PAD_ID, Batch
 from nmtmodels.config import ModelConfig
 from nmtmodels.registry import build_model
-from nmtmodels.train import label_smoothed_nll_loss
+from nmtmodels.train import TrainConfig, build_optimizer, label_smoothed_nll_loss
 
 VARIANTS = {
     "Transformer": {"family": "transformer"},
@@ -71,8 +71,7 @@ def main() -> None:
         torch.manual_seed(0)
         models[name] = build_model(ModelConfig.from_dict({"preset": "tiny", "normalize_before": True, **spec}),
                                    args.vocab, args.vocab).train()
-        optimizers[name] = torch.optim.AdamW(models[name].parameters(), lr=1e-4, betas=(0.9, 0.98), eps=1e-9,
-                                             weight_decay=0.0, fused=True)  # as the Trainer builds it
+        optimizers[name] = build_optimizer(models[name].parameters(), TrainConfig(lr=1e-4), torch.device("cpu"))
 
     def step(name: str, batch: Batch) -> None:
         model, optimizer = models[name], optimizers[name]

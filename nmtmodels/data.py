@@ -492,10 +492,9 @@ class BucketBatchSampler:
 
     def order_fingerprint(self, epoch: int | None = None) -> str:
         """SHA-256 (hex) of every rank's batches of ``epoch`` (default: the current one)."""
-        digest = hashlib.sha256()
-        for batch in self._global_batches_cached(self.epoch if epoch is None else epoch):
-            digest.update(np.asarray(batch, dtype=np.int64).tobytes())
-            digest.update(b"|")
+        batches = self._global_batches_cached(self.epoch if epoch is None else epoch)
+        digest = hashlib.sha256(np.array([len(b) for b in batches], dtype=np.int64).tobytes())
+        digest.update(np.concatenate(batches).astype(np.int64).tobytes())
         return digest.hexdigest()
 
     def state_dict(self) -> dict[str, Any]:

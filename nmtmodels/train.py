@@ -47,7 +47,7 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -191,6 +191,14 @@ class _LabelSmoothedCrossEntropy(torch.autograd.Function):
         return grad.to(ctx.logits_dtype), None, None, None
 
 
+def build_optimizer(parameters: Iterable[Tensor], cfg: TrainConfig, device: torch.device) -> torch.optim.AdamW:
+    """AdamW with ``cfg``'s lr, betas, eps and weight decay; torch's fused kernel on CUDA and
+    CPU (on CPU the default per-parameter loop takes about 3x as long, benchmarks/README.md)."""
+    fused = {"fused": True} if device.type in ("cuda", "cpu") else {}
+    return torch.optim.AdamW(parameters, lr=cfg.lr, betas=tuple(cfg.adam_betas), eps=cfg.adam_eps,
+                             weight_decay=cfg.weight_decay, **fused)
+
+
 @dataclass
 class InverseSqrtSchedule:
     """Multiplier for ``torch.optim.lr_scheduler.LambdaLR`` (base lr = ``peak``).
@@ -318,11 +326,7 @@ class Trainer:
         self.net: torch.nn.Module = self.model
         if self.dist.enabled:
             self.net = torch.nn.parallel.DistributedDataParallel(self.model)
-        # torch's fused AdamW kernel (CUDA and CPU): on CPU the default per-parameter loop
-        # takes about 3x as long (benchmarks/README.md, "Where the time goes")
-        fused = {"fused": True} if self.device.type in ("cuda", "cpu") else {}
-        self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=cfg.lr, betas=tuple(cfg.adam_betas),
-                                           eps=cfg.adam_eps, weight_decay=cfg.weight_decay, **fused)
+        self.optimizer = build_optimizer(self.model.parameters(), cfg, self.device)
         self.schedule = InverseSqrtSchedule(cfg.lr, cfg.warmup_updates, cfg.warmup_init_lr)
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, self.schedule)
         self.sampler = BucketBatchSampler(train_data, cfg.max_tokens, unit=cfg.batch_unit, shuffle=True,
