@@ -76,8 +76,8 @@ def main() -> None:
     def step(name: str, batch: Batch) -> None:
         model, optimizer = models[name], optimizers[name]
         optimizer.zero_grad(set_to_none=True)
-        logits = model(batch)
-        label_smoothed_nll_loss(logits, batch.tgt_out, 0.1)[0].backward()
+        states = model(batch, features_only=True)
+        label_smoothed_nll_loss(states, model.output_layer, batch.tgt_out, 0.1)[0].backward()
         optimizer.step()
 
     for name in models:  # warm-up

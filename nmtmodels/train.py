@@ -9,6 +9,9 @@ Semantics worth knowing:
   number of target tokens of the whole update (all accumulated batches on all ranks),
   so ``R`` ranks x ``u`` accumulation steps equal one process with ``R*u`` steps.
   Reported ``loss``/``nll`` are per target token, in nats (perplexity = exp(nll)).
+  The loss takes the model's decoder states (``forward(batch, features_only=True)``) and
+  applies the output layer itself, a chunk of rows at a time, so the (tokens x vocabulary)
+  logits are never held in memory (:func:`label_smoothed_nll_loss`).
 * Learning rate for the ``u``-th update (1-based): ``init + (peak - init) * u / warmup``
   while ``u <= warmup``, then ``peak * sqrt(warmup / u)`` (fairseq ``inverse_sqrt``;
   with ``init = 0`` this is ``peak * min(u / warmup, sqrt(warmup / u))``).
@@ -54,8 +57,7 @@ from typing import Any, Literal
 
 import numpy as np
 import torch
-import torch.nn.functional as F
-from torch import Tensor
+from torch import Tensor, nn
 
 from nmtmodels.batch import PAD_ID
 from nmtmodels.checkpoint import copy_checkpoint, load_checkpoint, numbered_checkpoints, save_checkpoint
@@ -150,45 +152,92 @@ class TrainConfig:
 
 
 # ---------------------------------------------------------------------- loss / schedule
-def label_smoothed_nll_loss(logits: Tensor, target: Tensor, epsilon: float, ignore_index: int = PAD_ID) -> tuple[Tensor, Tensor]:
-    """(smoothed loss, nll), each summed over the non-``ignore_index`` targets.
+def label_smoothed_nll_loss(
+    states: Tensor, output_layer: nn.Linear, target: Tensor, epsilon: float, ignore_index: int = PAD_ID
+) -> tuple[Tensor, Tensor]:
+    """(smoothed loss, nll) of the logits ``output_layer(states)``, each summed over the
+    non-``ignore_index`` targets, without materialising those (tokens x vocabulary) logits.
 
     ``loss = (1 - eps) * nll + eps * mean_v(-log p_v)`` per token, which is
-    ``F.cross_entropy(..., label_smoothing=eps)``; computed from one log-softmax (fp32).
+    ``F.cross_entropy(output_layer(states), target, label_smoothing=eps)``; computed in fp32.
+    ``states`` (..., d) are a model's ``forward(batch, features_only=True)``, ``target`` (...).
     """
-    loss, nll = _LabelSmoothedCrossEntropy.apply(logits.reshape(-1, logits.size(-1)), target.reshape(-1), epsilon, ignore_index)
-    return loss, nll
+    weight, bias = output_layer.weight, output_layer.bias
+    want_grad = torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in (states, weight, bias))
+    return _ProjectedLabelSmoothedCrossEntropy.apply(
+        states.reshape(-1, states.size(-1)), weight, bias, target.reshape(-1), epsilon, ignore_index, want_grad)
 
 
-class _LabelSmoothedCrossEntropy(torch.autograd.Function):
-    """:func:`label_smoothed_nll_loss` with its gradient written out in one buffer.
+class _ProjectedLabelSmoothedCrossEntropy(torch.autograd.Function):
+    """:func:`label_smoothed_nll_loss`: output layer, log-softmax, loss and gradient, chunk by chunk.
 
-    d loss / d logits = keep * (softmax - (1 - eps) * onehot(target) - eps / V): three
-    in-place passes over one (N, V) tensor instead of autograd's separate log-softmax,
-    NLL (a zero-filled scatter) and sum backward passes; about 2.5x faster on the output
-    layer's (N, V) logits on CPU, a few percent of a training step (benchmarks/README.md).
+    For a chunk of rows the logits ``z = h W^T + b`` are computed into one buffer, with
+    ``lse = logsumexp(z)``. Then ``nll = lse - z_target`` and ``mean_v(-log p_v) = lse - mean_v(z)``.
+    When gradients are wanted, the same buffer becomes ``dL/dz = keep * (softmax(z) -
+    (1 - eps) onehot(target) - eps / V)``, which gives ``dL/dh = dL/dz W`` and accumulates
+    ``dL/dW += dL/dz^T h`` (and ``dL/db += sum dL/dz``). The backward pass only scales the saved
+    gradients by the incoming one. This is the chunked "fused linear cross-entropy" idea
+    (Liger-Kernel, Apple's Cut Cross-Entropy).
+
+    The (tokens x vocabulary) logits of a CPU step (about 3,600 x 8,000, 115 MB) never reach
+    memory. Chunks of ``CHUNK_ELEMENTS`` logits fit the CPU's cache; a batch needs a handful
+    of chunks; CUDA takes much larger chunks, where kernel launches, not cache, set the cost.
+    See benchmarks/README.md, "Training", for the measured effect.
     """
+
+    CHUNK_ELEMENTS = {"cpu": 2**22, "cuda": 2**26}
 
     @staticmethod
-    def forward(ctx: Any, logits: Tensor, target: Tensor, epsilon: float, ignore_index: int) -> tuple[Tensor, Tensor]:
-        lprobs = F.log_softmax(logits.float(), dim=-1)
+    def forward(ctx: Any, states: Tensor, weight: Tensor, bias: Tensor | None, target: Tensor, epsilon: float,
+                ignore_index: int, want_grad: bool) -> tuple[Tensor, Tensor]:
+        rows, vocab = states.size(0), weight.size(0)
+        weight_c = weight.to(states.dtype)  # bf16 under autocast, as nn.Linear would use
+        bias_c = None if bias is None else bias.to(states.dtype)
         keep = target.ne(ignore_index)
         safe_target = target.masked_fill(~keep, 0).unsqueeze(-1)
-        nll = -(lprobs.gather(-1, safe_target).squeeze(-1) * keep).sum()
-        smooth = -(lprobs.sum(dim=-1) * keep).sum() / lprobs.size(-1)
-        ctx.save_for_backward(lprobs, safe_target, keep)
-        ctx.epsilon, ctx.logits_dtype = epsilon, logits.dtype
+        keep_f = keep.float()
+        nll = states.new_zeros((), dtype=torch.float32)
+        smooth = states.new_zeros((), dtype=torch.float32)
+        grad_states = torch.empty_like(states) if want_grad else None
+        grad_weight = torch.zeros(weight.shape, dtype=torch.float32, device=weight.device) if want_grad else None
+        grad_bias = torch.zeros(vocab, dtype=torch.float32, device=weight.device) if want_grad and bias is not None else None
+        step = max(1, _ProjectedLabelSmoothedCrossEntropy.CHUNK_ELEMENTS.get(states.device.type, 2**26) // vocab)
+        for start in range(0, rows, step):
+            end = min(start + step, rows)
+            h = states[start:end]
+            z = (torch.addmm(bias_c, h, weight_c.t()) if bias_c is not None else h @ weight_c.t()).float()
+            lse = torch.logsumexp(z, dim=-1)
+            t, k = safe_target[start:end], keep_f[start:end]
+            nll += ((lse - z.gather(-1, t).squeeze(-1)) * k).sum()
+            smooth += ((lse - z.mean(dim=-1)) * k).sum()
+            if not want_grad:
+                continue
+            grad_z = z.sub_(lse.unsqueeze(-1)).exp_().sub_(epsilon / vocab)
+            grad_z.scatter_add_(-1, t, grad_z.new_full(t.shape, epsilon - 1.0))
+            grad_z.mul_(k.unsqueeze(-1))
+            grad_z_c = grad_z.to(states.dtype)
+            torch.mm(grad_z_c, weight_c, out=grad_states[start:end])
+            if states.dtype == torch.float32:
+                grad_weight.addmm_(grad_z.t(), h)
+            else:
+                grad_weight.add_(grad_z_c.t() @ h)
+            if grad_bias is not None:
+                grad_bias.add_(grad_z.sum(dim=0))
+        ctx.save_for_backward(grad_states, grad_weight, grad_bias)
+        ctx.weight_dtype = weight.dtype
         ctx.mark_non_differentiable(nll)
         return (1.0 - epsilon) * nll + epsilon * smooth, nll
 
     @staticmethod
-    def backward(ctx: Any, grad_loss: Tensor, _grad_nll: Tensor) -> tuple[Tensor, None, None, None]:
-        lprobs, safe_target, keep = ctx.saved_tensors
-        grad = lprobs.exp()
-        grad.sub_(ctx.epsilon / grad.size(-1))
-        grad.scatter_add_(-1, safe_target, grad.new_full(safe_target.shape, ctx.epsilon - 1.0))
-        grad.mul_((keep * grad_loss).unsqueeze(-1))
-        return grad.to(ctx.logits_dtype), None, None, None
+    def backward(ctx: Any, grad_loss: Tensor, _grad_nll: Tensor) -> tuple[Tensor | None, ...]:
+        grad_states, grad_weight, grad_bias = ctx.saved_tensors
+        scale = grad_loss.float()
+        return (
+            None if grad_states is None else grad_states * scale.to(grad_states.dtype),
+            None if grad_weight is None else (grad_weight * scale).to(ctx.weight_dtype),
+            None if grad_bias is None else (grad_bias * scale).to(ctx.weight_dtype),
+            None, None, None, None,
+        )
 
 
 def build_optimizer(parameters: Iterable[Tensor], cfg: TrainConfig, device: torch.device) -> torch.optim.AdamW:
@@ -456,8 +505,8 @@ class Trainer:
             sync = contextlib.nullcontext() if last or not self.dist.enabled else self.net.no_sync()
             with sync:
                 with self._autocast:
-                    logits = self.net(batch)
-                loss, nll = label_smoothed_nll_loss(logits, batch.tgt_out, self.cfg.label_smoothing)
+                    states = self.net(batch, features_only=True)
+                loss, nll = label_smoothed_nll_loss(states, self.model.output_layer, batch.tgt_out, self.cfg.label_smoothing)
                 (loss * scale).backward()
             loss = loss.detach()
             self._loss_sum = loss if self._loss_sum is None else self._loss_sum + loss
@@ -569,8 +618,8 @@ class Trainer:
                 tokens += batch.num_target_tokens
                 batch = batch.to(self.device)
                 with self._autocast:
-                    logits = self.model(batch)
-                loss, nll = label_smoothed_nll_loss(logits, batch.tgt_out, self.cfg.label_smoothing)
+                    states = self.model(batch, features_only=True)
+                loss, nll = label_smoothed_nll_loss(states, self.model.output_layer, batch.tgt_out, self.cfg.label_smoothing)
                 loss_sum += loss
                 nll_sum += nll
             metrics = {"valid_loss": float(loss_sum) / tokens, "valid_nll": float(nll_sum) / tokens}

@@ -48,9 +48,12 @@ def reorder_state(state: State, index: Tensor, *, within_sentences: bool = False
 class Seq2SeqModel(nn.Module):
     """Encoder-decoder base class.
 
-    ``decode(tgt_in, encoder_out, cache=None, need_attention=False)`` returns
-    ``(logits, attention)``: logits (B, T, V) un-normalised; attention (B, T, S) over the
-    source memory (the average over heads of the last decoder layer's cross-attention)
+    ``decode(tgt_in, encoder_out, cache=None, need_attention=False, features_only=False)``
+    returns ``(logits, attention)``. The logits (B, T, V) are un-normalised; with
+    ``features_only`` they are replaced by the decoder's output states (B, T, d), which
+    :attr:`output_layer` maps to the logits (the trainer's loss projects them chunk by chunk,
+    like fairseq's ``features_only``). The attention (B, T, S) over the source memory (the
+    average over heads of the last decoder layer's cross-attention) is returned
     when ``need_attention`` (beam-search coverage penalties, attention plots), else None.
     With ``cache`` given, ``tgt_in`` holds only the new token(s) (B, 1) and the cache
     carries everything earlier steps computed (self-attention keys/values and the
@@ -61,14 +64,21 @@ class Seq2SeqModel(nn.Module):
         raise NotImplementedError
 
     def decode(
-        self, tgt_in: Tensor, encoder_out: State, cache: State | None = None, need_attention: bool = False
+        self, tgt_in: Tensor, encoder_out: State, cache: State | None = None, need_attention: bool = False,
+        features_only: bool = False,
     ) -> tuple[Tensor, Tensor | None]:  # pragma: no cover - interface
         raise NotImplementedError
 
-    def forward(self, batch: Batch) -> Tensor:
-        """Teacher-forced logits (B, T, V) for ``batch.tgt_in``."""
-        logits, _ = self.decode(batch.tgt_in, self.encode(batch))
-        return logits
+    def forward(self, batch: Batch, features_only: bool = False) -> Tensor:
+        """Teacher-forced logits (B, T, V) for ``batch.tgt_in`` (the decoder states (B, T, d)
+        with ``features_only``)."""
+        out, _ = self.decode(batch.tgt_in, self.encode(batch), features_only=features_only)
+        return out
+
+    @property
+    def output_layer(self) -> nn.Linear:
+        """The linear map from the decoder states to the logits."""
+        return self.decoder.output_projection
 
     def attach_vocabularies(self, src_vocab: Any, tgt_vocab: Any) -> None:
         """Hook called by ``nmt-train`` once the vocabularies are known (default: nothing).

@@ -47,6 +47,7 @@ from nmtmodels.batch import EOS_ID, PAD_ID, SPECIAL_SYMBOLS, Batch
 from nmtmodels.config import ModelConfig
 from nmtmodels.configuration import ConfigError, from_dict
 from nmtmodels.models.base import Seq2SeqModel, State
+from nmtmodels.modules.dropout import Dropout
 from nmtmodels.registry import register_model
 from nmtmodels.symbols import SPACE_SYMBOL
 
@@ -104,7 +105,7 @@ class CharEncoder(nn.Module):
         super().__init__()
         self.embedding = nn.Embedding(vocab_size, opts.embedding_dim, padding_idx=PAD_ID)
         self.rnn = nn.GRU(opts.embedding_dim, opts.encoder_dim, batch_first=True, bidirectional=True)
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
         self.output_dim = 2 * opts.encoder_dim
 
     def forward(self, src: Tensor, pad_mask: Tensor) -> tuple[Tensor, Tensor]:
@@ -144,7 +145,7 @@ class Char2WordEncoder(nn.Module):
         self.embedding = nn.Embedding(vocab_size, opts.embedding_dim, padding_idx=PAD_ID)
         self.char_rnn = nn.GRU(opts.embedding_dim, opts.encoder_dim, batch_first=True)
         self.word_rnn = nn.GRU(opts.encoder_dim, opts.encoder_dim, batch_first=True, bidirectional=True)
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
         self.output_dim = 2 * opts.encoder_dim
         # the source vocabulary's id of the space symbol; set by attach_vocabularies
         self.register_buffer("space_id", torch.tensor(-1, dtype=torch.long))
@@ -195,7 +196,7 @@ class CharDecoder(nn.Module):
         self.init_state = nn.Linear(memory_dim, opts.decoder_dim)
         self.attention = AdditiveAttention(opts.decoder_dim, memory_dim, opts.attention_dim)
         self.cell = nn.GRUCell(opts.embedding_dim + memory_dim, opts.decoder_dim)
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
         self.output_projection = nn.Linear(opts.decoder_dim, vocab_size)
 
     def initial_state(self, memory: Tensor, pad_mask: Tensor) -> Tensor:
@@ -205,7 +206,8 @@ class CharDecoder(nn.Module):
         return torch.tanh(self.init_state(mean))
 
     def forward(
-        self, tgt_in: Tensor, memory: Tensor, pad_mask: Tensor, cache: State | None = None, need_attention: bool = False
+        self, tgt_in: Tensor, memory: Tensor, pad_mask: Tensor, cache: State | None = None, need_attention: bool = False,
+        features_only: bool = False,
     ) -> tuple[Tensor, Tensor | None]:
         if cache is not None and "hidden" in cache:
             hidden, keys = cache["hidden"], cache["keys"]
@@ -220,8 +222,9 @@ class CharDecoder(nn.Module):
             alphas.append(alpha)
         if cache is not None:
             cache["hidden"], cache["keys"] = hidden, keys
-        logits = self.output_projection(self.dropout(torch.stack(states, dim=1)))
-        return logits, (torch.stack(alphas, dim=1) if need_attention else None)
+        features = self.dropout(torch.stack(states, dim=1))
+        out = features if features_only else self.output_projection(features)
+        return out, (torch.stack(alphas, dim=1) if need_attention else None)
 
 
 # ----------------------------------------------------------------------------- models
@@ -258,10 +261,12 @@ class CharToCharModel(Seq2SeqModel):
         return {"memory": memory, "memory_pad_mask": pad_mask}
 
     def decode(
-        self, tgt_in: Tensor, encoder_out: State, cache: State | None = None, need_attention: bool = False
+        self, tgt_in: Tensor, encoder_out: State, cache: State | None = None, need_attention: bool = False,
+        features_only: bool = False,
     ) -> tuple[Tensor, Tensor | None]:
         """See :class:`Seq2SeqModel`; attention (B, T, S) is the additive attention's alpha."""
-        return self.decoder(tgt_in, encoder_out["memory"], encoder_out["memory_pad_mask"], cache, need_attention)
+        return self.decoder(tgt_in, encoder_out["memory"], encoder_out["memory_pad_mask"], cache, need_attention,
+                            features_only)
 
     def max_positions(self) -> tuple[int, int]:
         return (self.cfg.max_source_positions, self.cfg.max_target_positions)

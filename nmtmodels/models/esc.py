@@ -50,6 +50,7 @@ from nmtmodels.configuration import ConfigError
 from nmtmodels.models.base import State
 from nmtmodels.models.transformer import TransformerDecoder, TransformerModel
 from nmtmodels.modules.attention import MultiheadAttention
+from nmtmodels.modules.dropout import Dropout
 from nmtmodels.modules.embedding import InputEmbedding
 from nmtmodels.modules.layers import FeedForward, TransformerDecoderLayer, layer_kwargs
 from nmtmodels.registry import register_model
@@ -74,7 +75,7 @@ class SourceFusion(nn.Module):
         super().__init__()
         self.attention = MultiheadAttention(cfg.d_model, cfg.heads, dropout=cfg.attention_dropout)
         self.ffn = FeedForward(cfg.d_model, cfg.ffn_dim, cfg.activation, cfg.activation_dropout)
-        self.dropout = nn.Dropout(cfg.dropout)
+        self.dropout = Dropout(cfg.dropout)
 
     def forward(self, h_x: Tensor, h_c: Tensor, c_pad_mask: Tensor) -> Tensor:
         attended, _ = self.attention(h_x, h_c, key_padding_mask=c_pad_mask)
@@ -141,7 +142,8 @@ class BackboneDecoder(TransformerDecoder):
         return BackboneDecoderLayer(cfg, self.gate_hidden)
 
     def forward(  # type: ignore[override]
-        self, tgt_in: Tensor, state: State, cache: State | None = None, need_attention: bool = False
+        self, tgt_in: Tensor, state: State, cache: State | None = None, need_attention: bool = False,
+        features_only: bool = False,
     ) -> tuple[Tensor, Tensor | None]:
         start = 0 if cache is None else cache.get("step", 0)
         x = self.embedding(tgt_in, start=start)
@@ -155,7 +157,8 @@ class BackboneDecoder(TransformerDecoder):
                 attention = layer_attention
         if cache is not None:
             cache["step"] = start + tgt_in.size(1)
-        return self.output_projection(self.final_norm(x)), attention
+        x = self.final_norm(x)
+        return (x if features_only else self.output_projection(x)), attention
 
 
 # --- the models -------------------------------------------------------------------------
@@ -198,11 +201,13 @@ class ESCModel(TransformerModel):
                 "backbone": self.fusion(h_x, h_c, c_mask), "backbone_pad_mask": src_mask}
 
     def decode(
-        self, tgt_in: Tensor, encoder_out: State, cache: State | None = None, need_attention: bool = False
+        self, tgt_in: Tensor, encoder_out: State, cache: State | None = None, need_attention: bool = False,
+        features_only: bool = False,
     ) -> tuple[Tensor, Tensor | None]:
         if self.target_fusion:
-            return self.decoder(tgt_in, encoder_out, cache, need_attention)
-        return self.decoder(tgt_in, encoder_out["memory"], encoder_out["memory_pad_mask"], cache, need_attention)
+            return self.decoder(tgt_in, encoder_out, cache, need_attention, features_only)
+        return self.decoder(tgt_in, encoder_out["memory"], encoder_out["memory_pad_mask"], cache, need_attention,
+                            features_only)
 
 
 @register_model("bsfnmt")

@@ -64,6 +64,7 @@ from nmtmodels.config import ModelConfig
 from nmtmodels.configuration import ConfigError
 from nmtmodels.models.transformer import TransformerEncoder, TransformerModel
 from nmtmodels.modules.attention import MultiheadAttention
+from nmtmodels.modules.dropout import Dropout
 from nmtmodels.modules.embedding import InputEmbedding
 from nmtmodels.modules.layers import FeedForward, ResidualNorm
 from nmtmodels.registry import register_model
@@ -164,7 +165,7 @@ class GraphEncoderLayer(nn.Module):
         self.norm_prev = nn.LayerNorm(d) if cfg.normalize_before else nn.Identity()
         self.norm_incr = nn.LayerNorm(d) if cfg.normalize_before else nn.Identity()
         self.fusion_norm = nn.Identity() if cfg.normalize_before else nn.LayerNorm(d)
-        self.dropout = nn.Dropout(cfg.dropout)
+        self.dropout = Dropout(cfg.dropout)
         self.fusion = SelfGate(d) if options.fusion == "self_gate" else WeightGate() if options.fusion == "gate" else SumFusion()
         self.ffn = FeedForward(d, cfg.ffn_dim, cfg.activation, cfg.activation_dropout)
         self.ffn_residual = ResidualNorm(d, cfg.dropout, cfg.normalize_before)

@@ -69,8 +69,9 @@ class TransformerDecoder(nn.Module):
         memory_pad_mask: Tensor,
         cache: State | None = None,
         need_attention: bool = False,
+        features_only: bool = False,
     ) -> tuple[Tensor, Tensor | None]:
-        """Logits (B, T, V) and, if ``need_attention``, the last layer's head-averaged
+        """Logits (B, T, V) (the states before the output projection with ``features_only``) and, if ``need_attention``, the last layer's head-averaged
         cross-attention (B, T, S).  With ``cache``, ``tgt_in`` holds only the new tokens:
         positions continue from ``cache["step"]`` and every layer keeps its keys/values in
         ``cache["layer<i>"]``."""
@@ -87,7 +88,8 @@ class TransformerDecoder(nn.Module):
                 attention = layer_attention
         if cache is not None:
             cache["step"] = start + tgt_in.size(1)
-        return self.output_projection(self.final_norm(x)), attention
+        x = self.final_norm(x)
+        return (x if features_only else self.output_projection(x)), attention
 
 
 @register_model("transformer")
@@ -157,10 +159,12 @@ class TransformerModel(Seq2SeqModel):
         return {"memory": self.encoder(batch.src, pad_mask), "memory_pad_mask": pad_mask}
 
     def decode(
-        self, tgt_in: Tensor, encoder_out: State, cache: State | None = None, need_attention: bool = False
+        self, tgt_in: Tensor, encoder_out: State, cache: State | None = None, need_attention: bool = False,
+        features_only: bool = False,
     ) -> tuple[Tensor, Tensor | None]:
         """See :class:`Seq2SeqModel`; the attention (B, T, S) is computed only if ``need_attention``."""
-        return self.decoder(tgt_in, encoder_out["memory"], encoder_out["memory_pad_mask"], cache, need_attention)
+        return self.decoder(tgt_in, encoder_out["memory"], encoder_out["memory_pad_mask"], cache, need_attention,
+                            features_only)
 
     def max_positions(self) -> tuple[int, int]:
         return (self.cfg.max_source_positions, self.cfg.max_target_positions)

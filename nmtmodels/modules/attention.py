@@ -34,6 +34,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from nmtmodels.modules.dropout import dropout as nmt_dropout
+
 
 STATIC_CACHE = "static"
 """Key set to True in a cache dict whose tensors depend on the source sentence only (projected
@@ -190,7 +192,7 @@ class MultiheadAttention(nn.Module):
             scores = scores.masked_fill(~mask, float("-inf"))
         probs = torch.softmax(scores, dim=-1)
         weights = probs.mean(dim=1) if need_weights else None
-        probs = F.dropout(probs, dropout, training=dropout > 0)
+        probs = nmt_dropout(probs, dropout, training=dropout > 0)
         out = torch.matmul(probs, v)
         if relations is not None:
             per_relation = probs.new_zeros(*probs.shape[:-1], relations.values.size(0))

@@ -14,6 +14,7 @@ import torch
 from torch import Tensor, nn
 
 from nmtmodels.batch import PAD_ID
+from nmtmodels.modules.dropout import Dropout
 
 
 class TokenEmbedding(nn.Embedding):
@@ -79,7 +80,7 @@ class InputEmbedding(nn.Module):
         super().__init__()
         self.tokens = tokens
         self.positions = positions
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
         self.max_positions = max_positions
 
     def position_encoding(self, length: int, start: int, device: torch.device) -> Tensor:

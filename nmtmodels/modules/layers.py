@@ -17,6 +17,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from nmtmodels.modules.attention import MultiheadAttention, RelationTerms
+from nmtmodels.modules.dropout import Dropout
 
 if TYPE_CHECKING:
     from nmtmodels.config import ModelConfig
@@ -48,7 +49,7 @@ class FeedForward(nn.Module):
         self.fc1 = nn.Linear(d_model, ffn_dim)
         self.fc2 = nn.Linear(ffn_dim, d_model)
         self.activation = ACTIVATIONS[activation]
-        self.activation_dropout = nn.Dropout(activation_dropout)
+        self.activation_dropout = Dropout(activation_dropout)
         for fc in (self.fc1, self.fc2):
             nn.init.xavier_uniform_(fc.weight)
             nn.init.zeros_(fc.bias)
@@ -67,7 +68,7 @@ class ResidualNorm(nn.Module):
     def __init__(self, d_model: int, dropout: float, normalize_before: bool) -> None:
         super().__init__()
         self.norm = nn.LayerNorm(d_model)
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
         self.normalize_before = normalize_before
 
     def prepare(self, x: Tensor) -> Tensor:

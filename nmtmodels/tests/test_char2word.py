@@ -288,3 +288,11 @@ def test_nmt_train_records_the_space_id_and_nmt_translate_uses_it(tmp_path):
                            "--output", str(tmp_path / "hyp"), "--beam", "2", "--max-len-a", "0", "--max-len-b", "3",
                            "--device", "cpu"]) == 0
     assert len((tmp_path / "hyp").read_text(encoding="utf-8").splitlines()) == len(src)
+
+
+@pytest.mark.parametrize("family", ["char2char", "char2word"])
+@torch.no_grad()
+def test_features_only_states_projected_by_the_output_layer_are_the_logits(family):
+    m = model(family).eval()
+    batch = make_batch(SOURCES, TARGETS)
+    torch.testing.assert_close(m.output_layer(m(batch, features_only=True)), m(batch))

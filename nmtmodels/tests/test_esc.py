@@ -255,3 +255,12 @@ def test_cli_trains_fusion_model_initialises_from_checkpoint_and_caps_by_ratio(t
         assert [len(o.split()) for o in out] == [len(s.split()) // 2 for s in src]
     finally:
         torch.set_num_threads(threads)
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+@torch.no_grad()
+def test_features_only_states_projected_by_the_output_layer_are_the_logits(family: str) -> None:
+    torch.manual_seed(0)
+    model = model_of(family).eval()
+    batch = random_batch([7, 4], [3, 4], tgt_len=5)
+    torch.testing.assert_close(model.output_layer(model(batch, features_only=True)), model(batch))

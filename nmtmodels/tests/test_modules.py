@@ -13,6 +13,7 @@ import torch
 from torch import nn
 
 from nmtmodels.modules.attention import MultiheadAttention, RelationTerms, allowed_keys
+from nmtmodels.modules.dropout import Dropout
 from nmtmodels.modules.embedding import InputEmbedding, LearnedPositions, SinusoidalPositions, TokenEmbedding
 from nmtmodels.modules.layers import FeedForward, ResidualNorm, TransformerDecoderLayer, TransformerEncoderLayer
 
@@ -296,3 +297,32 @@ def test_decoder_layer_matches_torch_decoder_layer(normalize_before: bool) -> No
     assert attention.shape == (3, 4, 6)
     torch.testing.assert_close(attention.sum(-1), torch.ones(3, 4))
     assert attention[1, :, 2:].abs().max() == 0
+
+
+# ---------------------------------------------------------------------- dropout
+def test_dropout_keeps_each_element_with_probability_one_minus_p_scaled():
+    torch.manual_seed(0)
+    x = torch.ones(1_000_000, requires_grad=True)
+    out = Dropout(0.1).train()(x)
+    kept = out != 0
+    # binomial(1e6, 0.9): standard deviation 300 elements, so 5 sigma is 0.0015
+    assert abs(kept.float().mean().item() - 0.9) < 0.0015
+    torch.testing.assert_close(out[kept], torch.full((int(kept.sum()),), 1 / 0.9))
+    weights = torch.randn(1_000_000)
+    (out * weights).sum().backward()
+    torch.testing.assert_close(x.grad, out.detach() * weights)  # the same mask, the same scale
+
+
+def test_dropout_is_the_identity_in_eval_mode_and_at_p_zero_and_empties_at_p_one():
+    x = torch.randn(50, 7)
+    assert Dropout(0.3).eval()(x) is x
+    assert Dropout(0.0).train()(x) is x
+    assert not Dropout(1.0).train()(x).any()
+
+
+def test_dropout_masks_follow_the_seed():
+    x = torch.randn(40, 9)
+    torch.manual_seed(5)
+    first = Dropout(0.5).train()(x)
+    torch.manual_seed(5)
+    assert torch.equal(Dropout(0.5).train()(x), first)

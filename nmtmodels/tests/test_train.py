@@ -7,13 +7,15 @@ import signal
 import pytest
 import torch
 import torch.nn.functional as F
+from torch import nn
 
 from nmtmodels.batch import PAD_ID
 from nmtmodels.checkpoint import load_checkpoint, numbered_checkpoints
 from nmtmodels.configuration import ConfigError, from_dict
 from nmtmodels.data import ParallelDataset, Ragged
 from nmtmodels.tests.helpers_e import copy_task, tiny_model, train_config, write_lines
-from nmtmodels.train import InverseSqrtSchedule, Trainer, TrainConfig, label_smoothed_nll_loss
+from nmtmodels.train import (InverseSqrtSchedule, Trainer, TrainConfig, _ProjectedLabelSmoothedCrossEntropy,
+                             label_smoothed_nll_loss)
 from nmtmodels.vocab import Vocabulary
 
 
@@ -56,11 +58,20 @@ def assert_bitwise_equal(a: dict, b: dict) -> None:
 
 
 # ---------------------------------------------------------------------- loss and schedule
+class FixedLogits(nn.Linear):
+    """An output layer whose logits are its input (identity weight): hand-written logits."""
+
+    def __init__(self, vocab: int) -> None:
+        super().__init__(vocab, vocab, bias=False)
+        with torch.no_grad():
+            self.weight.copy_(torch.eye(vocab))
+
+
 def test_label_smoothed_loss_matches_hand_computation():
     logits = torch.tensor([[[2.0, 0.0, 1.0, -1.0], [0.5, 0.5, 0.0, 3.0], [1.0, 1.0, 1.0, 1.0]]])
     target = torch.tensor([[2, 3, PAD_ID]])
     eps, V = 0.1, 4
-    loss, nll = label_smoothed_nll_loss(logits, target, eps)
+    loss, nll = label_smoothed_nll_loss(logits, FixedLogits(V), target, eps)
     hand_loss = hand_nll = 0.0
     for row, t in zip(logits[0].tolist()[:2], (2, 3)):
         log_z = math.log(sum(math.exp(x) for x in row))
@@ -72,36 +83,61 @@ def test_label_smoothed_loss_matches_hand_computation():
     assert loss.item() == pytest.approx(hand_loss, rel=1e-6)
     reference = F.cross_entropy(logits.view(-1, V), target.view(-1), ignore_index=PAD_ID, label_smoothing=eps, reduction="sum")
     assert loss.item() == pytest.approx(reference.item(), rel=1e-6)
-    plain, _ = label_smoothed_nll_loss(logits, target, 0.0)
+    plain, _ = label_smoothed_nll_loss(logits, FixedLogits(V), target, 0.0)
     assert plain.item() == pytest.approx(hand_nll, rel=1e-6)
 
 
+@pytest.mark.parametrize("bias", [False, True])
 @pytest.mark.parametrize("eps", [0.0, 0.1, 0.3])
-def test_label_smoothed_loss_gradient_matches_torch_cross_entropy(eps):
+def test_label_smoothed_loss_and_gradients_match_torch_cross_entropy(eps, bias, monkeypatch):
+    # 3 x 5 positions over 11 classes, projected from d = 6; chunks of 2 rows (22 logits)
+    # cover the chunk boundaries, including a last chunk of one row.
+    monkeypatch.setitem(_ProjectedLabelSmoothedCrossEntropy.CHUNK_ELEMENTS, "cpu", 22)
     torch.manual_seed(0)
-    logits = torch.randn(3, 5, 11)
+    states = torch.randn(3, 5, 6)
+    layer = nn.Linear(6, 11, bias=bias)
     target = torch.randint(4, 11, (3, 5))
     target[0, 3:] = PAD_ID
     target[2, 1] = PAD_ID
-    ours_in = logits.clone().requires_grad_()
-    loss, nll = label_smoothed_nll_loss(ours_in, target, eps)
+    ours_in = states.clone().requires_grad_()
+    loss, nll = label_smoothed_nll_loss(ours_in, layer, target, eps)
     (loss * 0.7).backward()
-    torch_in = logits.clone().requires_grad_()
-    reference = F.cross_entropy(torch_in.view(-1, 11), target.view(-1), ignore_index=PAD_ID, label_smoothing=eps, reduction="sum")
+    ours_grads = [p.grad.clone() for p in layer.parameters()]
+    layer.zero_grad()
+    torch_in = states.clone().requires_grad_()
+    logits = layer(torch_in).view(-1, 11)
+    reference = F.cross_entropy(logits, target.view(-1), ignore_index=PAD_ID, label_smoothing=eps, reduction="sum")
     (reference * 0.7).backward()
     torch.testing.assert_close(loss, reference)
-    torch.testing.assert_close(nll, F.cross_entropy(logits.view(-1, 11), target.view(-1), ignore_index=PAD_ID, reduction="sum"))
+    torch.testing.assert_close(nll, F.cross_entropy(logits, target.view(-1), ignore_index=PAD_ID, reduction="sum"))
     torch.testing.assert_close(ours_in.grad, torch_in.grad)
+    for ours, theirs in zip(ours_grads, layer.parameters(), strict=True):
+        torch.testing.assert_close(ours, theirs.grad)
     assert not nll.requires_grad
     assert ours_in.grad[0, 3:].abs().sum() == 0  # padding gets no gradient
 
 
-def test_label_smoothed_loss_returns_the_gradient_in_the_logits_dtype():
-    logits = torch.randn(2, 3, 7).to(torch.bfloat16).requires_grad_()
-    loss, _ = label_smoothed_nll_loss(logits, torch.randint(4, 7, (2, 3)), 0.1)
+def test_label_smoothed_loss_without_gradients_matches_and_needs_no_backward():
+    torch.manual_seed(0)
+    layer, states, target = nn.Linear(6, 11), torch.randn(4, 6, requires_grad=True), torch.randint(4, 11, (4,))
+    with torch.no_grad():
+        loss, nll = label_smoothed_nll_loss(states, layer, target, 0.1)
+        reference = F.cross_entropy(layer(states), target, label_smoothing=0.1, reduction="sum")
+    assert not loss.requires_grad and not nll.requires_grad
+    torch.testing.assert_close(loss, reference)
+
+
+def test_label_smoothed_loss_of_bf16_states_keeps_each_gradient_in_its_parameter_dtype():
+    torch.manual_seed(0)
+    layer = nn.Linear(8, 7)
+    states = torch.randn(2, 3, 8).to(torch.bfloat16).requires_grad_()
+    target = torch.randint(4, 7, (2, 3))
+    loss, _ = label_smoothed_nll_loss(states, layer, target, 0.1)
     assert loss.dtype == torch.float32
     loss.backward()
-    assert logits.grad.dtype == torch.bfloat16
+    assert states.grad.dtype == torch.bfloat16 and layer.weight.grad.dtype == torch.float32
+    reference = F.cross_entropy(layer(states.detach().float()).view(-1, 7), target.view(-1), label_smoothing=0.1, reduction="sum")
+    torch.testing.assert_close(loss, reference, rtol=2e-2, atol=2e-2)
 
 
 def test_inverse_sqrt_schedule_values():

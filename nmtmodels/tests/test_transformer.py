@@ -223,3 +223,14 @@ def test_bfloat16_autocast_runs_and_stays_close() -> None:
     assert logits.dtype == torch.bfloat16
     torch.testing.assert_close(logits.float(), reference, atol=0.1, rtol=0.05)
     torch.testing.assert_close(attention.float(), reference_attention, atol=0.02, rtol=0.05)
+
+
+@pytest.mark.parametrize("tie_output", [False, True])
+@torch.no_grad()
+def test_features_only_states_projected_by_the_output_layer_are_the_logits(tie_output: bool) -> None:
+    torch.manual_seed(0)
+    model = small_model(tie_output=tie_output).eval()
+    batch = random_batch([5, 3], tgt_len=4)
+    states = model(batch, features_only=True)
+    assert states.shape == (2, 5, SMALL["d_model"])
+    torch.testing.assert_close(model.output_layer(states), model(batch))
