@@ -182,7 +182,7 @@ class _ProjectedLabelSmoothedCrossEntropy(torch.autograd.Function):
     The (tokens x vocabulary) logits of a CPU step (about 3,600 x 8,000, 115 MB) never reach
     memory. Chunks of ``CHUNK_ELEMENTS`` logits fit the CPU's cache; a batch needs a handful
     of chunks; CUDA takes much larger chunks, where kernel launches, not cache, set the cost.
-    See benchmarks/README.md, "Training", for the measured effect.
+    Measured in benchmarks/README.md ("Training"): +5-9% training throughput on the CPU benchmark.
     """
 
     CHUNK_ELEMENTS = {"cpu": 2**22, "cuda": 2**26}
