@@ -22,7 +22,8 @@ from torch import Tensor, nn
 class _UniformMaskDropout(torch.autograd.Function):
     @staticmethod
     def forward(ctx: Any, x: Tensor, p: float) -> Tensor:
-        scaled_keep = torch.rand_like(x).ge_(p).mul_(1.0 / (1.0 - p))
+        # drawn in fp32 whatever x's dtype: a bf16 uniform has steps of 2^-8, which would bias 1 - p
+        scaled_keep = torch.rand_like(x, dtype=torch.float32).ge_(p).to(x.dtype).mul_(1.0 / (1.0 - p))
         ctx.save_for_backward(scaled_keep)
         return x * scaled_keep
 
