@@ -57,6 +57,7 @@ from typing import Any, Literal
 
 import numpy as np
 import torch
+import torch.nn.functional as F
 from torch import Tensor, nn
 
 from nmtmodels.batch import PAD_ID
@@ -205,7 +206,7 @@ class _ProjectedLabelSmoothedCrossEntropy(torch.autograd.Function):
         for start in range(0, rows, step):
             end = min(start + step, rows)
             h = states[start:end]
-            z = (torch.addmm(bias_c, h, weight_c.t()) if bias_c is not None else h @ weight_c.t()).float()
+            z = F.linear(h, weight_c, bias_c).float()
             lse = torch.logsumexp(z, dim=-1)
             t, k = safe_target[start:end], keep_f[start:end]
             nll += ((lse - z.gather(-1, t).squeeze(-1)) * k).sum()

@@ -71,10 +71,10 @@ class TransformerDecoder(nn.Module):
         need_attention: bool = False,
         features_only: bool = False,
     ) -> tuple[Tensor, Tensor | None]:
-        """Logits (B, T, V) (the states before the output projection with ``features_only``) and, if ``need_attention``, the last layer's head-averaged
-        cross-attention (B, T, S).  With ``cache``, ``tgt_in`` holds only the new tokens:
-        positions continue from ``cache["step"]`` and every layer keeps its keys/values in
-        ``cache["layer<i>"]``."""
+        """Logits (B, T, V), or with ``features_only`` the states before the output projection,
+        and, if ``need_attention``, the last layer's head-averaged cross-attention (B, T, S).
+        With ``cache``, ``tgt_in`` holds only the new tokens: positions continue from
+        ``cache["step"]`` and every layer keeps its keys/values in ``cache["layer<i>"]``."""
         start = 0 if cache is None else cache.get("step", 0)
         x = self.embedding(tgt_in, start=start)
         layer_inputs = self.layer_inputs(tgt_in, start)
