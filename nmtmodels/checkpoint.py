@@ -7,12 +7,15 @@ A checkpoint is a dict written with ``torch.save`` and read back with
 ``model_config``    ModelConfig as a dict
 ``model``           model state_dict
 ``vocab``           {"src": tokens, "tgt": tokens, "src_fingerprint", "tgt_fingerprint"}
-``train_config``    TrainConfig as a dict (absent in averaged checkpoints)
+``train_config``    TrainConfig as a dict
 ``decode_config``   DecodeConfig as a dict used for validation (optional)
 ``trainer``         optimizer, scheduler, RNG, sampler states, update/epoch counters,
                     best metric, kept-checkpoint registry, elapsed seconds (training only)
 ``metrics``         the latest validation metrics
 ``update``          number of optimizer updates
+
+An averaged checkpoint keeps the newest input's entries except ``trainer`` (so it cannot
+be resumed), with the mean parameters and ``averaged_from`` (the input paths).
 """
 from __future__ import annotations
 

@@ -23,10 +23,10 @@ import torch
 import yaml
 
 from nmtmodels.checkpoint import CheckpointError, average_checkpoints, load_checkpoint, numbered_checkpoints, save_checkpoint
-from nmtmodels.configuration import ConfigError, from_dict, load_yaml
+from nmtmodels.configuration import ConfigError, from_dict, load_yaml, plain_dict
 from nmtmodels.data import ExtraField, ParallelDataset
 from nmtmodels.search import EARLY_STOP_RULES
-from nmtmodels.textio import DataError, atomic_output, atomic_write_text, read_lines
+from nmtmodels.textio import DataError, atomic_output, read_lines
 from nmtmodels.vocab import Vocabulary, check_fingerprint
 
 SECTIONS = ("model", "train", "decode")
@@ -207,10 +207,8 @@ def _train(args: argparse.Namespace) -> int:
     if dist.is_main:
         log(f"model {model_cfg.family}: {model.num_parameters():,} parameters; vocab {len(src_vocab)}/{len(tgt_vocab)}; "
             f"{len(train_data):,} training pairs" + (f", {len(valid_data):,} dev pairs" if valid_data else ""))
-        resolved = {"model": model_cfg.to_dict(), "train": _plain(train_cfg), "decode": _plain(decode_cfg)}
-        atomic_write_text(out_dir / "config.resolved.yaml", yaml.safe_dump(resolved, sort_keys=False, allow_unicode=True))
     trainer = Trainer(model, train_cfg, train_data, valid_data, out_dir, model_config=model_cfg.to_dict(),
-                      src_vocab=src_vocab, tgt_vocab=tgt_vocab, bleu_fn=bleu_fn, decode_config=_plain(decode_cfg),
+                      src_vocab=src_vocab, tgt_vocab=tgt_vocab, bleu_fn=bleu_fn, decode_config=plain_dict(decode_cfg),
                       device=device, dist=dist, log=log, restart_on_change=args.restart_on_change,
                       init_fingerprint=init_fingerprint)
     result = trainer.train()
@@ -241,20 +239,6 @@ def initialise_from(model: torch.nn.Module, path: str, src_vocab: Vocabulary, tg
         raise ConfigError(f"--init-from {path}: parameters do not fit the configured model ({first})") from None
 
 
-def _plain(cfg: Any) -> dict[str, Any]:
-    """A dataclass as YAML-safe plain data (tuples become lists)."""
-    import dataclasses
-
-    def plain(value: Any) -> Any:
-        if isinstance(value, (list, tuple)):
-            return [plain(v) for v in value]
-        if isinstance(value, dict):
-            return {k: plain(v) for k, v in value.items()}
-        return value
-
-    return plain(dataclasses.asdict(cfg))
-
-
 # ---------------------------------------------------------------------- translate
 def load_model_from_checkpoint(path: str, device: torch.device) -> tuple[torch.nn.Module, Vocabulary, Vocabulary, dict[str, Any]]:
     """(model in eval mode on ``device``, source vocabulary, target vocabulary, checkpoint)."""
@@ -271,7 +255,11 @@ def load_model_from_checkpoint(path: str, device: torch.device) -> tuple[torch.n
         vocabs.append(vocab)
     model_cfg = ModelConfig.from_dict(state["model_config"], where=f"{path}: model_config")
     model = build_model(model_cfg, len(vocabs[0]), len(vocabs[1]))
-    model.load_state_dict(state["model"])
+    try:
+        model.load_state_dict(state["model"])
+    except RuntimeError as exc:
+        first = str(exc).strip().splitlines()[0]
+        raise CheckpointError(f"{path}: its parameters do not fit its own model_config ({first})") from None
     model.to(device).eval()
     return model, vocabs[0], vocabs[1], state
 

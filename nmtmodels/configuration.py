@@ -110,6 +110,19 @@ def to_dict(obj: Any) -> dict[str, Any]:
     return dataclasses.asdict(obj)
 
 
+def plain_dict(obj: Any) -> dict[str, Any]:
+    """A dataclass as YAML-safe plain data (tuples become lists)."""
+
+    def plain(value: Any) -> Any:
+        if isinstance(value, (list, tuple)):
+            return [plain(v) for v in value]
+        if isinstance(value, dict):
+            return {k: plain(v) for k, v in value.items()}
+        return value
+
+    return plain(dataclasses.asdict(obj))
+
+
 def load_yaml(path: str | Path) -> dict[str, Any]:
     """Read a YAML mapping; errors name the file."""
     try:

@@ -21,6 +21,8 @@ Semantics worth knowing:
   (every ``save_interval_updates`` and at each epoch end), ``checkpoint_best.pt`` (best
   validation ``best_metric``); numbered files are pruned to the ``keep_last`` newest plus
   the ``keep_best`` best.  Every save is preceded by a validation (as in fairseq).
+* ``config.resolved.yaml`` in ``out_dir``: the model, train and decode settings of the run,
+  written when training starts or resumes (not by a run that stops with an error first).
 * Resume: when ``checkpoint_last.pt`` exists, model, optimizer, scheduler, every rank's
   RNG states, the batch sampler position, counters and the early-stopping state are
   restored, so an interrupted run ends with the same parameters as an uninterrupted one.
@@ -58,13 +60,14 @@ from typing import Any, Literal
 import numpy as np
 import torch
 import torch.nn.functional as F
+import yaml
 from torch import Tensor, nn
 
 from nmtmodels.batch import PAD_ID
 from nmtmodels.checkpoint import copy_checkpoint, load_checkpoint, numbered_checkpoints, save_checkpoint
-from nmtmodels.configuration import ConfigError, to_dict
+from nmtmodels.configuration import ConfigError, plain_dict, to_dict
 from nmtmodels.data import BucketBatchSampler, ParallelDataset
-from nmtmodels.textio import atomic_output
+from nmtmodels.textio import atomic_output, atomic_write_text
 from nmtmodels.distributed import DistributedContext, all_gather_object, all_reduce_sum, barrier, broadcast_object
 from nmtmodels.models.base import Seq2SeqModel
 from nmtmodels.vocab import Vocabulary
@@ -416,6 +419,9 @@ class Trainer:
         self.out_dir.mkdir(parents=True, exist_ok=True)
         if self.checkpoint_last.exists():
             self._resume_or_restart(self.checkpoint_last)
+        if self.dist.is_main:  # only once the run is known to start or to resume
+            resolved = {"model": self.model_config, "train": plain_dict(self.cfg), "decode": self.decode_config}
+            atomic_write_text(self.out_dir / "config.resolved.yaml", yaml.safe_dump(resolved, sort_keys=False, allow_unicode=True))
         with self._signal_handlers():
             try:
                 return self._train_loop()

@@ -1,4 +1,4 @@
-# Scores: sacreBLEU (with signature), chrF and tokenised BLEU per test set.
+# Scores: sacreBLEU (with signature), chrF and tokenised BLEU per test set, each against every reference.
 
 
 
@@ -7,12 +7,13 @@ rule score:
         hyp=f"{EXPERIMENTS}/{{experiment}}/{{corpus}}/{{test_set}}.hyp",
         tok_hyp=f"{EXPERIMENTS}/{{experiment}}/{{corpus}}/{{test_set}}.tok",
         refs=lambda w: wc.reference_paths(config, w.corpus, w.test_set),
-        tok_ref=lambda w: wc.tokenized_reference(config, w.corpus, w.test_set),
+        tok_refs=lambda w: wc.tokenized_references(config, w.corpus, w.test_set),
     output:
         f"{EXPERIMENTS}/{{experiment}}/{{corpus}}/{{test_set}}.scores.json",
     params:
         lang=lambda w: CORPORA[w.corpus]["tgt"],
         refs=lambda w, input: " ".join(f"--ref {shlex.quote(r)}" for r in input.refs),
+        tok_refs=lambda w, input: " ".join(f"--tok-ref {shlex.quote(r)}" for r in input.tok_refs),
     log:
         "logs/score/{experiment}/{corpus}/{test_set}.log",
     benchmark:
@@ -25,4 +26,4 @@ rule score:
         runtime=10,
     shell:
         "python -m nmtmodels.scoring --lang {params.lang} --hyp {input.hyp:q} {params.refs}"
-        " --tok-hyp {input.tok_hyp:q} --tok-ref {input.tok_ref:q} --output {output:q} > {log:q} 2>&1"
+        " --tok-hyp {input.tok_hyp:q} {params.tok_refs} --output {output:q} > {log:q} 2>&1"

@@ -34,6 +34,23 @@ rule preprocess:
         " --threads {threads} > {log:q} 2>&1"
 
 
+# Reference K >= 1 of a multi-reference test set, tokenised exactly as reference 0 above
+# (paired with the source, so line counts are checked; the other outputs are by-products).
+use rule preprocess as preprocess_reference with:
+    input:
+        src=f"{DATA}/{{corpus}}/raw/{{split}}.{{src}}",
+        tgt=f"{DATA}/{{corpus}}/raw/{{split}}.ref{{ref}}.{{tgt}}",
+    output:
+        src=temp(f"{DATA}/{{corpus}}/tok/{{split}}.ref{{ref}}.{{src}}-{{tgt}}.{{src}}"),
+        tgt=f"{DATA}/{{corpus}}/tok/{{split}}.ref{{ref}}.{{src}}-{{tgt}}.{{tgt}}",
+        src_norm=temp(f"{DATA}/{{corpus}}/norm/{{split}}.ref{{ref}}.{{src}}-{{tgt}}.{{src}}"),
+        tgt_norm=temp(f"{DATA}/{{corpus}}/norm/{{split}}.ref{{ref}}.{{src}}-{{tgt}}.{{tgt}}"),
+    log:
+        "logs/preprocess/{corpus}/{split}.ref{ref}.{src}-{tgt}.log",
+    benchmark:
+        "results/benchmarks/preprocess/{corpus}/{split}.ref{ref}.{src}-{tgt}.tsv"
+
+
 rule segment:
     input:
         f"{DATA}/{{corpus}}/norm/{{split}}.{{src}}-{{tgt}}.{{lang}}",

@@ -79,7 +79,7 @@ use rule score as score_swap_noise with:
         hyp=f"{EXPERIMENTS}/{{experiment}}/{{corpus}}/{SWAP}.hyp",
         tok_hyp=f"{EXPERIMENTS}/{{experiment}}/{{corpus}}/{SWAP}.tok",
         refs=lambda w: wc.reference_paths(config, w.corpus, w.test_set),
-        tok_ref=lambda w: wc.tokenized_reference(config, w.corpus, w.test_set),
+        tok_refs=lambda w: wc.tokenized_references(config, w.corpus, w.test_set),
     output:
         f"{EXPERIMENTS}/{{experiment}}/{{corpus}}/{SWAP}.scores.json",
     wildcard_constraints:

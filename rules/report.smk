@@ -36,7 +36,7 @@ rule concatenate_outputs:
 
 rule concatenate_references:
     input:
-        lambda w: ev.member_reference_files(config, w.corpus, w.concatenation, int(w.ref)),
+        lambda w: ev.member_reference_files(config, w.corpus, w.concatenation, "refs", int(w.ref) - 1),
     output:
         f"{DATA}/{{corpus}}/concat/{{concatenation}}.ref{{ref}}.{{lang}}",
     wildcard_constraints:
@@ -57,7 +57,7 @@ rule concatenate_references:
 
 use rule concatenate_references as concatenate_tokenized_references with:
     input:
-        lambda w: ev.member_reference_files(config, w.corpus, w.concatenation, 0),
+        lambda w: ev.member_reference_files(config, w.corpus, w.concatenation, "tok", 0),
     output:
         f"{DATA}/{{corpus}}/concat/{{concatenation}}.tok.{{lang}}",
     log:
@@ -66,12 +66,23 @@ use rule concatenate_references as concatenate_tokenized_references with:
         "results/benchmarks/concatenate_references/{corpus}/{concatenation}.tok.{lang}.tsv"
 
 
+use rule concatenate_references as concatenate_tokenized_extra_references with:
+    input:
+        lambda w: ev.member_reference_files(config, w.corpus, w.concatenation, "tok", int(w.ref)),
+    output:
+        f"{DATA}/{{corpus}}/concat/{{concatenation}}.tok.ref{{ref}}.{{lang}}",
+    log:
+        "logs/concatenate_references/{corpus}/{concatenation}.tok.ref{ref}.{lang}.log",
+    benchmark:
+        "results/benchmarks/concatenate_references/{corpus}/{concatenation}.tok.ref{ref}.{lang}.tsv"
+
+
 rule score_concatenation:
     input:
         hyp=f"{EXPERIMENTS}/{{experiment}}/{{corpus}}/concat/{{concatenation}}.hyp",
         tok_hyp=f"{EXPERIMENTS}/{{experiment}}/{{corpus}}/concat/{{concatenation}}.tok",
         refs=lambda w: ev.reference_files(config, w.corpus, w.concatenation)["refs"],
-        tok_ref=lambda w: ev.reference_files(config, w.corpus, w.concatenation)["tok"],
+        tok_refs=lambda w: ev.reference_files(config, w.corpus, w.concatenation)["tok"],
     output:
         f"{EXPERIMENTS}/{{experiment}}/{{corpus}}/concat/{{concatenation}}.scores.json",
     wildcard_constraints:
@@ -79,6 +90,7 @@ rule score_concatenation:
     params:
         lang=lambda w: CORPORA[w.corpus]["tgt"],
         refs=lambda w, input: " ".join(f"--ref {shlex.quote(r)}" for r in input.refs),
+        tok_refs=lambda w, input: " ".join(f"--tok-ref {shlex.quote(r)}" for r in input.tok_refs),
     conda:
         "../envs/evaluate.yaml"
     log:
@@ -91,7 +103,7 @@ rule score_concatenation:
         runtime=10,
     shell:
         "python -m nmtmodels.scoring --lang {params.lang} --hyp {input.hyp:q} {params.refs}"
-        " --tok-hyp {input.tok_hyp:q} --tok-ref {input.tok_ref:q} --output {output:q} > {log:q} 2>&1"
+        " --tok-hyp {input.tok_hyp:q} {params.tok_refs} --output {output:q} > {log:q} 2>&1"
 
 
 rule model_info:
@@ -125,6 +137,7 @@ rule significance:
     params:
         lang=lambda w: CORPORA[w.corpus]["tgt"],
         refs=lambda w, input: " ".join(f"--ref {shlex.quote(r)}" for r in input.refs),
+        tok_refs=lambda w, input: " ".join(f"--tok-ref {shlex.quote(r)}" for r in input.tok_refs),
         metrics=" ".join(EVALUATION["significance_metrics"]),
         tests=" ".join(EVALUATION["tests"]),
         bootstrap_samples=EVALUATION["bootstrap_samples"],
@@ -143,7 +156,7 @@ rule significance:
     shell:
         "python -m workflow_scripts.significance --lang {params.lang} --system {input.system:q}"
         " --baseline {input.baseline:q} {params.refs} --tok-system {input.system_tok:q}"
-        " --tok-baseline {input.baseline_tok:q} --tok-ref {input.tok_ref:q}"
+        " --tok-baseline {input.baseline_tok:q} {params.tok_refs}"
         " --metrics {params.metrics} --tests {params.tests} --bootstrap-samples {params.bootstrap_samples}"
         " --ar-trials {params.ar_trials} --seed {params.seed} --output {output:q} > {log:q} 2>&1"
 

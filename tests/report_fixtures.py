@@ -74,9 +74,9 @@ def build_tree(root: Path, config: dict) -> None:
             texts[corpus, name] = [sum((texts[corpus, m][k] for m in members), []) for k in range(len(texts[corpus, members[0]]))]
     for (corpus, t), streams in texts.items():
         files = ev.reference_files(config, corpus, t)
-        for path, lines in zip(files["refs"], streams):
-            write(root, path, lines)
-        write(root, files["tok"], streams[0])
+        for paths in (files["refs"], files["tok"]):
+            for path, lines in zip(paths, streams, strict=True):
+                write(root, path, lines)
     outputs: dict[tuple[str, str, str], list[str]] = {}
     for seed, (experiment, corpus) in enumerate(wc.experiment_runs(config)):
         spec = config["corpora"][corpus]
@@ -92,10 +92,10 @@ def build_tree(root: Path, config: dict) -> None:
         write(root, files["hyp"], hyps)
         write(root, files["tok"], hyps)
         streams = texts[corpus, t]
-        write_scores_json(root / files["scores"], score_corpus(hyps, streams, config["corpora"][corpus]["tgt"], hyps, streams[:1]))
+        write_scores_json(root / files["scores"], score_corpus(hyps, streams, config["corpora"][corpus]["tgt"], hyps, streams))
     for experiment, baseline, corpus, t in ev.comparisons(config):
         streams = texts[corpus, t]
         system, base = outputs[experiment, corpus, t], outputs[baseline, corpus, t]
         result = significance.compare(config["corpora"][corpus]["tgt"], system, base, streams,
-                                      tokenized=(system, base, streams[:1]), bootstrap_samples=30, ar_trials=30, seed=5)
+                                      tokenized=(system, base, streams), bootstrap_samples=30, ar_trials=30, seed=5)
         write(root, ev.comparison_path(experiment, baseline, corpus, t), [json.dumps(result)])

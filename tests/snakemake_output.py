@@ -14,3 +14,16 @@ def planned_jobs(output: str) -> dict[str, int]:
         if parts[0] != "total":
             counts[parts[0]] = int(parts[1])
     return counts
+
+
+def planned_job_details(output: str) -> list[dict]:
+    """Rule, input files and shell command of each job a dry run with ``-p`` prints."""
+    jobs: list[dict] = []
+    for line in output.splitlines():
+        if line.startswith(("rule ", "localrule ")) and line.endswith(":"):
+            jobs.append({"rule": line.split()[1].rstrip(":"), "input": [], "shell": ""})
+        elif jobs and line.startswith("    input: "):
+            jobs[-1]["input"] = line.removeprefix("    input: ").split(", ")
+        elif jobs and line.startswith("Shell command: "):
+            jobs[-1]["shell"] = line.removeprefix("Shell command: ")
+    return jobs

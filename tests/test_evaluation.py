@@ -100,16 +100,21 @@ def test_paths_of_test_sets_and_concatenations():
         "baseline": "results/experiments/transformer/nist/concat/ALL.hyp",
         "baseline_tok": "results/experiments/transformer/nist/concat/ALL.tok",
         "refs": ["results/data/nist/concat/ALL.ref1.en", "results/data/nist/concat/ALL.ref2.en"],
-        "tok_ref": "results/data/nist/concat/ALL.tok.en",
+        "tok_refs": ["results/data/nist/concat/ALL.tok.en", "results/data/nist/concat/ALL.tok.ref1.en"],
     }
     assert ev.reference_files(config, "nist", "mt02") == {
         "refs": ["results/data/nist/raw/mt02.en", "results/data/nist/raw/mt02.ref1.en"],
-        "tok": "results/data/nist/tok/mt02.zh-en.en",
+        "tok": ["results/data/nist/tok/mt02.zh-en.en", "results/data/nist/tok/mt02.ref1.zh-en.en"],
     }
-    assert ev.member_reference_files(config, "nist", "ALL", 2) == ["results/data/nist/raw/mt02.ref1.en",
-                                                                   "results/data/nist/raw/mt03.ref1.en"]
-    assert ev.member_reference_files(config, "nist", "ALL", 0) == ["results/data/nist/tok/mt02.zh-en.en",
-                                                                   "results/data/nist/tok/mt03.zh-en.en"]
+    assert ev.reference_files(config, "iwslt", "tst13") == {
+        "refs": ["results/data/iwslt/raw/tst13.de"], "tok": ["results/data/iwslt/tok/tst13.en-de.de"],
+    }
+    assert ev.member_reference_files(config, "nist", "ALL", "refs", 1) == ["results/data/nist/raw/mt02.ref1.en",
+                                                                          "results/data/nist/raw/mt03.ref1.en"]
+    assert ev.member_reference_files(config, "nist", "ALL", "tok", 0) == ["results/data/nist/tok/mt02.zh-en.en",
+                                                                         "results/data/nist/tok/mt03.zh-en.en"]
+    assert ev.member_reference_files(config, "nist", "ALL", "tok", 1) == ["results/data/nist/tok/mt02.ref1.zh-en.en",
+                                                                         "results/data/nist/tok/mt03.ref1.zh-en.en"]
     assert ev.member_output_files(config, "lsa", "nist", "ALL", "tok") == ["results/experiments/lsa/nist/mt02.tok",
                                                                           "results/experiments/lsa/nist/mt03.tok"]
     assert ev.comparison_path("gate", "lpe", "iwslt", "tst13") == "results/experiments/gate/iwslt/significance/tst13.vs.lpe.json"
@@ -131,7 +136,8 @@ def test_report_targets_and_inputs():
     assert ev.length_systems(config, "nist") == ["transformer", "lpe", "lsa", "pe_lsa"]
     assert length["systems"][1] == "results/experiments/lpe/nist/mt02.hyp" and len(length["refs"]) == 2
     config["evaluation"] = {"length_metric": "tokenized_bleu"}
-    assert ev.length_inputs(config, "nist", "mt02")["refs"] == ["results/data/nist/tok/mt02.zh-en.en"]
+    assert ev.length_inputs(config, "nist", "mt02")["refs"] == ["results/data/nist/tok/mt02.zh-en.en",
+                                                                "results/data/nist/tok/mt02.ref1.zh-en.en"]
 
 
 def test_concatenate_keeps_every_line(tmp_path, capsys):

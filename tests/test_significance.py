@@ -217,13 +217,16 @@ def test_cli_writes_json(tmp_path, files):
     out = tmp_path / "cmp.json"
     rc = sig.main(["--lang", "en", "--system", str(files["system"]), "--baseline", str(files["baseline"]),
                    "--ref", str(files["ref1"]), "--ref", str(files["ref2"]), "--tok-system", str(files["system"]),
-                   "--tok-baseline", str(files["baseline"]), "--tok-ref", str(files["ref1"]),
+                   "--tok-baseline", str(files["baseline"]), "--tok-ref", str(files["ref1"]), "--tok-ref", str(files["ref2"]),
                    "--bootstrap-samples", "20", "--ar-trials", "20", "--output", str(out)])
     assert rc == 0
     data = json.loads(out.read_text())
     assert set(data["metrics"]) == {"bleu", "tokenized_bleu"}
-    assert data["metrics"]["tokenized_bleu"]["signature"].startswith("nrefs:1|")
+    assert data["metrics"]["tokenized_bleu"]["signature"].startswith("nrefs:2|")
     assert data["metrics"]["bleu"]["signature"].startswith("nrefs:2|")
+    read = lambda p: p.read_text(encoding="utf-8").splitlines()  # noqa: E731
+    assert data["metrics"]["tokenized_bleu"]["system_score"] == fresh_metric("tokenized_bleu").corpus_score(
+        read(files["system"]), [read(files["ref1"]), read(files["ref2"])]).score
 
 
 def test_cli_error_names_the_files_and_writes_nothing(tmp_path, files, capsys):

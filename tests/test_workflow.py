@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import os
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -11,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.snakemake_output import planned_jobs
+from tests.snakemake_output import planned_job_details, planned_jobs
 
 ROOT = Path(__file__).resolve().parents[1]
 MIRROR = Path(os.environ.get("NMT_DATA_MIRROR", ROOT.parent / "shared" / "data"))
@@ -41,6 +42,50 @@ def test_dry_run_full_scale_plans_every_corpus_without_data(tmp_path):
     # one learn_bpe job per corpus and merge size
     assert jobs["learn_bpe"] == sum(len(full["corpora"][c]["bpe"]["merges"]) for c in full["active_corpora"])
     assert not list(tmp_path.glob("results/*")), "a dry run must not create outputs"
+
+
+def flag_values(command: str, flag: str) -> list[str]:
+    """The values given to a repeatable ``flag`` in a shell command."""
+    words = shlex.split(command)
+    return [value for word, value in zip(words, words[1:]) if word == flag]
+
+
+def test_dry_run_multi_reference_tokenised_bleu_gets_every_tokenised_reference(tmp_path):
+    """NIST zh-en (configs/full.yaml) has four references per test set: scoring a test set,
+    the ALL concatenation and a significance test all take four tokenised references, and
+    references 1-3 are tokenised by the preprocess rule's settings for reference 0."""
+    data, experiments = "results/data/nist_zh_en", "results/experiments"
+    score = f"{experiments}/lattice_1best_jieba/nist_zh_en/mt02.scores.json"
+    concatenation = f"{experiments}/lattice_1best_jieba/nist_zh_en/concat/ALL.scores.json"
+    comparison = f"{experiments}/lattice_lpe_nist/nist_zh_en/significance/mt02.vs.lattice_1best_jieba.json"
+    proc = snakemake(tmp_path, "-n", "-p", score, concatenation, comparison, "--cores", "1",
+                     "--configfile", str(ROOT / "configs/full.yaml"), extra_env={"NMT_DATA_MIRROR": str(tmp_path / "no-mirror")})
+    jobs = planned_job_details(proc.stdout)
+    mt02 = [f"{data}/tok/mt02.zh-en.en", f"{data}/tok/mt02.ref1.zh-en.en", f"{data}/tok/mt02.ref2.zh-en.en",
+            f"{data}/tok/mt02.ref3.zh-en.en"]
+    all_refs = [f"{data}/concat/ALL.tok.en", f"{data}/concat/ALL.tok.ref1.en", f"{data}/concat/ALL.tok.ref2.en",
+                f"{data}/concat/ALL.tok.ref3.en"]
+    expected = {score: mt02, concatenation: all_refs, comparison: mt02}
+    scoring = {flag_values(j["shell"], "--output")[0]: j for j in jobs
+               if j["rule"] in ("score", "score_concatenation", "significance")}
+    assert set(scoring) == set(expected)
+    for output, refs in expected.items():
+        assert flag_values(scoring[output]["shell"], "--tok-ref") == refs, output
+        assert set(refs) <= set(scoring[output]["input"]), output
+
+    def preprocessing(target: str) -> dict:
+        return next(j for j in jobs if j["rule"].startswith("preprocess") and flag_values(j["shell"], "--tgt-out") == [target])
+
+    settings = ("--src-lang", "--tgt-lang", "--src-in", "--spec", "--unicode-form")
+    reference_0 = preprocessing(mt02[0])
+    for k, target in enumerate(mt02[1:], start=1):
+        job = preprocessing(target)
+        assert job["rule"] == "preprocess_reference"
+        assert flag_values(job["shell"], "--tgt-in") == [f"{data}/raw/mt02.ref{k}.en"]
+        assert [flag_values(job["shell"], s) for s in settings] == [flag_values(reference_0["shell"], s) for s in settings]
+    members = ["mt02", "mt03", "mt04", "mt06", "mt08"]
+    concatenated = next(j for j in jobs if flag_values(j["shell"], "--output") == [f"{data}/concat/ALL.tok.ref2.en"])
+    assert concatenated["input"] == [f"{data}/tok/{m}.ref2.zh-en.en" for m in members]
 
 
 def test_lint_has_no_findings(tmp_path):

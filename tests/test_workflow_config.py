@@ -10,6 +10,7 @@ import yaml
 from workflow_scripts import workflow_config as wc
 
 CONFIG = yaml.safe_load((Path(__file__).parent.parent / "config.yaml").read_text())
+FULL = yaml.safe_load((Path(__file__).parent.parent / "configs/full.yaml").read_text())
 
 
 def config_with(**keys) -> dict:
@@ -50,3 +51,15 @@ def test_an_active_run_must_have_its_bpe_size_prepared():
 def test_an_inactive_experiment_may_name_a_bpe_size_the_corpus_leaves_out():
     wc.check_experiments(config_with(experiments={**config_with()["experiments"], "other": OTHER_BPE1000},
                                      active_experiments=["base"]))
+
+
+def test_tokenized_references_are_every_reference_of_the_test_set():
+    # NIST MT02 (configs/full.yaml): four English references, mt02.en0 ... mt02.en3.
+    tok = "results/data/nist_zh_en/tok/mt02"
+    assert wc.tokenized_references(FULL, "nist_zh_en", "mt02") == [
+        f"{tok}.zh-en.en", f"{tok}.ref1.zh-en.en", f"{tok}.ref2.zh-en.en", f"{tok}.ref3.zh-en.en"]
+    assert len(wc.reference_paths(FULL, "nist_zh_en", "mt02")) == 4
+    # A single-reference test set keeps the tokenised target of its preprocessed pair.
+    assert wc.tokenized_references(CONFIG, "tatoeba_zh_en", "test") == ["results/data/tatoeba_zh_en/tok/test.zh-en.en"]
+    assert wc.tokenized_references(CONFIG, "multi30k_en_de", "test_2016_flickr") == [
+        "results/data/multi30k_en_de/tok/test_2016_flickr.en-de.de"]

@@ -23,7 +23,8 @@ Layout (relative to the working directory)::
     results/experiments/E/C/concat/N.hyp, N.tok, N.scores.json   concatenation N of test sets
     results/experiments/E/C/significance/T.vs.B.json             E against baseline B on T (or N)
     results/experiments/E/C/model_info.json                      parameters, training speed
-    results/data/C/concat/N.refK.L, N.tok.L                      references of N (K = 1, 2, ...)
+    results/data/C/concat/N.refK.L                               references of N (K = 1, 2, ...: reference K - 1)
+    results/data/C/concat/N.tok.L, N.tok.refK.L                  tokenised references 0 and K = 1, 2, ... of N
     results/report/results.csv, tables/P.{md,tex,html}, length/C/T.{csv,png}
 """
 from __future__ import annotations
@@ -32,7 +33,9 @@ import re
 from typing import Any
 
 from workflow_scripts import corpora as corpus_specs
-from workflow_scripts.workflow_config import DATA_ROOT, EXPERIMENTS_ROOT, WorkflowConfigError, experiment_runs
+from workflow_scripts.workflow_config import (
+    DATA_ROOT, EXPERIMENTS_ROOT, WorkflowConfigError, experiment_runs, reference_paths, tokenized_references,
+)
 
 REPORT_ROOT = "results/report"
 PAPERS = ("lattice", "reordering", "graph", "char", "esc")
@@ -164,20 +167,19 @@ def model_info_path(experiment: str, corpus: str) -> str:
     return f"{EXPERIMENTS_ROOT}/{experiment}/{corpus}/model_info.json"
 
 
-def reference_files(config: dict[str, Any], corpus: str, test_set: str) -> dict[str, Any]:
-    """``refs``: detokenised reference streams; ``tok``: the tokenised first reference."""
-    spec = config["corpora"][corpus]
-    src, tgt = spec["src"], spec["tgt"]
+def reference_files(config: dict[str, Any], corpus: str, test_set: str) -> dict[str, list[str]]:
+    """``refs``: the detokenised reference streams; ``tok``: the same references tokenised."""
     members = concatenations_of(config, corpus).get(test_set)
-    count = corpus_specs.reference_count(spec, members[0] if members else test_set, tgt)
-    root = f"{DATA_ROOT}/{corpus}"
-    if members:
-        return {
-            "refs": [f"{root}/concat/{test_set}.ref{k}.{tgt}" for k in range(1, count + 1)],
-            "tok": f"{root}/concat/{test_set}.tok.{tgt}",
-        }
-    refs = [f"{root}/raw/{test_set}.{tgt}"] + [f"{root}/raw/{test_set}.ref{k}.{tgt}" for k in range(1, count)]
-    return {"refs": refs, "tok": f"{root}/tok/{test_set}.{src}-{tgt}.{tgt}"}
+    if not members:
+        return {"refs": reference_paths(config, corpus, test_set), "tok": tokenized_references(config, corpus, test_set)}
+    spec = config["corpora"][corpus]
+    tgt = spec["tgt"]
+    count = corpus_specs.reference_count(spec, members[0], tgt)
+    root = f"{DATA_ROOT}/{corpus}/concat/{test_set}"
+    return {
+        "refs": [f"{root}.ref{k}.{tgt}" for k in range(1, count + 1)],
+        "tok": [f"{root}.tok.{tgt}"] + [f"{root}.tok.ref{k}.{tgt}" for k in range(1, count)],
+    }
 
 
 def member_output_files(config: dict[str, Any], experiment: str, corpus: str, concat: str, kind: str) -> list[str]:
@@ -185,13 +187,10 @@ def member_output_files(config: dict[str, Any], experiment: str, corpus: str, co
     return [system_files(experiment, corpus, t, False)[kind] for t in concatenations_of(config, corpus)[concat]]
 
 
-def member_reference_files(config: dict[str, Any], corpus: str, concat: str, ref: int) -> list[str]:
-    """The files that concatenate into reference ``ref`` (1-based; 0: the tokenised one) of ``concat``."""
-    members = concatenations_of(config, corpus)[concat]
-    return [
-        reference_files(config, corpus, m)["tok"] if ref == 0 else reference_files(config, corpus, m)["refs"][ref - 1]
-        for m in members
-    ]
+def member_reference_files(config: dict[str, Any], corpus: str, concat: str, kind: str, index: int) -> list[str]:
+    """The files that concatenate into reference ``index`` (0-based) of ``concat``, ``kind``
+    "refs" (detokenised) or "tok" (tokenised), as :func:`reference_files` lists them."""
+    return [reference_files(config, corpus, m)[kind][index] for m in concatenations_of(config, corpus)[concat]]
 
 
 def source_file(config: dict[str, Any], corpus: str, test_set: str) -> str:
@@ -218,7 +217,7 @@ def comparison_inputs(config: dict[str, Any], experiment: str, baseline: str, co
     base = system_files(baseline, corpus, test_set, concatenated)
     refs = reference_files(config, corpus, test_set)
     return {"system": system["hyp"], "system_tok": system["tok"], "baseline": base["hyp"], "baseline_tok": base["tok"],
-            "refs": refs["refs"], "tok_ref": refs["tok"]}
+            "refs": refs["refs"], "tok_refs": refs["tok"]}
 
 
 def paper_tables_present(config: dict[str, Any]) -> list[str]:
@@ -245,7 +244,7 @@ def length_inputs(config: dict[str, Any], corpus: str, test_set: str) -> dict[st
     return {
         "source": source_file(config, corpus, test_set),
         "systems": [system_files(e, corpus, test_set, False)["tok" if tokenized else "hyp"] for e in length_systems(config, corpus)],
-        "refs": [refs["tok"]] if tokenized else refs["refs"],
+        "refs": refs["tok" if tokenized else "refs"],
     }
 
 

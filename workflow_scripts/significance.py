@@ -20,7 +20,7 @@ tokenised text, ``tokenize="none"``, no smoothing).
 CLI (writes one JSON file; see :func:`compare`)::
 
     python -m workflow_scripts.significance --lang de --system SYS.hyp --baseline BASE.hyp
-        --ref REF [--ref REF2 ...] [--tok-system SYS.tok --tok-baseline BASE.tok --tok-ref TOKREF]
+        --ref REF [--ref REF2 ...] [--tok-system SYS.tok --tok-baseline BASE.tok --tok-ref TOKREF [--tok-ref TOKREF2 ...]]
         [--metrics bleu tokenized_bleu] [--tests sign paired_bs paired_ar]
         [--bootstrap-samples 1000] [--ar-trials 10000] [--seed 12345] --output OUT.json
 """

@@ -4,10 +4,11 @@
 percentages of incorrectly swapped words in a sentence."  Here a *swap* exchanges the
 positions of two words; for a sentence of n words (tokens of the tokenised source, before
 BPE) and a percentage p, m = p n / 200 random pairs of distinct positions are exchanged,
-all 2m positions different, so a fraction p of the words leave their place.  m is rounded
+all 2m positions different, so a fraction p of the positions take part in a swap (a swap
+of two equal words, e.g. two commas, leaves the sentence unchanged).  m is rounded
 stochastically (floor, plus one with probability equal to the fractional part), so the
-moved fraction over a test set is p in expectation even for short sentences; m is at most
-n // 2.  Seeded: one ``random.Random(f"{seed}:{p}")`` per noisy file, lines in order.
+swapped fraction over a test set is p in expectation even for short sentences; m is at
+most n // 2.  Seeded: one ``random.Random(f"{seed}:{p}")`` per noisy file, lines in order.
 
 Configuration (``swap_noise`` in config.yaml, checked by :func:`check_swap_noise`)::
 

@@ -104,7 +104,7 @@ def collect_results(metadata: dict[str, Any], root: str | Path = ".") -> pd.Data
 
 
 def _reference_count(signature: str, default: int) -> int:
-    """``nrefs`` of a sacrebleu signature (tokenised BLEU uses one reference, the others all)."""
+    """``nrefs`` of a sacrebleu signature (``default`` for a signature without it)."""
     fields = dict(part.split(":", 1) for part in signature.split("|") if ":" in part)
     return int(fields["nrefs"]) if fields.get("nrefs", "").isdigit() else default
 

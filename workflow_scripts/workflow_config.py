@@ -450,10 +450,14 @@ def reference_paths(config: dict[str, Any], corpus: str, test_set: str) -> list[
     return [f"{raw}.{tgt}"] + [f"{raw}.ref{k}.{tgt}" for k in range(1, count)]
 
 
-def tokenized_reference(config: dict[str, Any], corpus: str, test_set: str) -> str:
-    """Tokenised reference 0 of a test set (for tokenised, multi-bleu style BLEU)."""
+def tokenized_references(config: dict[str, Any], corpus: str, test_set: str) -> list[str]:
+    """Tokenised references of a test set (for multi-bleu style BLEU), in :func:`reference_paths`
+    order: reference 0 from rule preprocess, ref1, ref2, ... from preprocess_reference (same tokeniser)."""
     spec = config["corpora"][corpus]
-    return f"{corpus_dir(corpus)}/tok/{test_set}.{spec['src']}-{spec['tgt']}.{spec['tgt']}"
+    src, tgt = spec["src"], spec["tgt"]
+    count = corpus_specs.reference_count(spec, test_set, tgt)
+    tok = f"{corpus_dir(corpus)}/tok/{test_set}"
+    return [f"{tok}.{src}-{tgt}.{tgt}"] + [f"{tok}.ref{k}.{src}-{tgt}.{tgt}" for k in range(1, count)]
 
 
 # ----------------------------------------------------------------------------- cluster

@@ -27,7 +27,8 @@ Choices where the paper is vague:
 * W, W' and V are d x d without biases (eq. 6 has none; ``penalty_dim`` < d_model makes W,
   W' map to that size and V back, for speed); RE gets no dropout;
 * PE is the model's own position encoding of positions 0, 1, ... (continuing from
-  ``cache["step"]`` when decoding step by step), the same as at the input;
+  ``cache["step"]`` when decoding step by step; explicit encoder ``positions`` when given),
+  the same as at the input;
 * decoder: the RE sits between masked self-attention and the encoder-decoder attention,
   which reads ``C`` with ``H_hat`` as its residual (eq. 9 with the next sub-layer being
   the cross-attention); the feed-forward sub-layer is unchanged;
@@ -193,7 +194,7 @@ class ReorderingEncoder(TransformerEncoder):
     def forward(self, src: Tensor, pad_mask: Tensor, positions: Tensor | None = None) -> Tensor:
         x = self.embedding(src, positions)
         batch, length = src.shape
-        pe = self.embedding.position_encoding(length, 0, src.device)
+        pe = self.embedding.position_encoding(length, 0, src.device) if positions is None else self.embedding.positions(positions)
         ids = None
         if self.opts.control == "relative_pe":
             ids = relation_ids(batch, length, length, self.opts.max_relative_position, src.device)

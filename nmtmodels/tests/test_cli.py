@@ -11,9 +11,10 @@ from pathlib import Path
 import pytest
 import sacrebleu
 import torch
+import yaml
 
 from nmtmodels import cli
-from nmtmodels.checkpoint import average_checkpoints, load_checkpoint, numbered_checkpoints
+from nmtmodels.checkpoint import average_checkpoints, load_checkpoint, numbered_checkpoints, save_checkpoint
 from nmtmodels.data import ParallelDataset
 from nmtmodels.search import DecodeConfig
 from nmtmodels.postprocess import postprocess
@@ -139,12 +140,23 @@ def test_interactive_stdin_answers_line_by_line(copy_run):
     assert "<stdin>:3: source has 71 tokens" in proc.stderr.read()
 
 
-def test_vocabulary_mismatch_is_an_error(copy_run, capsys, tmp_path):
+@pytest.mark.parametrize("side", ["src", "tgt"])
+def test_vocabulary_mismatch_is_an_error(copy_run, capsys, tmp_path, side):
     d = copy_run
     write_lines(tmp_path / "other.vocab", ["<pad>", "<s>", "</s>", "<unk>", "b", "a"])
     rc, _, err = translate(["--checkpoint", str(d / "out/checkpoint_last.pt"), "--input", str(d / "test.src"),
-                            "--tgt-vocab", str(tmp_path / "other.vocab")], capsys)
-    assert rc == 2 and "--tgt-vocab: tgt vocabulary" in err and "does not match the checkpoint's" in err
+                            f"--{side}-vocab", str(tmp_path / "other.vocab")], capsys)
+    assert rc == 2 and f"--{side}-vocab: {side} vocabulary" in err and "does not match the checkpoint's" in err
+
+
+def test_checkpoint_whose_parameters_do_not_fit_its_config_is_an_error(copy_run, capsys, tmp_path):
+    state = load_checkpoint(copy_run / "out/checkpoint_last.pt")
+    del state["model"]["decoder.layers.0.ffn_residual.norm.weight"]
+    save_checkpoint(tmp_path / "broken.pt", state)
+    rc, _, err = translate(["--checkpoint", str(tmp_path / "broken.pt"), "--input", str(copy_run / "test.src"),
+                            "--output", str(tmp_path / "out.txt")], capsys)
+    assert rc == 2 and "broken.pt: its parameters do not fit its own model_config (" in err
+    assert not (tmp_path / "out.txt").exists()
 
 
 def test_empty_input_is_an_error_and_writes_nothing(copy_run, capsys, tmp_path):
@@ -185,6 +197,7 @@ def test_average_cli_equals_the_mean_of_the_newest(copy_run, tmp_path):
         ("trian: {max_updates: 5}\n", [], "unknown section 'trian'"),
         ("train: {max_updates: 5}\n", ["model.d_model=abc"], "model.d_model: expected int"),
         ("train: {max_updates: 5}\nmodel: {share_embeddings: true}\n", [], "model.share_embeddings"),
+        ("train: {max_updates: 5, patience: 2}\n", [], "train.patience / train.best_metric: need a validation set"),
     ],
 )
 def test_bad_configuration_names_the_key(copy_run, tmp_path, capsys, yaml_text, sets, message):
@@ -235,6 +248,7 @@ def test_rerun_with_other_settings_fails_or_starts_over_on_request(copy_run, tmp
     capsys.readouterr()
     assert cli.train_main(args + ["--set", "train.lr=0.001"]) == 2
     assert "train.lr was 0.005 and is 0.001 now" in capsys.readouterr().err
+    assert yaml.safe_load((tmp_path / "out" / "config.resolved.yaml").read_text())["train"]["lr"] == 0.005  # the run on disk
     assert cli.train_main(args + ["--set", "train.lr=0.001", "--restart-on-change"]) == 0
     assert "starting over:" in capsys.readouterr().err
     assert load_checkpoint(tmp_path / "out" / "checkpoint_last.pt")["train_config"]["lr"] == 0.001

@@ -183,6 +183,21 @@ def test_appending_source_padding_changes_no_real_position(control: str, normali
                                atol=1e-5, rtol=1e-5)
 
 
+@pytest.mark.parametrize("control", ["none", "additional_pe"])
+@torch.no_grad()
+def test_explicit_encoder_positions_reach_the_reordering_embedding(control: str, monkeypatch) -> None:
+    """Positions 3, 4, ... given explicitly = the default positions shifted by 3, in the
+    input embedding and in every layer's PE alike."""
+    torch.manual_seed(4)
+    encoder = model_of("encoder", control).eval().encoder
+    batch = random_batch([5, 5], tgt_len=2)
+    explicit = encoder(batch.src, batch.src_pad_mask, positions=torch.arange(3, 8).expand(2, 5))
+    default_encoding = encoder.embedding.position_encoding
+    monkeypatch.setattr(encoder.embedding, "position_encoding",
+                        lambda length, start, device: default_encoding(length, start + 3, device))
+    torch.testing.assert_close(explicit, encoder(batch.src, batch.src_pad_mask))
+
+
 @pytest.mark.parametrize("side", ["decoder", "both"])
 @pytest.mark.parametrize("control", CONTROLS)
 @pytest.mark.parametrize("normalize_before", [False, True])

@@ -160,6 +160,31 @@ def test_each_update_uses_the_scheduled_rate(corpus, tmp_path):
     assert used == pytest.approx(expected)
 
 
+def test_adam_uses_the_transformer_betas_and_eps_by_default(corpus, tmp_path):
+    """Vaswani et al. 2017, section 5.3: beta1 0.9, beta2 0.98, epsilon 1e-9."""
+    group = make_trainer(corpus, tmp_path).optimizer.param_groups[0]
+    assert tuple(group["betas"]) == (0.9, 0.98) and group["eps"] == 1e-9
+
+
+def test_clip_norm_rescales_the_gradient_to_that_norm(corpus, tmp_path):
+    """The optimizer sees g * c / ||g|| when ||g|| > c, else g itself (same model, same first batch)."""
+    def first_gradients(clip_norm: float) -> list[torch.Tensor]:
+        trainer = make_trainer(corpus, tmp_path / str(clip_norm), clip_norm=clip_norm, max_updates=1)
+        seen: list[torch.Tensor] = []
+        trainer.optimizer.register_step_pre_hook(
+            lambda opt, args, kwargs: seen.extend(p.grad.clone() for g in opt.param_groups for p in g["params"]))
+        trainer.train()
+        return seen
+
+    raw = first_gradients(0.0)
+    raw_norm = math.sqrt(sum(float(g.double().pow(2).sum()) for g in raw))
+    clip = raw_norm / 4
+    for clipped, unclipped in zip(first_gradients(clip), raw):
+        torch.testing.assert_close(clipped, unclipped * (clip / raw_norm), rtol=1e-4, atol=1e-9)
+    for loose, unclipped in zip(first_gradients(raw_norm * 4), raw):
+        torch.testing.assert_close(loose, unclipped)
+
+
 # ---------------------------------------------------------------------- resume
 def test_resume_after_stop_is_bit_exact(corpus, tmp_path):
     settings = dict(max_updates=14, update_freq=2, save_interval_updates=4, dropout=0.1, log_interval=1)
