@@ -135,7 +135,9 @@ def train_main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--train-tgt", required=True)
     parser.add_argument("--valid-src", help="dev source (validation loss / BLEU)")
     parser.add_argument("--valid-tgt", help="dev target, encoded like the training target")
-    parser.add_argument("--valid-ref", help="raw (detokenised) dev reference for sacreBLEU; else tokenised BLEU")
+    parser.add_argument("--valid-ref", nargs="+",
+                        help="raw (detokenised) dev reference(s) for sacreBLEU (all of a multi-reference set); "
+                             "else tokenised BLEU")
     parser.add_argument("--tgt-lang", default="en", help="target language for post-processing (default en)")
     parser.add_argument("--tgt-format", choices=("bpe", "char", "plain"), default="bpe",
                         help="how target tokens are encoded (for validation BLEU)")
@@ -198,7 +200,7 @@ def _train(args: argparse.Namespace) -> int:
         valid_data = ParallelDataset.from_files(args.valid_src, args.valid_tgt, src_vocab, tgt_vocab, extras=valid_extras,
                                                 max_positions=model.max_positions(), too_long="error")
         if train_cfg.valid_bleu:
-            references = list(read_lines(args.valid_ref)) if args.valid_ref else None
+            references = [list(read_lines(path)) for path in args.valid_ref] if args.valid_ref else None
             bleu_fn = make_bleu_fn(valid_data, tgt_vocab, decode_cfg, tokenized_references=list(read_lines(args.valid_tgt)),
                                    references=references, lang=args.tgt_lang,
                                    max_tokens=train_cfg.valid_max_tokens or train_cfg.max_tokens,

@@ -892,7 +892,7 @@ def make_bleu_fn(
     decode_cfg: Any,
     *,
     tokenized_references: Sequence[str],
-    references: Sequence[str] | None = None,
+    references: Sequence[Sequence[str]] | None = None,
     lang: str = "en",
     max_tokens: int = 4096,
     device: torch.device | str = "cpu",
@@ -901,18 +901,20 @@ def make_bleu_fn(
 ) -> BleuFn:
     """A ``bleu_fn`` for :class:`Trainer`: decode the dev set with ``decode_cfg`` and score it.
 
-    With raw ``references`` (detokenised text) hypotheses are post-processed (BPE removal
-    or character joining per ``text_format``, then detokenisation in ``lang``) and scored
-    with sacreBLEU; otherwise the BLEU of the BPE-removed hypotheses against
+    With raw ``references`` (one or more detokenised reference streams, e.g. the four of a
+    NIST dev set) hypotheses are post-processed (BPE removal or character joining per
+    ``text_format``, then detokenisation in ``lang``) and scored with sacreBLEU against all
+    of them; otherwise the BLEU of the BPE-removed hypotheses against
     ``tokenized_references`` (the dev targets, BPE removed the same way) with no further
     tokenisation (multi-bleu.perl style) is returned.
     """
     from nmtmodels.postprocess import postprocess
     from nmtmodels.scoring import score_corpus
 
-    if len(tokenized_references) != len(valid_data) or (references is not None and len(references) != len(valid_data)):
-        raise ValueError(f"the dev set has {len(valid_data)} examples but {len(tokenized_references)} tokenised "
-                         f"and {len(references) if references is not None else 0} raw references")
+    counts = [len(tokenized_references), *(len(stream) for stream in references or ())]
+    if any(count != len(valid_data) for count in counts) or references == []:
+        raise ValueError(f"the dev set has {len(valid_data)} examples but the tokenised reference and the "
+                         f"{len(references or ())} raw reference streams have {counts}")
     options = {"bpe": text_format == "bpe", "char_level": text_format == "char"}
     tok_refs = [postprocess(line, lang, detokenize=False, **options) for line in tokenized_references]
 
@@ -924,7 +926,8 @@ def make_bleu_fn(
             result = score_corpus(tok_hyps, [tok_refs], lang, tokenized_hypotheses=tok_hyps, tokenized_references=[tok_refs])
             return float(result["tokenized_bleu"]["score"])
         detok = [postprocess(line, lang, detokenize=True, **options) for line in encoded]
-        result = score_corpus(detok, [list(references)], lang, tokenized_hypotheses=tok_hyps, tokenized_references=[tok_refs])
+        result = score_corpus(detok, [list(stream) for stream in references], lang, tokenized_hypotheses=tok_hyps,
+                              tokenized_references=[tok_refs])
         return float(result["bleu"]["score"])
 
     return bleu

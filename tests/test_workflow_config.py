@@ -63,3 +63,11 @@ def test_tokenized_references_are_every_reference_of_the_test_set():
     assert wc.tokenized_references(CONFIG, "tatoeba_zh_en", "test") == ["results/data/tatoeba_zh_en/tok/test.zh-en.en"]
     assert wc.tokenized_references(CONFIG, "multi30k_en_de", "test_2016_flickr") == [
         "results/data/multi30k_en_de/tok/test_2016_flickr.en-de.de"]
+
+
+def test_training_validates_against_every_dev_reference():
+    # NIST MT06 as the reordering paper's dev set (configs/full.yaml): four references.
+    raw = "results/data/nist_zh_en_mt06dev/raw/dev"
+    assert wc.model_inputs(FULL, "baseline_zh_en_mt06dev", "nist_zh_en_mt06dev")["valid_ref"] == [
+        f"{raw}.en", f"{raw}.ref1.en", f"{raw}.ref2.en", f"{raw}.ref3.en"]
+    assert wc.model_inputs(CONFIG, "baseline", "multi30k_en_de")["valid_ref"] == ["results/data/multi30k_en_de/raw/dev.de"]

@@ -358,9 +358,9 @@ def reads_plain_subwords(config: dict[str, Any], experiment: str, corpus: str) -
     return source_inputs(config, experiment, corpus, "train") == subword_source(config, experiment, corpus, "train")
 
 
-def model_inputs(config: dict[str, Any], experiment: str, corpus: str) -> dict[str, str]:
+def model_inputs(config: dict[str, Any], experiment: str, corpus: str) -> dict[str, str | list[str]]:
     """Training/validation files and vocabularies of one run, by role (extra inputs as
-    ``extra_<name>_train`` / ``extra_<name>_valid``)."""
+    ``extra_<name>_train`` / ``extra_<name>_valid``; ``valid_ref``: every raw dev reference)."""
     spec = config["corpora"][corpus]
     src, tgt = spec["src"], spec["tgt"]
     pair = f"{src}-{tgt}"
@@ -372,7 +372,7 @@ def model_inputs(config: dict[str, Any], experiment: str, corpus: str) -> dict[s
         "train_tgt": f"{root}/train.{pair}.{tgt}",
         "valid_src": valid.source,
         "valid_tgt": f"{root}/dev.{pair}.{tgt}",
-        "valid_ref": f"{corpus_dir(corpus)}/raw/dev.{tgt}",
+        "valid_ref": reference_paths(config, corpus, "dev"),
         "src_vocab": train.vocab,
         "tgt_vocab": f"{root}/vocab.{pair}.{tgt}",
     }

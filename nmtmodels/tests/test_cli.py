@@ -285,9 +285,18 @@ def test_validation_bleu_equals_sacrebleu_on_the_translations(copy_run, capsys, 
     bleu_fn = make_bleu_fn(valid, tgt_vocab, DecodeConfig(beam=1), tokenized_references=refs, max_tokens=300)
     assert bleu_fn(model) == pytest.approx(expected)
     raw_refs = [postprocess(line, "en") for line in refs]
-    raw_bleu = make_bleu_fn(valid, tgt_vocab, DecodeConfig(beam=1), tokenized_references=refs, references=raw_refs,
+    raw_bleu = make_bleu_fn(valid, tgt_vocab, DecodeConfig(beam=1), tokenized_references=refs, references=[raw_refs],
                             max_tokens=300)(model)
-    assert raw_bleu == pytest.approx(sacrebleu.corpus_bleu([postprocess(h, "en") for h in hyps], [raw_refs]).score)
+    detok_hyps = [postprocess(h, "en") for h in hyps]
+    assert raw_bleu == pytest.approx(sacrebleu.corpus_bleu(detok_hyps, [raw_refs]).score)
+    # a second reference stream (every sentence reversed) counts as a second reference
+    reversed_refs = [" ".join(reversed(line.split())) for line in raw_refs]
+    two_refs = make_bleu_fn(valid, tgt_vocab, DecodeConfig(beam=1), tokenized_references=refs,
+                            references=[reversed_refs, raw_refs], max_tokens=300)(model)
+    assert two_refs == pytest.approx(sacrebleu.corpus_bleu(detok_hyps, [reversed_refs, raw_refs]).score)
+    assert two_refs != pytest.approx(sacrebleu.corpus_bleu(detok_hyps, [reversed_refs]).score)
+    with pytest.raises(ValueError, match=r"the tokenised reference and the 2 raw reference streams have \[40, 40, 39\]"):
+        make_bleu_fn(valid, tgt_vocab, DecodeConfig(beam=1), tokenized_references=refs, references=[raw_refs, raw_refs[:39]])
 
 
 def test_training_with_validation_bleu(copy_run, tmp_path):
