@@ -135,7 +135,7 @@ def train_main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--train-tgt", required=True)
     parser.add_argument("--valid-src", help="dev source (validation loss / BLEU)")
     parser.add_argument("--valid-tgt", help="dev target, encoded like the training target")
-    parser.add_argument("--valid-ref", nargs="+",
+    parser.add_argument("--valid-ref", action="extend", nargs="+",
                         help="raw (detokenised) dev reference(s) for sacreBLEU (all of a multi-reference set); "
                              "else tokenised BLEU")
     parser.add_argument("--tgt-lang", default="en", help="target language for post-processing (default en)")

@@ -114,9 +114,9 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m nmtmodels.scoring", description=__doc__.split("\n\n")[0])
     parser.add_argument("--lang", required=True, help="target language (picks the BLEU tokenizer)")
     parser.add_argument("--hyp", required=True, help="detokenised hypotheses, one per line")
-    parser.add_argument("--ref", required=True, action="append", help="detokenised reference file (repeat for more)")
+    parser.add_argument("--ref", required=True, action="extend", nargs="+", help="detokenised reference file(s)")
     parser.add_argument("--tok-hyp", help="tokenised hypotheses for tokenised BLEU")
-    parser.add_argument("--tok-ref", action="append", help="tokenised reference file (repeat for more)")
+    parser.add_argument("--tok-ref", action="extend", nargs="+", help="tokenised reference file(s)")
     parser.add_argument("--output", required=True, help="JSON file to write")
     args = parser.parse_args(argv)
     if (args.tok_hyp is None) != (args.tok_ref is None):

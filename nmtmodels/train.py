@@ -912,7 +912,7 @@ def make_bleu_fn(
     from nmtmodels.scoring import score_corpus
 
     counts = [len(tokenized_references), *(len(stream) for stream in references or ())]
-    if any(count != len(valid_data) for count in counts) or references == []:
+    if any(count != len(valid_data) for count in counts):
         raise ValueError(f"the dev set has {len(valid_data)} examples but the tokenised reference and the "
                          f"{len(references or ())} raw reference streams have {counts}")
     options = {"bpe": text_format == "bpe", "char_level": text_format == "char"}

@@ -12,8 +12,6 @@ rule score:
         f"{EXPERIMENTS}/{{experiment}}/{{corpus}}/{{test_set}}.scores.json",
     params:
         lang=lambda w: CORPORA[w.corpus]["tgt"],
-        refs=lambda w, input: " ".join(f"--ref {shlex.quote(r)}" for r in input.refs),
-        tok_refs=lambda w, input: " ".join(f"--tok-ref {shlex.quote(r)}" for r in input.tok_refs),
     log:
         "logs/score/{experiment}/{corpus}/{test_set}.log",
     benchmark:
@@ -25,5 +23,5 @@ rule score:
         mem_mb=1000,
         runtime=10,
     shell:
-        "python -m nmtmodels.scoring --lang {params.lang} --hyp {input.hyp:q} {params.refs}"
-        " --tok-hyp {input.tok_hyp:q} {params.tok_refs} --output {output:q} > {log:q} 2>&1"
+        "python -m nmtmodels.scoring --lang {params.lang} --hyp {input.hyp:q} --ref {input.refs:q}"
+        " --tok-hyp {input.tok_hyp:q} --tok-ref {input.tok_refs:q} --output {output:q} > {log:q} 2>&1"

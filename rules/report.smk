@@ -89,8 +89,6 @@ rule score_concatenation:
         concatenation="[A-Za-z0-9_-]+",
     params:
         lang=lambda w: CORPORA[w.corpus]["tgt"],
-        refs=lambda w, input: " ".join(f"--ref {shlex.quote(r)}" for r in input.refs),
-        tok_refs=lambda w, input: " ".join(f"--tok-ref {shlex.quote(r)}" for r in input.tok_refs),
     conda:
         "../envs/evaluate.yaml"
     log:
@@ -102,8 +100,8 @@ rule score_concatenation:
         mem_mb=1000,
         runtime=10,
     shell:
-        "python -m nmtmodels.scoring --lang {params.lang} --hyp {input.hyp:q} {params.refs}"
-        " --tok-hyp {input.tok_hyp:q} {params.tok_refs} --output {output:q} > {log:q} 2>&1"
+        "python -m nmtmodels.scoring --lang {params.lang} --hyp {input.hyp:q} --ref {input.refs:q}"
+        " --tok-hyp {input.tok_hyp:q} --tok-ref {input.tok_refs:q} --output {output:q} > {log:q} 2>&1"
 
 
 rule model_info:
@@ -136,8 +134,6 @@ rule significance:
         baseline="[A-Za-z0-9_-]+",
     params:
         lang=lambda w: CORPORA[w.corpus]["tgt"],
-        refs=lambda w, input: " ".join(f"--ref {shlex.quote(r)}" for r in input.refs),
-        tok_refs=lambda w, input: " ".join(f"--tok-ref {shlex.quote(r)}" for r in input.tok_refs),
         metrics=" ".join(EVALUATION["significance_metrics"]),
         tests=" ".join(EVALUATION["tests"]),
         bootstrap_samples=EVALUATION["bootstrap_samples"],
@@ -155,8 +151,8 @@ rule significance:
         runtime=30,
     shell:
         "python -m workflow_scripts.significance --lang {params.lang} --system {input.system:q}"
-        " --baseline {input.baseline:q} {params.refs} --tok-system {input.system_tok:q}"
-        " --tok-baseline {input.baseline_tok:q} {params.tok_refs}"
+        " --baseline {input.baseline:q} --ref {input.refs:q} --tok-system {input.system_tok:q}"
+        " --tok-baseline {input.baseline_tok:q} --tok-ref {input.tok_refs:q}"
         " --metrics {params.metrics} --tests {params.tests} --bootstrap-samples {params.bootstrap_samples}"
         " --ar-trials {params.ar_trials} --seed {params.seed} --output {output:q} > {log:q} 2>&1"
 
@@ -230,7 +226,6 @@ rule length_analysis:
         lang=lambda w: CORPORA[w.corpus]["tgt"],
         metric=EVALUATION["length_metric"],
         buckets=" ".join(map(str, EVALUATION["length_buckets"])),
-        refs=lambda w, input: " ".join(f"--ref {shlex.quote(r)}" for r in input.refs),
         systems=lambda w, input: " ".join(
             f"--system {name} {shlex.quote(path)}"
             for name, path in zip(ev.length_systems(config, w.corpus), input.systems)
@@ -247,7 +242,7 @@ rule length_analysis:
         runtime=10,
     shell:
         "python -m workflow_scripts.plots length --source {input.source:q} --lang {params.lang}"
-        " --metric {params.metric} {params.refs} {params.systems} --buckets {params.buckets}"
+        " --metric {params.metric} --ref {input.refs:q} {params.systems} --buckets {params.buckets}"
         " --title '{wildcards.corpus} / {wildcards.test_set}' --csv {output.csv:q} --png {output.png:q} > {log:q} 2>&1"
 
 

@@ -217,7 +217,7 @@ def test_cli_writes_json(tmp_path, files):
     out = tmp_path / "cmp.json"
     rc = sig.main(["--lang", "en", "--system", str(files["system"]), "--baseline", str(files["baseline"]),
                    "--ref", str(files["ref1"]), "--ref", str(files["ref2"]), "--tok-system", str(files["system"]),
-                   "--tok-baseline", str(files["baseline"]), "--tok-ref", str(files["ref1"]), "--tok-ref", str(files["ref2"]),
+                   "--tok-baseline", str(files["baseline"]), "--tok-ref", str(files["ref1"]), str(files["ref2"]),  # one flag, several files
                    "--bootstrap-samples", "20", "--ar-trials", "20", "--output", str(out)])
     assert rc == 0
     data = json.loads(out.read_text())

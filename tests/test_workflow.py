@@ -45,9 +45,16 @@ def test_dry_run_full_scale_plans_every_corpus_without_data(tmp_path):
 
 
 def flag_values(command: str, flag: str) -> list[str]:
-    """The values given to a repeatable ``flag`` in a shell command."""
-    words = shlex.split(command)
-    return [value for word, value in zip(words, words[1:]) if word == flag]
+    """The values given to ``flag`` in a shell command (``--flag a b`` and ``--flag a --flag b`` alike)."""
+    values: list[str] = []
+    words = shlex.split(command.split(" > ")[0])
+    for i, word in enumerate(words):
+        if word == flag:
+            for value in words[i + 1:]:
+                if value.startswith("--"):
+                    break
+                values.append(value)
+    return values
 
 
 def test_dry_run_multi_reference_tokenised_bleu_gets_every_tokenised_reference(tmp_path):

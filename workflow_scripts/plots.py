@@ -127,7 +127,7 @@ def main(argv: list[str] | None = None) -> int:
     length.add_argument("--source", required=True, help="tokenised source of the test set")
     length.add_argument("--lang", required=True, help="target language")
     length.add_argument("--metric", default="bleu", choices=METRICS)
-    length.add_argument("--ref", required=True, action="append", help="reference (repeat for more)")
+    length.add_argument("--ref", required=True, action="extend", nargs="+", help="reference(s)")
     length.add_argument("--system", required=True, action="append", nargs=2, metavar=("NAME", "FILE"))
     length.add_argument("--buckets", nargs="+", type=int, default=[10, 20, 30, 40, 50])
     length.add_argument("--title", default="")

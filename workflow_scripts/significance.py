@@ -20,7 +20,7 @@ tokenised text, ``tokenize="none"``, no smoothing).
 CLI (writes one JSON file; see :func:`compare`)::
 
     python -m workflow_scripts.significance --lang de --system SYS.hyp --baseline BASE.hyp
-        --ref REF [--ref REF2 ...] [--tok-system SYS.tok --tok-baseline BASE.tok --tok-ref TOKREF [--tok-ref TOKREF2 ...]]
+        --ref REF [REF2 ...] [--tok-system SYS.tok --tok-baseline BASE.tok --tok-ref TOKREF [TOKREF2 ...]]
         [--metrics bleu tokenized_bleu] [--tests sign paired_bs paired_ar]
         [--bootstrap-samples 1000] [--ar-trials 10000] [--seed 12345] --output OUT.json
 """
@@ -222,10 +222,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--lang", required=True, help="target language (picks the BLEU tokenizer)")
     parser.add_argument("--system", required=True, help="detokenised system output")
     parser.add_argument("--baseline", required=True, help="detokenised baseline output")
-    parser.add_argument("--ref", required=True, action="append", help="detokenised reference (repeat for more)")
+    parser.add_argument("--ref", required=True, action="extend", nargs="+", help="detokenised reference(s)")
     parser.add_argument("--tok-system", help="tokenised system output (for tokenized_bleu)")
     parser.add_argument("--tok-baseline", help="tokenised baseline output")
-    parser.add_argument("--tok-ref", action="append", help="tokenised reference (repeat for more)")
+    parser.add_argument("--tok-ref", action="extend", nargs="+", help="tokenised reference(s)")
     parser.add_argument("--metrics", nargs="+", default=["bleu", "tokenized_bleu"], choices=METRICS)
     parser.add_argument("--tests", nargs="+", default=list(TESTS), choices=TESTS)
     parser.add_argument("--bootstrap-samples", type=int, default=1000)
