@@ -35,6 +35,7 @@ import json
 import os
 import re
 import shutil
+import site
 import statistics
 import subprocess
 import sys
@@ -53,7 +54,7 @@ VENV_ROOT = ROOT / "benchmarks" / ".venvs"
 # build: they go in with --no-deps and get their import-time dependencies pinned by hand.
 INSTALL: dict[str, list[list[str]]] = {
     "opennmt-py": [
-        ["--no-deps", "OpenNMT-py==3.5.1", "pyonmttok==1.37.1"],
+        ["--no-deps", "OpenNMT-py==3.5.1", "pyonmttok==1.38.1", "ConfigArgParse==1.9.0"],
         # onmt.transforms imports every transform module at start-up, so the optional ones'
         # libraries (spacy, fasttext, ahocorasick, rapidfuzz) must import even though unused.
         ["ctranslate2==3.24.0", "pyahocorasick==2.1.0", "rapidfuzz==3.9.7", "fasttext-wheel==0.9.2",
@@ -255,6 +256,12 @@ class Venv:
             # --without-pip: the system pip is visible through the system site-packages, and
             # no older setuptools is put in front of the system's one.
             run_logged([sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", self.path], self.log, env)
+            if sys.prefix != sys.base_prefix:
+                # Run from a virtual environment (the GPU machines' python is one): the new one's
+                # "system" site-packages are the base interpreter's, not this one's (torch, pip):
+                # add this one's behind the new environment's own.
+                pth = self.path / "lib" / f"python{sys.version_info[0]}.{sys.version_info[1]}" / "site-packages" / "_parent.pth"
+                pth.write_text("".join(f"import site; site.addsitedir({p!r})\n" for p in site.getsitepackages()), encoding="utf-8")
             for packages in INSTALL[self.name]:
                 run_logged([self.python, "-m", "pip", "install", "--disable-pip-version-check", *packages], self.log, env)
             run_logged([self.python, "-c", IMPORT_CHECK[self.name]], self.log, env)

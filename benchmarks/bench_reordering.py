@@ -1,18 +1,22 @@
-"""Training speed of the reordering-embedding models against the Transformer on CPU
-(the paper: Both REs train 10-15% slower; our target: at most 5% slower).
+"""Training speed of the reordering-embedding models against the Transformer, on CPU or
+a CUDA GPU (the paper: Both REs train 10-15% slower; our target: at most 5% slower).
 
 One training step = forward, the trainer's label-smoothed cross-entropy, backward and
 the trainer's (fused) AdamW update, on the same random batches (about ``--tokens`` source + target tokens each) for every
-model, tiny preset, pre-norm, as the embedded default trains.  The models take turns
+model, tiny preset (``--preset``), pre-norm, as the embedded default trains.  The models take turns
 batch by batch (each batch is stepped by every model before the next, in a rotating
 order), so that load from other jobs on the machine hits all models alike; a round is one
 pass over the batches, and each model's fastest round is reported.
 
     PYTHONPATH=. python benchmarks/bench_reordering.py --threads 1 --rounds 5
+    PYTHONPATH=. python benchmarks/bench_reordering.py --device cuda --amp bf16 --preset base --tokens 4096
+
+On CUDA each timed step ends with ``torch.cuda.synchronize()``.
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
 import platform
 import time
 
@@ -20,6 +24,7 @@ import torch
 
 from nmtmodels.batch import BOS_ID, EOS_ID, PAD_ID, Batch
 from nmtmodels.config import ModelConfig
+from nmtmodels.modules.attention import avoid_per_shape_attention_kernels
 from nmtmodels.registry import build_model
 from nmtmodels.train import TrainConfig, build_optimizer, label_smoothed_nll_loss
 
@@ -62,23 +67,34 @@ def main() -> None:
     parser.add_argument("--tokens", type=int, default=2048, help="source tokens per batch (about as many target)")
     parser.add_argument("--vocab", type=int, default=8000)
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--device", default="cpu", help="cpu or cuda")
+    parser.add_argument("--amp", choices=["none", "bf16"], default="none", help="bf16 autocast (CUDA), as train.amp")
+    parser.add_argument("--preset", default="tiny", help="model preset (tiny, small, base, big)")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
-    data = batches(args.batches, args.tokens, args.vocab, seed=1)
+    device = torch.device(args.device)
+    if device.type == "cuda":
+        avoid_per_shape_attention_kernels()  # as the trainer does
+    sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
+    autocast = (torch.autocast("cuda", dtype=torch.bfloat16) if args.amp == "bf16" and device.type == "cuda"
+                else contextlib.nullcontext())
+    data = [batch.to(device) for batch in batches(args.batches, args.tokens, args.vocab, seed=1)]
     tokens = sum(int(b.src.ne(PAD_ID).sum() + b.tgt_out.ne(PAD_ID).sum()) for b in data)
     models, optimizers = {}, {}
     for name, spec in VARIANTS.items():
         torch.manual_seed(0)
-        models[name] = build_model(ModelConfig.from_dict({"preset": "tiny", "normalize_before": True, **spec}),
-                                   args.vocab, args.vocab).train()
-        optimizers[name] = build_optimizer(models[name].parameters(), TrainConfig(lr=1e-4), torch.device("cpu"))
+        models[name] = build_model(ModelConfig.from_dict({"preset": args.preset, "normalize_before": True, **spec}),
+                                   args.vocab, args.vocab).to(device).train()
+        optimizers[name] = build_optimizer(models[name].parameters(), TrainConfig(lr=1e-4), device)
 
     def step(name: str, batch: Batch) -> None:
         model, optimizer = models[name], optimizers[name]
         optimizer.zero_grad(set_to_none=True)
-        states = model(batch, features_only=True)
+        with autocast:
+            states = model(batch, features_only=True)
         label_smoothed_nll_loss(states, model.output_layer, batch.tgt_out, 0.1)[0].backward()
         optimizer.step()
+        sync()
 
     for name in models:  # warm-up
         step(name, data[0])
@@ -95,8 +111,9 @@ def main() -> None:
         for name in names:
             seconds[name].append(spent[name])
 
-    print(f"# {platform.processor() or platform.machine()}, torch {torch.__version__}, {args.threads} thread(s), "
-          f"{args.batches} batches x ~{args.tokens} source tokens, vocab {args.vocab}, tiny pre-norm, "
+    where = torch.cuda.get_device_name(device) if device.type == "cuda" else platform.processor() or platform.machine()
+    print(f"# {where}, torch {torch.__version__}, {args.threads} thread(s), {'bf16 autocast' if args.amp == 'bf16' else 'fp32'}, "
+          f"{args.batches} batches x ~{args.tokens} source tokens, vocab {args.vocab}, {args.preset} pre-norm, "
           f"fastest of {args.rounds} rounds, models interleaved batch by batch")
     print("\n| model | params | params vs Transformer | train steps/s | tokens/s | speed vs Transformer |")
     print("|---|---:|---:|---:|---:|---:|")

@@ -192,9 +192,10 @@ class FlopModel:
 
 
 # ---------------------------------------------------------------------- ours
-def measure_ours(setup: Setup, work: Path) -> tuple[TrainSpeed | PeerError, dict[str, DecodeSpeed | PeerError], int]:
+def measure_ours(setup: Setup, work: Path, amp: str = "none") -> tuple[TrainSpeed | PeerError, dict[str, DecodeSpeed | PeerError], int]:
     """Train with nmtmodels' Trainer, then decode with its beam search once per early-stop
-    rule in ``OUR_DECODE_RULES``; returns the speeds (or the error) and the vocabulary size."""
+    rule in ``OUR_DECODE_RULES``; returns the speeds (or the error) and the vocabulary size.
+    ``amp="bf16"`` trains and decodes under bf16 autocast (CUDA only, as ``train.amp``)."""
     from nmtmodels.config import ModelConfig
     from nmtmodels.configuration import from_dict
     from nmtmodels.data import ParallelDataset
@@ -229,7 +230,7 @@ def measure_ours(setup: Setup, work: Path) -> tuple[TrainSpeed | PeerError, dict
     train_cfg = from_dict(TrainConfig, {
         "max_tokens": setup.max_tokens, "lr": setup.lr, "warmup_updates": setup.lr_warmup,
         "label_smoothing": setup.label_smoothing, "max_updates": setup.total_updates, "log_interval": setup.log_interval,
-        "keep_last": 1, "seed": setup.seed, "num_threads": setup.threads, "amp": "none"}, where="train")
+        "keep_last": 1, "seed": setup.seed, "num_threads": setup.threads, "amp": amp}, where="train")
     device = torch.device(setup.device)
     try:
         seed_everything(setup.seed)
@@ -253,7 +254,7 @@ def measure_ours(setup: Setup, work: Path) -> tuple[TrainSpeed | PeerError, dict
                                               too_long="error")
             start = time.perf_counter()
             hypotheses = translate_dataset(trainer.model, test, DecodeConfig(beam=setup.beam, early_stop=rule),
-                                           max_tokens=setup.decode_batch_tokens, device=device)
+                                           max_tokens=setup.decode_batch_tokens, device=device, amp=amp)
             seconds = time.perf_counter() - start
             lines = [" ".join(vocab.decode(row[0].tokens, keep_unk=True)) for row in hypotheses]
             (out / f"test.{rule}.hyp").write_text("".join(line + "\n" for line in lines), encoding="utf-8")
@@ -361,7 +362,9 @@ def main(argv: list[str] | None = None) -> None:
                         help=f"toolkits to compare with (default: all; {BASELINE} is the ratio baseline)")
     parser.add_argument("--no-ours", action="store_true", help="skip our own system (peer debugging)")
     parser.add_argument("--threads", type=int, default=2, help="CPU threads for every system (default 2)")
-    parser.add_argument("--device", default="cpu", help="cpu or cuda (GPU runs are untested)")
+    parser.add_argument("--device", default="cpu", help="cpu or cuda")
+    parser.add_argument("--amp", choices=["none", "bf16"], default="none",
+                        help="our system under bf16 autocast (CUDA; the peers stay fp32)")
     parser.add_argument("--warmup", type=int, help="updates before measuring (default 50; quick 4)")
     parser.add_argument("--updates", type=int, help="measured updates (default 250; quick 8)")
     parser.add_argument("--log-interval", type=int, help="updates per timing interval; divides --warmup and --updates (default 25; quick 4)")
@@ -416,11 +419,11 @@ def main(argv: list[str] | None = None) -> None:
 
         def ours() -> tuple[Any, Any]:
             nonlocal vocab_size
-            train, found, vocab_size = measure_ours(setup, work)
+            train, found, vocab_size = measure_ours(setup, work, args.amp)
             decodes.update(found)
             return train, found["exact"]
 
-        timed("ours (nmtmodels)", ours)
+        timed("ours (nmtmodels)" + (", bf16 autocast" if args.amp == "bf16" else ""), ours)
         for rule in OUR_DECODE_RULES[1:]:
             rows.append(Row(f"ours, decode.early_stop: {rule} (OpenNMT-py's stop rule)", None, decodes[rule]))
     for key in [k for k in PEERS if k in args.peers]:
@@ -451,7 +454,7 @@ def main(argv: list[str] | None = None) -> None:
     header = (
         f"Multi30k {src}-{tgt}, 8k joint BPE ({data_source}); joint vocabulary {vocab_size:,}; "
         f"{setup.layers}+{setup.layers} layers, d {setup.d_model}, {setup.heads} heads, FFN {setup.ffn_dim}, tied embeddings, "
-        f"{setup.max_tokens}-token batches, fp32; {setup.measured_updates} updates measured after {setup.warmup_updates}; "
+        f"{setup.max_tokens}-token batches, {'ours bf16 autocast, peers ' if args.amp == 'bf16' else ''}fp32; {setup.measured_updates} updates measured after {setup.warmup_updates}; "
         f"beam {setup.beam} on {count_output(setup.test_src)[0]} {TEST_SET} sentences.\n"
         f"{args.device} ({cpu_name() if args.device == 'cpu' else torch.cuda.get_device_name()}), {args.threads} threads, "
         f"torch {torch.__version__}; fp32 GEMM peak {peak:.0f} GFLOP/s (best of start and end); FLOPs = 6 * ({flops.encoder:,} * encoder tokens "

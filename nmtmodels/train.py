@@ -70,6 +70,7 @@ from nmtmodels.data import BucketBatchSampler, ParallelDataset
 from nmtmodels.textio import atomic_output, atomic_write_text
 from nmtmodels.distributed import DistributedContext, all_gather_object, all_reduce_sum, barrier, broadcast_object
 from nmtmodels.models.base import Seq2SeqModel
+from nmtmodels.modules.attention import avoid_per_shape_attention_kernels
 from nmtmodels.vocab import Vocabulary
 
 EXIT_REQUEUE = 75  # sysexits.h EX_TEMPFAIL: interrupted by SIGTERM/SIGUSR1, resume by rerunning
@@ -375,6 +376,8 @@ class Trainer:
             torch.set_num_threads(cfg.num_threads)
         seed_everything(cfg.seed)
 
+        if self.device.type == "cuda":
+            avoid_per_shape_attention_kernels()
         self.model = model.to(self.device)
         self.net: torch.nn.Module = self.model
         if self.dist.enabled:
@@ -863,6 +866,8 @@ def translate_dataset(
     from nmtmodels.search import beam_search, greedy_search
 
     device = torch.device(device)
+    if device.type == "cuda":
+        avoid_per_shape_attention_kernels()
     autocast = (torch.autocast("cuda", dtype=torch.bfloat16)
                 if amp == "bf16" and device.type == "cuda" else contextlib.nullcontext())
     sampler = BucketBatchSampler(dataset.sizes("tokens")[:, :1], max_tokens, shuffle=False)

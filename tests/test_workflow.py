@@ -44,6 +44,21 @@ def test_dry_run_full_scale_plans_every_corpus_without_data(tmp_path):
     assert not list(tmp_path.glob("results/*")), "a dry run must not create outputs"
 
 
+@pytest.mark.parametrize("name", ["quality.yaml", "gpu.yaml"])
+def test_the_readme_quality_configs_plan_their_documented_target(tmp_path, name):
+    """configs/quality.yaml and configs/gpu.yaml pass the config checks and plan the one
+    training, decoding and scoring chain that their header command names."""
+    config_file = ROOT / "configs" / name
+    target = next(word for word in config_file.read_text().split() if word.endswith(".scores.json"))
+    proc = snakemake(tmp_path, "-n", target, "--cores", "4", "--configfile", str(config_file),
+                     extra_env={"NMT_DATA_MIRROR": str(tmp_path / "no-mirror")})
+    jobs = planned_jobs(proc.stdout)
+    assert (jobs["train"], jobs["translate"], jobs["score"]) == (1, 1, 1)
+    config = yaml.safe_load(config_file.read_text())
+    gpus = config.get("train_resources", {}).get("gpus", 0)
+    assert f"gpu={gpus}" in proc.stdout if gpus else "gpu=" not in proc.stdout
+
+
 def flag_values(command: str, flag: str) -> list[str]:
     """The values given to ``flag`` in a shell command (``--flag a b`` and ``--flag a --flag b`` alike)."""
     values: list[str] = []

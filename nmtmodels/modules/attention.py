@@ -44,6 +44,19 @@ memory keys/values): every hypothesis of a sentence holds the same rows, so
 within sentences (fairseq's ``reorder_incremental_state`` does the same for static keys)."""
 
 
+def avoid_per_shape_attention_kernels() -> None:
+    """Switch off the cuDNN backend of ``scaled_dot_product_attention`` (process-wide).
+
+    torch picks cuDNN's attention first for bf16 on recent GPUs, and cuDNN builds an execution
+    graph for every new (batch, length) shape, a few hundred milliseconds each, before caching
+    it. Our batches are bucketed by length and every beam-search step has a new key length, so
+    it keeps building: on an H100, bf16 training ran at 2.4 updates/s on its first pass over
+    50 batches (42 once cached) and beam search took 16.5 s instead of 0.9 s (benchmarks/README.md,
+    "GPU"). Flash and memory-efficient attention need no per-shape set-up. The trainer and
+    :func:`nmtmodels.train.translate_dataset` call this on CUDA."""
+    torch.backends.cuda.enable_cudnn_sdp(False)
+
+
 class RelationTerms(NamedTuple):
     """Relation embeddings added to keys and values, shared by heads.
 

@@ -7,9 +7,11 @@ from pathlib import Path
 import torch
 
 from nmtmodels.config import ModelConfig
+from nmtmodels.data import ParallelDataset
 from nmtmodels.registry import build_model
 from nmtmodels.train import TrainConfig
 from nmtmodels.configuration import from_dict
+from nmtmodels.vocab import Vocabulary
 
 LETTERS = list("abcdefghij")
 
@@ -26,6 +28,18 @@ def copy_task(n: int, seed: int, min_len: int = 3, max_len: int = 8, reverse: bo
     src = [" ".join(rng.choice(tokens) for _ in range(rng.randint(min_len, max_len))) for _ in range(n)]
     tgt = [" ".join(reversed(s.split())) if reverse else s for s in src]
     return src, tgt
+
+
+def copy_task_corpus(root: Path, train_size: int, valid_size: int, seed: int = 3, max_len: int = 7):
+    """A copy task written to ``root`` (train.src/tgt, valid.src/tgt): (vocabulary, train, valid)."""
+    src, tgt = copy_task(train_size + valid_size, seed=seed, max_len=max_len)
+    paths = {name: write_lines(root / name, lines) for name, lines in
+             (("train.src", src[:train_size]), ("train.tgt", tgt[:train_size]),
+              ("valid.src", src[train_size:]), ("valid.tgt", tgt[train_size:]))}
+    vocab = Vocabulary.from_corpus([paths["train.src"]])
+    train = ParallelDataset.from_files(paths["train.src"], paths["train.tgt"], vocab, vocab)
+    valid = ParallelDataset.from_files(paths["valid.src"], paths["valid.tgt"], vocab, vocab)
+    return vocab, train, valid
 
 
 TINY_MODEL = {"preset": "tiny", "d_model": 32, "heads": 2, "ffn_dim": 64, "encoder_layers": 1, "decoder_layers": 1}

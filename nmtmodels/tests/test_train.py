@@ -13,10 +13,9 @@ from nmtmodels.batch import PAD_ID
 from nmtmodels.checkpoint import load_checkpoint, numbered_checkpoints
 from nmtmodels.configuration import ConfigError, from_dict
 from nmtmodels.data import ParallelDataset, Ragged
-from nmtmodels.tests.helpers_e import copy_task, tiny_model, train_config, write_lines
+from nmtmodels.tests.helpers_e import copy_task_corpus, tiny_model, train_config
 from nmtmodels.train import (InverseSqrtSchedule, Trainer, TrainConfig, _ProjectedLabelSmoothedCrossEntropy,
                              label_smoothed_nll_loss)
-from nmtmodels.vocab import Vocabulary
 
 
 @pytest.fixture(autouse=True)
@@ -28,14 +27,7 @@ def _restore_threads():
 
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory):
-    root = tmp_path_factory.mktemp("corpus")
-    src, tgt = copy_task(240, seed=3, max_len=7)
-    paths = {name: write_lines(root / name, lines) for name, lines in
-             (("train.src", src[:200]), ("train.tgt", tgt[:200]), ("valid.src", src[200:]), ("valid.tgt", tgt[200:]))}
-    vocab = Vocabulary.from_corpus([paths["train.src"]])
-    train = ParallelDataset.from_files(paths["train.src"], paths["train.tgt"], vocab, vocab)
-    valid = ParallelDataset.from_files(paths["valid.src"], paths["valid.tgt"], vocab, vocab)
-    return vocab, train, valid
+    return copy_task_corpus(tmp_path_factory.mktemp("corpus"), 200, 40)
 
 
 def make_trainer(corpus, out_dir, *, model_seed=0, dropout=0.0, log=None, bleu_fn=None, train=None,
