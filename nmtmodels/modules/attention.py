@@ -52,7 +52,7 @@ def avoid_per_shape_attention_kernels() -> None:
     it. Our batches are bucketed by length and every beam-search step has a new key length, so
     it keeps building: on an H100, bf16 training ran at 2.4 updates/s on its first pass over
     50 batches (42 once cached) and beam search took 16.5 s instead of 0.9 s (benchmarks/README.md,
-    "GPU"). Flash and memory-efficient attention need no per-shape set-up. The trainer and
+    "On a GPU"). Flash and memory-efficient attention need no per-shape set-up. The trainer and
     :func:`nmtmodels.train.translate_dataset` call this on CUDA."""
     torch.backends.cuda.enable_cudnn_sdp(False)
 

@@ -8,7 +8,7 @@ uninterrupted one does.  (Multi-GPU DDP needs two GPUs; the gloo tests in
 test_distributed.py cover the same trainer code on the CPU.)
 
 Run on a GPU machine with ``python -m pytest nmtmodels/tests/test_cuda.py -n 0``; the last
-run is recorded in benchmarks/README.md ("GPU").
+run is recorded in benchmarks/README.md ("On a GPU").
 """
 from __future__ import annotations
 
