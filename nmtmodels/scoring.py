@@ -56,6 +56,16 @@ def _check_counts(hypotheses: list[str], references: list[list[str]], what: str)
             raise ValueError(f"{what}: {len(hypotheses)} hypotheses but reference {number} has {len(stream)} lines")
 
 
+def detokenized_bleu(lang: str) -> BLEU:
+    """sacreBLEU as the papers' tables report it, with ``lang``'s tokenizer."""
+    return BLEU(tokenize=bleu_tokenizer(lang))
+
+
+def tokenized_bleu() -> BLEU:
+    """BLEU on already tokenised text (multi-bleu.perl style: no tokenizer, no smoothing)."""
+    return BLEU(tokenize="none", force=True, smooth_method="none")
+
+
 def _bleu_entry(metric: BLEU, hypotheses: list[str], references: list[list[str]]) -> dict[str, Any]:
     result = metric.corpus_score(hypotheses, references)
     return {
@@ -83,7 +93,7 @@ def score_corpus(
     ``score`` and sacrebleu's ``signature``.  ValueError on empty input or mismatched counts.
     """
     _check_counts(hypotheses, references, "detokenised text")
-    bleu = _bleu_entry(BLEU(tokenize=bleu_tokenizer(lang)), hypotheses, references)
+    bleu = _bleu_entry(detokenized_bleu(lang), hypotheses, references)
     chrf_metric = CHRF()
     chrf = {"score": chrf_metric.corpus_score(hypotheses, references).score, "signature": str(chrf_metric.get_signature())}
     tokenized = None
@@ -93,8 +103,7 @@ def score_corpus(
         _check_counts(tokenized_hypotheses, tokenized_references, "tokenised text")
         if len(tokenized_hypotheses) != len(hypotheses):
             raise ValueError(f"{len(hypotheses)} detokenised but {len(tokenized_hypotheses)} tokenised hypotheses")
-        metric = BLEU(tokenize="none", force=True, smooth_method="none")
-        tokenized = _bleu_entry(metric, tokenized_hypotheses, tokenized_references)
+        tokenized = _bleu_entry(tokenized_bleu(), tokenized_hypotheses, tokenized_references)
     return {
         "bleu": bleu,
         "chrf": chrf,

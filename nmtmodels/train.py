@@ -914,25 +914,24 @@ def make_bleu_fn(
     tokenisation (multi-bleu.perl style) is returned.
     """
     from nmtmodels.postprocess import postprocess
-    from nmtmodels.scoring import score_corpus
+    from nmtmodels.scoring import detokenized_bleu, tokenized_bleu
 
     counts = [len(tokenized_references), *(len(stream) for stream in references or ())]
     if any(count != len(valid_data) for count in counts):
         raise ValueError(f"the dev set has {len(valid_data)} examples but the tokenised reference and the "
                          f"{len(references or ())} raw reference streams have {counts}")
     options = {"bpe": text_format == "bpe", "char_level": text_format == "char"}
-    tok_refs = [postprocess(line, lang, detokenize=False, **options) for line in tokenized_references]
+    detokenize = references is not None
+    if detokenize:
+        metric, reference_streams = detokenized_bleu(lang), [list(stream) for stream in references]
+    else:
+        metric = tokenized_bleu()
+        reference_streams = [[postprocess(line, lang, detokenize=False, **options) for line in tokenized_references]]
 
     def bleu(model: Seq2SeqModel) -> float:
         hyps = translate_dataset(model, valid_data, decode_cfg, max_tokens=max_tokens, device=device, amp=amp)
-        encoded = [" ".join(tgt_vocab.decode(row[0].tokens, keep_unk=True)) for row in hyps]
-        tok_hyps = [postprocess(line, lang, detokenize=False, **options) for line in encoded]
-        if references is None:
-            result = score_corpus(tok_hyps, [tok_refs], lang, tokenized_hypotheses=tok_hyps, tokenized_references=[tok_refs])
-            return float(result["tokenized_bleu"]["score"])
-        detok = [postprocess(line, lang, detokenize=True, **options) for line in encoded]
-        result = score_corpus(detok, [list(stream) for stream in references], lang, tokenized_hypotheses=tok_hyps,
-                              tokenized_references=[tok_refs])
-        return float(result["bleu"]["score"])
+        encoded = (" ".join(tgt_vocab.decode(row[0].tokens, keep_unk=True)) for row in hyps)
+        hypotheses = [postprocess(line, lang, detokenize=detokenize, **options) for line in encoded]
+        return float(metric.corpus_score(hypotheses, reference_streams).score)
 
     return bleu

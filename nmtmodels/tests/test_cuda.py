@@ -13,6 +13,7 @@ run is recorded in benchmarks/README.md ("On a GPU").
 from __future__ import annotations
 
 import copy
+import csv
 
 import pytest
 import torch
@@ -128,9 +129,8 @@ def _trainer(corpus, out_dir, **settings) -> Trainer:
 
 
 def _losses(out_dir) -> list[float]:
-    rows = (out_dir / "metrics.csv").read_text().splitlines()
-    header = rows[0].split(",")
-    return [float(row.split(",")[header.index("loss")]) for row in rows[1:] if row.split(",")[header.index("loss")]]
+    with open(out_dir / "metrics.csv", newline="") as rows:
+        return [float(row["loss"]) for row in csv.DictReader(rows) if row["loss"]]
 
 
 def test_bf16_training_on_cuda_learns_and_its_checkpoint_loads_on_a_cpu(corpus, tmp_path):
