@@ -1,11 +1,15 @@
 """Model-side lattice helpers (Xiao et al. 2019, "Lattice-Based Transformer Encoder"):
 edge spans of a batch, lattice positions (LPE) and edge relations (LSA, Table 1).
 
-Node v_i is the gap after character i; edge e_{i:j} (i < j) covers characters i+1..j and
-is given by ``start = i`` and ``end = j``.  A batch carries the edges of each sentence as
-the extra integer inputs ``starts`` and ``ends`` (B, M), one entry per edge token; the
-source row has one more token, ``</s>``, which is treated as the edge e_{N:N+1} after the
-last character (so it succeeds every edge and is right-adjacent to those ending at v_N).
+Node v_i is the gap after element i; edge e_{i:j} (i < j) covers elements c_{i+1}..c_j and
+is given by ``start = i`` and ``end = j``.  The elements are the lattice's *position unit*
+(footnote 1): characters for a word lattice, minimum subword units for a subword lattice;
+the unit is chosen when the inputs are written (``workflow_scripts/lattice.py``,
+``--position-unit``), so the model reads the numbers as they come.  A batch carries the
+edges of each sentence as the extra integer inputs ``starts`` and ``ends`` (B, M), one entry
+per edge token; the source row has one more token, ``</s>``, which is treated as the edge
+e_{N:N+1} after the last element (so it succeeds every edge and is right-adjacent to those
+ending at v_N).
 
 Pure tensor functions, batched and on the tensors' device; no workflow imports.
 """
@@ -59,10 +63,12 @@ def spans_with_eos(starts: Tensor, ends: Tensor, pad_mask: Tensor) -> tuple[Tens
 
 
 def lattice_positions(starts: Tensor) -> Tensor:
-    """LPE positions (section 3.2): edge e_{i:j} gets the position of its first character c_{i+1}.
+    """LPE positions (section 3.2): edge e_{i:j} gets the position of its first element c_{i+1}.
 
-    The paper's p_{i+1} counts characters from 1; the shared position encodings count from 0
-    (the first token is position 0), so c_{i+1} is position ``i`` = ``start``.  Along any path
+    The elements are the unit ``starts`` count in: characters (word lattice) or minimum
+    subword units (subword lattice; footnote 1, see the module docstring).  The paper's
+    p_{i+1} counts elements from 1; the shared position encodings count from 0 (the first
+    token is position 0), so c_{i+1} is position ``i`` = ``start``.  Along any path
     e_{0:a}, e_{a:b}, ... the positions 0 < a < b < ... strictly increase.
     """
     return starts

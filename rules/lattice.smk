@@ -2,6 +2,8 @@
 # (workflow_scripts/lattice.py) and their model inputs: edge tokens, starts, ends, vocabulary.
 # {lattice} names the packed segmentations, e.g. jieba+thulac+snownlp or bpe2000+bpe4000+bpe8000.
 
+from workflow_scripts.lattice import paper_position_unit
+
 
 rule lattice:
     input:
@@ -31,6 +33,9 @@ rule lattice_inputs:
         ends=f"{DATA}/{{corpus}}/lattice/{{lattice}}/{{split}}.{{src}}-{{tgt}}.ends",
     wildcard_constraints:
         split=r"(?!vocab\.)[A-Za-z0-9_-]+",
+    params:
+        # LPE counts minimum subword units in a subword lattice, characters in a word lattice (footnote 1)
+        position_unit=lambda w: paper_position_unit(w.lattice.split("+")),
     conda:
         "../envs/data.yaml"
     log:
@@ -42,7 +47,8 @@ rule lattice_inputs:
         mem_mb=2000,
         runtime=30,
     shell:
-        "python -m workflow_scripts.lattice inputs --lattice {input:q} --tokens {output.tokens:q}"
+        "python -m workflow_scripts.lattice inputs --lattice {input:q} --position-unit {params.position_unit}"
+        " --tokens {output.tokens:q}"
         " --starts {output.starts:q} --ends {output.ends:q} > {log:q} 2>&1"
 
 

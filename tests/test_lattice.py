@@ -5,21 +5,26 @@ import random
 from pathlib import Path
 
 import pytest
+import torch
 import yaml
 
+from nmtmodels.lattice import relation_ids
 from nmtmodels.textio import DataError
 from workflow_scripts import bpe
 from workflow_scripts import workflow_config as wc
 from workflow_scripts.lattice import (
+    POSITION_UNITS,
     Edge,
     build_file,
     build_lattice,
     check_lattice,
     format_lattice,
     main,
+    paper_position_unit,
     parse_lattice,
     path_edges,
     read_lattices,
+    renumber_nodes,
 )
 
 # Figure 1: three segmentations of "mao yi fa zhan ju fu zong cai"
@@ -35,8 +40,8 @@ def test_word_lattice_merges_identical_edges() -> None:
 
 
 def test_subword_lattice_counts_characters_without_spaces_or_joiners() -> None:
-    coarse = "a wom@@ an walks".split()
-    fine = "a w@@ om@@ an walk@@ s".split()
+    coarse = ["a", "wom@@", "an", "walks"]
+    fine = ["a", "w@@", "om@@", "an", "walk@@", "s"]
     edges = build_lattice([coarse, fine])
     assert edges == [Edge(0, 1, "a"), Edge(1, 2, "w@@"), Edge(1, 4, "wom@@"), Edge(2, 4, "om@@"),
                      Edge(4, 6, "an"), Edge(6, 10, "walk@@"), Edge(6, 11, "walks"), Edge(10, 11, "s")]
@@ -96,10 +101,86 @@ def test_build_file_and_model_inputs(tmp_path: Path) -> None:
     assert build_file(segs, str(lattice)) == 2
     assert lattice.read_text(encoding="utf-8").splitlines()[1] == "0:1:我 0:2:我爱 1:2:爱 1:3:爱你 2:3:你"
     out = {name: tmp_path / name for name in ("tokens", "starts", "ends")}
-    main(["inputs", "--lattice", str(lattice), *(f"--{k}={v}" for k, v in out.items())])
+    main(["inputs", "--lattice", str(lattice), "--position-unit", "char", *(f"--{k}={v}" for k, v in out.items())])
     assert out["tokens"].read_text(encoding="utf-8").splitlines()[1] == "我 我爱 爱 爱你 你"
     assert out["starts"].read_text().splitlines() == ["0 0 2 2 4 5 5 6", "0 0 1 1 2"]
     assert out["ends"].read_text().splitlines() == ["2 5 4 5 5 6 8 8", "1 2 2 3 3"]
+
+
+# Footnote 1 / issue 19: the subword lattice of "th@@ e hous@@ e" and "the house".  Its edges,
+# ordered by (start, end): th@@ the e hous@@ house e.  Minimum subword units: th | e | hous | e,
+# so the edges start after 0, 0, 1, 2, 2, 3 units; in characters after 0, 0, 2, 3, 3, 7.
+THE_HOUSE = ["th@@ e hous@@ e", "the house"]
+
+
+def test_subword_lattice_positions_count_minimum_subword_units() -> None:
+    edges = build_lattice([line.split() for line in THE_HOUSE])
+    assert [e.token for e in edges] == ["th@@", "the", "e", "hous@@", "house", "e"]
+    units = renumber_nodes(edges, "subword")
+    assert [e.start for e in units] == [0, 0, 1, 2, 2, 3]
+    assert [e.end for e in units] == [1, 2, 2, 3, 4, 4]
+    assert [e.token for e in units] == [e.token for e in edges]
+    chars = renumber_nodes(edges, "char")
+    assert [e.start for e in chars] == [0, 0, 2, 3, 3, 7]
+    assert [e.end for e in chars] == [2, 3, 3, 7, 8, 8]
+    with pytest.raises(ValueError, match="position unit 'word' is not one of subword, char"):
+        renumber_nodes(edges, "word")
+
+
+def test_word_lattice_positions_count_characters() -> None:
+    """Footnote 1: the elements of a word lattice are characters.  In Figure 1 every segmenter
+    has 贸易 (2 characters), so 发展 starts at character 2 although only one minimum unit
+    (贸易) precedes it; the workflow gives word lattices ``char``."""
+    edges = build_lattice([line.split() for line in FIGURE])
+    assert paper_position_unit(["jieba", "thulac", "snownlp"]) == "char"
+    assert [e.start for e in renumber_nodes(edges, "char")] == [0, 0, 2, 2, 4, 5, 5, 6]
+    assert [e.start for e in renumber_nodes(edges, "subword")] == [0, 0, 1, 1, 2, 3, 3, 4]  # not the paper's
+    # a sentence all segmenters split alike: 我爱 | 你 -> characters 0, 2
+    assert [e.start for e in renumber_nodes(build_lattice([["我爱", "你"]] * 3), "char")] == [0, 2]
+
+
+@pytest.mark.parametrize("segmentations, unit", [
+    (["bpe2000", "bpe4000", "bpe8000"], "subword"),
+    (["bpe8000"], "subword"),
+    (["jieba", "thulac", "snownlp"], "char"),
+    (["jieba", "bpe8000"], "char"),  # mixed: characters are the finest common elements
+    (["bpe"], "char"),  # a segmenter named 'bpe' is no BPE size
+])
+def test_paper_position_unit(segmentations: list[str], unit: str) -> None:
+    assert paper_position_unit(segmentations) == unit
+
+
+def test_renumbering_keeps_the_edge_relations() -> None:
+    """LSA's Table 1 relations compare nodes only by order, so both units give the same ids."""
+    for lines in (THE_HOUSE, FIGURE, ["a wom@@ an walks", "a w@@ om@@ an walk@@ s"]):
+        edges = build_lattice([line.split() for line in lines])
+        spans = {unit: renumber_nodes(edges, unit) for unit in POSITION_UNITS}
+        ids = {unit: relation_ids(torch.tensor([[e.start for e in es]]), torch.tensor([[e.end for e in es]]))
+               for unit, es in spans.items()}
+        assert torch.equal(ids["subword"], ids["char"])
+
+
+def test_cli_inputs_position_unit(tmp_path: Path, capsys) -> None:
+    segs = []
+    for k, line in enumerate(THE_HOUSE):
+        path = tmp_path / f"bpe{k}.en"
+        path.write_text(line + "\n\n", encoding="utf-8")  # and an empty sentence
+        segs.append(str(path))
+    lattice = tmp_path / "x.lattice"
+    build_file(segs, str(lattice))
+    out = {name: tmp_path / name for name in ("tokens", "starts", "ends")}
+    flags = [f"--{k}={v}" for k, v in out.items()]
+    main(["inputs", "--lattice", str(lattice), "--position-unit", "subword", *flags])
+    assert out["starts"].read_text().splitlines() == ["0 0 1 2 2 3", ""]
+    assert out["ends"].read_text().splitlines() == ["1 2 2 3 4 4", ""]
+    main(["inputs", "--lattice", str(lattice), "--position-unit", "char", *flags])
+    assert out["starts"].read_text().splitlines() == ["0 0 2 3 3 7", ""]
+    with pytest.raises(SystemExit):
+        main(["inputs", "--lattice", str(lattice), *flags])
+    assert "--position-unit" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["inputs", "--lattice", str(lattice), "--position-unit", "word", *flags])
+    assert "--position-unit: invalid choice: 'word'" in capsys.readouterr().err
 
 
 def test_build_file_errors_name_file_and_line_and_leave_no_output(tmp_path: Path) -> None:
@@ -188,4 +269,9 @@ def test_subword_lattices_of_real_bpe_segmentations_contain_every_segmentation()
         for tokens in segmentations:
             assert set(path_edges(tokens)) <= set(edges)
         distinct += len({tuple(tokens) for tokens in segmentations}) > 1
+        # BPE sizes of one merge order refine each other, so the minimum subword units are
+        # the units of the smallest size: its path gets the subword positions 0, 1, 2, ...
+        finest = {(e.start, e.end) for e in path_edges(segmentations[0])}
+        units = [(u.start, u.end) for e, u in zip(edges, renumber_nodes(edges, "subword")) if (e.start, e.end) in finest]
+        assert units == [(k, k + 1) for k in range(len(segmentations[0]))]
     assert distinct > 100  # the sizes really segment differently, so lattices have several paths

@@ -25,12 +25,33 @@ a path from v_0 to v_N; any violation is a :class:`~nmtmodels.textio.DataError` 
 the file and line.
 
 The model inputs of a lattice file (``inputs``) are three line-aligned files: the edge
-tokens (the source sequence, in file order), their STARTs and their ENDs.
+tokens (the source sequence, in file order), their start nodes and their end nodes, counted
+in the lattice's *position unit* (``--position-unit``), since the model's lattice positional
+encoding (LPE, section 3.2) is the start node's number:
+
+* ``char``: node v_i is i, the characters before it (the file's START/END as they are);
+* ``subword``: node v_i is the number of *minimum units* before it, the units of the
+  coarsest common refinement of the lattice's segmentations (every node of the lattice cuts
+  the characters into them).  Renumbering keeps the nodes' order, so the edge relations of
+  Table 1 (LSA) are the same in both units; only the positions change.
+
+Footnote 1 of the paper says which unit is meant: the character for a word lattice and the
+minimum subword unit of the predefined subword segmentations for a subword lattice.  So the
+subword lattice "th@@ e / the / hous@@ e / house" has the minimum units th, e, hous, e and
+positions 0 0 1 2 2 3 for its edges th@@ the e hous@@ house e (characters: 0 0 2 3 3 7),
+while a Chinese word lattice keeps character positions even where all its segmenters agree
+on a word.  The workflow (``rules/lattice.smk``) follows the footnote: :func:`paper_position_unit`
+picks ``subword`` for a lattice of BPE segmentations only (``bpeN``) and ``char`` for one
+with a word segmentation; ``--position-unit char`` on a subword lattice gives our earlier
+character positions.  For BPE sizes of one merge list, whose segmentations refine each other,
+the minimum units are the units of the smallest size (fewest merges); for segmentations that
+cross, we take the common refinement (our choice: the paper's segmentations were nested).
 
 CLI::
 
     python -m workflow_scripts.lattice build --inputs SEG1 SEG2 ... --output X.lattice
-    python -m workflow_scripts.lattice inputs --lattice X.lattice --tokens T --starts S --ends E
+    python -m workflow_scripts.lattice inputs --lattice X.lattice --position-unit subword|char \\
+        --tokens T --starts S --ends E
     python -m workflow_scripts.lattice validate X.lattice [...]
 """
 from __future__ import annotations
@@ -44,6 +65,7 @@ from typing import NamedTuple
 from nmtmodels.textio import DataError, atomic_outputs, read_lines
 
 JOINER = "@@"  # subword-nmt's "not the end of a word" mark
+POSITION_UNITS = ("subword", "char")  # what the model inputs' node numbers count (module docstring)
 
 
 class Edge(NamedTuple):
@@ -136,6 +158,26 @@ def check_lattice(edges: Sequence[Edge]) -> None:
                              "the lattice is disconnected or the edge dangles)")
 
 
+def renumber_nodes(edges: Sequence[Edge], position_unit: str) -> list[Edge]:
+    """``edges`` with their nodes numbered in ``position_unit`` (module docstring): ``char``
+    leaves them as they are; ``subword`` numbers every node by the minimum units before it,
+    i.e. by its rank among the lattice's nodes (v_0 stays 0)."""
+    if position_unit not in POSITION_UNITS:
+        raise ValueError(f"position unit {position_unit!r} is not one of {', '.join(POSITION_UNITS)}")
+    if position_unit == "char":
+        return list(edges)
+    rank = {node: k for k, node in enumerate(sorted({e.start for e in edges} | {e.end for e in edges}))}
+    return [Edge(rank[e.start], rank[e.end], e.token) for e in edges]
+
+
+def paper_position_unit(segmentations: Sequence[str]) -> str:
+    """The position unit footnote 1 gives a lattice of the named segmentations: ``subword``
+    when all are BPE sizes (``bpeN``, a subword lattice), else ``char`` (a word lattice, or
+    one that mixes words and subwords, whose characters are its finest common elements)."""
+    bpe = all(name[:3] == "bpe" and name[3:].isdigit() for name in segmentations)
+    return "subword" if segmentations and bpe else "char"
+
+
 def read_lattices(path: str) -> Iterator[list[Edge]]:
     """The checked lattices of a file; DataError naming the file and line."""
     for number, line in enumerate(read_lines(path), start=1):
@@ -167,11 +209,13 @@ def build_file(inputs: Sequence[str], output: str) -> int:
     return count
 
 
-def write_inputs(lattice: str, tokens: str, starts: str, ends: str) -> int:
-    """The model inputs of a lattice file: edge tokens, starts and ends (line-aligned)."""
+def write_inputs(lattice: str, tokens: str, starts: str, ends: str, position_unit: str) -> int:
+    """The model inputs of a lattice file: edge tokens, start and end nodes (line-aligned),
+    the nodes numbered in ``position_unit`` (:func:`renumber_nodes`)."""
     count = 0
     with atomic_outputs(tokens, starts, ends) as (tok_out, start_out, end_out):
         for count, edges in enumerate(read_lattices(lattice), start=1):
+            edges = renumber_nodes(edges, position_unit)
             tok_out.write(" ".join(e.token for e in edges) + "\n")
             start_out.write(" ".join(str(e.start) for e in edges) + "\n")
             end_out.write(" ".join(str(e.end) for e in edges) + "\n")
@@ -189,6 +233,9 @@ def main(argv: list[str] | None = None) -> None:
     inputs.add_argument("--tokens", required=True)
     inputs.add_argument("--starts", required=True)
     inputs.add_argument("--ends", required=True)
+    inputs.add_argument("--position-unit", required=True, choices=POSITION_UNITS,
+                        help="what the start/end node numbers (the LPE positions) count: the minimum subword units "
+                             "of a subword lattice or the characters of a word lattice (paper, footnote 1)")
     validate = sub.add_parser("validate", help="check lattice files")
     validate.add_argument("files", nargs="+")
     args = parser.parse_args(argv)
@@ -197,8 +244,8 @@ def main(argv: list[str] | None = None) -> None:
             count = build_file(args.inputs, args.output)
             print(f"lattice: {count} lattices from {len(args.inputs)} segmentations into {args.output}", file=sys.stderr)
         elif args.command == "inputs":
-            count = write_inputs(args.lattice, args.tokens, args.starts, args.ends)
-            print(f"lattice: model inputs of {count} lattices", file=sys.stderr)
+            count = write_inputs(args.lattice, args.tokens, args.starts, args.ends, args.position_unit)
+            print(f"lattice: model inputs of {count} lattices (positions in {args.position_unit} units)", file=sys.stderr)
         else:
             for path in args.files:
                 count = sum(1 for _ in read_lattices(path))

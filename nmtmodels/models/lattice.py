@@ -7,7 +7,12 @@ All its edges form the input token sequence t_1..t_M, ordered by (start, end); t
 integer inputs ``starts``/``ends`` give every edge's span e_{i:j}.
 
 * Lattice positional encoding (LPE, section 3.2): edge e_{i:j} gets the sinusoidal encoding
-  of its first character c_{i+1} instead of its index, so positions increase along every path.
+  of its first element c_{i+1} instead of its index, so positions increase along every path.
+  The elements are those of footnote 1: characters in a word lattice, minimum subword units
+  in a subword lattice ("th@@ e / the / hous@@ e / house" has positions 0 0 1 2 2 3, not
+  the character offsets 0 0 2 3 3 7).  ``starts``/``ends`` arrive already counted in that
+  unit (``workflow_scripts/lattice.py inputs --position-unit subword|char``; the workflow
+  picks the footnote's unit per lattice), so the model needs no option for it.
 * Lattice-aware self-attention (LSA, eq. 4-5, after Shaw et al. 2018): every encoder
   self-attention adds relation embeddings a^K_r, a^V_r (r = the Table 1 relation of the
   query edge to the key edge, plus "self") to keys and values.  Eight (d_head)-vectors per

@@ -17,7 +17,7 @@ from nmtmodels.modules.attention import MultiheadAttention, RelationTerms
 from nmtmodels.registry import build_model
 
 R = {name: index for index, name in enumerate(RELATIONS)}
-SMALL = dict(d_model=32, heads=4, encoder_layers=2, decoder_layers=2, ffn_dim=64, dropout=0.0)
+SMALL = {"d_model": 32, "heads": 4, "encoder_layers": 2, "decoder_layers": 2, "ffn_dim": 64, "dropout": 0.0}
 
 # Figure 1/3: "mao yi fa zhan ju fu zong cai" (8 characters) segmented three ways:
 # mao-yi | fa-zhan-ju | fu-zong-cai;  mao-yi | fa-zhan | ju | fu | zong-cai;
@@ -62,7 +62,7 @@ def lattices(draw) -> list[tuple[int, int]]:
     for _ in range(draw(st.integers(1, 4))):
         cuts = draw(st.sets(st.integers(1, length - 1), max_size=length - 1)) if length > 1 else set()
         nodes = [0, *sorted(cuts), length]
-        edges.update(zip(nodes, nodes[1:]))
+        edges.update(itertools.pairwise(nodes))
     return sorted(edges)
 
 
@@ -85,7 +85,7 @@ def test_lattice_positions_increase_along_every_path(edges: list[tuple[int, int]
     assert all_paths
     for path in all_paths:
         along = [positions[k] for k in [*path, eos]]
-        assert all(a < b for a, b in zip(along, along[1:])), (edges, path, along)
+        assert all(a < b for a, b in itertools.pairwise(along)), (edges, path, along)
 
 
 def test_spans_with_eos_padding() -> None:
@@ -149,7 +149,7 @@ def model_of(**options):
 
 def test_parameter_overhead() -> None:
     base = build_model(ModelConfig.from_dict({**SMALL, "family": "transformer"}), 30, 30)
-    count = lambda model: sum(p.numel() for p in model.parameters())  # noqa: E731
+    count = lambda model: sum(p.numel() for p in model.parameters())
     assert count(model_of(positions="lattice", lsa=False)) == count(base)  # LPE adds nothing
     head_dim = SMALL["d_model"] // SMALL["heads"]
     lsa_overhead = 2 * len(RELATIONS) * head_dim * SMALL["encoder_layers"]  # a^K, a^V per layer
@@ -216,6 +216,29 @@ def test_single_character_path_with_lpe_is_the_baseline_encoder() -> None:
     # with a coarser path (edges of 2 characters) the positions differ from 0..M-1
     coarse = lattice_batch([[(0, 2), (2, 4), (4, 6)]])
     assert not torch.allclose(lattice.encode(coarse)["memory"], base.encode(coarse)["memory"])
+
+
+@torch.no_grad()
+def test_lpe_of_the_subword_example_uses_minimum_unit_positions() -> None:
+    """Footnote 1: "th@@ e / the / hous@@ e / house" in minimum subword units (as
+    ``workflow_scripts/lattice.py inputs --position-unit subword`` writes it): edges th@@ the e
+    hous@@ house e start after 0 0 1 2 2 3 units and </s> after all 4, so the encoder's input is
+    the scaled token embedding plus PE(p, 2i) = sin(p / 10000^(2i/d)), PE(p, 2i+1) = cos(...)
+    at p = 0 0 1 2 2 3 4 (section 3.2 / Vaswani et al.), computed here by hand."""
+    model = model_of(positions="lattice", lsa=False).eval()
+    edges = [(0, 1), (0, 2), (1, 2), (2, 3), (2, 4), (3, 4)]
+    batch = lattice_batch([edges])
+    pad = batch.src_pad_mask
+    starts, _ = spans_with_eos(batch.extras["starts"], batch.extras["ends"], pad)
+    embedded = model.encoder.embed(batch.src, starts)[0]
+    d = SMALL["d_model"]
+    expected = torch.empty(len(edges) + 1, d)
+    for row, p in enumerate([0, 0, 1, 2, 2, 3, 4]):
+        for i in range(d // 2):
+            expected[row, 2 * i] = math.sin(p / 10000 ** (2 * i / d))
+            expected[row, 2 * i + 1] = math.cos(p / 10000 ** (2 * i / d))
+    expected += model.encoder.embedding.tokens.weight[batch.src[0]] * math.sqrt(d)
+    torch.testing.assert_close(embedded, expected, atol=1e-5, rtol=1e-5)
 
 
 def test_relation_embeddings_get_gradients_and_training_step_runs() -> None:
