@@ -84,7 +84,7 @@ def test_binomial_p_hand_computed(successes, trials, expected):
 
 def test_binomial_p_is_the_exact_two_sided_definition():
     """Sum of the probabilities of every outcome no more likely than the observed one."""
-    for n in range(0, 41):
+    for n in range(41):
         probabilities = [Fraction(math.comb(n, j), 2**n) for j in range(n + 1)]
         for k in range(n + 1):
             exact = sum(p for p in probabilities if p <= probabilities[k])
@@ -120,6 +120,37 @@ def test_sign_test_matches_brute_force_on_random_corpora(seed, n):
     metric = sig.make_metric("bleu", "en", streams)
     result = sig.sign_test(metric, sig.sentence_statistics(metric, system), sig.sentence_statistics(metric, baseline))
     assert (result.better, result.worse, result.ties) == brute_force_sign_counts("bleu", system, baseline, streams)
+
+
+def disagreeing_corpus() -> tuple[list[str], list[str], list[list[str]]]:
+    """(system, baseline, reference streams) on which the sign test and corpus BLEU disagree.
+
+    Ten 8-word references.  The baseline gets the first 6 words of each right; the system
+    the first 7 of sentences 0-8 (each swapped in raises the baseline's BLEU: one more
+    match of every order, same length) but outputs 200 unmatched words for sentence 9,
+    which drags its corpus n-gram precisions down: 9 sentences better, 1 worse, corpus
+    BLEU far lower."""
+    refs = [[f"r{i}w{k}" for k in range(8)] for i in range(10)]
+    baseline = [" ".join(ref[:6] + ["x", "y"]) for ref in refs]
+    system = [" ".join(ref[:7] + ["x"]) for ref in refs[:9]] + [" ".join(["z"] * 200)]
+    return system, baseline, [[" ".join(ref) for ref in refs]]
+
+
+@pytest.mark.parametrize("name", ["bleu", "tokenized_bleu"])
+def test_sign_test_and_corpus_bleu_can_disagree(name):
+    system, baseline, streams = disagreeing_corpus()
+    entry = sig.compare("en", system, baseline, streams, tokenized=(system, baseline, streams), metrics=[name],
+                        tests=["sign"])["metrics"][name]
+    sacre = fresh_metric(name)
+    assert entry["system_score"] == sacre.corpus_score(system, streams).score
+    assert entry["baseline_score"] == sacre.corpus_score(baseline, streams).score
+    assert entry["system_score"] < entry["baseline_score"] - 40  # corpus BLEU: the system is much worse
+    sign = entry["sign"]
+    assert (sign["better"], sign["worse"], sign["ties"]) == (9, 1, 0) == brute_force_sign_counts(name, system, baseline, streams)
+    assert sign["p_value"] == 2 * (1 + 10) / 2**10  # P(X <= 1), X ~ Bin(10, 1/2), two-sided
+    if name == "tokenized_bleu":  # by hand: matches / n-grams of orders 1-4, brevity penalty 1
+        assert entry["baseline_score"] == pytest.approx(100 * (60 / 80 * 50 / 70 * 40 / 60 * 30 / 50) ** 0.25)
+        assert entry["system_score"] == pytest.approx(100 * (63 / 272 * 54 / 262 * 45 / 252 * 36 / 242) ** 0.25)
 
 
 def test_sign_test_perfect_system_wins_every_changed_sentence():

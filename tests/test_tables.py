@@ -7,11 +7,12 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from tests.report_fixtures import PARAMETERS, build_tree, fixture_config
-from workflow_scripts import evaluation as ev
-from workflow_scripts import workflow_config as wc
-from workflow_scripts import tables
 from nmtmodels.textio import DataError
+from tests.report_fixtures import PARAMETERS, build_tree, fixture_config
+from tests.test_significance import disagreeing_corpus
+from workflow_scripts import evaluation as ev
+from workflow_scripts import significance, tables
+from workflow_scripts import workflow_config as wc
 
 
 @pytest.fixture(scope="module")
@@ -85,7 +86,7 @@ def test_collect_cli_round_trip(tree, results, monkeypatch):
 
 
 def test_collect_errors_name_the_file(tree, tmp_path):
-    root, config = tree
+    _, config = tree
     metadata = ev.report_metadata(config)
     with pytest.raises(DataError, match="model_info.json: no such file"):
         tables.collect_results(metadata, tmp_path)
@@ -100,6 +101,15 @@ def test_collect_errors_name_the_file(tree, tmp_path):
 
 
 # ----------------------------------------------------------------------------- render
+def dagger_by_hand(r: pd.Series) -> str:
+    """The lattice table's marker (p < 0.01) written out from the sign test's own numbers,
+    with the disagreement flag where the corpus score difference points the other way."""
+    if not r.p_sign < 0.01 or r.sign_better == r.sign_worse:
+        return ""
+    better = r.sign_better > r.sign_worse
+    return ("†" if better else "‡") + ("" if better == (r.delta > 0) else "§")
+
+
 def test_lattice_tables_fill_from_the_results(results):
     documents = tables.render_paper(results, "lattice")
     markdown = documents["markdown"]
@@ -116,10 +126,10 @@ def test_lattice_tables_fill_from_the_results(results):
     assert list(body) == ["Transformer", "+LPE", "+LSA"]  # the baseline first; PE + LSA only in Table 4
     for k, test_set in enumerate(["mt02", "mt03", "ALL"], start=2):
         lpe = row(results, "lpe", "nist", test_set)
-        assert lpe.p_sign < 0.01 and lpe.delta > 0
+        assert lpe.p_sign < 0.01 and lpe.sign_better > lpe.sign_worse and lpe.delta > 0
         assert body["+LPE"][k] == f"**{lpe.score:.2f}†**"  # significant and best in the column
         lsa = row(results, "lsa", "nist", test_set)
-        assert body["+LSA"][k] == f"{lsa.score:.2f}" + ("†" if lsa.p_sign < 0.01 else "")
+        assert body["+LSA"][k] == f"{lsa.score:.2f}" + dagger_by_hand(lsa)
         assert body["Transformer"][k] == f"{row(results, 'transformer', 'nist', test_set).score:.2f}"
     assert body["+LPE"][1] == "Lattice" and body["Transformer"][1] == "PKU"
     table4 = sections[2]
@@ -170,17 +180,65 @@ def test_markers_mark_significant_differences_in_both_directions():
     assert tables.PLUS.mark(0.001, 1.0) == "++" and tables.PLUS.mark(0.03, 1.0) == "+"
     assert tables.PLUS.mark(0.001, -1.0) == "−−" and tables.PLUS.mark(0.03, -0.5) == "−"
     assert tables.PLUS.mark(0.2, 1.0) == "" and tables.PLUS.mark(float("nan"), 1.0) == ""
+    assert tables.PLUS.mark(0.001, None) == "" and tables.PLUS.mark(0.001, pd.NA) == "" and tables.PLUS.mark(0.001, 0) == ""
     assert tables.DAGGER.mark(0.009, 0.1) == "†" and tables.DAGGER.mark(0.02, 0.1) == "" and tables.DAGGER.mark(0.001, -2) == "‡"
     frame = handmade([
         {"experiment": "base", "paper": "", "variant": "Transformer (base)", "corpus": "wmt", "pair": "en-de",
          "test_set": "nt14", "score": 27.3},
         {"experiment": "enc", "paper": "reordering", "variant": "+Encoder REs", "baselines": "base", "corpus": "wmt",
-         "pair": "en-de", "test_set": "nt14", "score": 26.1, "baseline": "base", "delta": -1.2, "p_sign": 0.02,
-         "train_tokens_per_s": 12345.6},
+         "pair": "en-de", "test_set": "nt14", "score": 26.1, "baseline": "base", "baseline_score": 27.3, "delta": -1.2,
+         "p_sign": 0.02, "sign_better": 40, "sign_worse": 70, "sign_ties": 10, "train_tokens_per_s": 12345.6},
     ])
     markdown = tables.render_paper(frame, "reordering")["markdown"]
-    assert "| +Encoder REs       | transformer    | 26.10−" in markdown and "12,346" in markdown
-    assert "**27.30**" in markdown
+    assert "| +Encoder REs       | transformer    | 26.10−  " in markdown and "12,346" in markdown
+    assert "**27.30**" in markdown and "§" not in markdown  # the test and the corpus score agree
+
+
+def issue_rows(**system) -> pd.DataFrame:
+    """A baseline and a system whose corpus BLEU is lower while the sign test counts far more
+    sentences better than worse (the numbers of issue 19's miniature run)."""
+    return handmade([
+        {"experiment": "base", "paper": "", "variant": "Transformer (base)", "corpus": "wmt", "pair": "en-de",
+         "test_set": "nt14", "score": 27.30},
+        {"experiment": "both", "paper": "reordering", "variant": "+Both REs", "baselines": "base", "corpus": "wmt",
+         "pair": "en-de", "test_set": "nt14", "score": 27.00, "baseline": "base", "baseline_score": 27.30, "delta": -0.30,
+         "p_sign": 1e-177, "sign_better": 902, "sign_worse": 79, "sign_ties": 22, **system},
+    ])
+
+
+def test_markers_take_direction_and_p_value_from_the_same_test():
+    frame = issue_rows(p_paired_bs=0.2, p_paired_ar=0.003)
+    # sign test: 902 better vs 79 worse at p = 1e-177 is "++" (not "−−" from the corpus delta), flagged
+    documents = tables.render_paper(frame, "reordering", "sign")
+    markdown = documents["markdown"]
+    assert "| +Both REs          | transformer    | 27.00++§ " in markdown
+    note = ("§ +Both REs, nt14 (wmt): corpus sacreBLEU -0.30 against Transformer (base) (27.00 vs 27.30), "
+            "but the sign test counts 902 sentences better and 79 worse (22 ties; p = 1e-177); the marker follows the test.")
+    assert f"- {note}\n" in markdown
+    assert "sign test (Collins et al., 2005) against the (best) baseline, direction and p-value both from it" in markdown
+    assert r"27.00$^{++}$$^{\S}$" in documents["latex"] and r"\S{} +Both REs, nt14 (wmt)" in documents["latex"]
+    assert "27.00<sup>++</sup><sup>§</sup>" in documents["html"] and "the marker follows the test." in documents["html"]
+    # paired bootstrap: not significant (p = 0.2), so no marker and nothing to flag
+    markdown = tables.render_paper(frame, "reordering", "paired_bs")["markdown"]
+    assert "| 27.00  " in markdown and "§" not in markdown
+    # approximate randomisation tests the corpus difference: significant and worse, agreeing with it
+    markdown = tables.render_paper(frame, "reordering", "paired_ar")["markdown"]
+    assert "| 27.00−− " in markdown and "§" not in markdown
+
+
+def test_sign_marker_on_a_real_comparison_where_corpus_bleu_disagrees():
+    system, baseline, streams = disagreeing_corpus()
+    entry = significance.compare("en", system, baseline, streams, metrics=["bleu"], tests=["sign"])["metrics"]["bleu"]
+    sign = entry["sign"]
+    frame = issue_rows(score=entry["system_score"], baseline_score=entry["baseline_score"],
+                       delta=entry["system_score"] - entry["baseline_score"], p_sign=sign["p_value"],
+                       sign_better=sign["better"], sign_worse=sign["worse"], sign_ties=sign["ties"])
+    grid = tables.paper_grids(frame, "reordering")[0]
+    cell = grid.rows[1][2]
+    # 9 better, 1 worse: p = 22/1024 lies in [0.01, 0.05), one "+"; corpus BLEU fell by more than 40
+    assert (cell.text, cell.marker, cell.flag) == (f"{entry['system_score']:.2f}", "+", "§")
+    assert "9 sentences better and 1 worse (0 ties; p = 0.021)" in cell.note and cell.note in grid.notes
+    assert f"corpus sacreBLEU {entry['system_score'] - entry['baseline_score']:+.2f} " in cell.note
 
 
 def test_paper_experiments_on_other_pairs_get_their_own_table():

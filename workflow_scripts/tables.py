@@ -10,7 +10,11 @@ speed (``model_info.json``) into one CSV, one row each.  Columns: :data:`RESULT_
 (:data:`LAYOUTS`): rows are the paper's variants (``experiments.X.variant``) and the
 baselines they are compared with, columns the test sets of the corpus (or one column group
 per language pair), scores with significance markers against the baseline, the best score
-of each column in bold.  A table takes the corpora of its language pairs; whatever variants
+of each column in bold.  A marker takes its direction and its p-value from the same test
+(``--marker-test``): the sign test's direction is "more sentences better than worse", the
+paired tests' the corpus score difference.  Where the marker's direction and the corpus
+score difference disagree (possible with the sign test), the cell carries
+:data:`DISAGREEMENT` and a note under the table gives both.  A table takes the corpora of its language pairs; whatever variants
 the config ran fill it, and a paper's experiments on other language pairs get an extra
 table of the same kind.
 
@@ -31,8 +35,8 @@ from typing import Any
 
 import pandas as pd
 
-from workflow_scripts import evaluation as ev
 from nmtmodels.textio import DataError, atomic_output
+from workflow_scripts import evaluation as ev
 
 SCORE_METRICS = ("bleu", "chrf", "tokenized_bleu")
 RESULT_COLUMNS = (
@@ -45,6 +49,11 @@ RESULT_COLUMNS = (
 METRIC_NAMES = {"bleu": "sacreBLEU", "tokenized_bleu": "BLEU (tokenised, multi-bleu.perl style)", "chrf": "chrF2"}
 TEST_NAMES = {"sign": "sign test (Collins et al., 2005)", "paired_bs": "paired bootstrap resampling",
               "paired_ar": "paired approximate randomisation"}
+# What "better" means for each test (the direction of its marker), for the legend.
+TEST_DIRECTIONS = {"sign": "more of the system's sentences raise the baseline's corpus score when swapped in than lower it",
+                   "paired_bs": "the system's corpus score is above the baseline's",
+                   "paired_ar": "the system's corpus score is above the baseline's"}
+DISAGREEMENT = "§"  # a marker whose direction differs from the corpus score difference
 
 
 # ----------------------------------------------------------------------------- collect
@@ -156,12 +165,14 @@ class Markers:
 
     levels: tuple[tuple[float, str, str], ...]
 
-    def mark(self, p_value: float, delta: float) -> str:
-        if p_value is None or delta is None or math.isnan(p_value) or math.isnan(delta) or delta == 0:
+    def mark(self, p_value: Any, direction: Any) -> str:
+        """The marker of a test's p-value and its direction (positive: the system is better;
+        both from the same test, see :func:`verdict_direction`); none when either is missing."""
+        if _missing(p_value) or _missing(direction) or direction == 0:
             return ""
         for alpha, better, worse in self.levels:
             if p_value < alpha:
-                return better if delta > 0 else worse
+                return better if direction > 0 else worse
         return ""
 
     def legend(self, test: str, render=lambda marker: marker, escape=lambda text: text) -> str:
@@ -169,7 +180,27 @@ class Markers:
         levels = "; ".join(f"{render(better)} / {render(worse)}"
                            + escape(f": significantly better / worse than the baseline (p < {alpha})")
                            for alpha, better, worse in self.levels)
-        return levels + escape(f"; {TEST_NAMES[test]} against the (best) baseline; bold: best in column.")
+        return levels + escape(f"; {TEST_NAMES[test]} against the (best) baseline, direction and p-value both from it "
+                               f"(better: {TEST_DIRECTIONS[test]}; worse: the reverse); bold: best in column.")
+
+
+def _missing(value: Any) -> bool:
+    return value is None or bool(pd.isna(value))
+
+
+def verdict_direction(row: pd.Series | dict[str, Any], test: str) -> float | None:
+    """The direction of ``test``'s verdict on one results row (positive: the system is
+    better; None without the test's numbers).  The sign test counts sentences
+    (``sign_better - sign_worse``), which need not agree with the corpus score difference;
+    paired bootstrap and approximate randomisation test the corpus score difference itself
+    (``delta``)."""
+    if test == "sign":
+        better, worse = row.get("sign_better"), row.get("sign_worse")
+        return None if _missing(better) or _missing(worse) else float(better) - float(worse)
+    if test in ("paired_bs", "paired_ar"):
+        delta = row.get("delta")
+        return None if _missing(delta) else float(delta)
+    raise ValueError(f"unknown test '{test}' (known: {', '.join(TEST_NAMES)})")
 
 
 DAGGER = Markers(((0.01, "†", "‡"),))  # lattice paper: "† ... significant difference (p < 0.01)"
@@ -245,6 +276,8 @@ class Cell:
     text: str
     marker: str = ""
     bold: bool = False
+    flag: str = ""  # DISAGREEMENT, or empty
+    note: str = ""  # what the flag refers to (both numbers), listed under the table
 
 
 @dataclass
@@ -302,7 +335,35 @@ def _score_cell(rows: pd.DataFrame, experiment: str, corpus: str, test_set: str,
     if hit.empty:
         return Cell("–")
     row = hit.iloc[0]
-    return Cell(f"{row['score']:.2f}", markers.mark(row[f"p_{marker_test}"], row["delta"]))
+    direction = verdict_direction(row, marker_test)
+    cell = Cell(f"{row['score']:.2f}", markers.mark(row[f"p_{marker_test}"], direction))
+    delta = row["delta"]
+    if cell.marker and (_missing(delta) or _sign(delta) != _sign(direction)):
+        cell.flag = DISAGREEMENT
+        cell.note = _disagreement_note(rows, row, metric, marker_test, direction)
+    return cell
+
+
+def _sign(value: float) -> int:
+    return int(value > 0) - int(value < 0)
+
+
+def _variant_of(rows: pd.DataFrame, experiment: str) -> str:
+    hit = rows.loc[rows["experiment"] == experiment, "variant"]
+    return str(hit.iloc[0]) if not hit.empty else experiment
+
+
+def _disagreement_note(rows: pd.DataFrame, row: pd.Series, metric: str, test: str, direction: float) -> str:
+    """Both numbers of a cell whose marker and corpus score difference point different ways."""
+    where = f"{row['variant']}, {row['test_set']} ({row['corpus']})"
+    corpus_side = (f"corpus {METRIC_NAMES[metric]} {row['delta']:+.2f} against {_variant_of(rows, row['baseline'])} "
+                   f"({row['score']:.2f} vs {row['baseline_score']:.2f})")
+    if test == "sign":
+        verdict = (f"the sign test counts {int(row['sign_better'])} sentences better and {int(row['sign_worse'])} worse "
+                   f"({int(row['sign_ties'])} ties; p = {row['p_sign']:.2g})")
+    else:  # not reached while the paired tests' direction is the corpus difference itself
+        verdict = f"the {TEST_NAMES[test]} says {'better' if direction > 0 else 'worse'} (p = {row[f'p_{test}']:.2g})"
+    return f"{DISAGREEMENT} {where}: {corpus_side}, but {verdict}; the marker follows the test."
 
 
 def _extra_cell(rows: pd.DataFrame, experiment: str, corpus: str, extra: str) -> Cell:
@@ -379,6 +440,7 @@ def layout_grids(results: pd.DataFrame, layout: Layout, marker_test: str = "sign
                     cells += [_extra_cell(grid_rows, experiment, corpus, e) for e in layout.extras]
                 body.append(cells)
             suffix = ""
+        notes += [cell.note for cells in body for cell in cells if cell.note]
         grid = Grid(layout.caption + suffix, f"tab:{layout.paper}-{layout.key}" + (f"-{group[0]}" if per_corpus else ""),
                     headers, body, notes, len(layout.labels), layout.markers, marker_test)
         _bold_best(grid, score_columns)
@@ -398,7 +460,8 @@ def paper_grids(results: pd.DataFrame, paper: str, marker_test: str = "sign") ->
 
 
 # ----------------------------------------------------------------------------- formats
-_LATEX_MARKERS = {"†": r"$^{\dagger}$", "‡": r"$^{\ddagger}$", "++": "$^{++}$", "+": "$^{+}$", "−−": "$^{--}$", "−": "$^{-}$"}
+_LATEX_MARKERS = {"†": r"$^{\dagger}$", "‡": r"$^{\ddagger}$", "++": "$^{++}$", "+": "$^{+}$", "−−": "$^{--}$", "−": "$^{-}$",
+                  DISAGREEMENT: r"$^{\S}$"}
 
 
 def _frame(grid: Grid, cell_text) -> pd.DataFrame:
@@ -409,7 +472,7 @@ def _frame(grid: Grid, cell_text) -> pd.DataFrame:
 
 def to_markdown(grid: Grid) -> str:
     def text(j: int, cell: Cell) -> str:
-        value = cell.text + cell.marker
+        value = cell.text + cell.marker + cell.flag
         return f"**{value}**" if cell.bold else value
 
     frame = _frame(grid, text)
@@ -421,7 +484,8 @@ def to_markdown(grid: Grid) -> str:
 
 
 _LATEX_SPECIALS = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
-                   "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}", "<": "$<$", ">": "$>$", "|": r"\textbar{}"}
+                   "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}", "<": "$<$", ">": "$>$", "|": r"\textbar{}",
+                   DISAGREEMENT: r"\S{}"}
 
 
 def _latex_escape(text: str) -> str:
@@ -435,7 +499,7 @@ def to_latex(grid: Grid) -> str:
             return cell.text  # escaped by the Styler below
         value = cell.text.replace("–", "--")
         value = rf"\textbf{{{value}}}" if cell.bold else value
-        return value + _LATEX_MARKERS.get(cell.marker, "")
+        return value + _LATEX_MARKERS.get(cell.marker, "") + _LATEX_MARKERS.get(cell.flag, "")
 
     frame = _frame(grid, text)
     styler = frame.style.hide(axis="index").format(escape="latex", subset=pd.IndexSlice[:, frame.columns[: grid.n_labels]])
@@ -450,7 +514,7 @@ def to_latex(grid: Grid) -> str:
 
 def to_html(grid: Grid) -> str:
     def text(j: int, cell: Cell) -> str:
-        value = html.escape(cell.text) + (f"<sup>{html.escape(cell.marker)}</sup>" if cell.marker else "")
+        value = html.escape(cell.text) + "".join(f"<sup>{html.escape(mark)}</sup>" for mark in (cell.marker, cell.flag) if mark)
         return f"<b>{value}</b>" if cell.bold else value
 
     frame = _frame(grid, text)
