@@ -16,9 +16,25 @@ A checkpoint is a dict written with ``torch.save`` and read back with
 
 An averaged checkpoint keeps the newest input's entries except ``trainer`` (so it cannot
 be resumed), with the mean parameters and ``averaged_from`` (the input paths).
+
+Integrity: torch's zip reader does not check the CRC-32 of its records, so bytes changed in
+place inside a tensor load silently.  :func:`save_checkpoint` therefore streams the
+``torch.save`` output through SHA-256 and stores ``nmtmodels-sha256:<hex>`` as the zip
+archive comment (the last bytes of the file; the file stays a plain ``torch.load``-able
+zip).  The digest covers every byte before the comment, with the comment-length field of
+the end-of-central-directory record read as 0 (as ``torch.save`` wrote it).
+:func:`load_checkpoint` recomputes it and refuses a mismatch.  Checkpoints without the
+comment (written before digests existed, or by other tools) still load, unchecked.
+
+Writes are atomic (temporary file + ``os.replace``); a failed write (full disk, quota)
+raises :class:`CheckpointWriteError` naming the file and the free space, and leaves the
+previous file in place.  ``save_checkpoint(last, state, copies=[best, numbered])`` writes
+the copies before it renames ``last`` into place, so ``last`` never records a best
+checkpoint or a numbered one that is not on disk.
 """
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 from collections.abc import Sequence
@@ -33,27 +49,161 @@ FORMAT = "nmtmodels-checkpoint"
 VERSION = 1
 
 
+DIGEST_PREFIX = b"nmtmodels-sha256:"
+_COMMENT = len(DIGEST_PREFIX) + 64  # bytes of the archive comment
+_EOCD = 22  # zip end-of-central-directory record (without its comment)
+_EOCD_SIGNATURE = b"PK\x05\x06"
+_CHUNK = 1 << 20
+
+
 class CheckpointError(ValueError):
     """A checkpoint file is missing, unreadable or inconsistent (the message names it)."""
 
 
-def save_checkpoint(path: str | os.PathLike, state: dict[str, Any]) -> None:
-    """Write ``state`` to ``path`` atomically (temporary file + os.replace)."""
+class CheckpointWriteError(CheckpointError):
+    """A checkpoint could not be written (disk full, quota, permissions); names the file."""
+
+
+def _human_bytes(count: int) -> str:
+    value = float(count)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if value < 1024 or unit == "TiB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{count} B"  # unreachable
+
+
+def _write_error(path: str | os.PathLike, exc: BaseException) -> CheckpointWriteError:
+    """One line naming ``path``, the cause and the free space of its file system."""
+    directory = Path(path).parent
+    try:
+        free = f"{_human_bytes(shutil.disk_usage(directory).free)} free in {directory}"
+    except OSError:
+        free = f"free space of {directory} unknown"
+    if isinstance(exc, OSError) and exc.strerror:
+        reason = f"[Errno {exc.errno}] {exc.strerror}" if exc.errno else exc.strerror
+    else:
+        reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+    return CheckpointWriteError(f"{path}: cannot write checkpoint: {reason} ({free})")
+
+
+class _HashingWriter:
+    """A write-only stream for ``torch.save`` that hashes what it writes.  torch turns an
+    exception raised by ``write`` into an uninformative RuntimeError ("unexpected pos"),
+    so the original one is kept in ``error``."""
+
+    def __init__(self, handle: Any):
+        self.handle = handle
+        self.digest = hashlib.sha256()
+        self.error: OSError | None = None
+
+    def write(self, data: bytes) -> int:
+        try:
+            written = self.handle.write(data)
+        except OSError as exc:
+            self.error = exc
+            raise
+        self.digest.update(data)
+        return written
+
+    def flush(self) -> None:
+        self.handle.flush()
+
+
+def _write(path: Path, state: dict[str, Any]) -> None:
+    """``torch.save(state)`` to ``path`` with the digest as the zip comment (module doc)."""
+    with open(path, "w+b") as handle:
+        writer = _HashingWriter(handle)
+        try:
+            torch.save(state, writer)
+        except RuntimeError:
+            if writer.error is not None:
+                raise writer.error from None
+            raise
+        end = handle.tell()
+        handle.seek(end - _EOCD)
+        eocd = handle.read(_EOCD)
+        if len(eocd) != _EOCD or eocd[:4] != _EOCD_SIGNATURE or eocd[-2:] != b"\0\0":
+            raise RuntimeError(f"{path}: torch.save did not end the file with a comment-less zip directory")
+        comment = DIGEST_PREFIX + writer.digest.hexdigest().encode("ascii")
+        handle.seek(end - 2)
+        handle.write(len(comment).to_bytes(2, "little") + comment)
+
+
+def _stored_digest(handle: Any, size: int) -> str | None:
+    """The hex digest in the zip comment of an open checkpoint, or None if it has none."""
+    if size < _EOCD + _COMMENT:
+        return None
+    handle.seek(size - _EOCD - _COMMENT)
+    tail = handle.read(_EOCD + _COMMENT)
+    if (tail[:4] != _EOCD_SIGNATURE or tail[_EOCD - 2:_EOCD] != _COMMENT.to_bytes(2, "little")
+            or not tail[_EOCD:].startswith(DIGEST_PREFIX)):
+        return None
+    return tail[_EOCD + len(DIGEST_PREFIX):].decode("ascii", errors="replace")
+
+
+def verify_digest(path: str | os.PathLike) -> bool:
+    """Check the stored digest of checkpoint ``path``: True when it matches, False when the
+    file has none (an older checkpoint); CheckpointError when it does not match."""
+    with open(path, "rb") as handle:
+        size = os.fstat(handle.fileno()).st_size
+        stored = _stored_digest(handle, size)
+        if stored is None:
+            return False
+        digest = hashlib.sha256()
+        handle.seek(0)
+        remaining = size - _COMMENT - 2  # up to the comment-length field
+        while remaining > 0:
+            chunk = handle.read(min(_CHUNK, remaining))
+            if not chunk:
+                break
+            digest.update(chunk)
+            remaining -= len(chunk)
+        digest.update(b"\0\0")
+    if digest.hexdigest() != stored:
+        raise CheckpointError(f"{path}: content does not match the checkpoint's sha256 digest "
+                              "(the file was changed or damaged after it was written); use another copy")
+    return True
+
+
+def save_checkpoint(path: str | os.PathLike, state: dict[str, Any],
+                    copies: Sequence[str | os.PathLike] = ()) -> None:
+    """Write ``state`` to ``path`` atomically (temporary file + os.replace), with a digest.
+
+    Each of ``copies`` gets the same bytes (atomically) before ``path`` is replaced, so a
+    failure leaves ``path`` as it was.  CheckpointWriteError naming the file that failed.
+    """
     state = {"format": FORMAT, "version": VERSION, **state}
-    with atomic_path(path) as tmp:
-        torch.save(state, tmp)
+    try:
+        with atomic_path(path) as tmp:
+            try:
+                _write(tmp, state)
+            except OSError as exc:
+                raise _write_error(path, exc) from None
+            for target in copies:
+                copy_checkpoint(tmp, target)
+    except OSError as exc:  # creating the temporary file or os.replace
+        raise _write_error(path, exc) from None
 
 
 def copy_checkpoint(source: str | os.PathLike, target: str | os.PathLike) -> None:
-    """Copy a checkpoint file atomically."""
-    with atomic_path(target) as tmp:
-        shutil.copyfile(source, tmp)
+    """Copy a checkpoint file atomically; CheckpointWriteError naming ``target``."""
+    try:
+        with atomic_path(target) as tmp:
+            shutil.copyfile(source, tmp)
+    except OSError as exc:
+        raise _write_error(target, exc) from None
 
 
 def load_checkpoint(path: str | os.PathLike, map_location: str | torch.device = "cpu") -> dict[str, Any]:
-    """Read a checkpoint written by :func:`save_checkpoint`; CheckpointError naming the path."""
+    """Read a checkpoint written by :func:`save_checkpoint` after checking its digest (if
+    it has one); CheckpointError naming the path."""
     if not Path(path).is_file():
         raise CheckpointError(f"{path}: checkpoint not found")
+    try:
+        verify_digest(path)
+    except OSError as exc:
+        raise CheckpointError(f"{path}: cannot read ({exc.strerror or exc})") from None
     try:
         state = torch.load(path, map_location=map_location, weights_only=True)
     except Exception as exc:  # torch raises many types for corrupt or foreign files

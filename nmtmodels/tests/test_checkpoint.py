@@ -1,13 +1,18 @@
 from __future__ import annotations
 
+import errno
+import hashlib
 import os
 import pickle
+import re
+import shutil
 
 import pytest
 import torch
 
 from nmtmodels import checkpoint as ckpt
-from nmtmodels.checkpoint import CheckpointError, average_checkpoints, load_checkpoint, numbered_checkpoints, save_checkpoint
+from nmtmodels.checkpoint import (CheckpointError, CheckpointWriteError, average_checkpoints,
+                                  load_checkpoint, numbered_checkpoints, save_checkpoint)
 from nmtmodels.tests.helpers_e import tiny_model
 from nmtmodels.textio import DataError
 
@@ -32,14 +37,109 @@ def test_failed_save_leaves_nothing_behind(tmp_path, monkeypatch):
     save_checkpoint(tmp_path / "c.pt", {"a": 1})
 
     def broken(obj, f):
-        open(f, "wb").write(b"partial")
+        f.write(b"partial")
         raise OSError("disk full")
 
     monkeypatch.setattr(ckpt.torch, "save", broken)
-    with pytest.raises(OSError, match="disk full"):
+    with pytest.raises(CheckpointWriteError, match=r"c.pt: cannot write checkpoint: disk full \(.* free in "):
         save_checkpoint(tmp_path / "c.pt", {"a": 2})
     assert [p.name for p in tmp_path.iterdir()] == ["c.pt"]
     assert load_checkpoint(tmp_path / "c.pt")["a"] == 1  # the old file is intact
+
+
+class FullDisk:
+    """A file handle whose writes fail with ENOSPC once ``room`` bytes are written (what
+    write(2) does on a full file system)."""
+
+    def __init__(self, handle, room: int):
+        self.handle, self.room = handle, room
+
+    def write(self, data) -> int:
+        if len(data) > self.room:
+            self.handle.write(bytes(data[: self.room]))
+            self.room = 0
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        self.room -= len(data)
+        return self.handle.write(data)
+
+    def __getattr__(self, name):
+        return getattr(self.handle, name)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.handle.close()
+
+
+def test_full_disk_while_saving_is_one_line_naming_the_file_and_free_space(tmp_path, monkeypatch):
+    state = model_state(0)
+    save_checkpoint(tmp_path / "c.pt", state)
+    before = (tmp_path / "c.pt").read_bytes()
+    monkeypatch.setattr(ckpt, "open", lambda path, mode="r": FullDisk(open(path, mode), 5000), raising=False)
+    with pytest.raises(CheckpointWriteError) as caught:
+        save_checkpoint(tmp_path / "c.pt", model_state(1))
+    message = str(caught.value)
+    free = shutil.disk_usage(tmp_path).free
+    assert "\n" not in message and "inline_container" not in message
+    assert message.startswith(f"{tmp_path / 'c.pt'}: cannot write checkpoint: [Errno {errno.ENOSPC}] No space left on device (")
+    assert f"free in {tmp_path})" in message
+    shown = re.search(r"\(([\d.]+) (B|KiB|MiB|GiB|TiB) free", message)
+    scale = 1024 ** ["B", "KiB", "MiB", "GiB", "TiB"].index(shown.group(2))
+    assert abs(float(shown.group(1)) * scale - free) <= 0.05 * scale + 2**26  # rounding; others write meanwhile
+    assert [p.name for p in tmp_path.iterdir()] == ["c.pt"] and (tmp_path / "c.pt").read_bytes() == before
+
+
+def test_copies_are_written_before_the_main_file(tmp_path, monkeypatch):
+    save_checkpoint(tmp_path / "last.pt", {"a": 1}, copies=[tmp_path / "best.pt"])
+    real_copy = shutil.copyfile
+
+    def fail_for_best(source, target):
+        if "best.pt" in str(target):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return real_copy(source, target)
+
+    monkeypatch.setattr(ckpt.shutil, "copyfile", fail_for_best)
+    with pytest.raises(CheckpointWriteError, match=r"best.pt: cannot write checkpoint: \[Errno 28\]"):
+        save_checkpoint(tmp_path / "last.pt", {"a": 2}, copies=[tmp_path / "n.pt", tmp_path / "best.pt"])
+    assert load_checkpoint(tmp_path / "last.pt")["a"] == 1  # last still matches best
+    assert load_checkpoint(tmp_path / "best.pt")["a"] == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["best.pt", "last.pt", "n.pt"]
+
+
+def test_bytes_changed_in_place_are_refused(tmp_path):
+    state = model_state(0)
+    save_checkpoint(tmp_path / "c.pt", state)
+    data = bytearray((tmp_path / "c.pt").read_bytes())
+    # a byte inside the stored parameters: torch's zip reader does not notice (no CRC check)
+    weight = state["model"]["encoder.layers.0.fc1.weight"] if "encoder.layers.0.fc1.weight" in state["model"] else \
+        max(state["model"].values(), key=lambda t: t.numel())
+    raw = weight.contiguous().view(-1).view(torch.uint8).numpy().tobytes()
+    offset = bytes(data).find(raw[:64])
+    assert offset > 0
+    data[offset + 17] ^= 0x40
+    (tmp_path / "bad.pt").write_bytes(bytes(data))
+    unchecked = torch.load(tmp_path / "bad.pt", weights_only=True)  # plain torch.load still reads the file
+    assert any(not torch.equal(unchecked["model"][k], v) for k, v in state["model"].items())
+    with pytest.raises(CheckpointError, match=r"bad.pt: content does not match the checkpoint's sha256 digest"):
+        load_checkpoint(tmp_path / "bad.pt")
+    assert ckpt.verify_digest(tmp_path / "c.pt") is True
+
+
+def test_checkpoints_without_a_digest_still_load(tmp_path):
+    state = {"format": ckpt.FORMAT, "version": ckpt.VERSION, **model_state(0)}
+    torch.save(state, tmp_path / "old.pt")  # how checkpoints were written before digests
+    assert ckpt.verify_digest(tmp_path / "old.pt") is False
+    loaded = load_checkpoint(tmp_path / "old.pt")
+    assert all(torch.equal(loaded["model"][k], v) for k, v in state["model"].items())
+
+
+def test_digest_is_sha256_of_the_file_up_to_its_comment(tmp_path):
+    save_checkpoint(tmp_path / "c.pt", {"a": 1})
+    data = (tmp_path / "c.pt").read_bytes()
+    comment = data[-81:]
+    assert comment.startswith(b"nmtmodels-sha256:") and data[-83:-81] == (81).to_bytes(2, "little")
+    assert hashlib.sha256(data[:-83] + b"\0\0").hexdigest() == comment[17:].decode()
 
 
 def test_load_errors_name_the_file(tmp_path):
