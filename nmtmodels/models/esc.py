@@ -13,21 +13,43 @@ and ``rules/compress.smk``).  Both go through the SAME encoder (shared parameter
       H'_x  = H_x + H_x^c                          replaces H_x as the decoder's memory
 
 * BTFNMT (backbone target-side fusion, eq. 12-14): every decoder layer gets a second
-  encoder-decoder attention over ``H_c`` with the same query as the memory attention,
-  ``c = MultiHead(q, H_x, H_x)``, ``b = MultiHead(q, H_c, H_c)``, mixed by a context gate::
+  encoder-decoder attention over ``H_c`` with the same query ``H_tgt`` (the output of the
+  layer's self-attention) as the memory attention, and the two contexts are mixed by a
+  context gate.  ``model.options.gate_after`` says where:
 
+  ``ffn`` (default, eq. 12-14 as printed): each context goes through its own attention and
+  FFN, and the gate reads and mixes the two FFN outputs::
+
+      c  = FFN(MultiHead(H_tgt, H_x, H_x))         (eq. 7)  the baseline layer's sub-layers
+      b  = FFN'(MultiHead'(H_tgt, H_c, H_c))       (eq. 12) an extra attention + FFN per layer
       g  = sigmoid(MLP([c; b]))                    (eq. 13)
-      c' = g * c + (1 - g) * b                     (eq. 14), into the sub-layer's residual/norm
+      c' = g * c + (1 - g) * b                     (eq. 14)
+      o  = c' + H_tgt                              (eq. 8, c' in place of c)
+
+  Our Transformer layer has a residual connection and layer norm around each sub-layer, so
+  "FFN(MultiHead(H_tgt, M, M))" is the layer's attention sub-layer over memory M followed by
+  its FFN sub-layer, and c, b are what they add to H_tgt: with y_c, y_b those two stacks'
+  outputs, c = y_c - H_tgt and b = y_b - H_tgt, and the layer outputs o = g * y_c + (1 - g)
+  * y_b.  For c this is exactly the baseline decoder layer (the gate at g = 1 gives it back);
+  b has an FFN, residual norms and attention of its own (the paper's "additional
+  encoder-decoder attention module", eq. 12 writing its own FFN).
+
+  ``attention`` (our earlier reading): the gate reads and mixes the two attention outputs
+  ``MultiHead(H_tgt, H_x, H_x)`` and ``MultiHead'(H_tgt, H_c, H_c)`` (queries: the
+  sub-layer's input, LN(H_tgt) in pre-norm) inside the cross-attention sub-layer, before
+  its residual and norm, and the layer's one FFN sub-layer follows; no extra FFN, residual
+  norm or their parameters.
 
 * BBFNMT (both, eq. 15): the decoder's first attention reads ``H_x``, the second reads
-  the fused ``H'_x`` of BSFNMT (``b' = MultiHead(q, H'_x, H'_x)``), gated as in BTFNMT.
+  the fused ``H'_x`` of BSFNMT (``b' = FFN'(MultiHead'(H_tgt, H'_x, H'_x))``), gated as in
+  BTFNMT (either ``gate_after``).
 
 Choices where the paper is vague:
 
 * the FFN of eq. 10 is a position-wise FFN (``ffn_dim``) of its own, applied to the
   attention output without a residual or norm of its own, with dropout on ``H_x^c``;
-* the FFN of eq. 7/12 is the decoder layer's own feed-forward sub-layer, applied after the
-  gate (the gate mixes the two attention outputs inside the cross-attention sub-layer);
+* eq. 12-14 in a residual/norm layer as above (``gate_after: ffn``): the gate reads the
+  contexts without H_tgt, and b's FFN has parameters of its own;
 * the gate's MLP is one affine layer per decoder layer (``gate_hidden: 0``) or a ReLU
   hidden layer of N units (``gate_hidden: N``);
 * the attention returned for coverage penalties and plots is the one over the source
@@ -52,7 +74,7 @@ from nmtmodels.models.transformer import TransformerDecoder, TransformerModel
 from nmtmodels.modules.attention import MultiheadAttention
 from nmtmodels.modules.dropout import Dropout
 from nmtmodels.modules.embedding import InputEmbedding
-from nmtmodels.modules.layers import FeedForward, TransformerDecoderLayer, layer_kwargs
+from nmtmodels.modules.layers import FeedForward, ResidualNorm, TransformerDecoderLayer, layer_kwargs
 from nmtmodels.registry import register_model
 
 COMPRESSED = "compressed"  # the extra token input: the compressed source
@@ -63,6 +85,13 @@ class ESCOptions:
     """``model.options`` of the ESC families."""
 
     gate_hidden: int = 0  # 0: g = sigmoid(W[c; b] + b); N: a ReLU hidden layer of N units
+    # where target-side fusion gates (BTFNMT, BBFNMT; module docstring): "ffn" the two
+    # FFN(MultiHead(...)) outputs (eq. 12-14 as printed), "attention" the two attention
+    # outputs before the layer's one FFN.  BSFNMT has no gate and ignores it.
+    gate_after: str = "ffn"
+
+
+GATE_AFTER = ("ffn", "attention")
 
 
 # --- source-side fusion (BSFNMT, eq. 10-11) -----------------------------------------------
@@ -104,12 +133,19 @@ class ContextGate(nn.Module):
 
 
 class BackboneDecoderLayer(TransformerDecoderLayer):
-    """Decoder layer whose memory sub-layer attends to the memory and the backbone, gated."""
+    """Decoder layer that attends to the memory and the backbone and gates the two contexts,
+    after their FFNs (``gate_after="ffn"``, eq. 12-14) or after their attentions
+    (``"attention"``); see the module docstring."""
 
-    def __init__(self, cfg: ModelConfig, gate_hidden: int) -> None:
+    def __init__(self, cfg: ModelConfig, gate_hidden: int, gate_after: str = "ffn") -> None:
         super().__init__(**layer_kwargs(cfg))
+        self.gate_after = gate_after
         self.backbone_attn = MultiheadAttention(cfg.d_model, cfg.heads, dropout=cfg.attention_dropout)
         self.context_gate = ContextGate(cfg.d_model, gate_hidden)
+        if gate_after == "ffn":  # b = FFN'(MultiHead'(H_tgt, H_c, H_c)) with its own sub-layers
+            self.backbone_attn_residual = ResidualNorm(cfg.d_model, cfg.dropout, cfg.normalize_before)
+            self.backbone_ffn = FeedForward(cfg.d_model, cfg.ffn_dim, cfg.activation, cfg.activation_dropout)
+            self.backbone_ffn_residual = ResidualNorm(cfg.d_model, cfg.dropout, cfg.normalize_before)
 
     def forward(  # type: ignore[override]
         self,
@@ -121,12 +157,20 @@ class BackboneDecoderLayer(TransformerDecoderLayer):
         cache: dict[str, Any] | None = None,
         need_attention: bool = False,
     ) -> tuple[Tensor, Tensor | None]:
-        x = self.self_attention_block(x, cache)
+        x = self.self_attention_block(x, cache)  # H_tgt
+        backbone_cache = None if cache is None else cache.setdefault("backbone", {})
+        if self.gate_after == "ffn":
+            y_c, attention = self.cross_attention_block(x, memory, memory_pad_mask, cache, need_attention)
+            y_c = self.feed_forward_block(y_c)  # H_tgt + c (eq. 7-8)
+            h = self.backbone_attn_residual.prepare(x)
+            b, _ = self.backbone_attn(h, backbone, key_padding_mask=backbone_pad_mask, cache=backbone_cache, static_kv=True)
+            y_b = self.backbone_attn_residual.merge(x, b)
+            y_b = self.backbone_ffn_residual.merge(y_b, self.backbone_ffn(self.backbone_ffn_residual.prepare(y_b)))  # H_tgt + b (eq. 12)
+            return x + self.context_gate(y_c - x, y_b - x), attention  # eq. 13-14, then eq. 8
         h = self.cross_attn_residual.prepare(x)
         c, attention = self.cross_attn(h, memory, key_padding_mask=memory_pad_mask, need_weights=need_attention,
                                        cache=None if cache is None else cache.setdefault("memory", {}), static_kv=True)
-        b, _ = self.backbone_attn(h, backbone, key_padding_mask=backbone_pad_mask,
-                                  cache=None if cache is None else cache.setdefault("backbone", {}), static_kv=True)
+        b, _ = self.backbone_attn(h, backbone, key_padding_mask=backbone_pad_mask, cache=backbone_cache, static_kv=True)
         x = self.cross_attn_residual.merge(x, self.context_gate(c, b))
         return self.feed_forward_block(x), attention
 
@@ -134,12 +178,14 @@ class BackboneDecoderLayer(TransformerDecoderLayer):
 class BackboneDecoder(TransformerDecoder):
     """Transformer decoder built from :class:`BackboneDecoderLayer`."""
 
-    def __init__(self, cfg: ModelConfig, embedding: InputEmbedding, vocab_size: int, gate_hidden: int) -> None:
+    def __init__(self, cfg: ModelConfig, embedding: InputEmbedding, vocab_size: int, gate_hidden: int,
+                 gate_after: str = "ffn") -> None:
         self.gate_hidden = gate_hidden
+        self.gate_after = gate_after
         super().__init__(cfg, embedding, vocab_size)
 
     def build_layer(self, cfg: ModelConfig, index: int) -> nn.Module:
-        return BackboneDecoderLayer(cfg, self.gate_hidden)
+        return BackboneDecoderLayer(cfg, self.gate_hidden, self.gate_after)
 
     def forward(  # type: ignore[override]
         self, tgt_in: Tensor, state: State, cache: State | None = None, need_attention: bool = False,
@@ -177,10 +223,18 @@ class ESCModel(TransformerModel):
         self.fusion = SourceFusion(cfg) if self.source_fusion else None
 
     @classmethod
+    def parse_options(cls, options: dict, where: str = "model.options") -> ESCOptions:
+        parsed = super().parse_options(options, where)
+        if parsed.gate_after not in GATE_AFTER:
+            raise ConfigError(f"{where}.gate_after: {parsed.gate_after!r} is not one of {', '.join(GATE_AFTER)}")
+        return parsed
+
+    @classmethod
     def build_decoder(cls, cfg: ModelConfig, embedding: InputEmbedding, vocab_size: int) -> TransformerDecoder:
         if not cls.target_fusion:
             return TransformerDecoder(cfg, embedding, vocab_size)
-        return BackboneDecoder(cfg, embedding, vocab_size, cls.parse_options(cfg.options).gate_hidden)
+        options = cls.parse_options(cfg.options)
+        return BackboneDecoder(cfg, embedding, vocab_size, options.gate_hidden, options.gate_after)
 
     def encode(self, batch: Batch) -> State:
         """``{"memory", "memory_pad_mask"}`` (the decoder's first attention: H'_x for BSFNMT,

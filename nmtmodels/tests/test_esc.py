@@ -13,7 +13,7 @@ from nmtmodels.registry import build_model
 from nmtmodels.search import DecodeConfig, beam_search, greedy_search
 
 FAMILIES = ["bsfnmt", "btfnmt", "bbfnmt"]
-SMALL = dict(d_model=32, heads=4, encoder_layers=2, decoder_layers=2, ffn_dim=64, dropout=0.1, attention_dropout=0.1)
+SMALL = {"d_model": 32, "heads": 4, "encoder_layers": 2, "decoder_layers": 2, "ffn_dim": 64, "dropout": 0.1, "attention_dropout": 0.1}
 
 
 def model_of(family: str, vocab: int = 23, **overrides):
@@ -38,12 +38,12 @@ def random_batch(src_lengths: list[int], c_lengths: list[int], tgt_len: int, voc
                  extras={"compressed": comp})
 
 
-@pytest.mark.parametrize("family", FAMILIES)
+@pytest.mark.parametrize("family, gate_after", [*((f, "ffn") for f in FAMILIES), ("btfnmt", "attention"), ("bbfnmt", "attention")])
 @pytest.mark.parametrize("normalize_before", [False, True])
 @torch.no_grad()
-def test_incremental_decoding_equals_full_forward(family: str, normalize_before: bool) -> None:
+def test_incremental_decoding_equals_full_forward(family: str, gate_after: str, normalize_before: bool) -> None:
     torch.manual_seed(0)
-    model = model_of(family, normalize_before=normalize_before).eval()
+    model = model_of(family, normalize_before=normalize_before, options={"gate_after": gate_after}).eval()
     batch = random_batch([7, 4, 5], [3, 4, 2], tgt_len=6)
     state = model.encode(batch)
     full, full_attention = model.decode(batch.tgt_in, state, need_attention=True)
@@ -95,7 +95,7 @@ def test_bsfnmt_memory_is_source_plus_ffn_of_attention_over_backbone() -> None:
     q = att.q_proj(h_x)
     k, v = att.kv_proj(h_c).chunk(2, dim=-1)
     heads, dh = att.heads, att.head_dim
-    split = lambda t: t.view(t.size(0), t.size(1), heads, dh).transpose(1, 2)  # noqa: E731
+    split = lambda t: t.view(t.size(0), t.size(1), heads, dh).transpose(1, 2)
     scores = split(q) @ split(k).transpose(-1, -2) / dh**0.5
     scores = scores.masked_fill(c.eq(PAD_ID)[:, None, None, :], float("-inf"))
     mixed = (scores.softmax(-1) @ split(v)).transpose(1, 2).reshape(h_x.shape)
@@ -123,6 +123,116 @@ def test_bbfnmt_second_attention_reads_fused_source_btfnmt_reads_backbone() -> N
     torch.testing.assert_close(state["backbone"], bt.encoder(c, c.eq(PAD_ID)))
     assert isinstance(bb, BBFNMT) and isinstance(bt, BTFNMT) and bt.fusion is None
     assert isinstance(model_of("bsfnmt"), BSFNMT)
+
+
+# --- target-side fusion (eq. 12-14), recomputed by hand from a layer's parameters -----------
+
+
+def ref_norm(norm: torch.nn.LayerNorm, x: torch.Tensor) -> torch.Tensor:
+    mean = x.mean(-1, keepdim=True)
+    var = ((x - mean) ** 2).mean(-1, keepdim=True)
+    return (x - mean) / torch.sqrt(var + norm.eps) * norm.weight + norm.bias
+
+
+def ref_attention(att, query: torch.Tensor, memory: torch.Tensor, key_pad: torch.Tensor | None, causal: bool = False):
+    """MultiHead(Q, K, V) of Vaswani et al. (eq. 1-3), heads in a Python loop."""
+    d = att.head_dim
+    q = query @ att.q_proj.weight.T + att.q_proj.bias
+    kv = memory @ att.kv_proj.weight.T + att.kv_proj.bias
+    k, v = kv[..., : att.heads * d], kv[..., att.heads * d :]
+    heads = []
+    for h in range(att.heads):
+        part = slice(h * d, (h + 1) * d)
+        scores = q[..., part] @ k[..., part].transpose(-1, -2) / d**0.5
+        if key_pad is not None:
+            scores = scores.masked_fill(key_pad[:, None, :], float("-inf"))
+        if causal:
+            t = scores.size(-1)
+            scores = scores.masked_fill(torch.ones(t, t, dtype=torch.bool).triu(1), float("-inf"))
+        heads.append(scores.softmax(-1) @ v[..., part])
+    return torch.cat(heads, -1) @ att.out_proj.weight.T + att.out_proj.bias
+
+
+def ref_ffn(ffn, x: torch.Tensor) -> torch.Tensor:
+    return torch.relu(x @ ffn.fc1.weight.T + ffn.fc1.bias) @ ffn.fc2.weight.T + ffn.fc2.bias
+
+
+def ref_sublayer(norm: torch.nn.LayerNorm, pre_norm: bool, x: torch.Tensor, f) -> torch.Tensor:
+    """pre-norm x + f(LN(x)); post-norm LN(x + f(x)) (dropout off)."""
+    return x + f(ref_norm(norm, x)) if pre_norm else ref_norm(norm, x + f(x))
+
+
+def ref_gate(gate, c: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """eq. 13-14 with a one-layer MLP: g = sigmoid(W [c; b] + w0), c' = g c + (1 - g) b."""
+    g = torch.sigmoid(torch.cat([c, b], -1) @ gate.mlp.weight.T + gate.mlp.bias)
+    return g * c + (1 - g) * b
+
+
+@pytest.mark.parametrize("normalize_before", [False, True])
+@pytest.mark.parametrize("gate_after", ["ffn", "attention"])
+@torch.no_grad()
+def test_backbone_decoder_layer_equals_hand_computation(gate_after: str, normalize_before: bool) -> None:
+    """One BTFNMT decoder layer against eq. 7-8 and 12-14 written out with explicit tensor ops.
+
+    ``ffn`` (as printed): c = FFN(MultiHead(H_tgt, H_x, H_x)), b = FFN'(MultiHead'(H_tgt, H_c,
+    H_c)), each the stack of an attention and an FFN sub-layer minus H_tgt; g = sigmoid(MLP([c; b]));
+    output H_tgt + g c + (1 - g) b.  ``attention``: the gate mixes the two attention outputs,
+    then the residual and the one FFN sub-layer."""
+    torch.manual_seed(11)
+    model = model_of("btfnmt", normalize_before=normalize_before, options={"gate_after": gate_after}).eval()
+    layer = model.decoder.layers[0]
+    for p in layer.parameters():  # LN weights/biases and gate away from their initial values
+        p.add_(0.3 * torch.randn_like(p))
+    x, h_x, h_c = torch.randn(2, 4, 32), torch.randn(2, 5, 32), torch.randn(2, 3, 32)
+    x_pad = torch.tensor([[False] * 5, [False] * 3 + [True] * 2])
+    c_pad = torch.tensor([[False] * 3, [False, False, True]])
+    pre = normalize_before
+
+    h_tgt = ref_sublayer(layer.self_attn_residual.norm, pre, x, lambda h: ref_attention(layer.self_attn, h, h, None, True))
+    if gate_after == "ffn":
+        def context(attn, attn_norm, ffn, ffn_norm, memory, pad):  # FFN(MultiHead(H_tgt, M, M)), eq. 7 / 12
+            y = ref_sublayer(attn_norm, pre, h_tgt, lambda h: ref_attention(attn, h, memory, pad))
+            return ref_sublayer(ffn_norm, pre, y, lambda h: ref_ffn(ffn, h)) - h_tgt
+        c = context(layer.cross_attn, layer.cross_attn_residual.norm, layer.ffn, layer.ffn_residual.norm, h_x, x_pad)
+        b = context(layer.backbone_attn, layer.backbone_attn_residual.norm, layer.backbone_ffn,
+                    layer.backbone_ffn_residual.norm, h_c, c_pad)
+        expected = h_tgt + ref_gate(layer.context_gate, c, b)  # eq. 13-14, then eq. 8
+    else:
+        mixed = ref_sublayer(layer.cross_attn_residual.norm, pre, h_tgt, lambda h: ref_gate(
+            layer.context_gate, ref_attention(layer.cross_attn, h, h_x, x_pad), ref_attention(layer.backbone_attn, h, h_c, c_pad)))
+        expected = ref_sublayer(layer.ffn_residual.norm, pre, mixed, lambda h: ref_ffn(layer.ffn, h))
+    out, _ = layer(x, h_x, x_pad, h_c, c_pad)
+    torch.testing.assert_close(out, expected, atol=1e-5, rtol=1e-5)
+
+
+@torch.no_grad()
+def test_ffn_gate_at_one_is_the_baseline_decoder_layer() -> None:
+    """g = 1 in eq. 14 leaves c' = c: the layer is then the baseline Transformer decoder layer
+    (eq. 7-8) with the same parameters, whatever the backbone."""
+    torch.manual_seed(12)
+    model = model_of("btfnmt", normalize_before=True).eval()
+    layer = model.decoder.layers[0]
+    base = model_of("transformer", normalize_before=True).eval().decoder.layers[0]
+    base.load_state_dict({k: v for k, v in layer.state_dict().items() if k in base.state_dict()})
+    layer.context_gate.mlp.weight.zero_()
+    layer.context_gate.mlp.bias.fill_(100.0)
+    x, memory, backbone = torch.randn(2, 4, 32), torch.randn(2, 5, 32), torch.randn(2, 3, 32)
+    pad = torch.zeros(2, 5, dtype=torch.bool)
+    out, _ = layer(x, memory, pad, backbone, torch.zeros(2, 3, dtype=torch.bool))
+    torch.testing.assert_close(out, base(x, memory, pad)[0])
+
+
+def test_gate_after_parameters_and_config_error() -> None:
+    """``ffn`` adds per decoder layer one FFN (2 d f + f + d) and two layer norms (2 x 2 d)
+    to ``attention``; an unknown value names the key."""
+    count = lambda model: sum(p.numel() for p in model.parameters())
+    d, f, layers = SMALL["d_model"], SMALL["ffn_dim"], SMALL["decoder_layers"]
+    for family in ("btfnmt", "bbfnmt"):
+        extra = count(model_of(family, options={"gate_after": "ffn"})) - count(model_of(family, options={"gate_after": "attention"}))
+        assert extra == layers * (2 * d * f + f + d + 4 * d)
+    assert count(model_of("bsfnmt", options={"gate_after": "attention"})) == count(model_of("bsfnmt"))
+    with pytest.raises(ConfigError, match="model.options.gate_after: 'both' is not one of ffn, attention"):
+        model_of("btfnmt", options={"gate_after": "both"})
 
 
 def test_context_gate_shapes_and_mixture() -> None:
@@ -162,7 +272,7 @@ def test_reorder_state_moves_backbone_with_beams() -> None:
 
 # --- length-controlled decoding (eq. 1-3) with the shared beam search's scorers ----------
 
-from nmtmodels.search import CoveragePenalty, GNMTLengthPenalty, HypothesisScorer, RatioLengthLimit  # noqa: E402
+from nmtmodels.search import CoveragePenalty, GNMTLengthPenalty, HypothesisScorer, RatioLengthLimit
 
 
 def test_length_penalty_and_coverage_penalty_by_hand() -> None:
