@@ -233,9 +233,9 @@ class Layout:
 _SYSTEM_INPUT = (("System", "variant"), ("Input", "input"))
 LAYOUTS: dict[str, tuple[Layout, ...]] = {
     "lattice": (
-        Layout("lattice", "table2", "Lattice paper, Table 2: translation performance on Zh-En (NIST in the paper)",
+        Layout("lattice", "table2", "Lattice paper, Table 2: translation performance on Zh-En (NIST in the paper; MT05 its dev set)",
                ("zh-en",), "test_sets", _SYSTEM_INPUT, "bleu", DAGGER),
-        Layout("lattice", "table3", "Lattice paper, Table 3: translation performance on En-De (IWSLT2016 in the paper)",
+        Layout("lattice", "table3", "Lattice paper, Table 3: translation performance on En-De (IWSLT2016 in the paper; tst2012 its dev set)",
                ("en-de",), "test_sets", _SYSTEM_INPUT, "bleu", DAGGER),
         Layout("lattice", "table4", "Lattice paper, Table 4: normal positional encodings (PE) and PE + LSA on lattice inputs",
                ("zh-en",), "test_sets", (("Systems", "variant"),), "bleu", DAGGER, main=False),
@@ -253,7 +253,7 @@ LAYOUTS: dict[str, tuple[Layout, ...]] = {
                ("de-en", "en-de"), "pairs", (("Model", "variant"),), "tokenized_bleu", PLUS, ("params",)),
     ),
     "char": (
-        Layout("char", "table3", "char2word paper, Table 3: character-level models (WMT'15 in the paper)",
+        Layout("char", "table3", "char2word paper, Table 3: character-level models (WMT'15 in the paper; newstest2013 its validation set)",
                ("de-en", "en-de"), "test_sets", (("Model", "variant"), ("Language", "pair")), "tokenized_bleu", PLUS),
     ),
     "esc": (
