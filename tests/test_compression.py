@@ -48,6 +48,58 @@ def test_additive_noise_samples_from_several_random_sentences() -> None:
         cp.additive_sampling_noise(words, corpus, random.Random(0), ratio=0.5, other_sentences=0)
 
 
+def test_additive_noise_never_draws_the_sentence_or_its_duplicates() -> None:
+    """Other sentences are other by content: neither the sentence (which is in the corpus
+    noisy_pairs passes) nor a duplicate of it is drawn; the differing ones are drawn uniformly."""
+    sentence = ["a", "b"]
+    corpus = [["a", "b"], ["a", "b"], ["c", "d"], ["a", "b"], ["e", "f"]]
+    picked = collections.Counter()
+    for seed in range(400):
+        noisy = cp.additive_sampling_noise(sentence, corpus, random.Random(seed), ratio=1.0, other_sentences=1)
+        assert noisy[:2] == sentence
+        added = noisy[2:]
+        assert len(added) == 2  # round(1.0 * 2 / 1): all of a two-word other sentence
+        assert added in (["c", "d"], ["e", "f"])
+        picked[added[0]] += 1
+    assert 150 < picked["c"] < 250 and 150 < picked["e"] < 250  # each of the 2 others: p = 1/2
+
+
+@pytest.mark.parametrize("copies", [1, 2, 200])
+def test_additive_noise_without_another_sentence_adds_nothing(copies: int) -> None:
+    """The only candidates are the sentence itself (and copies): no noise, whatever the seed;
+    with one other sentence among many copies (past the rejection limit) it is always drawn."""
+    sentence = ["a", "b", "c"]
+    for seed in range(20):
+        rng = random.Random(seed)
+        assert cp.additive_sampling_noise(sentence, [list(sentence)] * copies, rng, ratio=1.0, other_sentences=2) == sentence
+        corpus = [list(sentence)] * copies + [["x", "y", "z"]]
+        noisy = cp.additive_sampling_noise(sentence, corpus, rng, ratio=1.0, other_sentences=2)
+        assert noisy[:3] == sentence
+        assert len(noisy) == 3 + 2 * 2 and set(noisy[3:]) <= {"x", "y", "z"}  # round(3 / 2) = 2 words per draw
+
+
+def test_empty_sentence_gets_no_noise() -> None:
+    corpus = [["x", "y"], ["z"]]
+    for seed in range(10):
+        assert cp.additive_sampling_noise([], corpus, random.Random(seed), ratio=2.0, other_sentences=3) == []
+    pairs = list(cp.noisy_pairs(["p q", "", "r s t"], seed=1, ratio=1.0, other_sentences=1, window=0))
+    assert pairs[1] == ("", "")
+
+
+def test_noisy_pairs_add_no_words_of_duplicate_lines() -> None:
+    """A line duplicated in the corpus draws only from the other lines (disjoint vocabularies
+    tell where each added word came from); a line with no other line gets none."""
+    lines = ["x1 x2 x3", "y1 y2", "x1 x2 x3", "z1 z2 z3 z4"]
+    for seed in range(20):
+        for (noisy, clean), line in zip(cp.noisy_pairs(lines, seed=seed, ratio=1.0, other_sentences=2, window=0), lines, strict=True):
+            added = collections.Counter(noisy.split()) - collections.Counter(clean.split())
+            assert clean == line
+            assert sum(added.values()) > 0
+            assert not set(added) & set(line.split())  # x-words are only added to y and z lines
+    for noisy, clean in cp.noisy_pairs(["u v", "u v"], seed=0, ratio=1.0, other_sentences=2, window=1):
+        assert clean == "u v" and sorted(noisy.split()) == ["u", "v"]  # only shuffled
+
+
 @pytest.mark.parametrize("window", [0, 1, 3])
 def test_shuffle_keeps_the_bag_of_words_and_respects_the_window(window: int) -> None:
     words = [f"w{i}" for i in range(12)]

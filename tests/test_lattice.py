@@ -272,6 +272,6 @@ def test_subword_lattices_of_real_bpe_segmentations_contain_every_segmentation()
         # BPE sizes of one merge order refine each other, so the minimum subword units are
         # the units of the smallest size: its path gets the subword positions 0, 1, 2, ...
         finest = {(e.start, e.end) for e in path_edges(segmentations[0])}
-        units = [(u.start, u.end) for e, u in zip(edges, renumber_nodes(edges, "subword")) if (e.start, e.end) in finest]
+        units = [(u.start, u.end) for e, u in zip(edges, renumber_nodes(edges, "subword"), strict=True) if (e.start, e.end) in finest]
         assert units == [(k, k + 1) for k in range(len(segmentations[0]))]
     assert distinct > 100  # the sizes really segment differently, so lattices have several paths

@@ -14,8 +14,12 @@ the sentence itself:
 * additive sampling noise (:func:`additive_sampling_noise`): ``other_sentences`` other
   sentences are drawn at random from the corpus; from each, a subset of its words is
   sub-sampled WITHOUT replacement (each word position at most once; the subset has
-  ``round(ratio * |x| / other_sentences)`` words, all of them if the sentence is shorter)
-  and appended to the sentence;
+  ``max(1, round(ratio * |x| / other_sentences))`` words, all of them if the sentence is
+  shorter) and appended to the sentence.  "Other" is taken by content: neither the sentence
+  itself nor a duplicate of it (an equal word sequence elsewhere in the corpus) is ever
+  drawn, since its words would add nothing the compressor must learn to delete; a sentence
+  with no other sentence in the corpus, and an empty sentence, get no additive noise.  The
+  draws are independent (two of them may pick the same other sentence);
 * shuffle noise (:func:`shuffle_noise`): the noisy sentence is shuffled; ``window`` 0
   is a uniform permutation (the paper), ``window`` k > 0 a local shuffle in which no word
   moves more than k positions (sorting by ``i + U(0, k + 1)``, Lample et al. 2018) -- an
@@ -45,18 +49,42 @@ from nmtmodels.textio import DataError, atomic_output, atomic_outputs, read_line
 
 
 # ----------------------------------------------------------------------------- noise
+MAX_REJECTIONS = 32  # draws of a copy of the sentence before additive noise lists the other sentences
+
+
 def additive_sampling_noise(
     words: Sequence[str], corpus: Sequence[Sequence[str]], rng: random.Random, *, ratio: float, other_sentences: int
 ) -> list[str]:
-    """``words`` followed by words sub-sampled without replacement from random other sentences."""
+    """``words`` followed by words sub-sampled without replacement from random other sentences.
+
+    Each other sentence is drawn uniformly from the entries of ``corpus`` that differ from
+    ``words`` (module docstring): by rejection, or, once :data:`MAX_REJECTIONS` draws in a
+    row were copies of ``words``, from the list of the differing entries (one pass over the
+    corpus, so a corpus made mostly of copies cannot stall the loop).  ``words`` comes back
+    unchanged when it is empty, when ``ratio`` is 0 or when no entry of ``corpus`` differs."""
     if ratio < 0 or other_sentences < 1:
         raise ValueError(f"need ratio >= 0 and other_sentences >= 1, got {ratio} and {other_sentences}")
-    noisy = list(words)
-    if not corpus or ratio == 0:
-        return noisy
-    per_sentence = max(1, round(ratio * len(words) / other_sentences))
+    sentence = list(words)
+    if not corpus or not sentence or ratio == 0:
+        return sentence
+    others: list[Sequence[str]] | None = None  # the differing entries, listed only when rejection keeps failing
+
+    def draw_other() -> Sequence[str] | None:
+        nonlocal others
+        if others is None:
+            for _ in range(MAX_REJECTIONS):
+                drawn = corpus[rng.randrange(len(corpus))]
+                if list(drawn) != sentence:
+                    return drawn
+            others = [entry for entry in corpus if list(entry) != sentence]
+        return others[rng.randrange(len(others))] if others else None
+
+    noisy = list(sentence)
+    per_sentence = max(1, round(ratio * len(sentence) / other_sentences))
     for _ in range(other_sentences):
-        other = corpus[rng.randrange(len(corpus))]
+        other = draw_other()
+        if other is None:  # every entry is a copy of the sentence
+            return sentence
         positions = rng.sample(range(len(other)), min(per_sentence, len(other)))
         noisy.extend(other[p] for p in sorted(positions))
     return noisy

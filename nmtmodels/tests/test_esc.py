@@ -95,7 +95,7 @@ def test_bsfnmt_memory_is_source_plus_ffn_of_attention_over_backbone() -> None:
     q = att.q_proj(h_x)
     k, v = att.kv_proj(h_c).chunk(2, dim=-1)
     heads, dh = att.heads, att.head_dim
-    split = lambda t: t.view(t.size(0), t.size(1), heads, dh).transpose(1, 2)
+    split = lambda t: t.view(t.size(0), t.size(1), heads, dh).transpose(1, 2)  # noqa: E731
     scores = split(q) @ split(k).transpose(-1, -2) / dh**0.5
     scores = scores.masked_fill(c.eq(PAD_ID)[:, None, None, :], float("-inf"))
     mixed = (scores.softmax(-1) @ split(v)).transpose(1, 2).reshape(h_x.shape)
@@ -225,7 +225,9 @@ def test_ffn_gate_at_one_is_the_baseline_decoder_layer() -> None:
 def test_gate_after_parameters_and_config_error() -> None:
     """``ffn`` adds per decoder layer one FFN (2 d f + f + d) and two layer norms (2 x 2 d)
     to ``attention``; an unknown value names the key."""
-    count = lambda model: sum(p.numel() for p in model.parameters())
+    def count(model) -> int:
+        return sum(p.numel() for p in model.parameters())
+
     d, f, layers = SMALL["d_model"], SMALL["ffn_dim"], SMALL["decoder_layers"]
     for family in ("btfnmt", "bbfnmt"):
         extra = count(model_of(family, options={"gate_after": "ffn"})) - count(model_of(family, options={"gate_after": "attention"}))
@@ -272,7 +274,7 @@ def test_reorder_state_moves_backbone_with_beams() -> None:
 
 # --- length-controlled decoding (eq. 1-3) with the shared beam search's scorers ----------
 
-from nmtmodels.search import CoveragePenalty, GNMTLengthPenalty, HypothesisScorer, RatioLengthLimit
+from nmtmodels.search import CoveragePenalty, GNMTLengthPenalty, HypothesisScorer, RatioLengthLimit  # noqa: E402
 
 
 def test_length_penalty_and_coverage_penalty_by_hand() -> None:
