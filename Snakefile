@@ -33,6 +33,7 @@ if workflow.is_main_process:  # cluster jobs re-read this file: check (and impor
     wc.check_experiments(config)
     wc.check_compression(config)
     wc.check_lattices(config)
+    wc.check_licensed_inputs(config, os.environ)  # every missing licensed file, in one error
 ev.check_evaluation_config(config)
 swap_noise.check_swap_noise(config)
 
@@ -40,6 +41,7 @@ DATA = wc.DATA_ROOT
 EXPERIMENTS = wc.EXPERIMENTS_ROOT
 CORPORA = config["corpora"]
 MIRROR, LICENSED = wc.input_dirs(config, os.environ)
+os.environ.update(wc.input_dir_environment(config, os.environ))  # fetch reads them: no rule params
 # Cluster placement of jobs without GPUs under `--profile slurm` (config `cluster`,
 # docs/cluster.md); every rule's resources include it.  Local runs ignore it.
 CPU_JOB = wc.cluster_resources(config)

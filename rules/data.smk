@@ -1,5 +1,6 @@
 # Corpora: download (or take from the mirror / licensed directory) and extract
 # each split of each language to plain text.
+from workflow_scripts import fetch as fetch_module
 
 
 # Downloads run on the submit host: cluster nodes often have no internet access.
@@ -7,13 +8,19 @@ localrules:
     fetch,
 
 
+# Where data lies (data_mirror, licensed_data_dir) is no parameter: fetch reads it from the
+# environment (NMT_DATA_MIRROR, NMT_LICENSED_DATA, exported by the Snakefile), so moving the
+# data reruns nothing.  `source` changes only when the content of a download without sha256
+# changed at its mirror or licensed path (workflow_scripts.fetch.source_fingerprint).
 rule fetch:
     output:
         "resources/downloads/{corpus}/{download}",
     params:
         spec=lambda w: json.dumps(CORPORA[w.corpus]["downloads"][w.download], sort_keys=True),
-        mirror=MIRROR,
-        licensed=LICENSED,
+        source=lambda w: fetch_module.source_fingerprint(
+            CORPORA[w.corpus]["downloads"][w.download], w.download, wc.download_path(w.corpus, w.download),
+            mirror_dir=MIRROR, licensed_dir=LICENSED,
+        ),
     conda:
         "../envs/data.yaml"
     log:
@@ -26,7 +33,7 @@ rule fetch:
         runtime=60,
     shell:
         "python -m workflow_scripts.fetch --spec {params.spec:q} --name {wildcards.download:q}"
-        " --output {output:q} --mirror-dir={params.mirror:q} --licensed-dir={params.licensed:q} > {log:q} 2>&1"
+        " --output {output:q} > {log:q} 2>&1"
 
 
 rule extract:
@@ -35,7 +42,7 @@ rule extract:
     output:
         f"{DATA}/{{corpus}}/raw/{{split}}.{{lang}}",
     params:
-        spec=lambda w: wc.corpus_spec_json(config, w.corpus, wc.extraction_spec),
+        spec=lambda w: wc.split_extraction_spec_json(config, w.corpus, w.split),
         downloads=lambda w: f"resources/downloads/{w.corpus}",
     conda:
         "../envs/data.yaml"
@@ -58,7 +65,7 @@ rule extract_reference:
     output:
         f"{DATA}/{{corpus}}/raw/{{split}}.ref{{ref}}.{{lang}}",
     params:
-        spec=lambda w: wc.corpus_spec_json(config, w.corpus, wc.extraction_spec),
+        spec=lambda w: wc.split_extraction_spec_json(config, w.corpus, w.split),
         downloads=lambda w: f"resources/downloads/{w.corpus}",
     conda:
         "../envs/data.yaml"

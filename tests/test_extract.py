@@ -20,6 +20,7 @@ from workflow_scripts import extract
 from workflow_scripts.corpora import (
     check_corpus_spec,
     downloads_for,
+    extraction_part,
     holdout_assignment,
     reference_count,
     splits_of,
@@ -292,6 +293,58 @@ def test_line_count_mismatch_names_both_files_and_counts(tmp_path, capsys):
         assert ("3 en sentences" in message and "has 2 de" in message) or ("2 de sentences" in message and "has 3 en" in message)
 
 
+def test_max_train_pairs_still_checks_line_counts_and_every_line(tmp_path, capsys):
+    """The limit keeps the first N pairs, but a corpus whose sides differ in length (or that
+    is bad past the limit) is still an error: the whole corpus is read."""
+    spec, downloads = make_corpus(tmp_path, {"a.en": b"1\n2\n3\n4\n", "a.de": b"1\n2\n3\n"}, {"train": [PLAIN]},
+                                  max_train_pairs=2)
+    message = assert_fails(capsys, spec, "train", "en", downloads, tmp_path / "out" / "train.en",
+                           str(downloads / "a.en"), str(downloads / "a.de"))
+    assert "4 en sentences" in message and "has 3 de" in message
+    tsv = {"format": "tsv", "file": "t.tsv", "num_fields": 2, "columns": {"en": 0, "de": 1}}
+    spec, downloads = make_corpus(tmp_path / "tsv", {"t.tsv": b"a\tb\nc\td\ne\n"}, {"train": [tsv]}, max_train_pairs=1)
+    assert_fails(capsys, spec, "train", "de", downloads, tmp_path / "out" / "train.de", f"{downloads / 't.tsv'}:3", "expected 2 fields")
+    spec, downloads = make_corpus(tmp_path / "ok", {"a.en": b"1\n2\n3\n", "a.de": b"x\ny\nz\n"}, {"train": [PLAIN]},
+                                  max_train_pairs=2)
+    assert extract_lines(spec, "train", "de", downloads, tmp_path) == ["x", "y"]
+
+
+def test_extraction_part_of_a_split_ignores_other_splits_and_downloads(tmp_path):
+    """What extracting a split reads does not change when a test set (its split, downloads
+    and test_sets entry) is added, and it extracts the same lines as the whole spec."""
+    files = {"a.en": b"1\n2\n3\n4\n", "a.de": b"w\nx\ny\nz\n", "t.en": b"t\n", "t.de": b"T\n"}
+    holdout = {"from": "train", "every_nth": 2, "into": "dev"}
+    spec, downloads = make_corpus(tmp_path, files, {"train": [PLAIN], "test": [{"format": "plain", "files": {"en": "t.en", "de": "t.de"}}]},
+                                  holdout=holdout, test_sets=["test"], max_train_pairs=1)
+    grown = json.loads(json.dumps(spec))
+    grown["downloads"].update({"n.en": {"local": "/abs/n.en"}, "n.de": {"local": "n.de"}})
+    grown["splits"]["new"] = [{"format": "plain", "files": {"en": "n.en", "de": "n.de"}}]
+    grown["test_sets"].append("new")
+    for split in ("train", "dev", "test"):
+        assert extraction_part(grown, split) == extraction_part(spec, split)
+        for lang in ("en", "de"):
+            assert extract_lines(extraction_part(spec, split), split, lang, downloads, tmp_path / "part") == \
+                extract_lines(spec, split, lang, downloads, tmp_path / "whole")
+    assert set(extraction_part(spec, "test")) == {"src", "tgt", "downloads", "splits"}
+    assert set(extraction_part(spec, "test")["downloads"]) == {"t.en", "t.de"}
+    assert extraction_part(spec, "train")["max_train_pairs"] == 1 and "max_train_pairs" not in extraction_part(spec, "dev")
+
+
+def test_errors_about_a_fetched_download_name_where_it_came_from(tmp_path, capsys):
+    """A mirror copy with bad text: the error names the copy's line and the mirror file."""
+    mirror = tmp_path / "mirror"
+    mirror.mkdir()
+    (mirror / "a.en.gz").write_bytes(gz(b"ok\nbad \xff byte\n"))
+    (mirror / "a.de").write_bytes(b"1\n2\n")
+    downloads = tmp_path / "downloads" / "toy"
+    entries = {"a.en": {"mirror": "a.en.gz"}, "a.de": {"mirror": "a.de"}}
+    for name, entry in entries.items():
+        fetch(entry, name, downloads / name, mirror_dir=mirror)
+    spec = {"src": "en", "tgt": "de", "downloads": entries, "splits": {"train": [PLAIN]}}
+    assert_fails(capsys, spec, "train", "en", downloads, tmp_path / "out.en", f"{downloads / 'a.en'}:2", "invalid UTF-8",
+                 f"a copy of {mirror / 'a.en.gz'}, from the mirror")
+
+
 def test_invalid_utf8_names_file_and_line(tmp_path, capsys):
     spec, downloads = make_corpus(tmp_path, {"a.en": b"ok\nbad \xff byte\n", "a.de": b"1\n2\n"}, {"train": [PLAIN]})
     assert_fails(capsys, spec, "train", "en", downloads, tmp_path / "out.en", f"{downloads / 'a.en'}:2", "invalid UTF-8")
@@ -465,11 +518,11 @@ def test_cli_runs_as_a_module(tmp_path):
     output = tmp_path / "deep" / "dir" / "train.de"
     command = [sys.executable, "-m", "workflow_scripts.extract", "--spec", json.dumps(spec), "--split", "train", "--lang", "de",
                "--downloads-dir", str(downloads), "--output", str(output)]
-    result = subprocess.run(command, cwd=REPO, capture_output=True, text=True)
+    result = subprocess.run(command, cwd=REPO, capture_output=True, text=True, check=False)
     assert result.returncode == 0, result.stderr
     assert output.read_bytes() == b"y\n"
     command[command.index("--split") + 1] = "nosuch"
-    result = subprocess.run(command, cwd=REPO, capture_output=True, text=True)
+    result = subprocess.run(command, cwd=REPO, capture_output=True, text=True, check=False)
     assert result.returncode == 1 and "extract: error:" in result.stderr and "no split 'nosuch'" in result.stderr
 
 

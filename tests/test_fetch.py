@@ -12,9 +12,9 @@ import pytest
 import yaml
 
 from nmtmodels.configuration import ConfigError
+from nmtmodels.textio import DataError
 from workflow_scripts import fetch as fetch_module
 from workflow_scripts.fetch import content_sha256, fetch
-from nmtmodels.textio import DataError
 
 REPO = Path(__file__).resolve().parents[1]
 MIRROR = Path(__file__).resolve().parents[2] / "shared" / "data"
@@ -213,3 +213,80 @@ def registered_mirror_entries() -> list[tuple[str, str, dict]]:
 def test_registered_mirror_copies_match_their_sha256(corpus, name, entry):
     assert "sha256" in entry, f"{corpus}.{name} has a mirror copy but no sha256"
     assert content_sha256(MIRROR / entry["mirror"]) == entry["sha256"]
+
+
+# --------------------------------------------------------------------------- records, fingerprints, licensed check
+
+def test_fetch_records_its_origin_and_fingerprint_follows_content_not_location(tmp_path):
+    """A download without sha256: the record holds the source, its size, mtime and digests;
+    the fingerprint stays put when the mirror moves (other mtimes, same bytes) or is gone,
+    and changes when the mirror file is repaired."""
+    old, new = tmp_path / "old", tmp_path / "new"
+    old.mkdir(), new.mkdir()
+    damaged = gzip.compress(b"bad \xff\n", mtime=0)
+    (old / "a.gz").write_bytes(damaged)
+    spec, output = {"mirror": "a.gz", "url": "http://127.0.0.1:9/a"}, tmp_path / "d" / "a"
+    assert fetch(spec, "a", output, mirror_dir=old) == "mirror"
+    record = json.loads(fetch_module.record_path(output).read_text())
+    stat = (old / "a.gz").stat()
+    assert (record["origin"], record["source"], record["size"], record["mtime_ns"]) == ("mirror", str(old / "a.gz"), stat.st_size, stat.st_mtime_ns)
+    assert record["source_sha256"] == hashlib.sha256(damaged).hexdigest()
+    assert record["sha256"] == hashlib.sha256(b"bad \xff\n").hexdigest()
+    first = fetch_module.source_fingerprint(spec, "a", output, mirror_dir=old)
+    assert first == f"sha256:{hashlib.sha256(damaged).hexdigest()}" == record["fingerprint"]
+    (new / "a.gz").write_bytes(damaged)  # moved: same bytes, another path and mtime
+    assert fetch_module.source_fingerprint(spec, "a", output, mirror_dir=new) == first
+    assert json.loads(fetch_module.record_path(output).read_text())["source"] == str(new / "a.gz")
+    assert fetch_module.source_fingerprint(spec, "a", output, mirror_dir=tmp_path / "gone") == first
+    (new / "a.gz").write_bytes(gzip.compress(TEXT))  # repaired
+    assert fetch_module.source_fingerprint(spec, "a", output, mirror_dir=new) not in (first, "")
+    assert fetch_module.source_fingerprint({**spec, "sha256": TEXT_SHA}, "a", output, mirror_dir=new) == ""
+
+
+def test_absolute_local_path_needs_no_licensed_directory(tmp_path):
+    source = tmp_path / "elsewhere" / "mt02.zh"
+    source.parent.mkdir()
+    source.write_bytes(TEXT)
+    output = tmp_path / "d" / "mt02.zh"
+    assert fetch({"local": str(source), "sha256": TEXT_SHA}, "mt02.zh", output, licensed_dir="") == "licensed"
+    assert output.read_bytes() == TEXT
+    assert json.loads(fetch_module.record_path(output).read_text())["source"] == str(source)
+
+
+def test_truncated_gzip_without_checksum_names_the_mirror_file(tmp_path):
+    (tmp_path / "m").mkdir()
+    packed = gzip.compress(TEXT * 500)
+    (tmp_path / "m" / "a.gz").write_bytes(packed[: len(packed) // 2])
+    output = tmp_path / "out" / "a"
+    with pytest.raises(DataError, match="truncated") as error:
+        fetch({"mirror": "a.gz"}, "a", output, mirror_dir=tmp_path / "m")
+    assert str(error.value).startswith(str(tmp_path / "m" / "a.gz"))
+    assert_nothing_written(output)
+    assert not fetch_module.record_path(output).exists()
+
+
+def test_missing_licensed_lists_every_missing_file_once_with_its_keys(tmp_path):
+    licensed, mirror = tmp_path / "licensed", tmp_path / "mirror"
+    (licensed / "nist").mkdir(parents=True)
+    (licensed / "nist" / "there.zh").write_bytes(TEXT)
+    mirror.mkdir()
+    (mirror / "m.zh").write_bytes(TEXT)
+    fetched = tmp_path / "fetched"
+    fetched.write_bytes(TEXT)
+    downloads = [
+        ("corpora.a.downloads.x", {"local": "nist/x.zh"}, tmp_path / "out" / "x"),
+        ("corpora.b.downloads.x", {"local": "nist/x.zh"}, tmp_path / "out" / "bx"),
+        ("corpora.a.downloads.there", {"local": "nist/there.zh"}, tmp_path / "out" / "there"),
+        ("corpora.a.downloads.done", {"local": "nist/done.zh"}, fetched),
+        ("corpora.a.downloads.mirrored", {"local": "nist/m.zh", "mirror": "m.zh"}, tmp_path / "out" / "m"),
+        ("corpora.a.downloads.abs", {"local": str(tmp_path / "abs.zh")}, tmp_path / "out" / "abs"),
+        ("corpora.a.downloads.web", {"url": "http://127.0.0.1:9/w"}, tmp_path / "out" / "w"),
+    ]
+    message = fetch_module.missing_licensed(downloads, mirror_dir=mirror, licensed_dir=licensed)
+    lines = message.splitlines()
+    assert "2 file(s)" in lines[0] and "licensed_data_dir" in lines[0] and "NMT_LICENSED_DATA" in lines[0]
+    assert lines[1:] == [f"  {licensed / 'nist' / 'x.zh'}  (corpora.a.downloads.x, corpora.b.downloads.x)",
+                         f"  {tmp_path / 'abs.zh'}  (corpora.a.downloads.abs)"]
+    unset = fetch_module.missing_licensed(downloads[2:3], mirror_dir=mirror, licensed_dir="")
+    assert "licensed_data_dir is not set" in unset and "<licensed_data_dir>/nist/there.zh" in unset
+    assert fetch_module.missing_licensed(downloads[2:5] + downloads[6:], mirror_dir=mirror, licensed_dir=licensed) is None

@@ -10,6 +10,7 @@ import pytest
 import yaml
 from sacremoses import MosesPunctNormalizer, MosesTokenizer
 
+from nmtmodels.textio import DataError
 from workflow_scripts import parallel, preprocess
 from workflow_scripts.preprocess import (
     CleanSettings,
@@ -18,7 +19,6 @@ from workflow_scripts.preprocess import (
     clean_reason,
     preprocess_files,
 )
-from nmtmodels.textio import DataError
 
 ROOT = Path(__file__).resolve().parents[1]
 WHITESPACE = LanguageSettings("en", "whitespace")
@@ -200,3 +200,47 @@ def test_cli_rejects_a_bad_spec_naming_the_key(capsys, spec, message):
         ])
     assert exit_info.value.code == 2
     assert re.search(message, capsys.readouterr().err)
+
+
+def run_dev_cli(tmp_path, src_lines, tgt_lines, policy=None) -> tuple[list[str], Path]:
+    src, tgt = write(tmp_path / "raw.en", src_lines), write(tmp_path / "raw.de", tgt_lines)
+    outs = outputs(tmp_path)
+    spec = corpus_spec("multi30k_en_de") | ({"blank_references": policy} if policy else {})
+    preprocess.main([
+        "--src-lang", "en", "--tgt-lang", "de", "--src-in", src, "--tgt-in", tgt,
+        "--src-out", outs[0], "--tgt-out", outs[1], "--src-norm-out", outs[2], "--tgt-norm-out", outs[3],
+        "--spec", json.dumps(spec),
+    ])
+    return outs, Path(tgt)
+
+
+def test_blank_references_in_a_dev_set_are_reported_by_line_and_kept(tmp_path, capsys):
+    """Default policy warn: every line stays, the log names the count and the line numbers
+    of the blank references (a line of spaces is blank too) and records the policy."""
+    tgt = ["Ein Hund.", "", "Eine Katze.", "   ", "Ein Vogel."]
+    outs, _ = run_dev_cli(tmp_path, ["A dog.", "A man.", "A cat.", "A cow.", "A bird."], tgt)
+    assert read(outs[1]) == ["Ein Hund .", "", "Eine Katze .", "", "Ein Vogel ."]
+    err = capsys.readouterr().err
+    assert "warning:" in err and "2 blank target (de) lines: 2, 4" in err
+    assert "blank_references=warn" in err
+
+
+def test_blank_references_fail_names_file_and_first_line_and_writes_nothing(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        run_dev_cli(tmp_path, ["A dog.", "A cat.", "", "A cow."], ["Ein Hund.", "", "Kuh.", ""], policy="fail")
+    assert exit_info.value.code == 1
+    err = capsys.readouterr().err
+    assert f"{tmp_path / 'raw.de'}:2:" in err and "2 blank target (de) lines: 2, 4" in err
+    assert "1 blank source (en) line: 3" in err and "blank_references: fail" in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["raw.de", "raw.en"]
+
+
+def test_blank_reference_line_numbers_are_capped_but_counted(tmp_path):
+    tgt = ["x"] + [""] * 30
+    blank = {}
+    src = write(tmp_path / "raw.src", ["a"] * 31)
+    preprocess_files(WHITESPACE, WHITESPACE, (src, write(tmp_path / "raw.tgt", tgt)), outputs(tmp_path),
+                     blank_references="warn", blank_lines=blank)
+    assert blank == {"source": [], "target": list(range(2, 32))}
+    described = preprocess.describe_blank_lines(blank, ("en", "de"))
+    assert described.startswith("30 blank target (de) lines: 2, 3,") and described.endswith("21, ...")

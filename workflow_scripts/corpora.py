@@ -45,8 +45,8 @@ downstream reader sees the same line count.  A UTF-8 byte-order mark is removed.
 Errors: bad data raises :class:`~nmtmodels.textio.DataError` naming the file (and
 line); bad spec keys raise :class:`~nmtmodels.configuration.ConfigError` naming the key
 path, e.g. ``corpora.X.splits.train[0].format``.  Only the readers touch the disk;
-:func:`splits_of`, :func:`downloads_for`, :func:`reference_count` and
-:func:`check_corpus_spec` are pure and safe to call while Snakemake parses.
+:func:`splits_of`, :func:`downloads_for`, :func:`extraction_part`, :func:`reference_count`
+and :func:`check_corpus_spec` are pure and safe to call while Snakemake parses.
 """
 from __future__ import annotations
 
@@ -58,12 +58,12 @@ import io
 import json
 import re
 import tarfile
-import xml.etree.ElementTree as ElementTree
 import zipfile
 import zlib
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, BinaryIO
+from xml.etree import ElementTree
 
 from nmtmodels.configuration import ConfigError
 from nmtmodels.textio import GZIP_MAGIC, DataError
@@ -163,6 +163,31 @@ def downloads_for(corpus_spec: Mapping[str, Any], split: str, lang: str, *, wher
             if name not in names:
                 names.append(name)
     return names
+
+
+def extraction_part(corpus_spec: Mapping[str, Any], split: str, *, where: str = "corpus") -> dict[str, Any]:
+    """The part of a corpus spec that extracting ``split`` (any language, any reference) reads.
+
+    It is a corpus spec itself: src, tgt, the parts of the split that is read (the holdout's
+    ``from`` split for a held-out one), the download entries they name, ``holdout`` when it
+    makes or shrinks ``split``, and ``max_train_pairs`` for train.  Adding a split, a test
+    set or a download to the corpus leaves it unchanged (the workflow's extract jobs take it
+    as their parameter, so such a change reruns none of them).
+    """
+    check_corpus_spec(corpus_spec, where)
+    source, parts = _parts_for(corpus_spec, split, where)
+    names = sorted({_download_name(reference) for part in parts
+                    for lang in (corpus_spec["src"], corpus_spec["tgt"]) for reference in _language_references(part, lang)})
+    part_spec: dict[str, Any] = {
+        "src": corpus_spec["src"], "tgt": corpus_spec["tgt"],
+        "downloads": {name: corpus_spec["downloads"][name] for name in names},
+        "splits": {source: parts},
+    }
+    if _is_holdout_split(corpus_spec, split):
+        part_spec["holdout"] = corpus_spec["holdout"]
+    if split == "train" and "max_train_pairs" in corpus_spec:
+        part_spec["max_train_pairs"] = corpus_spec["max_train_pairs"]
+    return part_spec
 
 
 def reference_count(corpus_spec: Mapping[str, Any], split: str, lang: str, *, where: str = "corpus") -> int:
@@ -325,7 +350,7 @@ def holdout_assignment(keys: Sequence[str], sizes: Mapping[str, int], seed: int)
     groups: dict[str, list[int]] = {}
     for index, key in enumerate(keys):
         groups.setdefault(key, []).append(index)
-    unassigned = sorted(groups.values(), key=lambda members: hashlib.sha256(f"{seed}\t{keys[members[0]]}".encode("utf-8")).digest())
+    unassigned = sorted(groups.values(), key=lambda members: hashlib.sha256(f"{seed}\t{keys[members[0]]}".encode()).digest())
     assignment: list[str | None] = [None] * len(keys)
     for split, size in sizes.items():
         room, left = size, []

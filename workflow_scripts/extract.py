@@ -9,19 +9,32 @@ writes reference K of a multi-reference test set (the workflow names it
 ``{split}.ref{K}.{lang}``); without it reference 0 is written.  Formats, holdout splits
 and checks are documented in :mod:`workflow_scripts.corpora`.  Error messages name config
 keys as ``corpora.CORPUS...``, CORPUS being the name of the downloads directory.
-``max_train_pairs`` in the spec keeps only the first N training pairs (miniature runs).
+``max_train_pairs`` in the spec keeps only the first N training pairs (miniature runs);
+the rest is still read, so that the line-count check of the two languages (and every
+format check) covers the whole corpus whatever the limit.
+
+A download that :mod:`workflow_scripts.fetch` recorded (``NAME.origin.json`` beside it)
+is named in errors together with where it was copied from (mirror, licensed file or URL).
 """
 from __future__ import annotations
 
 import argparse
-import itertools
 import json
 import sys
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from nmtmodels.configuration import ConfigError
-from workflow_scripts.corpora import read_split
 from nmtmodels.textio import DataError, write_lines
+from workflow_scripts.corpora import read_split
+from workflow_scripts.fetch import origin_note
+
+
+def first(sentences: Iterable[str], limit: int) -> Iterator[str]:
+    """The first ``limit`` sentences; the rest is read (and checked) but not yielded."""
+    for number, sentence in enumerate(sentences):
+        if number < limit:
+            yield sentence
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -41,9 +54,12 @@ def main(argv: list[str] | None = None) -> int:
             raise ConfigError(f"--spec: invalid JSON ({exc})") from None
         sentences = read_split(spec, args.split, args.lang, downloads_dir, ref=args.ref, where=f"corpora.{downloads_dir.name}")
         if args.split == "train" and spec.get("max_train_pairs"):
-            sentences = itertools.islice(sentences, spec["max_train_pairs"])
+            sentences = first(sentences, spec["max_train_pairs"])
         count = write_lines(args.output, sentences)
-    except (DataError, ConfigError) as exc:
+    except DataError as exc:
+        print(f"extract: error: {exc}{origin_note(exc.path, downloads_dir)}", file=sys.stderr)
+        return 1
+    except ConfigError as exc:
         print(f"extract: error: {exc}", file=sys.stderr)
         return 1
     print(f"extract: {args.split}.{args.lang}{f' ref {args.ref}' if args.ref else ''}: {count} lines -> {args.output}", file=sys.stderr)

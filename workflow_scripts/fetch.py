@@ -6,23 +6,34 @@
 JSON is the download's entry of ``corpora.CORPUS.downloads`` in config.yaml::
 
     {url?: upstream URL, mirror?: path below the mirror directory (layout of ../shared/data),
-     local?: path below the licensed-data directory (NIST, ASPEC: no URL),
+     local?: path below the licensed-data directory, or an absolute path (NIST, ASPEC: no URL),
      sha256?: digest, archive?: tar | zip}
 
 Order: (1) the mirror (``--mirror-dir``, else env ``NMT_DATA_MIRROR``) when the entry has
-``mirror`` and that file exists there; (2) else ``local`` below ``--licensed-dir`` (else env
-``NMT_LICENSED_DATA``), an error naming ``licensed_data_dir`` / ``NMT_LICENSED_DATA`` and the
-expected path when it is unset or the file is missing; (3) else the URL (urllib, a timeout,
-a few attempts with back-off; HTTP 4xx is not retried).
+``mirror`` and that file exists there; (2) else ``local``: an absolute path as it is, a
+relative one below ``--licensed-dir`` (else env ``NMT_LICENSED_DATA``), an error naming
+``licensed_data_dir`` / ``NMT_LICENSED_DATA`` and the expected path when it is unset or
+the file is missing; (3) else the URL (urllib, a timeout, a few attempts with back-off;
+HTTP 4xx is not retried).  The workflow passes neither directory: it exports both
+variables (:func:`workflow_scripts.workflow_config.input_dir_environment`), so that moving
+the data is no rule parameter and reruns nothing.
 
 The output keeps the bytes as obtained (a gzipped mirror copy stays gzipped; readers detect
 gzip by magic bytes).  ``sha256`` is the digest of the content after gzip decompression, so
 a gzipped mirror copy and the plain upstream file share one digest (for .tgz it is the
 digest of the tar stream, for .zip and plain files of the file itself).  A mismatch is an
-error naming the source and both digests.  Files are written to a temporary file beside the
-output and renamed at the end; a failure leaves nothing.  A ``local`` entry may be a
-directory (a licensed corpus tree): the output is then a symlink to its absolute path, so
-large licensed trees are not copied.
+error naming the source and both digests; a corrupt or truncated gzip stream is an error
+naming the source, with or without ``sha256``.  Files are written to a temporary file
+beside the output and renamed at the end; a failure leaves nothing.  A ``local`` entry may
+be a directory (a licensed corpus tree): the output is then a symlink to its absolute
+path, so large licensed trees are not copied.
+
+What was fetched is recorded beside the output in ``PATH.origin.json`` (:func:`record_path`):
+origin and source path or URL, the source's size, mtime and sha256, the content digest.
+:func:`source_fingerprint` (a parameter of the workflow's ``fetch`` rule) turns it into a
+value that changes exactly when the source's content changed, so that a repaired mirror or
+licensed file is fetched again, while a moved mirror or licensed directory with the same
+content is not; and :func:`origin_note` lets later steps name the origin in their errors.
 """
 from __future__ import annotations
 
@@ -32,22 +43,24 @@ import hashlib
 import http.client
 import json
 import os
-import shutil
 import sys
 import time
 import urllib.error
 import urllib.request
 import zlib
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from nmtmodels.configuration import ConfigError
-from nmtmodels.textio import DataError, atomic_output, open_binary
+from nmtmodels.textio import DataError, atomic_output, atomic_write_text, open_binary
 
 MIRROR_ENV = "NMT_DATA_MIRROR"
 LICENSED_ENV = "NMT_LICENSED_DATA"
 USER_AGENT = "structnmt-fetch/0.1 (+urllib)"
+RECORD_SUFFIX = ".origin.json"
 _CHUNK = 1 << 20
 
 
@@ -66,12 +79,17 @@ def content_sha256(path: str | os.PathLike, *, display: str | None = None) -> st
     return digest.hexdigest()
 
 
-def _verify(written: str, expected: str | None, source: str, name: str) -> None:
-    if expected is None:
-        return
-    actual = content_sha256(written, display=source)
-    if actual != expected:
-        raise DataError(source, f"sha256 mismatch for download {name!r}: expected {expected}, got {actual}")
+@dataclass(frozen=True)
+class Source:
+    """Where a download comes from: ``kind`` is "mirror", "licensed" or "url"; ``location``
+    the file or directory path, or the URL."""
+
+    kind: str
+    location: str
+
+    @property
+    def is_directory(self) -> bool:
+        return self.kind != "url" and Path(self.location).is_dir()
 
 
 def _directory_setting(given: str | os.PathLike | None, variable: str) -> Path | None:
@@ -79,12 +97,214 @@ def _directory_setting(given: str | os.PathLike | None, variable: str) -> Path |
     return Path(value) if value else None
 
 
-def _copy_file(source: Path, output: Path, expected: str | None, name: str) -> None:
+def licensed_hint(spec: Mapping[str, Any], name: str) -> str:
+    return (f"download {name!r} is licensed data expected at <licensed data dir>/{spec['local']}: "
+            f"set licensed_data_dir in the config or the environment variable {LICENSED_ENV}")
+
+
+def licensed_path(spec: Mapping[str, Any], name: str, licensed_dir: str | os.PathLike | None = None) -> Path:
+    """Where the ``local`` file of a download is: an absolute path as it is, a relative one
+    below the licensed-data directory (ConfigError naming the key and variable when unset)."""
+    local = Path(spec["local"])
+    if local.is_absolute():
+        return local
+    licensed_root = _directory_setting(licensed_dir, LICENSED_ENV)
+    if licensed_root is None:
+        raise ConfigError(f"licensed_data_dir: not set; {licensed_hint(spec, name)}")
+    return licensed_root / local
+
+
+def resolve_source(
+    spec: Mapping[str, Any], name: str, *, mirror_dir: str | os.PathLike | None = None,
+    licensed_dir: str | os.PathLike | None = None,
+) -> Source:
+    """The source :func:`fetch` reads (see the module docstring for the order); a missing
+    licensed file or an entry with nowhere to get it from raises DataError/ConfigError."""
+    if not isinstance(spec, Mapping):
+        raise ConfigError(f"downloads.{name}: expected a mapping, got {type(spec).__name__}")
+    mirror_root = _directory_setting(mirror_dir, MIRROR_ENV)
+    if mirror_root is not None and spec.get("mirror") and (mirror_root / spec["mirror"]).is_file():
+        return Source("mirror", str(mirror_root / spec["mirror"]))
+    if spec.get("local"):
+        source = licensed_path(spec, name, licensed_dir)
+        if not (source.is_dir() or source.is_file()):
+            raise DataError(source, f"not found; {licensed_hint(spec, name)}")
+        return Source("licensed", str(source))
+    if spec.get("url"):
+        return Source("url", spec["url"])
+    where = f"{mirror_root / spec['mirror']}" if mirror_root is not None and spec.get("mirror") else f"mirror path {spec.get('mirror')!r} (no mirror directory set)"
+    raise DataError(where, f"download {name!r} has no url and no local path, and its mirror copy is missing")
+
+
+def missing_licensed(
+    downloads: Iterable[tuple[str, Mapping[str, Any], str | os.PathLike]], *,
+    mirror_dir: str | os.PathLike | None = None, licensed_dir: str | os.PathLike | None = None,
+) -> str | None:
+    """One message listing every licensed file missing for ``downloads`` ((config key,
+    entry, output) triples), or None.  Only entries with ``local`` count that are not
+    fetched yet and have no mirror copy; a relative ``local`` with no licensed-data
+    directory set is missing.  The message names ``licensed_data_dir`` / ``NMT_LICENSED_DATA``."""
+    mirror_root = _directory_setting(mirror_dir, MIRROR_ENV)
+    licensed_root = _directory_setting(licensed_dir, LICENSED_ENV)
+    missing: dict[str, list[str]] = {}
+    for key, spec, output in downloads:
+        if not spec.get("local") or os.path.lexists(output):
+            continue
+        if mirror_root is not None and spec.get("mirror") and (mirror_root / spec["mirror"]).is_file():
+            continue
+        local = Path(spec["local"])
+        if local.is_absolute() or licensed_root is not None:
+            path = local if local.is_absolute() else licensed_root / local
+            if path.exists():
+                continue
+            missing.setdefault(str(path), []).append(key)
+        else:
+            missing.setdefault(f"<licensed_data_dir>/{local}", []).append(key)
+    if not missing:
+        return None
+    setting = f"licensed_data_dir is {licensed_root}" if licensed_root is not None else "licensed_data_dir is not set"
+    header = (f"licensed data missing: {len(missing)} file(s) that the active corpora need are not there ({setting}: "
+              f"set licensed_data_dir in the config or the environment variable {LICENSED_ENV}; a dry run without "
+              "them: --config require_licensed_data=false):")
+    lines = [header] + [f"  {path}  ({', '.join(keys)})" for path, keys in missing.items()]
+    return "\n".join(lines)
+
+
+# ----------------------------------------------------------------------------- records
+def record_path(output: str | os.PathLike) -> Path:
+    """The record of what was fetched to ``output`` (``OUTPUT.origin.json``)."""
+    return Path(f"{os.fspath(output)}{RECORD_SUFFIX}")
+
+
+def read_record(output: str | os.PathLike) -> dict[str, Any] | None:
+    """The record of ``output``; None when the output or its record is missing or unreadable."""
+    if not os.path.lexists(output):
+        return None
+    try:
+        record = json.loads(record_path(output).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return record if isinstance(record, dict) else None
+
+
+def file_sha256(path: str | os.PathLike) -> str:
+    """Hex sha256 of a file's bytes as they are (no decompression)."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for chunk in iter(lambda: handle.read(_CHUNK), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _fingerprint(spec: Mapping[str, Any], source: Source, source_sha256: str | None) -> str:
+    if spec.get("sha256"):
+        return ""
+    if source.kind == "url":
+        return ""
+    if source_sha256 is None:
+        return f"directory:{Path(source.location).resolve()}"
+    return f"sha256:{source_sha256}"
+
+
+def _source_state(source: Source) -> dict[str, Any]:
+    if source.kind == "url":
+        return {"size": None, "mtime_ns": None}
+    stat = os.stat(source.location)
+    return {"size": stat.st_size, "mtime_ns": stat.st_mtime_ns}
+
+
+def _write_record(output: Path, name: str, spec: Mapping[str, Any], source: Source, state: Mapping[str, Any],
+                  source_sha256: str | None, content: str | None) -> None:
+    record = {
+        "download": name, "origin": source.kind, "source": source.location, **state,
+        "source_sha256": source_sha256, "sha256": content,
+        "fingerprint": _fingerprint(spec, source, source_sha256),
+        "fetched": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+    }
+    atomic_write_text(record_path(output), json.dumps(record, indent=1, sort_keys=True) + "\n")
+
+
+def source_fingerprint(
+    spec: Mapping[str, Any], name: str, output: str | os.PathLike, *,
+    mirror_dir: str | os.PathLike | None = None, licensed_dir: str | os.PathLike | None = None,
+) -> str:
+    """A value that changes when the content :func:`fetch` would read for ``output`` changed.
+
+    "" for an entry with ``sha256`` (its content is fixed, wherever it comes from) and for
+    a URL (not looked at before fetching); ``sha256:DIGEST`` of the bytes of a mirror or
+    licensed file, taken from the record while the file's path, size and mtime are those
+    recorded, else computed (and, when it equals the recorded one, recorded with the new
+    path, size and mtime, so a moved mirror is hashed once); ``directory:PATH`` for a
+    licensed directory (its symlink must follow a move).  When no source is reachable (the
+    mirror gone, the licensed directory unset), what was recorded: the download stays.
+    Never raises: a broken source is fetch's to report.
+    """
+    if not isinstance(spec, Mapping) or spec.get("sha256"):
+        return ""
+    record = read_record(output)
+    recorded = str(record.get("fingerprint", "")) if record else ""
+    try:
+        source = resolve_source(spec, name, mirror_dir=mirror_dir, licensed_dir=licensed_dir)
+        if source.kind == "url":
+            return recorded
+        if source.is_directory:
+            return _fingerprint(spec, source, None)
+        state = _source_state(source)
+        if record and record.get("source") == source.location and all(record.get(k) == v for k, v in state.items()) \
+                and record.get("source_sha256"):
+            return f"sha256:{record['source_sha256']}"
+        digest = file_sha256(source.location)
+    except (ConfigError, DataError, OSError):
+        return recorded
+    if record and record.get("source_sha256") == digest:
+        with contextlib.suppress(OSError):
+            atomic_write_text(record_path(output), json.dumps({**record, "source": source.location, **state},
+                                                              indent=1, sort_keys=True) + "\n")
+    return f"sha256:{digest}"
+
+
+def origin_note(path: str | os.PathLike, downloads_dir: str | os.PathLike) -> str:
+    """`` (a copy of SOURCE, from the ORIGIN)`` for an error about a file below
+    ``downloads_dir`` (``NAME``, ``NAME:member`` or ``NAME/member``) whose download has a
+    record; "" otherwise."""
+    try:
+        relative = Path(os.fspath(path).split(":", 1)[0]).relative_to(downloads_dir)
+    except ValueError:
+        return ""
+    if not relative.parts:
+        return ""
+    record = read_record(Path(downloads_dir) / relative.parts[0])
+    if not record or not record.get("source"):
+        return ""
+    return f" (a copy of {record['source']}, from the {record.get('origin', 'source')})"
+
+
+# ----------------------------------------------------------------------------- fetching
+def _verify(written: str, expected: str | None, source: str, name: str) -> str:
+    """The content digest of ``written`` (a corrupt gzip stream is an error naming ``source``);
+    a mismatch with ``expected`` is an error naming ``source``."""
+    actual = content_sha256(written, display=source)
+    if expected is not None and actual != expected:
+        raise DataError(source, f"sha256 mismatch for download {name!r}: expected {expected}, got {actual}")
+    return actual
+
+
+def _copy_hashing(source: BinaryIO, handle: BinaryIO) -> str:
+    digest = hashlib.sha256()
+    for chunk in iter(lambda: source.read(_CHUNK), b""):
+        digest.update(chunk)
+        handle.write(chunk)
+    return digest.hexdigest()
+
+
+def _copy_file(source: Path, output: Path, expected: str | None, name: str) -> tuple[str, str]:
+    """Copy ``source`` to ``output``; return (sha256 of its bytes, content digest)."""
     with atomic_output(output, "wb") as handle:
         with open(source, "rb") as original:
-            shutil.copyfileobj(original, handle, _CHUNK)
+            raw = _copy_hashing(original, handle)
         handle.flush()
-        _verify(handle.name, expected, str(source), name)
+        content = _verify(handle.name, expected, str(source), name)
+    return raw, content
 
 
 def _link_directory(source: Path, output: Path) -> None:
@@ -100,17 +320,18 @@ def _link_directory(source: Path, output: Path) -> None:
         raise
 
 
-def _download(url: str, output: Path, expected: str | None, name: str, *, timeout: float, attempts: int, retry_delay: float) -> None:
+def _download(url: str, output: Path, expected: str | None, name: str, *, timeout: float, attempts: int,
+              retry_delay: float) -> tuple[str, str]:
     failure: Exception | None = None
     for attempt in range(1, attempts + 1):
         try:
             with atomic_output(output, "wb") as handle:
                 request = urllib.request.Request(url, headers={"User-Agent": USER_AGENT})
                 with urllib.request.urlopen(request, timeout=timeout) as response:
-                    shutil.copyfileobj(response, handle, _CHUNK)
+                    raw = _copy_hashing(response, handle)
                 handle.flush()
-                _verify(handle.name, expected, url, name)
-            return
+                content = _verify(handle.name, expected, url, name)
+            return raw, content
         except urllib.error.HTTPError as exc:
             if exc.code < 500 and exc.code != 429:
                 raise DataError(url, f"download {name!r} failed: HTTP {exc.code} {exc.reason}") from None
@@ -133,38 +354,26 @@ def fetch(
     attempts: int = 3,
     retry_delay: float = 5.0,
 ) -> str:
-    """Obtain download ``name`` described by ``spec`` at ``output``; return "mirror", "licensed" or "url"."""
+    """Obtain download ``name`` described by ``spec`` at ``output`` and record where it came
+    from (:func:`record_path`); return "mirror", "licensed" or "url"."""
     output = Path(output)
-    if not isinstance(spec, Mapping):
-        raise ConfigError(f"downloads.{name}: expected a mapping, got {type(spec).__name__}")
-    expected = spec.get("sha256")
-    mirror_root = _directory_setting(mirror_dir, MIRROR_ENV)
-    if mirror_root is not None and spec.get("mirror") and (mirror_root / spec["mirror"]).is_file():
-        _copy_file(mirror_root / spec["mirror"], output, expected, name)
-        return "mirror"
-    if spec.get("local"):
-        licensed_root = _directory_setting(licensed_dir, LICENSED_ENV)
-        hint = (
-            f"download {name!r} is licensed data expected at <licensed data dir>/{spec['local']}: "
-            f"set licensed_data_dir in config.yaml or the environment variable {LICENSED_ENV}"
-        )
-        if licensed_root is None:
-            raise ConfigError(f"licensed_data_dir: not set; {hint}")
-        source = licensed_root / spec["local"]
-        if source.is_dir():
-            if expected is not None:
-                raise ConfigError(f"downloads.{name}.sha256: not supported for a directory ({source})")
-            _link_directory(source, output)
-        elif source.is_file():
-            _copy_file(source, output, expected, name)
-        else:
-            raise DataError(source, f"not found; {hint}")
-        return "licensed"
-    if spec.get("url"):
-        _download(spec["url"], output, expected, name, timeout=timeout, attempts=attempts, retry_delay=retry_delay)
-        return "url"
-    where = f"{mirror_root / spec['mirror']}" if mirror_root is not None and spec.get("mirror") else f"mirror path {spec.get('mirror')!r} (no mirror directory set)"
-    raise DataError(where, f"download {name!r} has no url and no local path, and its mirror copy is missing")
+    expected = spec.get("sha256") if isinstance(spec, Mapping) else None
+    source = resolve_source(spec, name, mirror_dir=mirror_dir, licensed_dir=licensed_dir)
+    with contextlib.suppress(FileNotFoundError):
+        record_path(output).unlink()
+    state = _source_state(source)
+    if source.is_directory:
+        if expected is not None:
+            raise ConfigError(f"downloads.{name}.sha256: not supported for a directory ({source.location})")
+        _link_directory(Path(source.location), output)
+        raw = content = None
+    elif source.kind == "url":
+        raw, content = _download(source.location, output, expected, name, timeout=timeout, attempts=attempts,
+                                 retry_delay=retry_delay)
+    else:
+        raw, content = _copy_file(Path(source.location), output, expected, name)
+    _write_record(output, name, spec, source, state, raw, content)
+    return source.kind
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -33,7 +33,11 @@ factored corpora; we have none) and it drops pairs with a token longer than
 ``-max-word-length`` characters (default 1000).  The perl script writes lines with
 collapsed whitespace, which our TOK lines already have.  Then, if ``dedupe``, a pair
 whose (TOK source, TOK target) occurred before is dropped (the first is kept).
-Without ``--train`` no line is dropped.  Kept/dropped counts go to stderr.
+Without ``--train`` no line is dropped, and blank lines (no token after step 4, on either
+side) of a dev or test set are reported by their line numbers: a warning in the log
+(``blank_references: warn`` in the spec, the default) or an error that writes nothing
+(``fail``); the workflow takes the policy from the top-level config key ``blank_references``.
+Kept/dropped counts, the blank lines and the policy applied go to stderr (the job's log).
 
 CLI::
 
@@ -53,16 +57,19 @@ import json
 import os
 import sys
 import unicodedata
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 from nmtmodels.configuration import ConfigError
+from nmtmodels.textio import DataError, atomic_outputs, read_lines
 from workflow_scripts.parallel import WorkerError, add_threads_argument, parallel_map
 from workflow_scripts.segment import SEGMENTERS, SegmentationError, WordSegmenter
-from nmtmodels.textio import DataError, atomic_outputs, read_lines
 
 UNICODE_FORMS = ("NFC", "NFKC", "NFD", "NFKD")
 GENERIC_TOKENIZERS = ("moses", "whitespace")
 DROP_REASONS = ("empty", "too_long", "too_short", "ratio", "duplicate")
+BLANK_POLICIES = ("warn", "fail")
+SHOWN_LINES = 20
 
 
 def tokenizers_for(lang: str) -> tuple[str, ...]:
@@ -196,13 +203,11 @@ def clean_reason(src_tokens: str, tgt_tokens: str, clean: CleanSettings) -> str 
 def read_parallel(src_path: str | os.PathLike, tgt_path: str | os.PathLike) -> Iterator[tuple[str, str]]:
     """Yield line pairs of two line-aligned files; DataError if their line counts differ."""
     src_lines, tgt_lines = read_lines(src_path), read_lines(tgt_path)
-    count = 0
-    for src, tgt in itertools.zip_longest(src_lines, tgt_lines):
+    for count, (src, tgt) in enumerate(itertools.zip_longest(src_lines, tgt_lines)):
         if src is None or tgt is None:
             src_count = count + (src is not None) + sum(1 for _ in src_lines)
             tgt_count = count + (tgt is not None) + sum(1 for _ in tgt_lines)
             raise DataError(src_path, f"has {src_count} lines but {tgt_path} has {tgt_count}: the files must be line-aligned")
-        count += 1
         yield src, tgt
 
 
@@ -216,21 +221,34 @@ def preprocess_files(
     dedupe: bool = False,
     unicode_form: str = "NFKC",
     threads: int = 1,
+    blank_references: str | None = None,
+    blank_lines: dict[str, list[int]] | None = None,
 ) -> collections.Counter:
     """Preprocess ``inputs`` = (src raw, tgt raw) into ``outputs`` = (src TOK, tgt TOK, src NORM, tgt NORM).
 
     ``clean``/``dedupe`` are for training data (``None``/``False``: keep every line).
-    Returns counts: ``read``, ``kept`` and one per drop reason.  The four outputs appear
-    together, and only if everything succeeded.
+    ``blank_references`` ("warn" or "fail", for dev/test data) looks for lines with no
+    token on either side: their line numbers go into ``blank_lines`` (``{"source": [...],
+    "target": [...]}``, filled in when given) and, with "fail", any is a DataError naming
+    the first one.  Returns counts: ``read``, ``kept`` and one per drop reason.  The four
+    outputs appear together, and only if everything succeeded.
     """
     if unicode_form not in UNICODE_FORMS:
         raise ValueError(f"unicode_form must be one of {', '.join(UNICODE_FORMS)}, got {unicode_form!r}")
+    if blank_references not in (None, *BLANK_POLICIES):
+        raise ValueError(f"blank_references must be one of {', '.join(BLANK_POLICIES)}, got {blank_references!r}")
+    blank: dict[str, list[int]] = {"source": [], "target": []} if blank_lines is None else blank_lines
+    blank.update(source=[], target=[])
     counts: collections.Counter = collections.Counter({key: 0 for key in ("read", "kept") + DROP_REASONS})
     seen: set[bytes] = set()
     processed = parallel_map(pair_processor, (src, tgt, unicode_form), read_parallel(*inputs), threads=threads)
     with atomic_outputs(*outputs) as (src_tok_out, tgt_tok_out, src_norm_out, tgt_norm_out):
         for src_norm, src_tok, tgt_norm, tgt_tok in processed:
             counts["read"] += 1
+            if blank_references is not None:
+                for side, tokens in (("source", src_tok), ("target", tgt_tok)):
+                    if not tokens:
+                        blank[side].append(counts["read"])
             reason = clean_reason(src_tok, tgt_tok, clean) if clean is not None else None
             if reason is None and dedupe:
                 key = hashlib.blake2b(f"{src_tok}\n{tgt_tok}".encode(), digest_size=16).digest()
@@ -244,7 +262,26 @@ def preprocess_files(
             tgt_tok_out.write(tgt_tok + "\n")
             src_norm_out.write(src_norm + "\n")
             tgt_norm_out.write(tgt_norm + "\n")
+        if blank_references == "fail" and (blank["source"] or blank["target"]):
+            side = "target" if blank["target"] else "source"
+            raise DataError(
+                inputs[1] if side == "target" else inputs[0],
+                f"{describe_blank_lines(blank, (src.lang, tgt.lang))} (blank_references: fail; "
+                "a dev or test set needs a sentence on every line)",
+                blank[side][0],
+            )
     return counts
+
+
+def describe_blank_lines(blank_lines: dict[str, list[int]], languages: tuple[str, str]) -> str:
+    """``N blank source (en) lines: 3, 17, ...; M blank target (de) lines: ...`` (the first
+    :data:`SHOWN_LINES` line numbers of each side)."""
+    described = []
+    for (side, lines), lang in zip(blank_lines.items(), languages):
+        if lines:
+            shown = ", ".join(map(str, lines[:SHOWN_LINES])) + (", ..." if len(lines) > SHOWN_LINES else "")
+            described.append(f"{len(lines)} blank {side} ({lang}) line{'s' if len(lines) > 1 else ''}: {shown}")
+    return "; ".join(described)
 
 
 def format_counts(counts: collections.Counter) -> str:
@@ -276,6 +313,9 @@ def main(argv: list[str] | None = None) -> None:
         tgt = language_settings(spec, args.tgt_lang)
         clean = clean_settings(spec) if args.train else None
         dedupe = args.train and _typed(spec.get("dedupe", False), bool, "spec.dedupe")
+        blank_references = None if args.train else spec.get("blank_references", "warn")
+        if blank_references not in (None, *BLANK_POLICIES):
+            raise ConfigError(f"spec.blank_references: expected one of {', '.join(BLANK_POLICIES)}, got {blank_references!r}")
     except (json.JSONDecodeError, ConfigError) as exc:
         parser.error(f"--spec: {exc}")
     try:
@@ -283,11 +323,19 @@ def main(argv: list[str] | None = None) -> None:
             src, tgt, (args.src_in, args.tgt_in),
             (args.src_out, args.tgt_out, args.src_norm_out, args.tgt_norm_out),
             clean=clean, dedupe=dedupe, unicode_form=args.unicode_form, threads=args.threads,
+            blank_references=blank_references, blank_lines=(blank_lines := {}),
         )
     except (DataError, SegmentationError, WorkerError) as exc:
         parser.exit(1, f"{parser.prog}: error: {exc}\n")
     split = "train" if args.train else "dev/test (nothing dropped)"
-    print(f"preprocess {args.src_lang}-{args.tgt_lang} {split}: {format_counts(counts)}", file=sys.stderr)
+    summary = f"preprocess {args.src_lang}-{args.tgt_lang} {split}: {format_counts(counts)}"
+    if blank_references is not None:
+        described = describe_blank_lines(blank_lines, (args.src_lang, args.tgt_lang))
+        if described:
+            print(f"{parser.prog}: warning: {args.src_in} / {args.tgt_in}: {described}; kept (blank_references: warn)",
+                  file=sys.stderr)
+        summary += f"; blank_references={blank_references}: {described or 'no blank lines'}"
+    print(summary, file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -460,6 +460,52 @@ def tokenized_references(config: dict[str, Any], corpus: str, test_set: str) -> 
     return [f"{tok}.{src}-{tgt}.{tgt}"] + [f"{tok}.ref{k}.{src}-{tgt}.{tgt}" for k in range(1, count)]
 
 
+def input_dir_environment(config: dict[str, Any], environ: dict[str, str]) -> dict[str, str]:
+    """NMT_DATA_MIRROR / NMT_LICENSED_DATA as :func:`input_dirs` resolves them, for the
+    environment of the fetch jobs: where data lies is no rule parameter, so moving it reruns nothing."""
+    mirror, licensed = input_dirs(config, environ)
+    return {"NMT_DATA_MIRROR": mirror, "NMT_LICENSED_DATA": licensed}
+
+
+def download_path(corpus: str, download: str) -> str:
+    return f"resources/downloads/{corpus}/{download}"
+
+
+def split_extraction_spec_json(config: dict[str, Any], corpus: str, split: str) -> str:
+    """What extracting one split reads (:func:`corpora.extraction_part`), as canonical JSON:
+    a new test set or download of the corpus leaves the other splits' parameter unchanged."""
+    return json.dumps(corpus_specs.extraction_part(config["corpora"][corpus], split, where=f"corpora.{corpus}"), sort_keys=True)
+
+
+def split_preprocessing_spec_json(config: dict[str, Any], corpus: str, split: str) -> str:
+    """:func:`preprocessing_spec` as canonical JSON, with ``blank_references`` for a dev or
+    test split when it is not the default ``warn`` (so the default changes no parameter)."""
+    spec = preprocessing_spec(config["corpora"][corpus])
+    if split != "train" and config.get("blank_references", "warn") != "warn":
+        spec["blank_references"] = config["blank_references"]
+    return json.dumps(spec, sort_keys=True)
+
+
+def check_licensed_inputs(config: dict[str, Any], environ: dict[str, str]) -> None:
+    """Every licensed file (``local`` of a download) that the active corpora still need is
+    there: else one error listing each missing file (off with ``require_licensed_data: false``)."""
+    from workflow_scripts.fetch import missing_licensed
+
+    if not config.get("require_licensed_data", True):
+        return
+    downloads = []
+    for corpus in config["active_corpora"]:
+        spec = config["corpora"][corpus]
+        names = {name for split in corpus_specs.splits_of(spec) for lang in (spec["src"], spec["tgt"])
+                 for name in corpus_specs.downloads_for(spec, split, lang)}
+        downloads += [(f"corpora.{corpus}.downloads.{name}", spec["downloads"][name], download_path(corpus, name))
+                      for name in sorted(names)]
+    mirror, licensed = input_dirs(config, environ)
+    message = missing_licensed(downloads, mirror_dir=mirror, licensed_dir=licensed)
+    if message:
+        raise WorkflowConfigError(message)
+
+
 # ----------------------------------------------------------------------------- cluster
 def cluster_resources(config: dict[str, Any], gpus: int = 0) -> dict[str, Any]:
     """Snakemake resources placing a job that uses ``gpus`` GPUs under the SLURM profile:
