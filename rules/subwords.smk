@@ -57,6 +57,28 @@ rule apply_bpe:
         " --threads {threads} > {log:q} 2>&1"
 
 
+rule joint_vocab:
+    # One vocabulary over both sides' encoded training text (fairseq's --joined-dictionary),
+    # for models that share source and target embeddings (model.share_embeddings).
+    input:
+        src=f"{DATA}/{{corpus}}/bpe{{merges}}/train.{{src}}-{{tgt}}.{{src}}",
+        tgt=f"{DATA}/{{corpus}}/bpe{{merges}}/train.{{src}}-{{tgt}}.{{tgt}}",
+    output:
+        f"{DATA}/{{corpus}}/bpe{{merges}}/vocab.{{src}}-{{tgt}}.joint",
+    conda:
+        "../envs/train.yaml"
+    log:
+        "logs/joint_vocab/{corpus}/bpe{merges}.{src}-{tgt}.log",
+    benchmark:
+        "results/benchmarks/joint_vocab/{corpus}/bpe{merges}.{src}-{tgt}.tsv"
+    resources:
+        **CPU_JOB,
+        mem_mb=2000,
+        runtime=60,
+    shell:
+        "python -m nmtmodels.cli vocab --inputs {input.src:q} {input.tgt:q} --output {output:q} > {log:q} 2>&1"
+
+
 rule char_vocab:
     input:
         f"{DATA}/{{corpus}}/tok/train.{{src}}-{{tgt}}.{{lang}}",

@@ -17,13 +17,15 @@ def planned_jobs(output: str) -> dict[str, int]:
 
 
 def planned_job_details(output: str) -> list[dict]:
-    """Rule, input files and shell command of each job a dry run with ``-p`` prints."""
+    """Rule, input and output files and shell command of each job a dry run with ``-p`` prints."""
     jobs: list[dict] = []
     for line in output.splitlines():
         if line.startswith(("rule ", "localrule ")) and line.endswith(":"):
-            jobs.append({"rule": line.split()[1].rstrip(":"), "input": [], "shell": ""})
+            jobs.append({"rule": line.split()[1].rstrip(":"), "input": [], "output": [], "shell": ""})
         elif jobs and line.startswith("    input: "):
             jobs[-1]["input"] = line.removeprefix("    input: ").split(", ")
+        elif jobs and line.startswith("    output: "):
+            jobs[-1]["output"] = line.removeprefix("    output: ").split(", ")
         elif jobs and line.startswith("Shell command: "):
             jobs[-1]["shell"] = line.removeprefix("Shell command: ")
     return jobs

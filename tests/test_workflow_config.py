@@ -71,3 +71,96 @@ def test_training_validates_against_every_dev_reference():
     assert wc.model_inputs(FULL, "baseline_zh_en_mt06dev", "nist_zh_en_mt06dev")["valid_ref"] == [
         f"{raw}.en", f"{raw}.ref1.en", f"{raw}.ref2.en", f"{raw}.ref3.en"]
     assert wc.model_inputs(CONFIG, "baseline", "multi30k_en_de")["valid_ref"] == ["results/data/multi30k_en_de/raw/dev.de"]
+
+
+# ----------------------------------------------------------------------------- shared embeddings
+def shared_config(**model) -> dict:
+    config = config_with(active_corpora=["multi30k_en_de"])
+    config["experiments"]["base"]["model"] = {"preset": "tiny", "share_embeddings": True, **model}
+    return config
+
+
+def test_a_model_sharing_embeddings_reads_one_joint_vocabulary_on_both_sides():
+    inputs = wc.model_inputs(shared_config(), "base", "multi30k_en_de")
+    assert inputs["src_vocab"] == inputs["tgt_vocab"] == "results/data/multi30k_en_de/bpe8000/vocab.en-de.joint"
+    separate = wc.model_inputs(config_with(active_corpora=["multi30k_en_de"]), "base", "multi30k_en_de")
+    assert (separate["src_vocab"], separate["tgt_vocab"]) == (
+        "results/data/multi30k_en_de/bpe8000/vocab.en-de.en", "results/data/multi30k_en_de/bpe8000/vocab.en-de.de")
+
+
+def test_sharing_embeddings_needs_a_joint_bpe_of_the_corpus():
+    config = shared_config()
+    config["corpora"]["multi30k_en_de"]["bpe"]["joint"] = False
+    with pytest.raises(wc.WorkflowConfigError, match=r"experiments\.base\.model\.share_embeddings: .*corpora\.multi30k_en_de\.bpe\.joint is false"):
+        wc.check_shared_embeddings(config)
+    config = shared_config()
+    config["experiments"]["base"]["subwords"] = "char"
+    with pytest.raises(wc.WorkflowConfigError, match=r"share_embeddings: .*'char' has one per language"):
+        wc.check_shared_embeddings(config)
+
+
+# ----------------------------------------------------------------------------- fair comparisons
+def compared_config(system: dict, baseline: dict) -> dict:
+    config = config_with(active_corpora=["multi30k_en_de"])
+    config["experiments"] = {
+        "base": {"family": "transformer", "corpora": ["multi30k_en_de"], "subwords": "bpe8000", **baseline},
+        "system": {"family": "reordering", "corpora": ["multi30k_en_de"], "subwords": "bpe8000", "baseline": "base", **system},
+    }
+    return config
+
+
+def test_a_system_may_differ_from_its_baseline_by_family_and_options_only():
+    wc.check_fair_comparisons(compared_config(
+        {"model": {"preset": "tiny", "options": {"side": "both"}}}, {"model": {"preset": "tiny"}}))
+    # A preset and the same values spelled out are the same model.
+    wc.check_fair_comparisons(compared_config(
+        {"model": {"preset": "tiny"}},
+        {"model": {"encoder_layers": 3, "decoder_layers": 3, "d_model": 256, "heads": 4, "ffn_dim": 1024}}))
+
+
+@pytest.mark.parametrize(("system", "baseline", "key"), [
+    ({"model": {"normalize_before": True}}, {}, "model.normalize_before"),
+    ({"model": {"share_embeddings": True}}, {}, "model.share_embeddings"),
+    ({"train": {"max_tokens": 1024}}, {"train": {"max_tokens": 4096}}, "train.max_tokens"),
+    ({"train": {"max_minutes": 1.3}}, {}, "train.max_minutes"),
+    ({"decode": {"beam": 6}}, {}, "decode.beam"),
+    ({"subwords": "bpe4000"}, {}, "subwords"),
+])
+def test_an_unfair_pair_is_rejected_naming_both_experiments_and_the_key(system, baseline, key):
+    config = compared_config(system, baseline)
+    with pytest.raises(wc.WorkflowConfigError) as error:
+        wc.check_fair_comparisons(config)
+    message = str(error.value)
+    assert message.startswith("experiments.system: differs from its baseline experiments.base in " + key + " (")
+
+
+def test_a_documented_exception_allows_that_key_only():
+    config = compared_config({"model": {"encoder_layers": 4, "dropout": 0.3},
+                              "differs_from_baseline": {"model.encoder_layers": "layer sweep"}}, {})
+    with pytest.raises(wc.WorkflowConfigError, match=r"in model\.dropout \(0\.3 vs 0\.1\)"):
+        wc.check_fair_comparisons(config)
+    config["experiments"]["system"]["model"].pop("dropout")
+    wc.check_fair_comparisons(config)
+    config["experiments"]["system"]["differs_from_baseline"]["model.layers"] = "typo"
+    with pytest.raises(wc.WorkflowConfigError, match=r"differs_from_baseline: 'model\.layers' is not a compared setting"):
+        wc.check_fair_comparisons(config)
+
+
+def test_a_system_that_all_does_not_train_is_not_checked():
+    config = compared_config({"train": {"max_tokens": 1024}}, {})
+    config["active_experiments"] = ["base"]
+    wc.check_fair_comparisons(config)
+
+
+@pytest.mark.parametrize("name", ["config.yaml", "configs/ci.yaml", "configs/full.yaml", "configs/gpu.yaml", "configs/quality.yaml"])
+def test_every_shipped_config_compares_like_with_like(name):
+    from snakemake.utils import update_config
+
+    root = Path(__file__).parent.parent
+    config = copy.deepcopy(CONFIG)
+    if name != "config.yaml":
+        update_config(config, yaml.safe_load((root / name).read_text()))
+    wc.check_experiments(config)
+    compared = [(e, b) for e, _ in set(wc.experiment_runs(config)) for b in wc.baselines_of(config, e)]
+    if name not in ("configs/gpu.yaml", "configs/quality.yaml"):  # those train the baseline only
+        assert compared, f"{name}: no compared pair"

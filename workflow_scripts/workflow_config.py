@@ -5,6 +5,7 @@ what a schema cannot: cross-references between keys.  Every error names the key 
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shlex
@@ -137,6 +138,73 @@ def check_experiments(config: dict[str, Any]) -> None:
                     f"{config['corpora'][corpus]['bpe']['merges']}"
                 )
         check_run_sections(experiment_settings(config, name), where)
+    check_shared_embeddings(config)
+    check_fair_comparisons(config)
+
+
+# Keys of the resolved model config that are the method itself (the family and its options).
+METHOD_KEYS = ("model.family", "model.options")
+
+
+def baselines_of(config: dict[str, Any], experiment: str) -> list[str]:
+    """The experiment's baselines (``baseline``: a name or a list of names; none by default)."""
+    value = config["experiments"][experiment].get("baseline")
+    if value is None:
+        return []
+    return [value] if isinstance(value, str) else list(value)
+
+
+def comparable_settings(config: dict[str, Any], experiment: str) -> dict[str, Any]:
+    """Everything a compared system must share with its baseline, as dotted keys: the resolved
+    model (preset expanded, defaults filled in; without the family and its options), training
+    and decoding settings, and the subword units."""
+    from nmtmodels.config import ModelConfig
+    from nmtmodels.configuration import from_dict
+    from nmtmodels.search import DecodeConfig
+    from nmtmodels.train import TrainConfig
+
+    settings = experiment_settings(config, experiment)
+    sections = {
+        "model": ModelConfig.from_dict(settings["model"]).to_dict(),
+        "train": dataclasses.asdict(from_dict(TrainConfig, settings["train"], where="train")),
+        "decode": dataclasses.asdict(from_dict(DecodeConfig, settings["decode"], where="decode")),
+    }
+    flat = {f"{section}.{key}": value for section, values in sections.items() for key, value in values.items()}
+    flat["subwords"] = config["experiments"][experiment]["subwords"]
+    return {key: value for key, value in flat.items() if key not in METHOD_KEYS}
+
+
+def check_fair_comparisons(config: dict[str, Any]) -> None:
+    """Each system differs from each of its baselines only by the method: equal resolved
+    :func:`comparable_settings` (shape, norm placement, embedding sharing, subwords, training
+    settings and budget, decoding), apart from the keys it lists in ``differs_from_baseline``
+    (``{dotted key: reason}``, e.g. the encoder layers of a layer sweep).  Checked for the
+    systems that `all` trains (:func:`experiment_runs`)."""
+    settings: dict[str, dict[str, Any]] = {}
+    running = {name for name, _ in experiment_runs(config)}
+    for name, spec in config.get("experiments", {}).items():
+        if name not in running:  # e.g. the embedded default's systems under configs/full.yaml
+            continue
+        allowed = spec.get("differs_from_baseline") or {}
+        for i, baseline in enumerate(baselines_of(config, name)):
+            if baseline not in config["experiments"]:
+                continue  # reported by the evaluation checks
+            for experiment in (name, baseline):
+                if experiment not in settings:
+                    settings[experiment] = comparable_settings(config, experiment)
+            mine, theirs = settings[name], settings[baseline]
+            for key in sorted(set(mine) | set(theirs)):
+                if mine.get(key) != theirs.get(key) and key not in allowed:
+                    raise WorkflowConfigError(
+                        f"experiments.{name}: differs from its baseline experiments.{baseline} in {key} "
+                        f"({mine.get(key)!r} vs {theirs.get(key)!r}); a compared system may differ only by its method "
+                        f"(model.family, model.options, its inputs), or name the key with a reason in "
+                        f"experiments.{name}.differs_from_baseline"
+                    )
+        for key in allowed:
+            if key not in comparable_settings(config, name):
+                raise WorkflowConfigError(f"experiments.{name}.differs_from_baseline: '{key}' is not a compared setting "
+                                          "(model.*, train.*, decode.* or subwords)")
 
 
 def check_run_sections(settings: dict[str, Any], where: str) -> None:
@@ -367,19 +435,56 @@ def model_inputs(config: dict[str, Any], experiment: str, corpus: str) -> dict[s
     subwords = config["experiments"][experiment]["subwords"]
     root = f"{corpus_dir(corpus)}/{subwords}"
     train, valid = (source_inputs(config, experiment, corpus, split) for split in ("train", "dev"))
+    src_vocab, tgt_vocab = train.vocab, f"{root}/vocab.{pair}.{tgt}"
+    if shares_embeddings(config, experiment):  # one table for both sides: fairseq's joined dictionary
+        src_vocab = tgt_vocab = joint_vocab_path(config, experiment, corpus)
     inputs = {
         "train_src": train.source,
         "train_tgt": f"{root}/train.{pair}.{tgt}",
         "valid_src": valid.source,
         "valid_tgt": f"{root}/dev.{pair}.{tgt}",
         "valid_ref": reference_paths(config, corpus, "dev"),
-        "src_vocab": train.vocab,
-        "tgt_vocab": f"{root}/vocab.{pair}.{tgt}",
+        "src_vocab": src_vocab,
+        "tgt_vocab": tgt_vocab,
     }
     for role, files in (("train", train), ("valid", valid)):
         for name, path in {**files.extras, **files.extra_tokens}.items():
             inputs[f"extra_{name}_{role}"] = path
     return inputs
+
+
+def shares_embeddings(config: dict[str, Any], experiment: str) -> bool:
+    """Whether the experiment's resolved model (preset + overrides) shares one token table
+    between source and target (``model.share_embeddings``)."""
+    from nmtmodels.config import ModelConfig
+
+    return ModelConfig.from_dict(experiment_settings(config, experiment)["model"]).share_embeddings
+
+
+def joint_vocab_path(config: dict[str, Any], experiment: str, corpus: str) -> str:
+    """The joint vocabulary of both sides' encoded training text at the experiment's BPE size
+    (rule ``joint_vocab``), read by models that share embeddings."""
+    spec = config["corpora"][corpus]
+    return f"{corpus_dir(corpus)}/{config['experiments'][experiment]['subwords']}/vocab.{spec['src']}-{spec['tgt']}.joint"
+
+
+def check_shared_embeddings(config: dict[str, Any]) -> None:
+    """An experiment that shares embeddings reads one joint vocabulary, so it needs subwords
+    learnt jointly over both languages (``corpora.C.bpe.joint``) as its only source input:
+    not characters (one vocabulary per language) and not a lattice (edge vocabulary)."""
+    for name, spec in config.get("experiments", {}).items():
+        if not shares_embeddings(config, name):
+            continue
+        where = f"experiments.{name}.model.share_embeddings"
+        if not spec["subwords"].startswith("bpe"):
+            raise WorkflowConfigError(f"{where}: needs one joint vocabulary, but subwords '{spec['subwords']}' has one per language")
+        if spec.get("lattice"):
+            raise WorkflowConfigError(f"{where}: needs one joint vocabulary, but the source is a lattice with its own edge vocabulary")
+        for corpus in spec["corpora"]:
+            if corpus in config["corpora"] and not config["corpora"][corpus]["bpe"].get("joint", True):
+                raise WorkflowConfigError(
+                    f"{where}: needs one joint vocabulary, but corpora.{corpus}.bpe.joint is false (separate BPE per language)"
+                )
 
 
 def extra_input_flags(config: dict[str, Any], experiment: str, corpus: str, splits: tuple[str, ...]) -> str:

@@ -1,0 +1,235 @@
+"""Every training of every shipped config starts, trains and decodes (``pytest -m configs``).
+
+For ``config.yaml`` and each file of ``configs/`` (merged over it, as ``--configfile`` does),
+Snakemake plans the translation of one test set for every (experiment, corpus) run; the
+test then executes the planned jobs' own shell commands, so each training gets exactly the
+flags and inputs the ``train`` rule's wiring gives (vocabularies by role, lattice
+``starts``/``ends``, compressed sources, character data, a compressor's ``--init-from``).
+
+Only the corpora are stand-ins: the ``extract`` jobs are replaced by a few real sentence
+pairs of the corpus' languages from the mirror (and the compression sets by their first
+records), so everything downstream runs for real: tokenisers and segmenters of the corpus,
+its BPE sizes, joint vocabularies, characters, lattices, compressors.  The only change to
+the configs is the budget (one update, on every training alike); model shapes, options,
+batching, optimiser and decoding settings are the shipped ones.
+
+Each run trains one update at its real size, decodes its first test set (the translation
+must have one line per source line), and its checkpoints are deleted before the next run.
+"""
+from __future__ import annotations
+
+import contextlib
+import gzip
+import importlib
+import itertools
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.snakemake_output import planned_job_details
+
+ROOT = Path(__file__).resolve().parents[1]
+MIRROR = Path(os.environ.get("NMT_DATA_MIRROR", ROOT.parent / "shared" / "data"))
+CONFIGS = ["config.yaml", *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "configs").glob("*.yaml"))]
+# Jobs whose outputs are the stand-in corpora; every other planned job runs its own command.
+STAND_IN_RULES = {"extract", "extract_reference", "fetch_compression_set"}
+ONE_UPDATE = {"max_updates": 1, "max_epochs": 0, "max_minutes": 0}
+TRAIN_SIZE, EVAL_SIZE = 24, 2
+
+pytestmark = [
+    pytest.mark.configs,
+    pytest.mark.skipif(not (MIRROR / "multi30k").is_dir(), reason="corpus mirror not found (set NMT_DATA_MIRROR)"),
+]
+
+
+# ----------------------------------------------------------------------------- stand-in corpora
+def _gz_lines(path: Path, limit: int = 3000) -> list[str]:
+    with gzip.open(path, "rt", encoding="utf-8-sig") as f:
+        return [line.rstrip("\n") for line in itertools.islice(f, limit)]
+
+
+def _short_pairs(src: list[str], tgt: list[str]) -> list[tuple[str, str]]:
+    return [(s, t) for s, t in zip(src, tgt) if s.strip() and t.strip() and len(s.split()) <= 10 and len(t) <= 60]
+
+
+def mirror_pairs(src: str, tgt: str) -> list[tuple[str, str]]:
+    """Real sentence pairs of the language pair from the mirror (short ones)."""
+    langs = {src, tgt}
+    if langs <= {"en", "de", "fr"}:
+        lines = {lang: _gz_lines(MIRROR / "multi30k" / f"train.{lang}.gz") for lang in langs}
+        return _short_pairs(lines[src], lines[tgt])
+    if langs == {"zh", "en"}:
+        rows = [line.split("\t") for line in _gz_lines(MIRROR / "zh-en" / "cmn.txt.gz") if line.count("\t") >= 2]
+        pairs = [(zh, en) for en, zh, *_ in rows[500:]]
+        return pairs if src == "zh" else [(en, zh) for zh, en in pairs]
+    if langs == {"ja", "en"}:
+        root = MIRROR / "ja-en" / "small_parallel_enja"
+        ja = ["".join(line.split()) for line in _gz_lines(root / "train.ja.gz")]  # raw Japanese has no spaces
+        pairs = _short_pairs(ja, _gz_lines(root / "train.en.gz"))
+        return pairs if src == "ja" else [(en, j) for j, en in pairs]
+    raise AssertionError(f"no stand-in sentences for {src}-{tgt}: add the pair to mirror_pairs")
+
+
+class StandIns:
+    """Raw text of every (corpus, split, language): a few real pairs, disjoint across splits."""
+
+    def __init__(self, config: dict):
+        self.config = config
+        self.pairs: dict[tuple[str, str], list[tuple[str, str]]] = {}
+        self.offsets: dict[tuple[str, str], int] = {}
+
+    def lines(self, corpus: str, split: str, lang: str) -> list[str]:
+        spec = self.config["corpora"][corpus]
+        key = (spec["src"], spec["tgt"])
+        if key not in self.pairs:
+            self.pairs[key] = mirror_pairs(*key)
+        if (corpus, split) not in self.offsets:
+            start = 0 if split == "train" else TRAIN_SIZE + EVAL_SIZE * len(self.offsets)
+            self.offsets[(corpus, split)] = start
+        start = self.offsets[(corpus, split)]
+        chosen = self.pairs[key][start:start + (TRAIN_SIZE if split == "train" else EVAL_SIZE)]
+        return [s if lang == spec["src"] else t for s, t in chosen]
+
+    def write(self, job: dict, workdir: Path) -> None:
+        for out in job["output"]:
+            path = workdir / out
+            path.parent.mkdir(parents=True, exist_ok=True)
+            if job["rule"] == "fetch_compression_set":
+                name = Path(out).name.removesuffix(".jsonl")
+                mirror = self.config["compression"]["data"][name]["mirror"]
+                path.write_text("".join(line + "\n" for line in _gz_lines(MIRROR / mirror, limit=24)), encoding="utf-8")
+                continue
+            corpus, _, name = Path(out).relative_to("results/data").parts
+            split, *_, lang = name.split(".")  # SPLIT.LANG or SPLIT.refK.LANG
+            path.write_text("".join(line + "\n" for line in self.lines(corpus, split, lang)), encoding="utf-8")
+
+
+# ----------------------------------------------------------------------------- running planned jobs
+def budget_overlay(config: dict) -> dict:
+    """One update for every training (defaults, experiments, compressors) and nothing else."""
+    overlay: dict = {"training": dict(ONE_UPDATE)}
+    overlay["experiments"] = {name: {"train": dict(ONE_UPDATE)} for name in config.get("experiments", {})}
+    compressors = (config.get("compression") or {}).get("compressors", {})
+    if compressors:
+        overlay["compression"] = {"compressors": {name: {"train": dict(ONE_UPDATE)} for name in compressors}}
+    return overlay
+
+
+def run_command(command: str, workdir: Path) -> None:
+    """Run one planned shell command: ``[VAR=V ...] python -m MODULE ARGS > LOG 2>&1`` in
+    this process through ``MODULE.main(ARGS)`` (no interpreter start-up per job); any other
+    form through the shell."""
+    words = shlex.split(command)
+    env = {}
+    while words and "=" in words[0] and not words[0].startswith("-"):
+        name, value = words.pop(0).split("=", 1)
+        env[name] = value
+    log = None
+    if words[-3:-1] and words[-1] == "2>&1" and words[-3] == ">":
+        log, words = words[-2], words[:-3]
+    if log is None or words[:2] != ["python", "-m"] or any(w in ("|", "&&", ";", ">") for w in words):
+        proc = subprocess.run(command, shell=True, cwd=workdir, capture_output=True, text=True)
+        assert proc.returncode == 0, f"{command}\n{proc.stdout[-2000:]}{proc.stderr[-2000:]}"
+        return
+    module = importlib.import_module(words[2])
+    (workdir / log).parent.mkdir(parents=True, exist_ok=True)
+    with open(workdir / log, "w", encoding="utf-8") as out, contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+        try:
+            rc = module.main(words[3:])
+        except SystemExit as exc:
+            rc = exc.code
+    if rc not in (None, 0):
+        raise AssertionError(f"exit {rc}: {command}\n{(workdir / log).read_text(encoding='utf-8')[-3000:]}")
+
+
+class Plan:
+    """The jobs a dry run planned, executed on demand from the stand-in corpora."""
+
+    def __init__(self, jobs: list[dict], workdir: Path, stand_ins: StandIns):
+        self.by_output = {out: job for job in jobs for out in job["output"]}
+        self.workdir, self.stand_ins = workdir, stand_ins
+        self.ran: list[str] = []
+        self.seconds: dict[str, float] = {}
+
+    def make(self, target: str) -> None:
+        if (self.workdir / target).exists():
+            return
+        job = self.by_output.get(target)
+        assert job is not None, f"no planned job writes {target}"
+        if job["rule"] in STAND_IN_RULES:
+            self.stand_ins.write(job, self.workdir)
+        else:
+            for path in job["input"]:
+                self.make(path)
+            for out in job["output"]:
+                (self.workdir / out).parent.mkdir(parents=True, exist_ok=True)
+            start = time.perf_counter()
+            run_command(job["shell"], self.workdir)
+            self.ran.append(job["rule"])
+            self.seconds[target] = time.perf_counter() - start
+        for out in job["output"]:
+            assert (self.workdir / out).exists(), f"rule {job['rule']} did not write {out}"
+
+
+def merged_config(name: str) -> dict:
+    from snakemake.utils import update_config
+
+    config = yaml.safe_load((ROOT / "config.yaml").read_text(encoding="utf-8"))
+    if name != "config.yaml":
+        update_config(config, yaml.safe_load((ROOT / name).read_text(encoding="utf-8")) or {})
+    return config
+
+
+@pytest.mark.parametrize("config_name", CONFIGS)
+def test_every_training_of_a_shipped_config_trains_and_decodes(config_name, tmp_path, monkeypatch, record_property):
+    from workflow_scripts import workflow_config as wc
+
+    config = merged_config(config_name)
+    runs = wc.experiment_runs(config)
+    assert runs, f"{config_name}: no training runs"
+    overlay = tmp_path / "one_update.yaml"
+    overlay.write_text(yaml.safe_dump(budget_overlay(config)), encoding="utf-8")
+    # Placeholders for licensed files (the runs read stand-in text, never these).
+    licensed = tmp_path / "licensed"
+    for corpus in config["active_corpora"]:
+        for download in config["corpora"][corpus]["downloads"].values():
+            if download.get("local") and not os.path.isabs(download["local"]):
+                (licensed / download["local"]).parent.mkdir(parents=True, exist_ok=True)
+                (licensed / download["local"]).touch()
+    workdir = tmp_path / "work"
+    targets = [f"{wc.experiment_dir(e, c)}/{config['corpora'][c]['test_sets'][0]}.out" for e, c in runs]
+    configfiles = ([] if config_name == "config.yaml" else [str(ROOT / config_name)]) + [str(overlay)]
+    env = {**os.environ, "NMT_DATA_MIRROR": str(MIRROR), "NMT_LICENSED_DATA": str(licensed)}
+    proc = subprocess.run(
+        [sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "-d", str(workdir), "-n", "-p", "--cores", "1",
+         *targets, "--configfile", *configfiles],
+        capture_output=True, text=True, env=env, cwd=ROOT,
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    plan = Plan(planned_job_details(proc.stdout), workdir, StandIns(config))
+
+    monkeypatch.chdir(workdir)
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    for (experiment, corpus), target in zip(runs, targets):
+        plan.make(target)
+        source = plan.by_output[target]
+        inputs = shlex.split(source["shell"])
+        translated = (workdir / target).read_text(encoding="utf-8").splitlines()
+        src_lines = (workdir / inputs[inputs.index("--input") + 1]).read_text(encoding="utf-8").splitlines()
+        assert len(translated) == len(src_lines), f"{experiment}/{corpus}: {len(translated)} lines for {len(src_lines)} inputs"
+        shutil.rmtree(workdir / wc.experiment_dir(experiment, corpus) / "train")
+
+    trainings = plan.ran.count("train") + plan.ran.count("train_compressor")
+    assert plan.ran.count("train") == len(runs)
+    record_property("trainings", trainings)
+    slowest = sorted(plan.seconds.items(), key=lambda item: -item[1])[:8]
+    print("slowest jobs: " + ", ".join(f"{path} {seconds:.1f}s" for path, seconds in slowest))
+    print(f"{config_name}: {trainings} trainings ({len(runs)} experiment runs), one update each, then decoded")
