@@ -16,11 +16,30 @@ Semantics worth knowing:
   while ``u <= warmup``, then ``peak * sqrt(warmup / u)`` (fairseq ``inverse_sqrt``;
   with ``init = 0`` this is ``peak * min(u / warmup, sqrt(warmup / u))``).
 * Optimizer: AdamW (decoupled weight decay as in fairseq's Adam; with ``weight_decay=0``
-  it is Adam), betas (0.9, 0.98), eps 1e-9.
+  it is Adam), betas (0.9, 0.98), eps 1e-9.  Weight decay applies to weight matrices and
+  embeddings only: parameters with fewer than two dimensions (biases, LayerNorm gains and
+  biases, scalar gates) are in a second parameter group without decay, for every model
+  family (fairseq's and Hugging Face's convention; the L2 regularisation of the char2word
+  paper is on the weights).  See :func:`build_optimizer`.
+* Non-finite updates: when the loss or the gradient norm of an update is NaN or infinite
+  (on any rank), the update is skipped: no optimizer or schedule step, the update counter
+  does not advance, its batches are consumed.  More than ``max_nonfinite_updates``
+  consecutive skipped updates stop training with :class:`TrainingDiverged` (the CLI exits
+  2 with one line); the last saved checkpoint is left as it was.  A validation whose
+  ``best_metric`` is NaN or infinite is never "best" (it counts against ``patience``), and a
+  run whose every validation was non-finite ends with :class:`TrainingDiverged` instead of
+  writing ``checkpoint_best.pt``.
 * Checkpoints in ``out_dir``: ``checkpoint_last.pt`` (every save), ``checkpoint_{update}.pt``
   (every ``save_interval_updates`` and at each epoch end), ``checkpoint_best.pt`` (best
   validation ``best_metric``); numbered files are pruned to the ``keep_last`` newest plus
-  the ``keep_best`` best.  Every save is preceded by a validation (as in fairseq).
+  the ``keep_best`` best.  Every save is preceded by a validation (as in fairseq).  A save
+  writes ``checkpoint_best.pt`` and the numbered file before it replaces
+  ``checkpoint_last.pt`` (each atomically), so a failed save (full disk) never leaves a
+  ``checkpoint_last.pt`` whose recorded best is not on disk.
+* Lock: :meth:`Trainer.train` holds an exclusive ``fcntl.flock`` on ``out_dir/.nmt-train.lock``
+  (rank 0), so a second trainer on the same directory stops with :class:`OutputDirLocked`
+  instead of interleaving checkpoints.  The lock is released when the process ends, even
+  by ``kill -9``; the file stays.
 * ``config.resolved.yaml`` in ``out_dir``: the model, train and decode settings of the run,
   written when training starts or resumes (not by a run that stops with an error first).
 * Resume: when ``checkpoint_last.pt`` exists, model, optimizer, scheduler, every rank's
@@ -44,6 +63,7 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import errno
 import math
 import os
 import random
@@ -55,7 +75,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 import torch
@@ -64,14 +84,30 @@ import yaml
 from torch import Tensor, nn
 
 from nmtmodels.batch import PAD_ID
-from nmtmodels.checkpoint import copy_checkpoint, load_checkpoint, numbered_checkpoints, save_checkpoint
+from nmtmodels.checkpoint import (
+    copy_checkpoint,
+    load_checkpoint,
+    numbered_checkpoints,
+    save_checkpoint,
+)
 from nmtmodels.configuration import ConfigError, plain_dict, to_dict
 from nmtmodels.data import BucketBatchSampler, ParallelDataset
-from nmtmodels.textio import atomic_output, atomic_write_text
-from nmtmodels.distributed import DistributedContext, all_gather_object, all_reduce_sum, barrier, broadcast_object
+from nmtmodels.distributed import (
+    DistributedContext,
+    all_gather_object,
+    all_reduce_sum,
+    barrier,
+    broadcast_object,
+)
 from nmtmodels.models.base import Seq2SeqModel
 from nmtmodels.modules.attention import avoid_per_shape_attention_kernels
+from nmtmodels.textio import atomic_output, atomic_write_text
 from nmtmodels.vocab import Vocabulary
+
+try:
+    import fcntl
+except ImportError:  # not POSIX: no output-directory lock
+    fcntl = None  # type: ignore[assignment]
 
 EXIT_REQUEUE = 75  # sysexits.h EX_TEMPFAIL: interrupted by SIGTERM/SIGUSR1, resume by rerunning
 # ``train`` settings that may differ between a checkpoint and the run resuming it: limits,
@@ -79,8 +115,22 @@ EXIT_REQUEUE = 75  # sysexits.h EX_TEMPFAIL: interrupted by SIGTERM/SIGUSR1, res
 CHANGEABLE_ON_RESUME = frozenset({
     "max_updates", "max_epochs", "max_minutes", "save_interval_updates", "validate_interval_updates",
     "valid_max_tokens", "keep_last", "keep_best", "valid_bleu", "patience", "num_threads", "log_interval",
-    "tensorboard",
+    "tensorboard", "max_nonfinite_updates",
 })
+LOCK_NAME = ".nmt-train.lock"
+
+
+class TrainingError(RuntimeError):
+    """Training cannot go on; the message (one line) says why and what to do."""
+
+
+class TrainingDiverged(TrainingError):
+    """Too many consecutive non-finite updates, or no finite validation at all."""
+
+
+class OutputDirLocked(TrainingError):
+    """Another trainer holds the lock of the output directory."""
+
 METRIC_COLUMNS = ("update", "epoch", "loss", "nll", "lr", "tokens_per_s", "grad_norm",
                   "valid_loss", "valid_nll", "valid_bleu", "elapsed")
 
@@ -92,6 +142,10 @@ class TrainConfig:
     Zero disables ``max_updates``, ``max_epochs``, ``max_minutes``, the two intervals
     (then only epoch ends count), ``clip_norm``, ``patience`` and ``num_threads``
     (torch's default); ``keep_last=-1`` keeps every numbered checkpoint.
+    ``max_nonfinite_updates``: how many consecutive updates with a NaN/inf loss or gradient
+    are skipped before training stops as diverged (0: stop at the first, as fairseq does
+    without a loss scaler).  ``weight_decay`` spares parameters with fewer than two
+    dimensions (biases, norms; module doc).
     """
 
     max_tokens: int = 4096
@@ -123,6 +177,7 @@ class TrainConfig:
     num_threads: int = 0
     log_interval: int = 100
     tensorboard: bool = False
+    max_nonfinite_updates: int = 10
 
     def validate(self, where: str = "train") -> None:
         positive = ("max_tokens", "update_freq", "warmup_updates", "log_interval")
@@ -131,13 +186,16 @@ class TrainConfig:
                 raise ConfigError(f"{where}.{name}: must be >= 1, got {getattr(self, name)}")
         non_negative = ("lr", "warmup_init_lr", "weight_decay", "clip_norm", "max_updates", "max_epochs",
                         "max_minutes", "save_interval_updates", "validate_interval_updates", "keep_best",
-                        "patience", "num_threads")
+                        "patience", "num_threads", "max_nonfinite_updates")
         for name in non_negative:
             if getattr(self, name) < 0:
                 raise ConfigError(f"{where}.{name}: must be >= 0, got {getattr(self, name)}")
         for name in ("max_sentences", "valid_max_tokens"):
             if getattr(self, name) is not None and getattr(self, name) < 1:
                 raise ConfigError(f"{where}.{name}: must be >= 1, got {getattr(self, name)}")
+        for name in ("lr", "warmup_init_lr", "weight_decay", "clip_norm", "max_minutes", "adam_eps", "label_smoothing"):
+            if not math.isfinite(getattr(self, name)):
+                raise ConfigError(f"{where}.{name}: must be a finite number, got {getattr(self, name)}")
         if self.lr <= 0:
             raise ConfigError(f"{where}.lr: must be > 0, got {self.lr}")
         if self.warmup_init_lr > self.lr:
@@ -190,7 +248,7 @@ class _ProjectedLabelSmoothedCrossEntropy(torch.autograd.Function):
     Measured in benchmarks/README.md ("Training"): +5-9% training throughput on the CPU benchmark.
     """
 
-    CHUNK_ELEMENTS = {"cpu": 2**22, "cuda": 2**26}
+    CHUNK_ELEMENTS: ClassVar[dict[str, int]] = {"cpu": 2**22, "cuda": 2**26}
 
     @staticmethod
     def forward(ctx: Any, states: Tensor, weight: Tensor, bias: Tensor | None, target: Tensor, epsilon: float,
@@ -245,11 +303,28 @@ class _ProjectedLabelSmoothedCrossEntropy(torch.autograd.Function):
         )
 
 
-def build_optimizer(parameters: Iterable[Tensor], cfg: TrainConfig, device: torch.device) -> torch.optim.AdamW:
+def build_optimizer(parameters: nn.Module | Iterable[Tensor], cfg: TrainConfig, device: torch.device) -> torch.optim.AdamW:
     """AdamW with ``cfg``'s lr, betas, eps and weight decay; torch's fused kernel on CUDA and
-    CPU (on CPU the default per-parameter loop takes about 3x as long, benchmarks/README.md)."""
+    CPU (on CPU the default per-parameter loop takes about 3x as long, benchmarks/README.md).
+
+    With ``weight_decay > 0`` the parameters form two groups: those with two or more
+    dimensions (weight matrices, embeddings) decay, those with fewer (biases, LayerNorm
+    gains and biases, scalars) do not, as in fairseq and Hugging Face Transformers: decay
+    pulls a LayerNorm gain towards 0, not towards its neutral value 1, and the char2word
+    paper's L2 term is on the weights.  AdamW's decoupled decay multiplies a decayed
+    parameter by ``1 - lr * weight_decay`` at each step (Loshchilov & Hutter 2019, Alg. 2
+    line 12).  With ``weight_decay == 0`` there is one group.
+    """
+    params = [p for p in (parameters.parameters() if isinstance(parameters, nn.Module) else parameters)
+              if p.requires_grad]
     fused = {"fused": True} if device.type in ("cuda", "cpu") else {}
-    return torch.optim.AdamW(parameters, lr=cfg.lr, betas=tuple(cfg.adam_betas), eps=cfg.adam_eps,
+    groups: list[dict[str, Any]] | list[Tensor] = params
+    if cfg.weight_decay > 0:
+        decay = [p for p in params if p.ndim >= 2]
+        no_decay = [p for p in params if p.ndim < 2]
+        groups = [g for g in ({"params": decay, "weight_decay": cfg.weight_decay},
+                              {"params": no_decay, "weight_decay": 0.0}) if g["params"]]
+    return torch.optim.AdamW(groups, lr=cfg.lr, betas=tuple(cfg.adam_betas), eps=cfg.adam_eps,
                              weight_decay=cfg.weight_decay, **fused)
 
 
@@ -382,7 +457,7 @@ class Trainer:
         self.net: torch.nn.Module = self.model
         if self.dist.enabled:
             self.net = torch.nn.parallel.DistributedDataParallel(self.model)
-        self.optimizer = build_optimizer(self.model.parameters(), cfg, self.device)
+        self.optimizer = build_optimizer(self.model, cfg, self.device)
         self.schedule = InverseSqrtSchedule(cfg.lr, cfg.warmup_updates, cfg.warmup_init_lr)
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, self.schedule)
         self.sampler = BucketBatchSampler(train_data, cfg.max_tokens, unit=cfg.batch_unit, shuffle=True,
@@ -395,6 +470,8 @@ class Trainer:
         self.elapsed = 0.0
         self.best: float | None = None
         self.bad_validations = 0
+        self.nonfinite_run = 0  # consecutive skipped (non-finite) updates
+        self.nonfinite_total = 0
         self.kept: list[dict[str, Any]] = []  # numbered checkpoints: {"update", "metric"}
         self.last_metrics: dict[str, float] = {}
         # Every metrics.csv row so far; kept in checkpoints so that a resumed run can
@@ -418,30 +495,75 @@ class Trainer:
         return self.out_dir / "checkpoint_last.pt"
 
     def train(self) -> TrainResult:
-        """Train until a limit, early stopping or a signal; resumes from ``checkpoint_last.pt``."""
+        """Train until a limit, early stopping or a signal; resumes from ``checkpoint_last.pt``.
+
+        OutputDirLocked when another trainer works in ``out_dir``; TrainingDiverged (module doc)."""
         self.out_dir.mkdir(parents=True, exist_ok=True)
-        if self.checkpoint_last.exists():
-            self._resume_or_restart(self.checkpoint_last)
-        if self.dist.is_main:  # only once the run is known to start or to resume
-            resolved = {"model": self.model_config, "train": plain_dict(self.cfg), "decode": self.decode_config}
-            atomic_write_text(self.out_dir / "config.resolved.yaml", yaml.safe_dump(resolved, sort_keys=False, allow_unicode=True))
-        with self._signal_handlers():
+        with self._output_lock():
+            if self.checkpoint_last.exists():
+                self._resume_or_restart(self.checkpoint_last)
+            if self.dist.is_main:  # only once the run is known to start or to resume
+                resolved = {"model": self.model_config, "train": plain_dict(self.cfg), "decode": self.decode_config}
+                atomic_write_text(self.out_dir / "config.resolved.yaml",
+                                  yaml.safe_dump(resolved, sort_keys=False, allow_unicode=True))
+            with self._signal_handlers():
+                try:
+                    return self._train_loop()
+                finally:
+                    if self._writer is not None:
+                        self._writer.close()
+
+    @contextlib.contextmanager
+    def _output_lock(self) -> Iterator[None]:
+        """Hold an exclusive flock on ``out_dir/.nmt-train.lock`` (rank 0) while training."""
+        if not self.dist.is_main or fcntl is None:
+            yield
+            return
+        path = self.out_dir / LOCK_NAME
+        with open(path, "a+", encoding="utf-8") as handle:
             try:
-                return self._train_loop()
-            finally:
-                if self._writer is not None:
-                    self._writer.close()
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError as exc:
+                if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                    # e.g. ENOLCK on a network file system without locks: train unguarded
+                    self._log(f"warning: {path}: cannot lock ({exc.strerror}); make sure no other "
+                              f"trainer writes to {self.out_dir}")
+                    yield
+                    return
+                handle.seek(0)
+                holder = handle.read().strip()
+                raise OutputDirLocked(
+                    f"{self.out_dir}: another nmt-train{f' (pid {holder})' if holder.isdigit() else ''} is training "
+                    f"in this directory ({path} is locked); wait for it to end or use another --out-dir") from None
+            handle.seek(0)
+            handle.truncate()
+            handle.write(f"{os.getpid()}\n")
+            handle.flush()
+            yield  # closing the file releases the lock
 
     # ------------------------------------------------------------------ loop
     def _train_loop(self) -> TrainResult:
+        progress = self._progress_bar()
+        try:
+            return self._train_updates(progress)
+        finally:
+            progress.close()
+
+    def _train_updates(self, progress: Any) -> TrainResult:
         cfg = self.cfg
         started = time.monotonic() - self.elapsed
         interval = _Interval()
-        progress = self._progress_bar()
         reason = self._stop_reason(started)
         while not reason:
             for group in _chunks(iter(self.sampler), cfg.update_freq):
-                grad_norm, tokens = self._train_step(group, want_norm=(self.update + 1) % cfg.log_interval == 0)
+                grad_norm, tokens, loss = self._train_step(group)
+                if loss is not None:  # non-finite: skipped
+                    self._skipped_update(loss, grad_norm)
+                    reason = self._stop_reason(started)
+                    if reason:
+                        break
+                    continue
+                self.nonfinite_run = 0
                 self.update += 1
                 interval.target_tokens += tokens
                 progress.update(1)
@@ -462,7 +584,6 @@ class Trainer:
                 paused = time.monotonic()
                 reason = self._validate_and_save(numbered=True, started=started) or self._stop_reason(started)
                 interval.pause(time.monotonic() - paused)
-        progress.close()
         if reason == "signal":
             self.elapsed = time.monotonic() - started
             self._save(numbered=False, metrics=None)
@@ -470,6 +591,11 @@ class Trainer:
             return TrainResult("interrupted", "signal", self.update, self.best, self.last_metrics)
         if self._saved_at != self.update:
             self._validate_and_save(numbered=True, started=started)
+        if self.valid_data is not None and self.best is None:
+            raise TrainingDiverged(
+                f"training diverged: every validation gave a non-finite valid_{self.cfg.best_metric} "
+                f"(update {self.update}); no {self.out_dir / 'checkpoint_best.pt'} written; lower train.lr or set "
+                "train.clip_norm")
         self._ensure_best_checkpoint()
         self._log(f"finished: {reason} at update {self.update}"
                   + (f", best {cfg.best_metric} {self.best:.4f}" if self.best is not None else ""))
@@ -498,9 +624,29 @@ class Trainer:
     def _collective_device(self) -> torch.device:
         return self.device if self.device.type == "cuda" else torch.device("cpu")
 
-    def _train_step(self, group: Sequence[np.ndarray], want_norm: bool) -> tuple[Tensor | None, int]:
-        """One optimizer update over the batches ``group`` (gradient accumulation);
-        returns (gradient norm when clipping or ``want_norm``, this rank's target tokens)."""
+    def _skipped_update(self, loss: float, grad_norm: Tensor) -> None:
+        """Count a skipped non-finite update; TrainingDiverged after too many in a row."""
+        self.nonfinite_run += 1
+        self.nonfinite_total += 1
+        limit = self.cfg.max_nonfinite_updates
+        if self.dist.is_main:
+            self._log(f"warning: update {self.update + 1} skipped: non-finite loss ({loss:.4g} per token on rank "
+                      f"{self.dist.rank}) or gradient norm ({float(grad_norm):.4g}); {self.nonfinite_run} in a row "
+                      f"(train.max_nonfinite_updates: {limit})")
+        if self.nonfinite_run > limit:
+            saved = (f"{self.checkpoint_last} (update {self._saved_at}) is left as it was"
+                     if self._saved_at >= 0 else "nothing was saved")
+            raise TrainingDiverged(
+                f"training diverged: {self.nonfinite_run} consecutive updates after update {self.update} had a "
+                f"non-finite loss or gradient (train.max_nonfinite_updates: {limit}); {saved}; lower train.lr, "
+                "set train.clip_norm or check the training data")
+
+    def _train_step(self, group: Sequence[np.ndarray]) -> tuple[Tensor, int, float | None]:
+        """One optimizer update over the batches ``group`` (gradient accumulation).
+
+        Returns (gradient norm, this rank's target tokens, None); when the loss or the
+        gradient norm is not finite on some rank, the step is skipped and the third item is
+        this rank's loss per target token instead (module doc)."""
         batches = [self.train_data.collate(indices) for indices in group]
         local_tokens = sum(batch.num_target_tokens for batch in batches)
         if self.dist.enabled:
@@ -509,6 +655,8 @@ class Trainer:
         else:
             scale = 1.0 / local_tokens
         self.net.train()
+        loss_total: Tensor | None = None
+        nll_total: Tensor | None = None
         for i, batch in enumerate(batches):
             batch = batch.to(self.device)
             last = i == len(batches) - 1
@@ -519,20 +667,28 @@ class Trainer:
                 loss, nll = label_smoothed_nll_loss(states, self.model.output_layer, batch.tgt_out, self.cfg.label_smoothing)
                 (loss * scale).backward()
             loss = loss.detach()
-            self._loss_sum = loss if self._loss_sum is None else self._loss_sum + loss
-            self._nll_sum = nll if self._nll_sum is None else self._nll_sum + nll
-        grad_norm = None
+            loss_total = loss if loss_total is None else loss_total + loss
+            nll_total = nll if nll_total is None else nll_total + nll
         if self.cfg.clip_norm > 0:
             grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.cfg.clip_norm)
-        elif want_norm:
+        else:
             grad_norm = torch.nn.utils.get_total_norm([p.grad for p in self.model.parameters() if p.grad is not None])
+        # DDP has all-reduced the gradients, so their norm agrees on every rank; the loss is local.
+        bad = torch.logical_not(torch.isfinite(loss_total.float()) & torch.isfinite(grad_norm.float()))
+        if self.dist.enabled:
+            bad = all_reduce_sum(bad.float().to(self._collective_device()), self.dist) > 0
+        if bool(bad):
+            self.optimizer.zero_grad(set_to_none=True)
+            return grad_norm, local_tokens, float(loss_total) / max(local_tokens, 1)
         self.optimizer.step()
         self.scheduler.step()
         self.optimizer.zero_grad(set_to_none=True)
-        return grad_norm, local_tokens
+        self._loss_sum = loss_total if self._loss_sum is None else self._loss_sum + loss_total
+        self._nll_sum = nll_total if self._nll_sum is None else self._nll_sum + nll_total
+        return grad_norm, local_tokens, None
 
     # ------------------------------------------------------------------ logging
-    def _log_train(self, interval: "_Interval", grad_norm: Tensor | None, started: float) -> None:
+    def _log_train(self, interval: _Interval, grad_norm: Tensor | None, started: float) -> None:
         sums = torch.stack([self._loss_sum, self._nll_sum]).double().cpu()
         counts = torch.tensor([float(interval.target_tokens)], dtype=torch.float64)
         totals = torch.cat([sums, counts])
@@ -643,7 +799,7 @@ class Trainer:
         return metrics.get(key)
 
     def _better(self, value: float, than: float | None) -> bool:
-        if than is None:
+        if than is None or not math.isfinite(than):  # a NaN best (older runs) is beaten by anything
             return True
         return value > than if self.cfg.best_metric == "bleu" else value < than
 
@@ -652,8 +808,14 @@ class Trainer:
         metrics = self.validate() if self.valid_data is not None else {}
         self.last_metrics = metrics
         value = self._metric_value(metrics)
+        validated = value is not None
+        if validated and not math.isfinite(value):
+            if self.dist.is_main:
+                self._log(f"warning: valid_{self.cfg.best_metric} is {value} at update {self.update}; "
+                          "this checkpoint cannot be the best")
+            value = None
         improved = value is not None and self._better(value, self.best)
-        if value is not None:
+        if validated:
             if improved:
                 self.best, self.bad_validations = value, 0
             else:
@@ -698,6 +860,8 @@ class Trainer:
                 "elapsed": self.elapsed,
                 "best": self.best,
                 "bad_validations": self.bad_validations,
+                "nonfinite_run": self.nonfinite_run,
+                "nonfinite_total": self.nonfinite_total,
                 "kept": self.kept,
             },
         }
@@ -712,11 +876,11 @@ class Trainer:
         self._saved_at = self.update
         if not self.dist.is_main:
             return
-        save_checkpoint(self.checkpoint_last, state)
+        # best and numbered copies first: checkpoint_last.pt never records files that are not on disk
+        copies = [self.out_dir / "checkpoint_best.pt"] if improved else []
         if numbered:
-            copy_checkpoint(self.checkpoint_last, self.out_dir / f"checkpoint_{self.update}.pt")
-        if improved:
-            copy_checkpoint(self.checkpoint_last, self.out_dir / "checkpoint_best.pt")
+            copies.append(self.out_dir / f"checkpoint_{self.update}.pt")
+        save_checkpoint(self.checkpoint_last, state, copies=copies)
         for entry in doomed:
             with contextlib.suppress(FileNotFoundError):
                 (self.out_dir / f"checkpoint_{entry['update']}.pt").unlink()
@@ -763,6 +927,10 @@ class Trainer:
             changes.append("the training data differs")
         if state["trainer"].get("init_fingerprint") != self.init_fingerprint:
             changes.append("the initial parameters (--init-from) differ")
+        saved_groups = [len(g["params"]) for g in state["trainer"]["optimizer"].get("param_groups", [])]
+        groups = [len(g["params"]) for g in self.optimizer.param_groups]
+        if saved_groups != groups:  # e.g. a run from before weight decay spared biases and norms
+            changes.append(f"the optimizer's parameter groups were {saved_groups} parameters and are {groups} now")
         if not changes:  # the batch order can only be compared on the same data and settings
             changes += self.sampler.mismatches(state["trainer"]["sampler"])
         return changes
@@ -785,6 +953,8 @@ class Trainer:
         self.elapsed = float(trainer["elapsed"])
         self.best = trainer["best"]
         self.bad_validations = int(trainer["bad_validations"])
+        self.nonfinite_run = int(trainer.get("nonfinite_run", 0))  # absent in older checkpoints
+        self.nonfinite_total = int(trainer.get("nonfinite_total", 0))
         self.kept = [dict(k) for k in trainer["kept"]]
         self.last_metrics = dict(state.get("metrics") or {})
         self.metrics_history = [dict(row) for row in trainer.get("metrics_history", [])]

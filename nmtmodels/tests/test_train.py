@@ -1,7 +1,11 @@
 from __future__ import annotations
 
 import csv
+import errno
+import fcntl
 import math
+import os
+import shutil
 import signal
 
 import pytest
@@ -10,12 +14,14 @@ import torch.nn.functional as F
 from torch import nn
 
 from nmtmodels.batch import PAD_ID
-from nmtmodels.checkpoint import load_checkpoint, numbered_checkpoints
+from nmtmodels import train as train_module
+from nmtmodels.checkpoint import CheckpointWriteError, load_checkpoint, numbered_checkpoints, save_checkpoint
 from nmtmodels.configuration import ConfigError, from_dict
 from nmtmodels.data import ParallelDataset, Ragged
+from nmtmodels.registry import model_families
 from nmtmodels.tests.helpers_e import copy_task_corpus, tiny_model, train_config
-from nmtmodels.train import (InverseSqrtSchedule, Trainer, TrainConfig, _ProjectedLabelSmoothedCrossEntropy,
-                             label_smoothed_nll_loss)
+from nmtmodels.train import (InverseSqrtSchedule, OutputDirLocked, Trainer, TrainConfig, TrainingDiverged,
+                             _ProjectedLabelSmoothedCrossEntropy, build_optimizer, label_smoothed_nll_loss)
 
 
 @pytest.fixture(autouse=True)
@@ -357,3 +363,159 @@ def test_bf16_setting_is_ignored_on_cpu(corpus, tmp_path):
 def test_config_errors_name_the_key(config, message):
     with pytest.raises(ConfigError, match=message):
         from_dict(TrainConfig, config, "train")
+
+
+@pytest.mark.parametrize("config, message", [
+    ({"max_updates": 1, "max_nonfinite_updates": -1}, "train.max_nonfinite_updates: must be >= 0"),
+    ({"max_updates": 1, "lr": float("nan")}, "train.lr: must be a finite number"),
+])
+def test_new_config_values_are_checked(config, message):
+    with pytest.raises(ConfigError, match=message):
+        from_dict(TrainConfig, config, "train")
+
+
+# ---------------------------------------------------------------------- divergence
+def nan_on_calls(monkeypatch, calls: set[int]) -> None:
+    """Make the training loss of the given forward calls (1-based) NaN."""
+    real = train_module.label_smoothed_nll_loss
+    count = {"n": 0}
+
+    def loss(states, *args, **kwargs):
+        if torch.is_grad_enabled():
+            count["n"] += 1
+            if count["n"] in calls:
+                states = states * float("nan")
+        return real(states, *args, **kwargs)
+
+    monkeypatch.setattr(train_module, "label_smoothed_nll_loss", loss)
+
+
+def test_a_non_finite_update_is_skipped_and_training_goes_on(corpus, tmp_path, monkeypatch):
+    nan_on_calls(monkeypatch, {3})
+    logs: list[str] = []
+    trainer = make_trainer(corpus, tmp_path, max_updates=4, log=logs.append)
+    steps: list[int] = []
+    trainer.optimizer.register_step_pre_hook(lambda opt, args, kwargs: steps.append(trainer.update))
+    result = trainer.train()
+    assert result.update == 4 and trainer.nonfinite_total == 1 and trainer.nonfinite_run == 0
+    assert steps == [0, 1, 2, 3]  # five batches, four optimizer steps: the third batch's was skipped
+    assert trainer.scheduler.last_epoch == 4
+    assert all(torch.isfinite(p).all() for p in trainer.model.parameters())
+    skipped = [line for line in logs if "skipped" in line]
+    assert len(skipped) == 1 and skipped[0].startswith("warning: update 3 skipped: non-finite loss (nan")
+    state = load_checkpoint(tmp_path / "checkpoint_last.pt")["trainer"]
+    assert (state["nonfinite_run"], state["nonfinite_total"]) == (0, 1)
+
+
+def test_too_many_consecutive_non_finite_updates_stop_training(corpus, tmp_path, monkeypatch):
+    nan_on_calls(monkeypatch, set(range(3, 100)))
+    trainer = make_trainer(corpus, tmp_path, max_updates=50, max_nonfinite_updates=3, save_interval_updates=2)
+    with pytest.raises(TrainingDiverged, match=r"training diverged: 4 consecutive updates after update 2 had a "
+                                               r"non-finite loss or gradient \(train.max_nonfinite_updates: 3\); "
+                                               r".*checkpoint_last.pt \(update 2\) is left as it was"):
+        trainer.train()
+    assert load_checkpoint(tmp_path / "checkpoint_last.pt")["update"] == 2
+    assert all(torch.isfinite(v).all() for v in load_checkpoint(tmp_path / "checkpoint_best.pt")["model"].values())
+
+
+def test_huge_learning_rate_diverges_instead_of_saving_a_nan_model(corpus, tmp_path):
+    trainer = make_trainer(corpus, tmp_path, lr=1e9, warmup_updates=1, max_updates=40, validate_interval_updates=5)
+    with pytest.raises(TrainingDiverged, match="training diverged"):
+        trainer.train()
+    assert not (tmp_path / "checkpoint_best.pt").exists()
+
+
+def test_a_nan_validation_is_never_the_best(corpus, tmp_path):
+    bleu = iter([float("nan"), 10.0, 20.0, float("nan"), 15.0])
+    trainer = make_trainer(corpus, tmp_path, bleu_fn=lambda model: next(bleu), max_tokens=24, valid_bleu=True,
+                           best_metric="bleu", save_interval_updates=2, keep_last=0, keep_best=1, max_updates=10)
+    result = trainer.train()
+    assert result.best == 20.0
+    best = load_checkpoint(tmp_path / "checkpoint_best.pt")
+    assert best["update"] == 6 and best["metrics"]["valid_bleu"] == 20.0
+    assert [u for u, _ in numbered_checkpoints(tmp_path)] == [6]  # a NaN never ranks among keep_best
+
+
+def test_a_run_without_a_finite_validation_fails_without_a_best_checkpoint(corpus, tmp_path):
+    trainer = make_trainer(corpus, tmp_path, bleu_fn=lambda model: float("nan"), valid_bleu=True, best_metric="bleu",
+                           save_interval_updates=2, max_updates=4)
+    with pytest.raises(TrainingDiverged, match="every validation gave a non-finite valid_bleu"):
+        trainer.train()
+    assert not (tmp_path / "checkpoint_best.pt").exists()
+
+
+# ---------------------------------------------------------------------- saving, locking
+def test_failed_best_copy_leaves_last_consistent_with_best(corpus, tmp_path, monkeypatch):
+    """A full disk while writing checkpoint_best.pt: checkpoint_last.pt still records the best
+    that checkpoint_best.pt holds (the old order wrote last first, then failed on best)."""
+    real_copy = shutil.copyfile
+    best_writes = {"n": 0}
+
+    def copyfile(source, target):
+        if "checkpoint_best" in str(target):
+            best_writes["n"] += 1
+            if best_writes["n"] == 2:
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return real_copy(source, target)
+
+    monkeypatch.setattr(shutil, "copyfile", copyfile)
+    bleu = iter([10.0, 20.0, 30.0])
+    trainer = make_trainer(corpus, tmp_path, bleu_fn=lambda model: next(bleu), max_tokens=24, valid_bleu=True,
+                           best_metric="bleu", save_interval_updates=2, max_updates=6)
+    with pytest.raises(CheckpointWriteError, match=r"checkpoint_best.pt: cannot write checkpoint: \[Errno 28\] "
+                                                   r"No space left on device \(.* free in "):
+        trainer.train()
+    last = load_checkpoint(tmp_path / "checkpoint_last.pt")
+    best = load_checkpoint(tmp_path / "checkpoint_best.pt")
+    assert last["trainer"]["best"] == best["metrics"]["valid_bleu"] == 10.0
+    assert last["update"] == best["update"] == 2
+    assert not list(tmp_path.glob(".*.tmp"))
+
+
+def test_a_second_trainer_on_the_same_directory_is_refused(corpus, tmp_path):
+    tmp_path.mkdir(exist_ok=True)
+    with open(tmp_path / ".nmt-train.lock", "w") as holder:
+        fcntl.flock(holder, fcntl.LOCK_EX | fcntl.LOCK_NB)  # what a running trainer holds
+        holder.write("4242\n")
+        holder.flush()
+        with pytest.raises(OutputDirLocked, match=rf"{tmp_path}: another nmt-train \(pid 4242\) is training in this "
+                                                  r"directory \(.*\.nmt-train\.lock is locked\)"):
+            make_trainer(corpus, tmp_path, max_updates=2).train()
+        assert not (tmp_path / "checkpoint_last.pt").exists()
+    assert make_trainer(corpus, tmp_path, max_updates=2).train().update == 2  # released: trains
+    assert make_trainer(corpus, tmp_path, max_updates=3).train().update == 3  # and the lock was released again
+
+
+# ---------------------------------------------------------------------- weight decay
+@pytest.mark.parametrize("family", model_families())
+def test_weight_decay_shrinks_weights_but_not_biases_or_norms(family):
+    """AdamW, zero gradient: m = v = 0, so the Adam term is 0 and a decayed parameter becomes
+    w * (1 - lr * wd) (Loshchilov & Hutter 2019, Alg. 2); biases and LayerNorm gains/biases
+    (fewer than two dimensions) must not change at all."""
+    model, _ = tiny_model(20, 20, family=family)
+    lr, wd = 0.01, 0.5
+    optimizer = build_optimizer(model.parameters(), train_config(lr=lr, weight_decay=wd), torch.device("cpu"))
+    before = {name: p.detach().clone() for name, p in model.named_parameters()}
+    for p in model.parameters():
+        p.grad = torch.zeros_like(p)
+    optimizer.step()
+    norms = [name for name, module in model.named_modules() if isinstance(module, nn.LayerNorm)]
+    for name, p in model.named_parameters():
+        if p.ndim < 2:
+            assert torch.equal(p.detach(), before[name]), f"{name} decayed"
+        else:
+            torch.testing.assert_close(p.detach(), before[name] * (1 - lr * wd), rtol=1e-6, atol=0)
+    assert any(name.endswith("bias") for name in before)
+    assert family in ("char2char", "char2word") or any(f"{n}.weight" in before for n in norms)  # RNNs: no LayerNorm
+
+
+def test_resume_refuses_a_run_whose_optimizer_decayed_every_parameter(corpus, tmp_path):
+    trainer = make_trainer(corpus, tmp_path, max_updates=2, weight_decay=0.1)
+    trainer.train()
+    state = load_checkpoint(tmp_path / "checkpoint_last.pt")
+    old = torch.optim.AdamW(trainer.model.parameters(), lr=1e-3, weight_decay=0.1)  # one group, as before
+    state["trainer"]["optimizer"] = old.state_dict()
+    save_checkpoint(tmp_path / "checkpoint_last.pt", {k: v for k, v in state.items() if k not in ("format", "version")})
+    with pytest.raises(ConfigError, match=r"the optimizer's parameter groups were \[\d+\] parameters and are "
+                                          r"\[\d+, \d+\] now"):
+        make_trainer(corpus, tmp_path, max_updates=4, weight_decay=0.1).train()
