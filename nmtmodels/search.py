@@ -46,6 +46,13 @@ Conventions
 
   ``"beam"`` and ``"top"`` are heuristics: a longer hypothesis that the length penalty would
   rank higher can be lost.  They do less work per sentence (see benchmarks/README.md).
+* Every row gets at least one hypothesis.  A row none of whose beams finished (only when
+  the model gives NaN or -inf log-probabilities: at the length limit EOS is the only
+  allowed token) gets its best live hypothesis at the point it stopped, marked
+  ``finished=False``: no EOS, ``score`` = its log-probability without length penalty, one
+  positional score per token.  ``nmt-translate`` writes it and warns, so no output line goes
+  missing or shifts.  Greedy search emits EOS at the length limit whatever its
+  log-probability, so it always finishes.
 """
 from __future__ import annotations
 
@@ -110,6 +117,7 @@ class Hypothesis:
     score: float
     positional_scores: list[float]
     attention: Tensor | None = None
+    finished: bool = True  # False: no beam reached EOS (module doc)
 
     @property
     def log_prob(self) -> float:
@@ -434,6 +442,10 @@ def _beam_search(model: Seq2SeqModel, batch: Batch, cfg: DecodeConfig, scorer: H
             top_finished = top_finished | eos_first[:, 0]
             done = top_finished & (finished.worst[rows] > -math.inf)  # nbest hypotheses are kept
         done = done | (max_len < step)
+        for i in done.nonzero().flatten().tolist():
+            if not finished.lists[int(rows[i])]:
+                finished.lists[int(rows[i])].append(
+                    _best_unfinished(i, k, tokens, scores, cumulative, attention_history, decoder.memory_pad_mask))
         if bool(done.all()):
             break
         if bool(done.any()):
@@ -454,6 +466,18 @@ def _beam_search(model: Seq2SeqModel, batch: Batch, cfg: DecodeConfig, scorer: H
             attention_history = torch.cat([attention_history[parents], attention[parents].unsqueeze(1)], 1)
 
     return finished.lists
+
+
+def _best_unfinished(row: int, k: int, tokens: Tensor, scores: Tensor, cumulative: Tensor,
+                     attention_history: Tensor | None, memory_pad_mask: Tensor) -> Hypothesis:
+    """The live hypothesis of active ``row`` with the highest log-probability (NaN ranks last)."""
+    beams = cumulative[row * k:(row + 1) * k]
+    best = row * k + int(torch.nan_to_num(beams, nan=-math.inf).argmax())
+    attention = None
+    if attention_history is not None:
+        attention = _trim_attention(attention_history[best], memory_pad_mask[best])
+    return Hypothesis(tokens=tokens[best, 1:].tolist(), score=float(beams[best - row * k]),
+                      positional_scores=scores[best].tolist(), attention=attention, finished=False)
 
 
 # --- greedy search ---------------------------------------------------------------------
@@ -490,8 +514,10 @@ def greedy_search(
                 scores = lprobs.new_zeros(rows.numel(), 0)
                 if return_attention:
                     attention_history = attention.new_zeros(rows.numel(), 0, attention.size(-1))
-            _constrain_(lprobs, step, min_len, max_len < step)
-            choice = lprobs.argmax(-1)
+            forced = max_len < step
+            _constrain_(lprobs, step, min_len, forced)
+            # at the limit EOS even if its log-probability is NaN or -inf (argmax could pick PAD)
+            choice = torch.where(forced, EOS_ID, lprobs.argmax(-1))
             tokens = torch.cat([tokens, choice.unsqueeze(1)], 1)
             scores = torch.cat([scores, lprobs.gather(1, choice.unsqueeze(1))], 1)
             if attention_history is not None:

@@ -229,6 +229,63 @@ def test_min_length_is_respected():
         assert [len(h.tokens) for h in greedy_search(model, batch, min_len=min_len)] == [min_len] * len(SOURCES)
 
 
+@torch.no_grad()
+def prefix_log_probs(model: ToyModel, batch: Batch, row: int, outputs: list[list[int]]) -> list[float]:
+    """Teacher-forced log P(y | x) of each output without an EOS (all of the same length)."""
+    single = batch.select(torch.tensor([row]))
+    encoder_out = model.encode(single.select(torch.zeros(len(outputs), dtype=torch.long)))
+    tgt_in = torch.tensor([[BOS_ID, *y[:-1]] for y in outputs])
+    logits, _ = model.decode(tgt_in, encoder_out)
+    lps = logits.log_softmax(-1).gather(-1, torch.tensor(outputs).unsqueeze(-1)).squeeze(-1)
+    return lps.sum(-1).tolist()
+
+
+def test_rows_whose_beams_never_finish_get_their_best_unfinished_hypothesis():
+    """EOS has probability 0 (logit -inf), so no beam can finish at the length limit: every
+    row still gets one hypothesis, the most probable prefix of the limit's length."""
+    model = ToyModel(seed=1, eos_bias=-math.inf)
+    batch = make_batch(SOURCES)
+    cfg = DecodeConfig(beam=9, length_penalty=1.0, max_len_a=0.0, max_len_b=2)  # 9 = every 2-token prefix
+    results = beam_search(model, batch, cfg)
+    assert [len(row) for row in results] == [1, 1, 1]
+    for row, (hypothesis,) in enumerate(results):
+        outputs = [list(y) for y in itertools.product(OUTPUT_TOKENS, repeat=2)]
+        scores = prefix_log_probs(model, batch, row, outputs)
+        best = max(range(len(outputs)), key=scores.__getitem__)
+        assert not hypothesis.finished
+        assert hypothesis.tokens == outputs[best]
+        assert hypothesis.score == pytest.approx(scores[best], abs=1e-9)  # log P, no length penalty
+        assert len(hypothesis.positional_scores) == 2 and hypothesis.log_prob == pytest.approx(scores[best], abs=1e-9)
+    assert all(h.finished for row in beam_search(ToyModel(seed=1), batch, cfg) for h in row)
+
+
+def test_nan_model_still_gives_one_hypothesis_per_row():
+    model = ToyModel(seed=1)
+    with torch.no_grad():
+        model.w_out.fill_(math.nan)
+    batch = make_batch(SOURCES)
+    for cfg in (DecodeConfig(beam=3, nbest=2), DecodeConfig(beam=2, early_stop="beam"), DecodeConfig(beam=2, early_stop="top")):
+        results = beam_search(model, batch, cfg)
+        assert [len(row) for row in results] == [1, 1, 1]
+        assert all(not row[0].finished for row in results)
+    greedy = greedy_search(model, batch, 0.0, 3)
+    assert len(greedy) == 3 and all(h is not None and len(h.tokens) <= 3 for h in greedy)
+
+
+def test_greedy_ends_at_the_limit_even_if_eos_is_impossible():
+    model = ToyModel(seed=1, eos_bias=-math.inf)
+    decode = model.decode
+
+    def bounded(*args, **kwargs):  # the old search looped for ever here (argmax over -inf picked PAD)
+        assert model.decode_calls < 50, "greedy search did not stop at its length limit"
+        return decode(*args, **kwargs)
+
+    model.decode = bounded
+    hypotheses = greedy_search(model, make_batch(SOURCES), 0.0, 3)
+    assert [len(h.tokens) for h in hypotheses] == [3, 3, 3]
+    assert all(PAD_ID not in h.tokens for h in hypotheses)
+
+
 def test_gamma_hard_stop():
     model = ToyModel(seed=0, eos_bias=-30.0)
     batch = make_batch(SOURCES)
