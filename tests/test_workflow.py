@@ -32,7 +32,7 @@ def snakemake(workdir: Path, *args: str, check: bool = True, extra_env: dict | N
 def test_dry_run_full_scale_plans_every_corpus_without_data(tmp_path):
     full = yaml.safe_load((ROOT / "configs/full.yaml").read_text())
     proc = snakemake(tmp_path, "-n", "all", "--cores", "1", "--configfile", str(ROOT / "configs/full.yaml"),
-                     extra_env={"NMT_DATA_MIRROR": str(tmp_path / "no-mirror")})
+                     "--config", "require_licensed_data=False", extra_env={"NMT_DATA_MIRROR": str(tmp_path / "no-mirror")})
     jobs = planned_jobs(proc.stdout)
     assert jobs["train"] == sum(
         1 for spec in full["experiments"].values() for c in spec["corpora"] if c in full["active_corpora"]
@@ -81,7 +81,8 @@ def test_dry_run_multi_reference_tokenised_bleu_gets_every_tokenised_reference(t
     concatenation = f"{experiments}/lattice_1best_jieba/nist_zh_en/concat/ALL.scores.json"
     comparison = f"{experiments}/lattice_lpe_nist/nist_zh_en/significance/mt02.vs.lattice_1best_jieba.json"
     proc = snakemake(tmp_path, "-n", "-p", score, concatenation, comparison, "--cores", "1",
-                     "--configfile", str(ROOT / "configs/full.yaml"), extra_env={"NMT_DATA_MIRROR": str(tmp_path / "no-mirror")})
+                     "--configfile", str(ROOT / "configs/full.yaml"), "--config", "require_licensed_data=False",
+                     extra_env={"NMT_DATA_MIRROR": str(tmp_path / "no-mirror")})
     jobs = planned_job_details(proc.stdout)
     mt02 = [f"{data}/tok/mt02.zh-en.en", f"{data}/tok/mt02.ref1.zh-en.en", f"{data}/tok/mt02.ref2.zh-en.en",
             f"{data}/tok/mt02.ref3.zh-en.en"]

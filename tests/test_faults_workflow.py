@@ -1,0 +1,164 @@
+"""Workflow faults (docs/faults.md, "Workflow"): moving the data or adding a test set reruns
+nothing upstream, a repaired mirror file is fetched again, missing licensed files stop the
+DAG build with one list, and a failed job shows its log on the console."""
+from __future__ import annotations
+
+import gzip
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.snakemake_output import planned_job_details
+from tests.test_workflow import MIRROR, ROOT, snakemake
+from workflow_scripts import workflow_config as wc
+
+CI = ["--configfile", str(ROOT / "configs/ci.yaml")]
+# One corpus and one experiment of the miniature: the smallest run with every data step,
+# BPE learning and a training.
+SUBSET = ["--config", "active_corpora=[multi30k_en_de]", "active_experiments=[baseline]"]
+needs_mirror = pytest.mark.skipif(not (MIRROR / "multi30k").is_dir(), reason=f"no corpus mirror at {MIRROR}")
+
+
+def jobs_of(proc) -> list[dict]:
+    return planned_job_details(proc.stdout)
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    """The baseline on multi30k_en_de, trained, decoded and scored from the mirror."""
+    if not (MIRROR / "multi30k").is_dir():
+        pytest.skip(f"corpus mirror not found at {MIRROR} (set NMT_DATA_MIRROR)")
+    workdir = tmp_path_factory.mktemp("trained")
+    snakemake(workdir, "all", "--cores", "2", *CI, *SUBSET)
+    return workdir
+
+
+@pytest.mark.slow
+def test_moving_the_data_and_adding_a_test_set_rerun_nothing_upstream(trained, tmp_path):
+    # Another mirror (same bytes, new mtimes) and a licensed directory now set: nothing to do.
+    moved = tmp_path / "mirror"
+    shutil.copytree(MIRROR / "multi30k", moved / "multi30k", copy_function=shutil.copy)
+    licensed = tmp_path / "licensed"
+    (licensed / "extra").mkdir(parents=True)
+    env = {"NMT_DATA_MIRROR": str(moved), "NMT_LICENSED_DATA": str(licensed)}
+    again = snakemake(trained, "-n", "all", "--cores", "1", *CI, *SUBSET, extra_env=env)
+    assert "Nothing to be done" in again.stdout + again.stderr, again.stdout[-3000:]
+
+    # A new test set: one file below the licensed directory, one at an absolute path.
+    with gzip.open(MIRROR / "multi30k" / "test_2016_flickr.en.gz", "rt", encoding="utf-8") as handle:
+        english = handle.read().splitlines()[:20]
+    with gzip.open(MIRROR / "multi30k" / "test_2016_flickr.de.gz", "rt", encoding="utf-8") as handle:
+        german = handle.read().splitlines()[:20]
+    (licensed / "extra" / "extra.en").write_text("\n".join(english) + "\n", encoding="utf-8")
+    absolute = tmp_path / "elsewhere" / "extra.de"
+    absolute.parent.mkdir()
+    absolute.write_text("\n".join(german) + "\n", encoding="utf-8")
+    overlay = tmp_path / "extra.yaml"
+    overlay.write_text(yaml.safe_dump({"corpora": {"multi30k_en_de": {
+        "downloads": {"extra.en": {"local": "extra/extra.en"}, "extra.de": {"local": str(absolute)}},
+        "splits": {"extra": [{"format": "plain", "files": {"en": "extra.en", "de": "extra.de"}}]},
+        "test_sets": ["test_2016_flickr", "extra"],
+    }}}))
+    proc = snakemake(trained, "-n", "-p", "all", "--cores", "1", *CI, str(overlay), *SUBSET, extra_env=env)
+    jobs = jobs_of(proc)
+    rules = {job["rule"] for job in jobs}
+    assert not rules & {"learn_bpe", "train", "char_vocab", "joint_vocab"}, sorted(rules)
+    for job in jobs:
+        if job["rule"] in ("fetch", "extract", "preprocess", "apply_bpe", "char_encode", "translate", "score"):
+            assert all("extra" in output for output in job["output"]), job
+    assert {"fetch", "extract", "preprocess", "translate", "score"} <= rules
+
+    # The new test set's data is made from the licensed and the absolute file.
+    target = "results/data/multi30k_en_de/tok/extra.en-de.de"
+    snakemake(trained, target, "--cores", "1", *CI, str(overlay), *SUBSET, extra_env=env)
+    assert len((trained / target).read_text(encoding="utf-8").splitlines()) == 20
+    record = json.loads((trained / "resources/downloads/multi30k_en_de/extra.de.origin.json").read_text())
+    assert (record["origin"], record["source"]) == ("licensed", str(absolute))
+
+
+def fetch_target(workdir: Path, name: str, entry: dict, mirror: Path, *args: str, check: bool = True):
+    overlay = workdir.parent / f"{workdir.name}-{name}.yaml"
+    overlay.write_text(yaml.safe_dump({"corpora": {"multi30k_en_de": {"downloads": {name: entry}}}}))
+    return snakemake(workdir, f"resources/downloads/multi30k_en_de/{name}", "--cores", "1", *args,
+                     "--configfile", str(overlay), check=check, extra_env={"NMT_DATA_MIRROR": str(mirror)})
+
+
+def test_a_repaired_mirror_file_without_checksum_is_fetched_again(tmp_path):
+    mirror, workdir = tmp_path / "mirror", tmp_path / "work"
+    (mirror / "multi30k").mkdir(parents=True)
+    damaged = mirror / "multi30k" / "val.en.gz"
+    damaged.write_bytes(gzip.compress(b"bad \xff byte\n"))
+    entry = {"url": "http://127.0.0.1:9/unused", "mirror": "multi30k/val.en.gz"}  # the mirror comes first
+    fetch_target(workdir, "val_unchecked.en", entry, mirror)
+    unchanged = fetch_target(workdir, "val_unchecked.en", entry, mirror, "-n")
+    assert "Nothing to be done" in unchanged.stdout + unchanged.stderr
+    damaged.write_bytes(gzip.compress(b"good text\n"))  # repaired in place
+    assert [job["rule"] for job in jobs_of(fetch_target(workdir, "val_unchecked.en", entry, mirror, "-n", "-p"))] == ["fetch"]
+    fetch_target(workdir, "val_unchecked.en", entry, mirror)
+    assert gzip.decompress((workdir / "resources/downloads/multi30k_en_de/val_unchecked.en").read_bytes()) == b"good text\n"
+
+
+def test_a_failed_local_job_shows_its_log_on_the_console(tmp_path):
+    """The default workflow profile (profiles/default) sets show-failed-logs: the console
+    carries the job's own error (here a checksum mismatch naming the mirror file)."""
+    mirror = tmp_path / "mirror"
+    (mirror / "multi30k").mkdir(parents=True)
+    (mirror / "multi30k" / "val.en.gz").write_bytes(gzip.compress(b"not the real file\n"))
+    entry = yaml.safe_load((ROOT / "config.yaml").read_text())["corpora"]["multi30k_en_de"]["downloads"]["val.en"]
+    proc = fetch_target(tmp_path / "work", "val.en", entry, mirror, check=False)
+    assert proc.returncode != 0
+    console = proc.stdout + proc.stderr
+    assert f"{mirror / 'multi30k' / 'val.en.gz'}: sha256 mismatch" in console
+    bare = fetch_target(tmp_path / "bare", "val.en", entry, mirror, "--workflow-profile", "none", check=False)
+    assert bare.returncode != 0 and "sha256 mismatch" not in bare.stdout + bare.stderr
+
+
+def licensed_relative_paths(config: dict) -> set[str]:
+    return {entry["local"] for corpus in config["active_corpora"]
+            for entry in config["corpora"][corpus]["downloads"].values() if entry.get("local")}
+
+
+def full_config() -> dict:
+    from snakemake.utils import update_config
+
+    config = yaml.safe_load((ROOT / "config.yaml").read_text())
+    update_config(config, yaml.safe_load((ROOT / "configs/full.yaml").read_text()))
+    return config
+
+
+def test_missing_licensed_files_stop_even_a_dry_run_with_one_list(tmp_path):
+    full = ["-n", "all", "--cores", "1", "--configfile", str(ROOT / "configs/full.yaml")]
+    no_mirror = {"NMT_DATA_MIRROR": str(tmp_path / "no-mirror"), "NMT_LICENSED_DATA": ""}
+    proc = snakemake(tmp_path / "work", *full, check=False, extra_env=no_mirror)
+    console = proc.stdout + proc.stderr
+    assert proc.returncode != 0 and "Job stats" not in console
+    wanted = licensed_relative_paths(full_config())
+    assert wanted, "configs/full.yaml has licensed corpora"
+    listed = {line.split()[0].removeprefix("<licensed_data_dir>/") for line in console.splitlines()
+              if line.startswith("  <licensed_data_dir>/")}
+    assert listed == wanted
+    assert "licensed_data_dir" in console and "NMT_LICENSED_DATA" in console
+
+    licensed, left_out = tmp_path / "licensed", min(wanted)
+    for path in wanted - {left_out}:
+        (licensed / path).parent.mkdir(parents=True, exist_ok=True)
+        (licensed / path).touch()
+    proc = snakemake(tmp_path / "work", *full, check=False, extra_env={**no_mirror, "NMT_LICENSED_DATA": str(licensed)})
+    missing = [line.split()[0] for line in (proc.stdout + proc.stderr).splitlines() if line.startswith(f"  {licensed}")]
+    assert proc.returncode != 0 and missing == [str(licensed / left_out)]
+    assert not (tmp_path / "work" / "resources").exists()
+
+
+def test_preprocessing_parameter_carries_blank_references_only_when_not_the_default():
+    """The default leaves the preprocess parameter as it was (no rerun of existing runs);
+    'fail' is part of it for dev and test sets only."""
+    config = yaml.safe_load((ROOT / "config.yaml").read_text())
+    before = wc.corpus_spec_json(config, "multi30k_en_de", wc.preprocessing_spec)
+    for split in ("train", "dev", "test_2016_flickr"):
+        assert wc.split_preprocessing_spec_json({**config, "blank_references": "warn"}, "multi30k_en_de", split) == before
+    strict = {**config, "blank_references": "fail"}
+    assert wc.split_preprocessing_spec_json(strict, "multi30k_en_de", "train") == before
+    assert json.loads(wc.split_preprocessing_spec_json(strict, "multi30k_en_de", "dev"))["blank_references"] == "fail"
