@@ -6,7 +6,7 @@ import json
 import pytest
 
 from nmtmodels.checkpoint import save_checkpoint
-from nmtmodels.tests.helpers_e import tiny_model
+from nmtmodels.tests.copy_task_fixtures import tiny_model
 from nmtmodels.vocab import Vocabulary
 from workflow_scripts import model_info
 from nmtmodels.textio import DataError

@@ -13,7 +13,7 @@ import torch
 from nmtmodels import checkpoint as ckpt
 from nmtmodels.checkpoint import (CheckpointError, CheckpointWriteError, average_checkpoints,
                                   load_checkpoint, numbered_checkpoints, save_checkpoint)
-from nmtmodels.tests.helpers_e import tiny_model
+from nmtmodels.tests.copy_task_fixtures import tiny_model
 from nmtmodels.textio import DataError
 
 

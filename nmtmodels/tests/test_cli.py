@@ -18,7 +18,7 @@ from nmtmodels.checkpoint import average_checkpoints, load_checkpoint, numbered_
 from nmtmodels.data import ParallelDataset
 from nmtmodels.search import DecodeConfig
 from nmtmodels.postprocess import postprocess
-from nmtmodels.tests.helpers_e import LETTERS, copy_task, write_lines
+from nmtmodels.tests.copy_task_fixtures import LETTERS, copy_task, write_lines
 from nmtmodels.train import EXIT_REQUEUE, make_bleu_fn
 
 REPO = Path(__file__).resolve().parents[2]

@@ -19,7 +19,7 @@ import torch.multiprocessing as mp
 from nmtmodels.checkpoint import load_checkpoint
 from nmtmodels.data import ParallelDataset
 from nmtmodels.distributed import DistributedContext, init_from_env
-from nmtmodels.tests.helpers_e import copy_task, tiny_model, train_config, write_lines
+from nmtmodels.tests.copy_task_fixtures import copy_task, tiny_model, train_config, write_lines
 from nmtmodels.train import Trainer
 from nmtmodels.vocab import Vocabulary
 

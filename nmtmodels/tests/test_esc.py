@@ -329,7 +329,7 @@ def test_gamma_hard_stop_and_final_scores_recomputed_from_attention() -> None:
 def test_cli_trains_fusion_model_initialises_from_checkpoint_and_caps_by_ratio(tmp_path, capsys) -> None:
     from nmtmodels import cli
     from nmtmodels.checkpoint import load_checkpoint
-    from nmtmodels.tests.helpers_e import LETTERS, copy_task, write_lines
+    from nmtmodels.tests.copy_task_fixtures import LETTERS, copy_task, write_lines
 
     threads = torch.get_num_threads()
     try:

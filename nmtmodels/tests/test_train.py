@@ -19,7 +19,7 @@ from nmtmodels.checkpoint import CheckpointWriteError, load_checkpoint, numbered
 from nmtmodels.configuration import ConfigError, from_dict
 from nmtmodels.data import ParallelDataset, Ragged
 from nmtmodels.registry import model_families
-from nmtmodels.tests.helpers_e import copy_task_corpus, tiny_model, train_config
+from nmtmodels.tests.copy_task_fixtures import copy_task_corpus, tiny_model, train_config
 from nmtmodels.train import (InverseSqrtSchedule, OutputDirLocked, Trainer, TrainConfig, TrainingDiverged,
                              _ProjectedLabelSmoothedCrossEntropy, build_optimizer, label_smoothed_nll_loss)
 

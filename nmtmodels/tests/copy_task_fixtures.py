@@ -1,4 +1,5 @@
-"""Shared helpers for helper E's tests (vocab, data, train, checkpoint, CLI)."""
+"""Copy-task corpora, tiny models and short training configs for the tests that train,
+decode or checkpoint a model (vocab, data, train, checkpoint, CLI, distributed, CUDA, ESC)."""
 from __future__ import annotations
 
 import random
