@@ -8,8 +8,8 @@ Two code paths give the same numbers:
   when the caller asks for the head-averaged weights (decoder cross-attention for
   coverage penalties / alignment output) or passes :class:`RelationTerms`, and on CPU for
   a single query (one incremental-decoding step), where two batched matrix products are
-  about 2.5x faster than torch 2.13's CPU flash-attention kernel at 20 keys
-  (benchmarks/README.md, "Decoding").
+  faster than torch's CPU flash-attention kernel at the key lengths of a sentence
+  (timings: benchmarks/README.md, "Where the time goes").
 
 Relation terms (Shaw et al. 2018; lattice-transformer paper eq. 4-5) add a learned
 vector per relation to every key and value, shared by all heads::
@@ -48,12 +48,10 @@ def avoid_per_shape_attention_kernels() -> None:
     """Switch off the cuDNN backend of ``scaled_dot_product_attention`` (process-wide).
 
     torch picks cuDNN's attention first for bf16 on recent GPUs, and cuDNN builds an execution
-    graph for every new (batch, length) shape, a few hundred milliseconds each, before caching
-    it. Our batches are bucketed by length and every beam-search step has a new key length, so
-    it keeps building: on an H100, bf16 training ran at 2.4 updates/s on its first pass over
-    50 batches (42 once cached) and beam search took 16.5 s instead of 0.9 s (benchmarks/README.md,
-    "On a GPU"). Flash and memory-efficient attention need no per-shape set-up. The trainer and
-    :func:`nmtmodels.train.translate_dataset` call this on CUDA."""
+    graph for every new (batch, length) shape before caching it. Our batches are bucketed by
+    length and every beam-search step has a new key length, so it keeps building (timings:
+    benchmarks/README.md, "On a GPU"). Flash and memory-efficient attention need no per-shape
+    set-up. The trainer and :func:`nmtmodels.train.translate_dataset` call this on CUDA."""
     torch.backends.cuda.enable_cudnn_sdp(False)
 
 
