@@ -50,7 +50,7 @@ import urllib.request
 import zlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -165,7 +165,7 @@ def missing_licensed(
     setting = f"licensed_data_dir is {licensed_root}" if licensed_root is not None else "licensed_data_dir is not set"
     header = (f"licensed data missing: {len(missing)} file(s) that the active corpora need are not there ({setting}: "
               f"set licensed_data_dir in the config or the environment variable {LICENSED_ENV}; a dry run without "
-              "them: --config require_licensed_data=false):")
+              "them: --config require_licensed_data=False):")
     lines = [header] + [f"  {path}  ({', '.join(keys)})" for path, keys in missing.items()]
     return "\n".join(lines)
 
@@ -219,7 +219,7 @@ def _write_record(output: Path, name: str, spec: Mapping[str, Any], source: Sour
         "download": name, "origin": source.kind, "source": source.location, **state,
         "source_sha256": source_sha256, "sha256": content,
         "fingerprint": _fingerprint(spec, source, source_sha256),
-        "fetched": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "fetched": datetime.now(UTC).isoformat(timespec="seconds"),
     }
     atomic_write_text(record_path(output), json.dumps(record, indent=1, sort_keys=True) + "\n")
 
@@ -264,7 +264,7 @@ def source_fingerprint(
 
 
 def origin_note(path: str | os.PathLike, downloads_dir: str | os.PathLike) -> str:
-    """`` (a copy of SOURCE, from the ORIGIN)`` for an error about a file below
+    """`` (a copy of PATH)`` or `` (downloaded from URL)`` for an error about a file below
     ``downloads_dir`` (``NAME``, ``NAME:member`` or ``NAME/member``) whose download has a
     record; "" otherwise."""
     try:
@@ -276,7 +276,7 @@ def origin_note(path: str | os.PathLike, downloads_dir: str | os.PathLike) -> st
     record = read_record(Path(downloads_dir) / relative.parts[0])
     if not record or not record.get("source"):
         return ""
-    return f" (a copy of {record['source']}, from the {record.get('origin', 'source')})"
+    return f" ({'downloaded from' if record.get('origin') == 'url' else 'a copy of'} {record['source']})"
 
 
 # ----------------------------------------------------------------------------- fetching
