@@ -206,7 +206,7 @@ def load_checkpoint(path: str | os.PathLike, map_location: str | torch.device = 
         raise CheckpointError(f"{path}: cannot read ({exc.strerror or exc})") from None
     try:
         state = torch.load(path, map_location=map_location, weights_only=True)
-    except Exception as exc:  # torch raises many types for corrupt or foreign files
+    except Exception as exc:  # noqa: BLE001 - torch raises many types for corrupt or foreign files
         raise CheckpointError(f"{path}: not a readable checkpoint ({type(exc).__name__}: {exc})") from None
     if not isinstance(state, dict) or state.get("format") != FORMAT:
         raise CheckpointError(f"{path}: not an nmtmodels checkpoint")

@@ -7,30 +7,57 @@ tokenised and BPE-encoded (or character-separated); post-processing is
 inline.
 
 Exit codes: 0 success; 2 bad configuration, data or checkpoint (the message names the
-key, file and line); 75 (:data:`nmtmodels.train.EXIT_REQUEUE`) training interrupted by
+key, file and line), training diverged (:class:`nmtmodels.train.TrainingDiverged`), another
+trainer in the output directory, or a failed write (full disk: the file and the free
+space); 75 (:data:`nmtmodels.train.EXIT_REQUEUE`) training interrupted by
 SIGTERM/SIGUSR1 after writing ``checkpoint_last.pt``: rerun the same command to resume.
+Every such failure is one line on stderr.
+
+``nmt-translate`` writes exactly one output line per input line (``nbest`` lines with
+``--nbest``), in input order: a sentence whose beams never finish gets its best unfinished
+hypothesis and a warning naming its line (see :mod:`nmtmodels.search`).  It refuses a
+checkpoint whose parameters hold NaN or inf, and warns when more than
+:data:`UNKNOWN_WARNING_RATE` of the source tokens are not in the vocabulary.  Input and
+output are UTF-8 whatever the locale: standard input is read as bytes and decoded line by
+line, an invalid line giving the same ``<stdin>:LINE: invalid UTF-8`` error as ``--input``.
 """
 from __future__ import annotations
 
 import argparse
+import errno
 import hashlib
+import shutil
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import torch
 import yaml
 
-from nmtmodels.checkpoint import CheckpointError, average_checkpoints, load_checkpoint, numbered_checkpoints, save_checkpoint
-from nmtmodels.configuration import ConfigError, from_dict, load_yaml, plain_dict
+from nmtmodels.checkpoint import (
+    CheckpointError,
+    average_checkpoints,
+    load_checkpoint,
+    numbered_checkpoints,
+    save_checkpoint,
+)
+from nmtmodels.configuration import (
+    ConfigError,
+    from_dict,
+    load_yaml,
+    parse_yaml_value,
+    plain_dict,
+)
 from nmtmodels.data import ExtraField, ParallelDataset
 from nmtmodels.search import EARLY_STOP_RULES
+from nmtmodels.symbols import UNK_ID
 from nmtmodels.textio import DataError, atomic_output, read_lines
 from nmtmodels.vocab import Vocabulary, check_fingerprint
 
 SECTIONS = ("model", "train", "decode")
 EXIT_USAGE = 2
+UNKNOWN_WARNING_RATE = 0.10  # warn when more source tokens than this are <unk>
 
 
 def _fail(prog: str, message: str) -> int:
@@ -38,17 +65,41 @@ def _fail(prog: str, message: str) -> int:
     return EXIT_USAGE
 
 
+def _warn(prog: str, message: str) -> None:
+    print(f"{prog}: warning: {message}", file=sys.stderr, flush=True)
+
+
+def _os_error(exc: OSError) -> str:
+    """One line for a failed file operation: the file, the reason and, for a full disk or
+    quota, the free space."""
+    where = f"{exc.filename}: " if exc.filename else ""
+    message = f"{where}{exc.strerror or exc}"
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT) and exc.filename:
+        directory = Path(exc.filename).parent
+        try:
+            message += f" ({shutil.disk_usage(directory).free:,} bytes free in {directory})"
+        except OSError:
+            pass
+    return message
+
+
 def _run(prog: str, body: Callable[[], int]) -> int:
-    """Run ``body``; report expected failures (config, data, checkpoint) as one line."""
+    """Run ``body``; report expected failures (config, data, checkpoint, divergence, a
+    locked output directory, failed file operations) as one line."""
+    from nmtmodels.train import TrainingError
+
     try:
         return body()
-    except (ConfigError, DataError, CheckpointError) as exc:
+    except (ConfigError, DataError, CheckpointError, TrainingError) as exc:
         return _fail(prog, str(exc))
+    except OSError as exc:  # a full disk while writing metrics or outputs, unreadable files
+        return _fail(prog, _os_error(exc))
 
 
 # ---------------------------------------------------------------------- experiment config
 def apply_overrides(config: dict[str, Any], overrides: Sequence[str]) -> dict[str, Any]:
-    """Apply ``section.key[.sub]=value`` overrides (values parsed as YAML scalars/lists)."""
+    """Apply ``section.key[.sub]=value`` overrides (values parsed as YAML scalars/lists,
+    where ``1e9`` and ``1e-3`` are floats: :func:`nmtmodels.configuration.parse_yaml_value`)."""
     for item in overrides:
         key, sep, text = item.partition("=")
         path = key.strip().split(".")
@@ -57,7 +108,7 @@ def apply_overrides(config: dict[str, Any], overrides: Sequence[str]) -> dict[st
         if path[0] not in SECTIONS:
             raise ConfigError(f"--set {item!r}: unknown section {path[0]!r} (known: {', '.join(SECTIONS)})")
         try:
-            value = yaml.safe_load(text)
+            value = parse_yaml_value(text)
         except yaml.YAMLError as exc:
             raise ConfigError(f"--set {item!r}: value is not valid YAML ({exc})") from None
         node = config
@@ -255,6 +306,11 @@ def load_model_from_checkpoint(path: str, device: torch.device) -> tuple[torch.n
         if vocab.tokens != tokens or vocab.fingerprint() != state["vocab"][f"{side}_fingerprint"]:
             raise CheckpointError(f"{path}: the stored {side} vocabulary is inconsistent with its fingerprint")
         vocabs.append(vocab)
+    broken = [name for name, tensor in state["model"].items()
+              if tensor.is_floating_point() and not bool(torch.isfinite(tensor).all())]
+    if broken:
+        raise CheckpointError(f"{path}: {len(broken)} parameter tensors hold NaN or inf (first: {broken[0]}); "
+                              "the training run diverged, use an earlier checkpoint")
     model_cfg = ModelConfig.from_dict(state["model_config"], where=f"{path}: model_config")
     model = build_model(model_cfg, len(vocabs[0]), len(vocabs[1]))
     try:
@@ -346,30 +402,104 @@ def _translate(args: argparse.Namespace) -> int:
         args.input, None, src_vocab, None,
         extras={n: ExtraField(paths[0], pads[n], tokens) for n, (tokens, paths) in extras.items()},
         max_positions=model.max_positions(), too_long=too_long)
+    unknown = _UnknownRate(args.input)
+    unknown.add(dataset)
+    unknown.warn()
     results = run(dataset)
-    lines = [line for i, hyps in enumerate(results) for line in render(i, hyps)]
+    _warn_unfinished(args.input, results, dataset.line_numbers)
+    lines = []
+    for i, hyps in enumerate(results):
+        rendered = render(i, hyps)
+        if not rendered:  # the search guarantees a hypothesis per sentence; never shift lines
+            raise RuntimeError(f"{args.input}:{dataset.line_numbers[i]}: the search returned no hypothesis")
+        lines.extend(rendered)
     if args.output:
         with atomic_output(args.output) as handle:
             handle.writelines(f"{line}\n" for line in lines)
     else:
-        sys.stdout.writelines(f"{line}\n" for line in lines)
-        sys.stdout.flush()
+        _write_stdout(lines)
     return 0
 
 
+class _UnknownRate:
+    """Counts source tokens that map to <unk> (the appended EOS not counted); warns once."""
+
+    def __init__(self, name: str):
+        self.name, self.unknown, self.tokens, self.warned = name, 0, 0, False
+
+    def add(self, dataset: ParallelDataset) -> None:
+        data = dataset.src.data
+        self.unknown += int((data == UNK_ID).sum())
+        self.tokens += len(data) - len(dataset)
+
+    def warn(self, min_tokens: int = 0) -> None:
+        if self.warned or self.tokens < max(min_tokens, 1) or self.unknown <= UNKNOWN_WARNING_RATE * self.tokens:
+            return
+        self.warned = True
+        _warn("nmt-translate", f"{self.name}: {self.unknown / self.tokens:.1%} of the source tokens "
+                               f"({self.unknown:,} of {self.tokens:,}) are not in the checkpoint's vocabulary; "
+                               "is the input tokenised and BPE-encoded like the training source?")
+
+
+def _warn_unfinished(name: str, results: list[list[Any]], line_numbers: Sequence[int]) -> None:
+    lines = [int(line_numbers[i]) for i, hyps in enumerate(results) if hyps and not getattr(hyps[0], "finished", True)]
+    if lines:
+        shown = ", ".join(map(str, lines[:10])) + (", ..." if len(lines) > 10 else "")
+        _warn("nmt-translate", f"{name}: {len(lines)} sentence(s) (line {shown}) had no hypothesis ending in </s> "
+                               "within the length limit; wrote the best unfinished one (a diverged model?)")
+
+
+def _write_stdout(lines: Sequence[str]) -> None:
+    """Lines to stdout as UTF-8 whatever the locale's encoding, flushed."""
+    sys.stdout.flush()
+    binary = getattr(sys.stdout, "buffer", None)
+    if binary is None:
+        sys.stdout.writelines(f"{line}\n" for line in lines)
+        sys.stdout.flush()
+        return
+    binary.write("".join(f"{line}\n" for line in lines).encode("utf-8"))
+    binary.flush()
+
+
+def _stdin_lines() -> Iterator[bytes]:
+    binary = getattr(sys.stdin, "buffer", None)
+    if binary is not None:
+        yield from binary
+    else:  # a text stream without bytes underneath (tests, embedding)
+        for line in sys.stdin:
+            yield line.encode("utf-8", "surrogateescape")
+
+
 def _interactive(model: torch.nn.Module, src_vocab: Vocabulary, run: Callable, render: Callable, too_long: str) -> int:
-    """One line in, its translation out (flushed); a bad line gives an error on stderr and
-    an empty output line, so input and output stay aligned."""
-    for number, line in enumerate(sys.stdin, start=1):
+    """One line in, its translation out (flushed); a bad line (invalid UTF-8, too long) gives
+    an error naming ``<stdin>:LINE`` on stderr and an empty output line, so input and output
+    stay aligned; the exit status is then 2 (after the last line)."""
+    failed = total = 0
+    unknown = _UnknownRate("<stdin>")
+    for number, raw in enumerate(_stdin_lines(), start=1):
+        total = number
         try:
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise DataError("<stdin>", f"invalid UTF-8 ({exc.reason} at byte {exc.start})", number) from None
+            if number == 1 and line.startswith("\ufeff"):
+                line = line[1:]
             dataset = ParallelDataset.from_lines([line.rstrip("\r\n")], src_vocab, max_positions=model.max_positions(),
                                                  too_long=too_long, name="<stdin>", first_line=number)
         except DataError as exc:
+            failed += 1
             print(f"nmt-translate: error: {exc}", file=sys.stderr, flush=True)
-            print(flush=True)
+            _write_stdout([""])
             continue
-        for out in render(number - 1, run(dataset)[0]):
-            print(out, flush=True)
+        unknown.add(dataset)
+        unknown.warn(min_tokens=100)
+        results = run(dataset)
+        _warn_unfinished("<stdin>", results, [number])
+        _write_stdout(render(number - 1, results[0]) or [""])
+    if failed:
+        return _fail("nmt-translate", f"{failed} of {total} input lines could not be translated "
+                                      "(their output lines are empty)")
     return 0
 
 

@@ -4,11 +4,17 @@
 suggestion) and values of the wrong type, naming the dotted key path, e.g.
 ``ConfigError: model.d_model: expected int, got str ('512')``.  Nested dataclass
 fields are built recursively.
+
+Numbers: PyYAML implements YAML 1.1, which reads ``1e-3``, ``1e9`` and ``1.0e9`` (no dot or
+no exponent sign) as strings.  :func:`load_yaml` and :func:`parse_yaml_value` read them as
+floats (the YAML 1.2 core schema), and a float field also accepts a string that is a
+decimal number in that syntax, for configs read by other YAML 1.1 loaders (Snakemake).
 """
 from __future__ import annotations
 
 import dataclasses
 import difflib
+import re
 import types
 import typing
 from pathlib import Path
@@ -17,6 +23,25 @@ from typing import Any, TypeVar
 import yaml
 
 T = TypeVar("T")
+
+# YAML 1.2 core schema floats (no .inf/.nan): digits with a dot and/or an exponent.
+_FLOAT = re.compile(r"[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?")
+
+
+class YamlLoader(yaml.SafeLoader):
+    """``yaml.SafeLoader`` that also reads exponent floats such as ``1e9``, ``1e-3``, ``1.0e9``."""
+
+
+YamlLoader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(r"^[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9_]+)[eE][-+]?[0-9]+$"),
+    list("-+0123456789."),
+)
+
+
+def parse_yaml_value(text: str) -> Any:
+    """A YAML value typed on a command line (``--set``), read with :class:`YamlLoader`."""
+    return yaml.load(text, Loader=YamlLoader)
 
 
 class ConfigError(ValueError):
@@ -68,6 +93,8 @@ def _coerce(value: Any, tp: Any, where: str) -> Any:
         _, val_tp = typing.get_args(tp) or (Any, Any)
         return {k: _coerce(v, val_tp, f"{where}.{k}") for k, v in value.items()}
     if tp is float:
+        if isinstance(value, str) and _FLOAT.fullmatch(value.strip()):
+            return float(value)  # "1e-3" from a YAML 1.1 reader
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise ConfigError(f"{where}: expected float, got {type(value).__name__} ({value!r})")
         return float(value)
@@ -127,7 +154,7 @@ def load_yaml(path: str | Path) -> dict[str, Any]:
     """Read a YAML mapping; errors name the file."""
     try:
         with open(path, encoding="utf-8") as handle:
-            data = yaml.safe_load(handle)
+            data = yaml.load(handle, Loader=YamlLoader)
     except yaml.YAMLError as exc:
         raise ConfigError(f"{path}: invalid YAML ({exc})") from None
     if data is None:

@@ -59,8 +59,9 @@ from __future__ import annotations
 import contextlib
 import itertools
 import math
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import ClassVar, Iterator, Protocol, Sequence
+from typing import ClassVar, Protocol
 
 import torch
 from torch import Tensor
@@ -208,7 +209,7 @@ class HypothesisScorer:
     length_limits: Sequence[LengthLimit] = field(default_factory=lambda: (LinearLengthLimit(1.2, 10),))
 
     @classmethod
-    def from_config(cls, cfg: DecodeConfig) -> "HypothesisScorer":
+    def from_config(cls, cfg: DecodeConfig) -> HypothesisScorer:
         limits: list[LengthLimit] = [LinearLengthLimit(cfg.max_len_a, cfg.max_len_b)]
         if cfg.max_len_ratio is not None:
             limits.append(RatioLengthLimit(cfg.max_len_ratio))

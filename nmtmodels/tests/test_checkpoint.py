@@ -11,8 +11,14 @@ import pytest
 import torch
 
 from nmtmodels import checkpoint as ckpt
-from nmtmodels.checkpoint import (CheckpointError, CheckpointWriteError, average_checkpoints,
-                                  load_checkpoint, numbered_checkpoints, save_checkpoint)
+from nmtmodels.checkpoint import (
+    CheckpointError,
+    CheckpointWriteError,
+    average_checkpoints,
+    load_checkpoint,
+    numbered_checkpoints,
+    save_checkpoint,
+)
 from nmtmodels.tests.copy_task_fixtures import tiny_model
 from nmtmodels.textio import DataError
 
@@ -76,7 +82,7 @@ def test_full_disk_while_saving_is_one_line_naming_the_file_and_free_space(tmp_p
     state = model_state(0)
     save_checkpoint(tmp_path / "c.pt", state)
     before = (tmp_path / "c.pt").read_bytes()
-    monkeypatch.setattr(ckpt, "open", lambda path, mode="r": FullDisk(open(path, mode), 5000), raising=False)
+    monkeypatch.setattr(ckpt, "open", lambda path, mode="r": FullDisk(open(path, mode), 5000), raising=False)  # noqa: SIM115
     with pytest.raises(CheckpointWriteError) as caught:
         save_checkpoint(tmp_path / "c.pt", model_state(1))
     message = str(caught.value)

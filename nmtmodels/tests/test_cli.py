@@ -1,12 +1,15 @@
 from __future__ import annotations
 
 import csv
+import math
+import os
 import re
 import runpy
 import signal
 import subprocess
 import sys
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 import sacrebleu
@@ -14,10 +17,15 @@ import torch
 import yaml
 
 from nmtmodels import cli
-from nmtmodels.checkpoint import average_checkpoints, load_checkpoint, numbered_checkpoints, save_checkpoint
+from nmtmodels.checkpoint import (
+    average_checkpoints,
+    load_checkpoint,
+    numbered_checkpoints,
+    save_checkpoint,
+)
 from nmtmodels.data import ParallelDataset
-from nmtmodels.search import DecodeConfig
 from nmtmodels.postprocess import postprocess
+from nmtmodels.search import DecodeConfig
 from nmtmodels.tests.copy_task_fixtures import LETTERS, copy_task, write_lines
 from nmtmodels.train import EXIT_REQUEUE, make_bleu_fn
 
@@ -132,12 +140,29 @@ def test_interactive_stdin_answers_line_by_line(copy_run):
             proc.stdin.flush()
             answers.append(proc.stdout.readline())  # answered before stdin is closed: flushed per line
         proc.stdin.close()
-        assert proc.wait(timeout=60) == 0
+        assert proc.wait(timeout=60) == 2  # a line failed
     finally:
         proc.kill()
     assert answers[0].strip() == "a b c d" and answers[1].strip() == "h h i"
     assert answers[2] == "\n"  # a bad line answers with an empty line and an error naming it
-    assert "<stdin>:3: source has 71 tokens" in proc.stderr.read()
+    err = proc.stderr.read()
+    assert "<stdin>:3: source has 71 tokens" in err
+    assert err.splitlines()[-1] == "nmt-translate: error: 1 of 3 input lines could not be translated (their output lines are empty)"
+
+
+@pytest.mark.parametrize("env", [{"LC_ALL": "C.UTF-8"}, {"LC_ALL": "C.UTF-8", "PYTHONIOENCODING": "utf-8:strict"},
+                                 {"LC_ALL": "C", "PYTHONUTF8": "0", "PYTHONCOERCECLOCALE": "0", "PYTHONIOENCODING": "ascii"}])
+def test_stdin_bytes_that_are_not_utf8_are_an_error_naming_the_line_whatever_the_locale(copy_run, env):
+    d = copy_run
+    stdin = b"a b c d\nh \xff\xfe i\nh h i\n"
+    proc = subprocess.run([sys.executable, "-m", "nmtmodels.cli", "translate", "--checkpoint",
+                           str(d / "out/checkpoint_last.pt")], cwd=REPO, input=stdin, capture_output=True, timeout=120,
+                          env={"PATH": os.environ.get("PATH", ""), **env}, check=False)
+    err = proc.stderr.decode("utf-8")
+    assert proc.returncode == 2, err
+    assert proc.stdout.decode("utf-8").split("\n") == ["a b c d", "", "h h i", ""]  # nothing lost or shifted
+    assert "nmt-translate: error: <stdin>:2: invalid UTF-8 (invalid start byte at byte 2)" in err
+    assert "Traceback" not in err
 
 
 @pytest.mark.parametrize("side", ["src", "tgt"])
@@ -277,7 +302,7 @@ def test_validation_bleu_equals_sacrebleu_on_the_translations(copy_run, capsys, 
                             "--beam", "1"], capsys)
     assert rc == 0
     hyps = out.splitlines()
-    unbpe = lambda lines: [line.replace("@@ ", "").removesuffix("@@") for line in lines]  # noqa: E731
+    unbpe = lambda lines: [line.replace("@@ ", "").removesuffix("@@") for line in lines]
     expected = sacrebleu.corpus_bleu(unbpe(hyps), [unbpe(refs)], tokenize="none", smooth_method="none", force=True).score
     assert 50 < expected < 100
     model, src_vocab, tgt_vocab, _ = cli.load_model_from_checkpoint(str(d / "out/checkpoint_last.pt"), torch.device("cpu"))
@@ -310,7 +335,7 @@ def test_training_with_validation_bleu(copy_run, tmp_path):
     args += ["--valid-src", str(tmp_path / "valid.src"), "--valid-tgt", str(tmp_path / "valid.tgt"),
              "--valid-ref", str(tmp_path / "valid.tgt"), "--set", "decode.beam=1"]
     assert cli.train_main(args) == 0
-    rows = list(csv.DictReader(open(tmp_path / "out" / "metrics.csv")))
+    rows = list(csv.DictReader((tmp_path / "out" / "metrics.csv").read_text().splitlines()))
     bleu = {int(r["update"]): float(r["valid_bleu"]) for r in rows if r["valid_bleu"]}
     assert set(bleu) == {3, 6}
     best = load_checkpoint(tmp_path / "out" / "checkpoint_best.pt")
@@ -320,7 +345,7 @@ def test_training_with_validation_bleu(copy_run, tmp_path):
 
 def test_extra_input_options_are_checked_against_the_family():
     class LatticeLike(torch.nn.Module):
-        extra_inputs = {"starts": -1, "ends": -1}
+        extra_inputs: ClassVar[dict[str, int]] = {"starts": -1, "ends": -1}
 
     parsed = cli._parse_extras(["starts=tr.s:va.s"], ["ends=tr.e:va.e"], 2, "--extra")
     assert parsed == {"starts": (False, ["tr.s", "va.s"]), "ends": (True, ["tr.e", "va.e"])}
@@ -333,3 +358,90 @@ def test_extra_input_options_are_checked_against_the_family():
         cli._parse_extras(["starts=only_one"], [], 2, "--extra")
     with pytest.raises(cli.ConfigError, match="given twice"):
         cli._parse_extras(["a=x"], ["a=y"], 1, "--extra")
+
+
+# ---------------------------------------------------------------------- faults
+def test_set_reads_exponent_numbers_as_floats(tmp_path):
+    (tmp_path / "exp.yaml").write_text("train: {max_updates: 5, lr: 1e-3, warmup_init_lr: 1.0e-7}\n")
+    _, train, _ = cli.load_experiment(str(tmp_path / "exp.yaml"), ["train.lr=1e9"])
+    assert train.lr == 1e9 and train.warmup_init_lr == 1e-7
+    _, train, _ = cli.load_experiment(str(tmp_path / "exp.yaml"), ["train.adam_eps=1e-8", "train.clip_norm=2"])
+    assert (train.lr, train.adam_eps, train.clip_norm) == (1e-3, 1e-8, 2.0)
+    assert cli.apply_overrides({}, ["train.seed=7", "train.amp=bf16", "train.adam_betas=[0.9, 9e-1]"]) == {
+        "train": {"seed": 7, "amp": "bf16", "adam_betas": [0.9, 0.9]}}
+
+
+def test_training_that_diverges_fails_in_one_line(copy_run, tmp_path, capsys):
+    args = train_args(copy_run, out=str(tmp_path / "out")) + ["--set", "train.lr=1e9", "--set", "train.warmup_updates=1"]
+    assert cli.train_main(args) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert err[-1].startswith("nmt-train: error: training diverged: 11 consecutive updates after update ")
+    assert not (tmp_path / "out" / "checkpoint_best.pt").exists()
+
+
+def test_full_disk_while_saving_is_one_line_naming_the_file(copy_run, tmp_path, capsys, monkeypatch):
+    from nmtmodels import checkpoint as ckpt
+    from nmtmodels.tests.test_checkpoint import FullDisk
+
+    monkeypatch.setattr(ckpt, "open", lambda path, mode="r": FullDisk(open(path, mode), 10_000),  # noqa: SIM115
+                        raising=False)
+    out = tmp_path / "out"
+    assert cli.train_main(train_args(copy_run, out=str(out)) + ["--set", "train.max_updates=2"]) == 2
+    errors = [line for line in capsys.readouterr().err.splitlines() if "error" in line]
+    assert len(errors) == 1
+    assert errors[0].startswith(f"nmt-train: error: {out / 'checkpoint_last.pt'}: cannot write checkpoint: "
+                                "[Errno 28] No space left on device (")
+    assert errors[0].endswith(f" free in {out})")
+    assert not list(out.glob("*.pt")) and not list(out.glob(".*.tmp"))
+
+
+def test_second_trainer_on_a_directory_is_refused_in_one_line(copy_run, tmp_path, capsys):
+    import fcntl
+
+    out = tmp_path / "out"
+    out.mkdir()
+    with open(out / ".nmt-train.lock", "w") as holder:
+        fcntl.flock(holder, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        assert cli.train_main(train_args(copy_run, out=str(out)) + ["--set", "train.max_updates=2"]) == 2
+    assert capsys.readouterr().err.splitlines()[-1].startswith(f"nmt-train: error: {out}: another nmt-train is training")
+
+
+def test_checkpoint_with_nan_parameters_is_refused(copy_run, capsys, tmp_path):
+    state = load_checkpoint(copy_run / "out/checkpoint_last.pt")
+    name = next(iter(state["model"]))
+    state["model"][name] = state["model"][name].clone().fill_(math.nan)
+    save_checkpoint(tmp_path / "nan.pt", {k: v for k, v in state.items() if k not in ("format", "version")})
+    rc, out, err = translate(["--checkpoint", str(tmp_path / "nan.pt"), "--input", str(copy_run / "test.src")], capsys)
+    assert rc == 2 and out == ""
+    assert f"nan.pt: 1 parameter tensors hold NaN or inf (first: {name}); the training run diverged" in err
+
+
+def test_sentences_whose_beams_never_finish_still_get_a_line(copy_run, capsys, tmp_path):
+    """Finite but huge output weights overflow to inf logits, so every log-probability is NaN
+    and no beam can end: every input line still gets exactly one output line, with a warning."""
+    state = load_checkpoint(copy_run / "out/checkpoint_last.pt")
+    for name, tensor in state["model"].items():
+        if tensor.is_floating_point() and tensor.ndim == 2:
+            state["model"][name] = tensor * 3e38 / tensor.abs().max().clamp(min=1e-30)
+    save_checkpoint(tmp_path / "huge.pt", {k: v for k, v in state.items() if k not in ("format", "version")})
+    source = copy_run / "test.src"
+    count = len(source.read_text().splitlines())
+    for extra in ([], ["--beam", "1"], ["--nbest", "2"]):
+        rc, out, err = translate(["--checkpoint", str(tmp_path / "huge.pt"), "--input", str(source), *extra], capsys)
+        assert rc == 0
+        assert len(out.splitlines()) == count
+        if "--nbest" in extra:
+            assert [line.split(" ||| ")[0] for line in out.splitlines()] == [str(i) for i in range(count)]
+        if "--beam" not in extra:  # greedy search always ends with EOS at the limit
+            assert f"test.src: {count} sentence(s) (line 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, ...) had no hypothesis" in err
+
+
+def test_high_unknown_token_rate_is_a_warning(copy_run, capsys, tmp_path):
+    write_lines(tmp_path / "raw.src", ["a b Zürich c", "München x y d"])  # 4 of 8 tokens unknown
+    rc, out, err = translate(["--checkpoint", str(copy_run / "out/checkpoint_last.pt"), "--input",
+                              str(tmp_path / "raw.src")], capsys)
+    assert rc == 0 and len(out.splitlines()) == 2
+    assert "raw.src: 50.0% of the source tokens (4 of 8) are not in the checkpoint's vocabulary" in err
+    rc, _, err = translate(["--checkpoint", str(copy_run / "out/checkpoint_last.pt"), "--input",
+                            str(copy_run / "test.src")], capsys)
+    assert rc == 0 and "vocabulary" not in err

@@ -88,3 +88,24 @@ def test_family_registration_and_options(monkeypatch: pytest.MonkeyPatch) -> Non
         registry.register_model("toy")(type("Other", (TransformerModel,), {}))
     with pytest.raises(TypeError, match="lacks classmethod from_config"):
         registry.register_model("bare")(type("Bare", (), {"parse_options": classmethod(lambda cls, o, w=None: None)}))
+
+
+def test_exponent_floats_read_as_floats(tmp_path) -> None:
+    """PyYAML (YAML 1.1) reads 1e-3 as the string '1e-3'; YAML 1.2 and people read a float."""
+    from nmtmodels.configuration import from_dict, load_yaml, parse_yaml_value
+
+    (tmp_path / "c.yaml").write_text("train: {lr: 1e-3, eps: 1.0e9, big: -2E+5, n: 5, name: 1e3x, ok: 0.5}\n")
+    assert load_yaml(tmp_path / "c.yaml")["train"] == {"lr": 0.001, "eps": 1e9, "big": -2e5, "n": 5,
+                                                      "name": "1e3x", "ok": 0.5}
+    assert [parse_yaml_value(t) for t in ("1e9", "3", "true", "abc", "[1e-3, 2]")] == [1e9, 3, True, "abc", [0.001, 2]]
+
+    @dataclass
+    class Numbers:
+        rate: float = 0.0
+        count: int = 0
+
+    assert from_dict(Numbers, {"rate": "1e-3"}).rate == 0.001  # what a YAML 1.1 reader (Snakemake) passes on
+    with pytest.raises(ConfigError, match=r"config.rate: expected float, got str \('fast'\)"):
+        from_dict(Numbers, {"rate": "fast"})
+    with pytest.raises(ConfigError, match=r"config.count: expected int, got str \('1e3'\)"):
+        from_dict(Numbers, {"count": "1e3"})

@@ -35,7 +35,7 @@ class ToyModel(Seq2SeqModel):
     def __init__(self, seed: int = 0, dim: int = 8, eos_bias: float = 0.0, max_target_positions: int = 1024):
         super().__init__()
         g = torch.Generator().manual_seed(seed)
-        param = lambda *shape, scale=1.0: nn.Parameter(torch.randn(*shape, generator=g, dtype=torch.float64) * scale)  # noqa: E731
+        param = lambda *shape, scale=1.0: nn.Parameter(torch.randn(*shape, generator=g, dtype=torch.float64) * scale)
         self.src_embed = param(VOCAB, dim)
         self.tgt_embed = param(VOCAB, dim)
         self.w_in = param(2 * dim, dim, scale=0.7)
@@ -131,7 +131,7 @@ def test_large_beam_equals_exhaustive_search(alpha, beta):
         assert [h.tokens for h in hypotheses] == [y for y, _, _ in reference]
         assert [h.score for h in hypotheses] == pytest.approx([s for _, s, _ in reference], abs=1e-9)
         assert [h.log_prob for h in hypotheses] == pytest.approx([lp for _, _, lp in reference], abs=1e-9)
-        assert all(a.score >= b.score for a, b in zip(hypotheses, hypotheses[1:]))
+        assert all(a.score >= b.score for a, b in itertools.pairwise(hypotheses))
 
 
 def test_the_exhaustive_comparison_is_not_vacuous():
@@ -348,7 +348,7 @@ def reference_beam_search(model: ToyModel, batch: Batch, row: int, cfg: DecodeCo
     and the ``beam`` / ``top`` stop rules.  Returns the nbest (tokens, score) and the steps run."""
     single = batch.select(torch.tensor([row]))
     limit = math.floor(cfg.max_len_a * (int(single.src_lengths[0]) - 1) + cfg.max_len_b + 1e-6)
-    lp = lambda n: ((5 + n) / 6) ** cfg.length_penalty  # noqa: E731
+    lp = lambda n: ((5 + n) / 6) ** cfg.length_penalty
     live, finished, eos_count, top_eos = [([], 0.0)], [], 0, False
     for step in itertools.count(1):
         candidates = []

@@ -13,15 +13,32 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from nmtmodels.batch import PAD_ID
 from nmtmodels import train as train_module
-from nmtmodels.checkpoint import CheckpointWriteError, load_checkpoint, numbered_checkpoints, save_checkpoint
+from nmtmodels.batch import PAD_ID
+from nmtmodels.checkpoint import (
+    CheckpointWriteError,
+    load_checkpoint,
+    numbered_checkpoints,
+    save_checkpoint,
+)
 from nmtmodels.configuration import ConfigError, from_dict
 from nmtmodels.data import ParallelDataset, Ragged
 from nmtmodels.registry import model_families
-from nmtmodels.tests.copy_task_fixtures import copy_task_corpus, tiny_model, train_config
-from nmtmodels.train import (InverseSqrtSchedule, OutputDirLocked, Trainer, TrainConfig, TrainingDiverged,
-                             _ProjectedLabelSmoothedCrossEntropy, build_optimizer, label_smoothed_nll_loss)
+from nmtmodels.tests.copy_task_fixtures import (
+    copy_task_corpus,
+    tiny_model,
+    train_config,
+)
+from nmtmodels.train import (
+    InverseSqrtSchedule,
+    OutputDirLocked,
+    TrainConfig,
+    Trainer,
+    TrainingDiverged,
+    _ProjectedLabelSmoothedCrossEntropy,
+    build_optimizer,
+    label_smoothed_nll_loss,
+)
 
 
 @pytest.fixture(autouse=True)
@@ -185,7 +202,7 @@ def test_clip_norm_rescales_the_gradient_to_that_norm(corpus, tmp_path):
 
 # ---------------------------------------------------------------------- resume
 def test_resume_after_stop_is_bit_exact(corpus, tmp_path):
-    settings = dict(max_updates=14, update_freq=2, save_interval_updates=4, dropout=0.1, log_interval=1)
+    settings = {"max_updates": 14, "update_freq": 2, "save_interval_updates": 4, "dropout": 0.1, "log_interval": 1}
     straight = make_trainer(corpus, tmp_path / "straight", **settings)
     assert straight.train().update == 14
     assert straight.sampler.epoch > 1  # the run crossed an epoch boundary
@@ -196,7 +213,7 @@ def test_resume_after_stop_is_bit_exact(corpus, tmp_path):
     result = second.train()
     assert result.status == "finished" and result.update == 14
     assert_bitwise_equal(params(straight), params(second))
-    rows = list(csv.DictReader(open(tmp_path / "resumed" / "metrics.csv")))
+    rows = list(csv.DictReader((tmp_path / "resumed" / "metrics.csv").read_text().splitlines()))
     train_updates = [int(r["update"]) for r in rows if r["loss"]]
     assert train_updates == list(range(1, 15))
 
@@ -204,7 +221,7 @@ def test_resume_after_stop_is_bit_exact(corpus, tmp_path):
 def test_resume_restores_outputs_a_scheduler_deleted(corpus, tmp_path):
     """Snakemake deletes a failed job's declared outputs (checkpoint_best.pt, metrics.csv);
     the resumed run must end with both, the best being the best validated model."""
-    settings = dict(max_updates=12, save_interval_updates=3, log_interval=1)
+    settings = {"max_updates": 12, "save_interval_updates": 3, "log_interval": 1}
     straight = make_trainer(corpus, tmp_path / "straight", **settings)
     straight.train()
     first = make_trainer(corpus, tmp_path / "resumed", **{**settings, "max_updates": 6})
@@ -212,7 +229,8 @@ def test_resume_restores_outputs_a_scheduler_deleted(corpus, tmp_path):
     (tmp_path / "resumed" / "checkpoint_best.pt").unlink()
     (tmp_path / "resumed" / "metrics.csv").unlink()
     make_trainer(corpus, tmp_path / "resumed", **settings).train()
-    rows = {name: list(csv.DictReader(open(tmp_path / name / "metrics.csv"))) for name in ("straight", "resumed")}
+    rows = {name: list(csv.DictReader((tmp_path / name / "metrics.csv").read_text().splitlines()))
+            for name in ("straight", "resumed")}
     columns = ("update", "epoch", "loss", "nll", "lr", "valid_loss")
     assert [[r[c] for c in columns] for r in rows["resumed"]] == [[r[c] for c in columns] for r in rows["straight"]]
     best = {name: load_checkpoint(tmp_path / name / "checkpoint_best.pt") for name in ("straight", "resumed")}
@@ -221,7 +239,7 @@ def test_resume_restores_outputs_a_scheduler_deleted(corpus, tmp_path):
 
 
 def test_finished_run_restores_a_deleted_best_checkpoint_from_the_kept_ones(corpus, tmp_path):
-    settings = dict(max_updates=6, save_interval_updates=3, log_interval=1)
+    settings = {"max_updates": 6, "save_interval_updates": 3, "log_interval": 1}
     make_trainer(corpus, tmp_path, **settings).train()
     expected = load_checkpoint(tmp_path / "checkpoint_best.pt")
     (tmp_path / "checkpoint_best.pt").unlink()
@@ -234,7 +252,7 @@ def test_finished_run_restores_a_deleted_best_checkpoint_from_the_kept_ones(corp
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGUSR1])
 def test_signal_saves_and_resume_is_bit_exact(corpus, tmp_path, signum):
-    settings = dict(max_updates=10, dropout=0.1, log_interval=1)
+    settings = {"max_updates": 10, "dropout": 0.1, "log_interval": 1}
     straight = make_trainer(corpus, tmp_path / "straight", **settings)
     straight.train()
 
@@ -267,7 +285,7 @@ def test_resume_refuses_other_training_settings_or_data_but_not_a_longer_budget(
     make_trainer(corpus, tmp_path, max_updates=3, save_interval_updates=2).train()
     with pytest.raises(ConfigError, match=r"train.lr was 0.001 and is 0.002 now.*--restart-on-change"):
         make_trainer(corpus, tmp_path, max_updates=3, lr=2e-3).train()
-    vocab, train, _ = corpus
+    _vocab, train, _ = corpus
     same_lengths_other_words = ParallelDataset(train.src, Ragged(train.tgt.data[::-1].copy(), train.tgt.offsets))
     with pytest.raises(ConfigError, match=r"the training data differs"):
         make_trainer(corpus, tmp_path, max_updates=3, train=same_lengths_other_words).train()
@@ -288,7 +306,8 @@ def test_restart_on_change_starts_over_as_in_an_empty_directory(corpus, tmp_path
     assert_bitwise_equal(params(fresh), params(restarted))
     assert any(m.startswith("starting over:") and "train.lr was 0.001" in m for m in messages)
     assert [u for u, _ in numbered_checkpoints(tmp_path / "rerun")] == [u for u, _ in numbered_checkpoints(tmp_path / "fresh")]
-    rows = [int(r["update"]) for r in csv.DictReader(open(tmp_path / "rerun" / "metrics.csv")) if r["loss"]]
+    rows = [int(r["update"]) for r in csv.DictReader((tmp_path / "rerun" / "metrics.csv").read_text().splitlines())
+            if r["loss"]]
     assert rows == [1, 2, 3, 4]
 
 
@@ -322,7 +341,7 @@ def test_early_stopping_with_patience(corpus, tmp_path):
 def test_best_by_loss_and_metrics_log(corpus, tmp_path):
     trainer = make_trainer(corpus, tmp_path, max_updates=12, save_interval_updates=3, log_interval=2, tensorboard=True)
     trainer.train()
-    rows = list(csv.DictReader(open(tmp_path / "metrics.csv")))
+    rows = list(csv.DictReader((tmp_path / "metrics.csv").read_text().splitlines()))
     assert list(rows[0]) == ["update", "epoch", "loss", "nll", "lr", "tokens_per_s", "grad_norm",
                              "valid_loss", "valid_nll", "valid_bleu", "elapsed"]
     assert [int(r["update"]) for r in rows if r["loss"]] == [2, 4, 6, 8, 10, 12]
