@@ -47,7 +47,7 @@ def test_generator_takes_field_comments():
 
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
 def test_relative_links_resolve(page):
-    text = re.sub(r"```.*?```", "", page.read_text(encoding="utf-8"), flags=re.S)
+    text = re.sub(r"```.*?```", "", page.read_text(encoding="utf-8"), flags=re.DOTALL)
     missing = []
     for target in LINK.findall(text):
         if re.match(r"^[a-z]+:", target) or target.startswith("#"):
