@@ -1,4 +1,6 @@
-"""Every dependency is pinned once (pyproject.toml); the conda env files must agree."""
+"""Exact versions live once, in requirements/lock.txt; pyproject.toml declares ranges the lock
+satisfies; the conda env files repeat the lock's pins; CI installs the way the README says;
+LICENSE and CITATION.cff carry pyproject's licence and version."""
 from __future__ import annotations
 
 import re
@@ -7,37 +9,109 @@ from pathlib import Path
 
 import pytest
 import yaml
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
+from packaging.version import Version
 
 ROOT = Path(__file__).resolve().parents[1]
+LOCK = ROOT / "requirements" / "lock.txt"
 PIN = re.compile(r"^([A-Za-z0-9_.-]+)==([^;\s]+)$")
 
 
-def pyproject_pins() -> dict[str, str]:
-    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    specs = list(project["dependencies"])
-    for extra in project.get("optional-dependencies", {}).values():
-        specs.extend(extra)
-    pins = {}
-    for spec in specs:
-        match = PIN.match(spec)
-        assert match, f"pyproject.toml: '{spec}' is not pinned with =="
-        pins[match.group(1).lower()] = match.group(2)
+def lock_pins() -> dict[str, str]:
+    pins: dict[str, str] = {}
+    for number, line in enumerate(LOCK.read_text().splitlines(), start=1):
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        match = PIN.match(line)
+        assert match, f"lock.txt:{number}: '{line}' is not name==version"
+        name = canonicalize_name(match.group(1))
+        assert name not in pins, f"lock.txt:{number}: {name} is pinned twice"
+        pins[name] = match.group(2)
     return pins
 
 
-def test_torch_is_pinned_to_the_local_cpu_build():
-    assert pyproject_pins()["torch"] == "2.13.0"
+def project() -> dict:
+    return tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+
+
+def declared() -> list[tuple[str, Requirement]]:
+    """(where, requirement) of every dependency and every extra's requirement."""
+    specs = [("dependencies", Requirement(s)) for s in project()["dependencies"]]
+    for extra, requirements in project()["optional-dependencies"].items():
+        specs += [(f"[{extra}]", Requirement(s)) for s in requirements]
+    return specs
+
+
+def test_torch_is_locked_to_the_local_cpu_build():
+    assert lock_pins()["torch"] == "2.13.0"
+
+
+def test_pyproject_declares_ranges_and_the_lock_satisfies_them():
+    pins = lock_pins()
+    for where, requirement in declared():
+        name = canonicalize_name(requirement.name)
+        operators = {spec.operator for spec in requirement.specifier}
+        assert operators and not operators & {"==", "==="}, f"pyproject.toml {where}: '{requirement}' is not a range"
+        assert name in pins, f"pyproject.toml {where}: {name} is not in requirements/lock.txt"
+        assert requirement.specifier.contains(pins[name]), (
+            f"requirements/lock.txt: {name}=={pins[name]} is outside pyproject.toml's '{requirement}' ({where})"
+        )
+
+
+def test_package_and_extras():
+    """nmtmodels needs no workflow or segmenter package; those are extras."""
+    core = {canonicalize_name(r.name) for where, r in declared() if where == "dependencies"}
+    assert {"torch", "sacrebleu", "pyyaml"} <= core
+    assert not core & {"snakemake", "pandas", "matplotlib", "jieba", "fugashi", "pytest"}
+    assert set(project()["optional-dependencies"]) == {"workflow", "zh", "ja", "test"}
+    setuptools = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    assert setuptools["packages"]["find"]["include"] == ["nmtmodels*"]  # workflow_scripts stays in the repository
+
+
+def test_requires_python_is_the_version_ci_and_the_envs_use():
+    lowest = Version(re.fullmatch(r">=\s*(\S+)", project()["requires-python"]).group(1))
+    for env_file in sorted((ROOT / "envs").glob("*.yaml")):
+        pythons = [d for d in yaml.safe_load(env_file.read_text())["dependencies"] if isinstance(d, str) and d.startswith("python=")]
+        assert pythons == [f"python={lowest.major}.{lowest.minor}"], f"{env_file.name}: {pythons}"
 
 
 @pytest.mark.parametrize("env_file", sorted((ROOT / "envs").glob("*.yaml")), ids=lambda p: p.name)
-def test_env_file_pins_match_pyproject(env_file):
-    pins = pyproject_pins()
+def test_env_file_pins_match_the_lock(env_file):
+    pins = lock_pins()
+    names = {canonicalize_name(r.name) for _, r in declared()}
     env = yaml.safe_load(env_file.read_text())
     pip_section = next(d["pip"] for d in env["dependencies"] if isinstance(d, dict) and "pip" in d)
     assert pip_section, f"{env_file.name}: empty pip section"
     for spec in pip_section:
         match = PIN.match(spec)
         assert match, f"{env_file.name}: '{spec}' is not pinned with =="
-        name, version = match.group(1).lower(), match.group(2)
-        assert name in pins, f"{env_file.name}: {name} is not a dependency in pyproject.toml"
-        assert pins[name] == version, f"{env_file.name}: {name}=={version}, pyproject.toml pins {pins[name]}"
+        name, version = canonicalize_name(match.group(1)), match.group(2)
+        assert name in names, f"{env_file.name}: {name} is not a dependency in pyproject.toml"
+        assert pins[name] == version, f"{env_file.name}: {name}=={version}, requirements/lock.txt pins {pins[name]}"
+
+
+def readme_install_command() -> str:
+    section = (ROOT / "README.md").read_text().split("## Install", 1)[1].split("\n## ", 1)[0]
+    commands = re.findall(r"```bash\n(.*?)\n```", section, flags=re.DOTALL)
+    assert len(commands) == 1 and "\n" not in commands[0].strip(), "README Install: expected one one-line command"
+    return commands[0].strip()
+
+
+def test_ci_installs_as_the_readme_says():
+    command = readme_install_command()
+    assert "-c requirements/lock.txt" in command
+    ci = (ROOT / ".ci" / "run").read_text()
+    installs = [line.strip() for line in ci.splitlines() if "pip install" in line]
+    assert installs == [command], f".ci/run installs with {installs}, the README with '{command}'"
+
+
+def test_licence_and_citation_agree_with_pyproject():
+    assert project()["license"] == {"text": "MIT"}
+    licence = (ROOT / "LICENSE").read_text()
+    assert licence.startswith("MIT License") and "Copyright (c) structnmt contributors" in licence
+    citation = yaml.safe_load((ROOT / "CITATION.cff").read_text(encoding="utf-8"))
+    assert citation["cff-version"] == "1.2.0"
+    assert (str(citation["version"]), citation["license"]) == (project()["version"], "MIT")
+    assert len(citation["references"]) == 5  # the reproduced papers
