@@ -1,9 +1,13 @@
-"""Corpus BLEU and chrF through sacrebleu's API, with signatures, as a dict or JSON file.
+"""Corpus BLEU, chrF and TER through sacrebleu's API, with signatures, as a dict or JSON file.
 
 * ``bleu``: sacreBLEU on detokenised text with the target language's tokenizer: ``13a``,
   ``zh`` for Chinese, ``ja-mecab`` for Japanese when its extra packages are importable and
   ``char`` otherwise (the tokenizer is part of the signature, so the two are never confused).
 * ``chrf``: chrF2 (sacrebleu defaults) on the same text.
+* ``ter``: TER (translation edit rate, lower is better: word edits, a block shift counting as
+  one, per reference word) on the same text; sacrebleu defaults (case-insensitive, words split
+  at spaces), and for Chinese and Japanese ``normalized`` + ``asian_support`` so that
+  characters are words (unsegmented text would otherwise be one word per sentence).
 * ``tokenized_bleu``: what the papers report with multi-bleu.perl: sacrebleu BLEU on the
   *tokenised* hypotheses and references with ``tokenize="none"``, ``force=True`` and
   ``smooth_method="none"`` (multi-bleu.perl does not smooth: a zero n-gram precision gives 0).
@@ -26,19 +30,23 @@ import os
 import re
 from typing import Any
 
-from sacrebleu.metrics import BLEU, CHRF
+from sacrebleu.metrics import BLEU, CHRF, TER
 
 from nmtmodels.textio import atomic_write_text, read_lines
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _mecab_available() -> bool:
     return importlib.util.find_spec("MeCab") is not None and importlib.util.find_spec("ipadic") is not None
 
 
+def _base_language(lang: str) -> str:
+    return re.split(r"[-_]", lang.lower(), maxsplit=1)[0]
+
+
 def bleu_tokenizer(lang: str) -> str:
     """sacrebleu tokenizer for detokenised text in ``lang``."""
-    base = re.split(r"[-_]", lang.lower(), maxsplit=1)[0]
+    base = _base_language(lang)
     if base == "zh":
         return "zh"
     if base == "ja":
@@ -66,6 +74,12 @@ def tokenized_bleu() -> BLEU:
     return BLEU(tokenize="none", force=True, smooth_method="none")
 
 
+def ter_metric(lang: str) -> TER:
+    """sacrebleu's TER for detokenised text in ``lang`` (CJK: one word per character)."""
+    cjk = _base_language(lang) in ("zh", "ja")
+    return TER(normalized=cjk, asian_support=cjk)
+
+
 def _bleu_entry(metric: BLEU, hypotheses: list[str], references: list[list[str]]) -> dict[str, Any]:
     result = metric.corpus_score(hypotheses, references)
     return {
@@ -86,9 +100,9 @@ def score_corpus(
     tokenized_hypotheses: list[str] | None = None,
     tokenized_references: list[list[str]] | None = None,
 ) -> dict[str, Any]:
-    """BLEU, chrF and (given tokenised text) tokenised BLEU of one system output.
+    """BLEU, chrF, TER and (given tokenised text) tokenised BLEU of one system output.
 
-    Returns ``{"bleu": {...}, "chrf": {...}, "tokenized_bleu": {...} | None,
+    Returns ``{"bleu": {...}, "chrf": {...}, "ter": {...}, "tokenized_bleu": {...} | None,
     "num_sentences": n, "num_references": r, "lang": lang}``; every metric entry holds
     ``score`` and sacrebleu's ``signature``.  ValueError on empty input or mismatched counts.
     """
@@ -96,6 +110,10 @@ def score_corpus(
     bleu = _bleu_entry(detokenized_bleu(lang), hypotheses, references)
     chrf_metric = CHRF()
     chrf = {"score": chrf_metric.corpus_score(hypotheses, references).score, "signature": str(chrf_metric.get_signature())}
+    ter_scorer = ter_metric(lang)
+    ter_result = ter_scorer.corpus_score(hypotheses, references)
+    ter = {"score": ter_result.score, "signature": str(ter_scorer.get_signature()),
+           "num_edits": ter_result.num_edits, "reference_length": ter_result.ref_length}
     tokenized = None
     if (tokenized_hypotheses is None) != (tokenized_references is None):
         raise ValueError("tokenised BLEU needs both tokenized_hypotheses and tokenized_references")
@@ -107,6 +125,7 @@ def score_corpus(
     return {
         "bleu": bleu,
         "chrf": chrf,
+        "ter": ter,
         "tokenized_bleu": tokenized,
         "num_sentences": len(hypotheses),
         "num_references": len(references),
@@ -130,7 +149,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     if (args.tok_hyp is None) != (args.tok_ref is None):
         parser.error("--tok-hyp and --tok-ref go together")
-    read = lambda path: list(read_lines(path))  # noqa: E731
+    read = lambda path: list(read_lines(path))
     try:
         scores = score_corpus(
             read(args.hyp),

@@ -1,4 +1,4 @@
-# Scores: sacreBLEU (with signature), chrF and tokenised BLEU per test set, each against every reference.
+# Scores: sacreBLEU (with signature), chrF, TER and tokenised BLEU per test set, each against every reference.
 
 
 

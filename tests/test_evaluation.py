@@ -5,10 +5,9 @@ import copy
 
 import pytest
 
+from tests.report_fixtures import corpus_spec, fixture_config
 from workflow_scripts import evaluation as ev
 from workflow_scripts.workflow_config import WorkflowConfigError
-
-from tests.report_fixtures import corpus_spec, fixture_config
 
 
 def test_settings_defaults_and_overrides():

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from sacrebleu.metrics import TER
 
 from nmtmodels.textio import DataError
 from tests.report_fixtures import PARAMETERS, build_tree, fixture_config
@@ -38,7 +39,7 @@ def row(frame: pd.DataFrame, experiment: str, corpus: str, test_set: str, metric
 # ----------------------------------------------------------------------------- collect
 def test_collect_has_one_row_per_run_test_set_and_metric(tree, results):
     root, config = tree
-    expected = sum(len(ev.evaluation_sets(config, c)) for _, c in wc.experiment_runs(config)) * 3
+    expected = sum(len(ev.evaluation_sets(config, c)) for _, c in wc.experiment_runs(config)) * 4  # BLEU, chrF, TER, tok. BLEU
     assert len(results) == expected
     assert list(results.columns) == list(tables.RESULT_COLUMNS)
     for _, r in results.iterrows():
@@ -73,6 +74,25 @@ def test_collect_compares_with_the_best_of_several_baselines(results):
     lpe, transformer = row(results, "lpe", "iwslt", "tst13"), row(results, "transformer", "iwslt", "tst13")
     assert lpe.score > transformer.score
     assert r.baseline == "lpe" and r.baseline_score == lpe.score
+
+
+def test_collect_has_ter_as_sacrebleu_computes_it(tree, results):
+    root, config = tree
+    refs = [(root / path).read_text(encoding="utf-8").splitlines() for path in ev.reference_files(config, "nist", "ALL")["refs"]]
+    hyps = (root / ev.system_files("lpe", "nist", "ALL", True)["hyp"]).read_text(encoding="utf-8").splitlines()
+    metric = TER()
+    r = row(results, "lpe", "nist", "ALL", "ter")
+    assert r.score == pytest.approx(metric.corpus_score(hyps, refs).score, rel=1e-12)
+    assert r.signature == str(metric.get_signature()) and "nrefs:2" in r.signature and r.num_references == 2
+    assert pd.isna(r.p_sign) and pd.isna(r.p_paired_bs)  # TER is reported, not tested
+    assert row(results, "gate", "iwslt", "tst13", "ter").score == 0.0  # gate copies the reference
+
+
+def test_lower_ter_is_the_better_baseline(results):
+    r = row(results, "gate", "iwslt", "tst13", "ter")
+    lpe, transformer = row(results, "lpe", "iwslt", "tst13", "ter"), row(results, "transformer", "iwslt", "tst13", "ter")
+    assert lpe.score < transformer.score
+    assert r.baseline == "lpe" and r.baseline_score == lpe.score and r.delta == -lpe.score
 
 
 def test_collect_cli_round_trip(tree, results, monkeypatch):

@@ -19,7 +19,7 @@ Configuration read here (all optional; see :data:`EVALUATION_DEFAULTS`)::
 
 Layout (relative to the working directory)::
 
-    results/experiments/E/C/T.hyp, T.tok, T.scores.json          decoded test set T (rules decode/score)
+    results/experiments/E/C/T.hyp, T.tok, T.scores.json          decoded test set T (rules decode/score; BLEU, chrF, TER)
     results/experiments/E/C/concat/N.hyp, N.tok, N.scores.json   concatenation N of test sets
     results/experiments/E/C/significance/T.vs.B.json             E against baseline B on T (or N)
     results/experiments/E/C/model_info.json                      parameters, training speed
@@ -34,7 +34,12 @@ from typing import Any
 
 from workflow_scripts import corpora as corpus_specs
 from workflow_scripts.workflow_config import (
-    DATA_ROOT, EXPERIMENTS_ROOT, WorkflowConfigError, experiment_runs, reference_paths, tokenized_references,
+    DATA_ROOT,
+    EXPERIMENTS_ROOT,
+    WorkflowConfigError,
+    experiment_runs,
+    reference_paths,
+    tokenized_references,
 )
 
 REPORT_ROOT = "results/report"
@@ -42,6 +47,8 @@ PAPERS = ("lattice", "reordering", "graph", "char", "esc")
 # The tables of each paper that experiments may name in ``tables`` (laid out in workflow_scripts.tables).
 PAPER_TABLES = {"lattice": ("table2", "table3", "table4"), "reordering": ("table1", "table2", "table3"),
                 "graph": ("table2",), "char": ("table3",), "esc": ("main",)}
+# Metrics significance tests and length analyses may use.  Score files and the results table
+# also hold TER (nmtmodels.scoring, workflow_scripts.tables.SCORE_METRICS), reported untested.
 METRICS = ("bleu", "chrf", "tokenized_bleu")
 TESTS = ("sign", "paired_bs", "paired_ar")
 NAME = re.compile(r"^[A-Za-z0-9_-]+$")

@@ -5,6 +5,8 @@ score (``T.scores.json``), the comparison with the experiment's baseline
 (``significance/T.vs.B.json``; with several baselines, the best one on that test set and
 metric, as the lattice paper's "best baseline") and the model's parameter count and training
 speed (``model_info.json``) into one CSV, one row each.  Columns: :data:`RESULT_COLUMNS`.
+Metrics: :data:`SCORE_METRICS`; TER is lower-is-better (its best baseline is the lowest, a
+negative ``delta`` an improvement) and has no significance tests (``evaluation.METRICS``).
 
 ``render`` lays the rows of one paper's experiments out as that paper's tables
 (:data:`LAYOUTS`): rows are the paper's variants (``experiments.X.variant``) and the
@@ -38,7 +40,8 @@ import pandas as pd
 from nmtmodels.textio import DataError, atomic_output
 from workflow_scripts import evaluation as ev
 
-SCORE_METRICS = ("bleu", "chrf", "tokenized_bleu")
+SCORE_METRICS = ("bleu", "chrf", "ter", "tokenized_bleu")
+LOWER_IS_BETTER = frozenset({"ter"})
 RESULT_COLUMNS = (
     "experiment", "family", "paper", "variant", "input", "tables", "baselines", "subwords",
     "corpus", "pair", "test_set", "concatenation", "metric", "score", "signature",
@@ -46,7 +49,8 @@ RESULT_COLUMNS = (
     "p_sign", "sign_better", "sign_worse", "sign_ties", "p_paired_bs", "p_paired_ar",
     "parameters", "train_tokens_per_s",
 )
-METRIC_NAMES = {"bleu": "sacreBLEU", "tokenized_bleu": "BLEU (tokenised, multi-bleu.perl style)", "chrf": "chrF2"}
+METRIC_NAMES = {"bleu": "sacreBLEU", "tokenized_bleu": "BLEU (tokenised, multi-bleu.perl style)", "chrf": "chrF2",
+                "ter": "TER (lower is better)"}
 TEST_NAMES = {"sign": "sign test (Collins et al., 2005)", "paired_bs": "paired bootstrap resampling",
               "paired_ar": "paired approximate randomisation"}
 # What "better" means for each test (the direction of its marker), for the legend.
@@ -121,11 +125,13 @@ def _reference_count(signature: str, default: int) -> int:
 def _versus_best_baseline(load, name: str, baselines: list[str], corpus: str, test_set: str, concatenated: bool,
                           metric: str, score: float) -> dict[str, Any]:
     """Baseline columns of one row: the best-scoring baseline on this test set and metric
-    and the p-values of the comparison with it (empty without a baseline or a test)."""
+    (the lowest for :data:`LOWER_IS_BETTER`) and the p-values of the comparison with it
+    (empty without a baseline or a test)."""
+    sign = -1 if metric in LOWER_IS_BETTER else 1
     best = None
     for baseline in baselines:
         base_entry = load(ev.system_files(baseline, corpus, test_set, concatenated)["scores"]).get(metric)
-        if base_entry is not None and (best is None or base_entry["score"] > best[1]):
+        if base_entry is not None and (best is None or sign * base_entry["score"] > sign * best[1]):
             best = (baseline, base_entry["score"])
     if best is None:
         return {}

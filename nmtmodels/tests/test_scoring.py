@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 import pytest
+from sacrebleu.metrics import TER
 
 from nmtmodels.scoring import bleu_tokenizer, main, score_corpus, write_scores_json
 
@@ -33,26 +34,28 @@ ZH_REFS = ["我爱北京的天安门。", "今天天气不错，我们去公园�
 
 
 def cli_scores(tmp_path, hyps, refs, *options):
-    """sacrebleu REF... -i HYP -m bleu chrf --format json, 4 decimals."""
+    """sacrebleu REF... -i HYP -m bleu chrf ter --format json, 4 decimals."""
     hyp_file = tmp_path / "cli.hyp"
     hyp_file.write_text("\n".join(hyps) + "\n", encoding="utf-8")
     ref_files = []
     for number, stream in enumerate(refs):
         ref_files.append(tmp_path / f"cli.ref{number}")
         ref_files[-1].write_text("\n".join(stream) + "\n", encoding="utf-8")
-    command = ["sacrebleu", *map(str, ref_files), "-i", str(hyp_file), "-m", "bleu", "chrf", "--format", "json", "-w", "4", *options]
+    command = ["sacrebleu", *map(str, ref_files), "-i", str(hyp_file), "-m", "bleu", "chrf", "ter", "--format", "json", "-w", "4", *options]
     output = subprocess.run(command, check=True, capture_output=True, text=True).stdout
     return {entry["name"]: entry for entry in json.loads(output)}
 
 
 @pytest.mark.parametrize("refs", [[REFS_A], [REFS_A, REFS_B]], ids=["one-ref", "two-refs"])
-def test_bleu_and_chrf_match_the_cli(tmp_path, refs):
+def test_bleu_chrf_and_ter_match_the_cli(tmp_path, refs):
     scores = score_corpus(HYPS, refs, "en")
     cli = cli_scores(tmp_path, HYPS, refs)
     assert scores["bleu"]["score"] == pytest.approx(cli["BLEU"]["score"], abs=1e-4)
     assert scores["bleu"]["signature"] == cli["BLEU"]["signature"]
     assert scores["chrf"]["score"] == pytest.approx(cli["chrF2"]["score"], abs=1e-4)
     assert scores["chrf"]["signature"] == cli["chrF2"]["signature"]
+    assert scores["ter"]["score"] == pytest.approx(cli["TER"]["score"], abs=1e-4)
+    assert scores["ter"]["signature"] == cli["TER"]["signature"]
     assert scores["num_sentences"] == 4 and scores["num_references"] == len(refs)
     assert f"nrefs:{len(refs)}" in scores["bleu"]["signature"] and "tok:13a" in scores["bleu"]["signature"]
 
@@ -63,6 +66,36 @@ def test_chinese_uses_the_zh_tokenizer(tmp_path):
     assert "tok:zh" in scores["bleu"]["signature"]
     assert scores["bleu"]["score"] == pytest.approx(cli["BLEU"]["score"], abs=1e-4)
     assert scores["bleu"]["score"] != pytest.approx(score_corpus(ZH_HYPS, [ZH_REFS], "en")["bleu"]["score"])
+
+
+def test_ter_by_hand_and_as_sacrebleu_computes_it():
+    def ter(hyps, refs, lang="en"):
+        entry = score_corpus(hyps, refs, lang)["ter"]
+        assert entry["score"] == pytest.approx(TER().corpus_score(hyps, refs).score, rel=1e-12)
+        return entry
+
+    assert ter(REFS_A, [REFS_A])["score"] == 0.0  # a perfect hypothesis: no edits
+    assert ter(["The Cat sat on the mat."], [["the cat sat on the mat."]])["score"] == 0.0  # case-insensitive
+    one = ter(["the cat sat on the mat"], [["the cat sat on a mat"]])  # one substitution in 6 words
+    assert (one["num_edits"], one["reference_length"]) == (1, 6) and one["score"] == pytest.approx(100 / 6)
+    shifted = ter(["on the mat the cat sat"], [["the cat sat on the mat"]])  # one block shift
+    assert shifted["num_edits"] == 1 and shifted["score"] == pytest.approx(100 / 6)
+    # Two references: the fewest edits (1, "x" for "c") over the average reference length (6 + 4) / 2.
+    two = ter(["a b c d"], [["a b c d e f"], ["a b x d"]])
+    assert (two["num_edits"], two["reference_length"], two["score"]) == (1, 5.0, pytest.approx(20.0))
+    assert "tok:tercom" in one["signature"] and "case:lc" in one["signature"] and "nrefs:2" in two["signature"]
+
+
+def test_chinese_and_japanese_ter_count_characters(tmp_path):
+    scores = score_corpus(ZH_HYPS[:1], [ZH_REFS[:1]], "zh")  # 我爱北京天安门。 lacks 的 of 9 characters
+    assert (scores["ter"]["num_edits"], scores["ter"]["reference_length"]) == (1, 9)
+    assert scores["ter"]["score"] == pytest.approx(100 / 9)
+    assert "norm:yes" in scores["ter"]["signature"] and "asian:yes" in scores["ter"]["signature"]
+    cli = cli_scores(tmp_path, ZH_HYPS, [ZH_REFS], "--ter-normalized", "--ter-asian-support")
+    both = score_corpus(ZH_HYPS, [ZH_REFS], "zh")["ter"]
+    assert both["score"] == pytest.approx(cli["TER"]["score"], abs=1e-4) and both["signature"] == cli["TER"]["signature"]
+    assert score_corpus(["東京に行きます。"], [["東京へ行きます。"]], "ja")["ter"]["score"] < 100.0
+    assert score_corpus(["東京に行きます。"], [["東京へ行きます。"]], "en")["ter"]["score"] == 100.0  # one "word" each
 
 
 def test_japanese_tokenizer_is_in_the_signature():
@@ -127,6 +160,7 @@ def test_cli(tmp_path):
         [sys.executable, "-m", "nmtmodels.scoring", "--lang", "en", "--hyp", str(files["hyp"]), "--ref", str(files["short"]), "--output", str(tmp_path / "bad.json")],
         capture_output=True,
         text=True,
+        check=False,
     )
     assert result.returncode != 0
     assert "4 hypotheses but reference 1 has 3 lines" in result.stderr and str(files["short"]) in result.stderr
