@@ -41,7 +41,7 @@ def cli_scores(tmp_path, hyps, refs, *options):
     for number, stream in enumerate(refs):
         ref_files.append(tmp_path / f"cli.ref{number}")
         ref_files[-1].write_text("\n".join(stream) + "\n", encoding="utf-8")
-    command = ["sacrebleu", *map(str, ref_files), "-i", str(hyp_file), "-m", "bleu", "chrf", "ter", "--format", "json", "-w", "4", *options]
+    command = [sys.executable, "-m", "sacrebleu", *map(str, ref_files), "-i", str(hyp_file), "-m", "bleu", "chrf", "ter", "--format", "json", "-w", "4", *options]
     output = subprocess.run(command, check=True, capture_output=True, text=True).stdout
     return {entry["name"]: entry for entry in json.loads(output)}
 
