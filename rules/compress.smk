@@ -14,12 +14,18 @@ localrules:
     fetch_compression_set,
 
 
+# As rule fetch (rules/data.smk): the mirror directory is no parameter (fetch reads the
+# exported NMT_DATA_MIRROR), so moving the mirror reruns nothing; `source` changes only when
+# the content of a set without sha256 changed at its mirror path.
 rule fetch_compression_set:
     output:
         "resources/compression/{compression_set}.jsonl",
     params:
         spec=lambda w: json.dumps(COMPRESSION_SECTION["data"][w.compression_set], sort_keys=True),
-        mirror=MIRROR,
+        source=lambda w: fetch_module.source_fingerprint(
+            COMPRESSION_SECTION["data"][w.compression_set], w.compression_set,
+            f"resources/compression/{w.compression_set}.jsonl", mirror_dir=MIRROR, licensed_dir=LICENSED,
+        ),
     conda:
         "../envs/data.yaml"
     log:
@@ -32,7 +38,7 @@ rule fetch_compression_set:
         runtime=30,
     shell:
         "python -m workflow_scripts.fetch --spec {params.spec:q} --name {wildcards.compression_set:q}"
-        " --output {output:q} --mirror-dir={params.mirror:q} > {log:q} 2>&1"
+        " --output {output:q} > {log:q} 2>&1"
 
 
 rule compression_denoise_pairs:

@@ -162,3 +162,28 @@ def test_preprocessing_parameter_carries_blank_references_only_when_not_the_defa
     strict = {**config, "blank_references": "fail"}
     assert wc.split_preprocessing_spec_json(strict, "multi30k_en_de", "train") == before
     assert json.loads(wc.split_preprocessing_spec_json(strict, "multi30k_en_de", "dev"))["blank_references"] == "fail"
+
+
+def fetch_compression_target(workdir: Path, name: str, entry: dict, mirror: Path, *args: str):
+    overlay = workdir.parent / f"{workdir.name}-{name}.yaml"
+    overlay.write_text(yaml.safe_dump({"compression": {"data": {name: entry}}}))
+    return snakemake(workdir, f"resources/compression/{name}.jsonl", "--cores", "1", *args,
+                     "--configfile", str(overlay), extra_env={"NMT_DATA_MIRROR": str(mirror)})
+
+
+def test_moving_the_mirror_refetches_no_compression_set_but_a_repaired_one_is(tmp_path):
+    """fetch_compression_set (rules/compress.smk) as fetch: the mirror directory is no rule
+    parameter, so another mirror with the same bytes plans nothing; changed bytes of a set
+    without sha256 plan the fetch again."""
+    first, moved, workdir = tmp_path / "mirror", tmp_path / "moved", tmp_path / "work"
+    (first / "compression").mkdir(parents=True)
+    record = json.dumps({"graph": {"sentence": "A long sentence ."}, "compression": {"text": "A sentence ."}})
+    (first / "compression" / "tiny.jsonl.gz").write_bytes(gzip.compress(f"{record}\n".encode()))
+    entry = {"url": "http://127.0.0.1:9/unused", "mirror": "compression/tiny.jsonl.gz"}  # the mirror comes first
+    fetch_compression_target(workdir, "tiny", entry, first)
+    shutil.copytree(first, moved, copy_function=shutil.copy)  # same bytes, new mtimes, other path
+    again = fetch_compression_target(workdir, "tiny", entry, moved, "-n")
+    assert "Nothing to be done" in again.stdout + again.stderr, again.stdout[-3000:]
+    (moved / "compression" / "tiny.jsonl.gz").write_bytes(gzip.compress(f"{record}\n{record}\n".encode()))
+    planned = jobs_of(fetch_compression_target(workdir, "tiny", entry, moved, "-n", "-p"))
+    assert [job["rule"] for job in planned] == ["fetch_compression_set"]
