@@ -1,7 +1,8 @@
 """Structure-aware NMT: from raw corpora to paper tables.
 
     snakemake --cores 2 all                       # embedded default (small corpora, CPU)
-    snakemake -n all --configfile configs/full.yaml  # paper-scale plan
+    snakemake -n all --configfile configs/full.yaml --config require_licensed_data=False
+                                                  # paper-scale plan, licensed files absent
     snakemake --profile slurm all                 # on a SLURM cluster
 
 The DAG (see README "Layout"): download -> extract -> normalise/tokenise/clean ->

@@ -56,3 +56,25 @@ def test_relative_links_resolve(page):
         if not path.exists():
             missing.append(target)
     assert not missing, f"{page.relative_to(ROOT)}: links to missing files: {missing}"
+
+
+INSTALL = re.compile(r"pip install [^`\n]*-e [^`\n]*")
+DRY_RUN_OF_FULL = re.compile(r"snakemake -n [^`\n#]*configs/full\.yaml[^`\n#]*")
+
+
+def test_every_page_installs_the_project_as_the_readme_does():
+    readme = INSTALL.findall((ROOT / "README.md").read_text(encoding="utf-8"))
+    assert len(set(readme)) == 1, readme
+    for page in PAGES:
+        for command in INSTALL.findall(page.read_text(encoding="utf-8")):
+            assert command == readme[0], f"{page.relative_to(ROOT)}: '{command}', the README: '{readme[0]}'"
+
+
+def test_full_scale_dry_runs_that_are_shown_work_without_the_licensed_files():
+    """A dry run of configs/full.yaml stops at the missing licensed files (docs/faults.md)
+    unless it passes require_licensed_data=False, as tests/test_workflow.py's full dry run does."""
+    commands = [(path, command) for path in (*PAGES, ROOT / "Snakefile")
+                for command in DRY_RUN_OF_FULL.findall(path.read_text(encoding="utf-8"))]
+    assert any(path.name == "README.md" for path, _ in commands)
+    for path, command in commands:
+        assert "--config require_licensed_data=False" in command, f"{path.relative_to(ROOT)}: {command}"
