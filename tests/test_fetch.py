@@ -243,7 +243,8 @@ def test_fetch_records_its_origin_and_fingerprint_follows_content_not_location(t
     assert fetch_module.source_fingerprint({**spec, "sha256": TEXT_SHA}, "a", output, mirror_dir=new) == ""
 
 
-def test_absolute_local_path_needs_no_licensed_directory(tmp_path):
+def test_absolute_local_path_needs_no_licensed_directory(tmp_path, monkeypatch):
+    monkeypatch.delenv(fetch_module.LICENSED_ENV, raising=False)  # neither given nor in the environment
     source = tmp_path / "elsewhere" / "mt02.zh"
     source.parent.mkdir()
     source.write_bytes(TEXT)

@@ -395,6 +395,37 @@ def test_full_disk_while_saving_is_one_line_naming_the_file(copy_run, tmp_path, 
     assert not list(out.glob("*.pt")) and not list(out.glob(".*.tmp"))
 
 
+def in_small_tmpfs(directory: Path, kib: int, command: str) -> list[str]:
+    """Run ``command`` with a ``kib`` KiB tmpfs at ``directory``, in a private user and mount
+    namespace (``unshare -rm``: the mount disappears with the command); skip where that is
+    not allowed."""
+    directory.mkdir()
+    mount = f"mount -t tmpfs -o size={kib}k tmpfs {directory}"
+    probe = subprocess.run(["unshare", "-rm", "sh", "-c", mount], capture_output=True, check=False)
+    if probe.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs in a user namespace: {probe.stderr.decode(errors='replace').strip()}")
+    return ["unshare", "-rm", "sh", "-c", f"{mount} && {command}"]
+
+
+def test_a_full_tmpfs_while_saving_is_one_line_and_leaves_no_partial_file(copy_run, tmp_path):
+    """A real full file system (no fault injected into Python): torch.save fails midway
+    through the first checkpoint; the CLI names the file and the free space, no traceback."""
+    out = tmp_path / "out"
+    train = " ".join(map(str, [sys.executable, "-m", "nmtmodels.cli", "train", *train_args(copy_run, out=str(out)),
+                               "--set", "train.max_updates=2"]))
+    command = in_small_tmpfs(out, 256, f"{train}; rc=$?; ls -a {out}; exit $rc")
+    proc = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=120, check=False)
+    assert (copy_run / "out" / "checkpoint_last.pt").stat().st_size > 256 * 1024  # so this one cannot fit
+    assert proc.returncode == 2, proc.stderr
+    assert "Traceback" not in proc.stderr and "inline_container" not in proc.stderr
+    error = proc.stderr.splitlines()[-1]
+    assert error.startswith(f"nmt-train: error: {out / 'checkpoint_last.pt'}: cannot write checkpoint: "
+                            "[Errno 28] No space left on device (")
+    assert re.search(rf"\(\d+(\.\d+)? (B|KiB) free in {re.escape(str(out))}\)$", error), error
+    left = set(proc.stdout.split()) - {".", ".."}
+    assert not {name for name in left if name.endswith((".pt", ".tmp"))}, left
+
+
 def test_second_trainer_on_a_directory_is_refused_in_one_line(copy_run, tmp_path, capsys):
     import fcntl
 
