@@ -360,6 +360,23 @@ def test_extra_input_options_are_checked_against_the_family():
         cli._parse_extras(["a=x"], ["a=y"], 1, "--extra")
 
 
+
+def test_high_unknown_token_rate_on_stdin_is_one_warning(copy_run, capsys, monkeypatch):
+    """Interactive input (another language, say): one warning once 100 tokens are read."""
+    import io
+
+    args = ["--checkpoint", str(copy_run / "out/checkpoint_last.pt")]
+    monkeypatch.setattr(sys, "stdin", io.StringIO("a b Zürich c d e f g h i j\n" * 40))  # 1 in 11 unknown
+    rc, out, err = translate(args, capsys)
+    assert rc == 0 and len(out.splitlines()) == 40 and "vocabulary" not in err
+    monkeypatch.setattr(sys, "stdin", io.StringIO("Zürich München a\n" * 40))  # 2 of 3 unknown
+    rc, out, err = translate(args, capsys)
+    assert rc == 0 and len(out.splitlines()) == 40
+    warnings = [line for line in err.splitlines() if "vocabulary" in line]
+    assert warnings == [("nmt-translate: warning: <stdin>: 66.7% of the source tokens (68 of 102) are not in the "
+                         "checkpoint's vocabulary; is the input tokenised and BPE-encoded like the training source?")]
+
+
 # ---------------------------------------------------------------------- faults
 def test_set_reads_exponent_numbers_as_floats(tmp_path):
     (tmp_path / "exp.yaml").write_text("train: {max_updates: 5, lr: 1e-3, warmup_init_lr: 1.0e-7}\n")
