@@ -29,8 +29,8 @@ comment (written before digests existed, or by other tools) still load, unchecke
 Writes are atomic (temporary file + ``os.replace``); a failed write (full disk, quota)
 raises :class:`CheckpointWriteError` naming the file and the free space, and leaves the
 previous file in place.  ``save_checkpoint(last, state, copies=[best, numbered])`` writes
-the copies before it renames ``last`` into place, so ``last`` never records a best
-checkpoint or a numbered one that is not on disk.
+the copies (hard links where possible: :func:`copy_checkpoint`) before it renames ``last``
+into place, so ``last`` never records a best checkpoint or a numbered one that is not on disk.
 """
 from __future__ import annotations
 
@@ -187,12 +187,27 @@ def save_checkpoint(path: str | os.PathLike, state: dict[str, Any],
 
 
 def copy_checkpoint(source: str | os.PathLike, target: str | os.PathLike) -> None:
-    """Copy a checkpoint file atomically; CheckpointWriteError naming ``target``."""
+    """Put the bytes of ``source`` at ``target`` atomically; CheckpointWriteError naming ``target``.
+
+    A hard link where the filesystem allows one, a copy otherwise.  A link is safe because no
+    checkpoint file is ever changed in place: every write makes a new file and renames it
+    over the old name, which leaves the other names of the old bytes as they were.  It saves
+    writing a transformer-big checkpoint (with its optimizer state) two more times at every
+    validation.
+    """
     try:
         with atomic_path(target) as tmp:
-            shutil.copyfile(source, tmp)
+            _link_or_copy(Path(source), tmp)
     except OSError as exc:
         raise _write_error(target, exc) from None
+
+
+def _link_or_copy(source: Path, target: Path) -> None:
+    target.unlink()  # the empty placeholder from atomic_path
+    try:
+        os.link(source, target)
+    except OSError:  # no hard links here (another filesystem, FAT, some network mounts)
+        shutil.copyfile(source, target)
 
 
 def load_checkpoint(path: str | os.PathLike, map_location: str | torch.device = "cpu") -> dict[str, Any]:

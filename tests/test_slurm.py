@@ -60,9 +60,10 @@ SUBWORDS = "bpe300"
 # below; decoding, also of the swap-noise test sets, one); every other job is a CPU job.
 GPU_JOBS = {"train": 2, "translate": 1, "translate_swap_noise": 1}
 # Training time of the miniature (wall clock, summed over resumed jobs): more than a job with a
-# 1-minute limit can do (SLURM ends it 60-90 s after its start: it checks limits every 30 s),
-# little enough for the next job to finish.
-TRAIN_MINUTES = 1.5
+# 1-minute limit can do (SLURM ends it 60-90 s after its start: it checks limits every 30 s, later
+# on a loaded machine; at 1.5 minutes a first job was once seen to spend the whole budget), little
+# enough for a retry or two to finish.
+TRAIN_MINUTES = 2.0
 
 # ----------------------------------------------------------------------------- helpers
 def _pid_alive(pid_file: Path) -> bool:

@@ -456,9 +456,13 @@ def model_inputs(config: dict[str, Any], experiment: str, corpus: str) -> dict[s
 def shares_embeddings(config: dict[str, Any], experiment: str) -> bool:
     """Whether the experiment's resolved model (preset + overrides) shares one token table
     between source and target (``model.share_embeddings``)."""
+    import dataclasses
+
     from nmtmodels.config import ModelConfig
 
-    return ModelConfig.from_dict(experiment_settings(config, experiment)["model"]).share_embeddings
+    # The key alone, not a full parse: a family registered later (a plug-in) may not be known yet.
+    default = next(f.default for f in dataclasses.fields(ModelConfig) if f.name == "share_embeddings")
+    return bool(experiment_settings(config, experiment)["model"].get("share_embeddings", default))
 
 
 def joint_vocab_path(config: dict[str, Any], experiment: str, corpus: str) -> str:

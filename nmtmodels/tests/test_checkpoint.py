@@ -15,6 +15,7 @@ from nmtmodels.checkpoint import (
     CheckpointError,
     CheckpointWriteError,
     average_checkpoints,
+    copy_checkpoint,
     load_checkpoint,
     numbered_checkpoints,
     save_checkpoint,
@@ -98,19 +99,42 @@ def test_full_disk_while_saving_is_one_line_naming_the_file_and_free_space(tmp_p
 
 def test_copies_are_written_before_the_main_file(tmp_path, monkeypatch):
     save_checkpoint(tmp_path / "last.pt", {"a": 1}, copies=[tmp_path / "best.pt"])
-    real_copy = shutil.copyfile
+    real_copy = ckpt._link_or_copy
 
     def fail_for_best(source, target):
         if "best.pt" in str(target):
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
         return real_copy(source, target)
 
-    monkeypatch.setattr(ckpt.shutil, "copyfile", fail_for_best)
+    monkeypatch.setattr(ckpt, "_link_or_copy", fail_for_best)
     with pytest.raises(CheckpointWriteError, match=r"best.pt: cannot write checkpoint: \[Errno 28\]"):
         save_checkpoint(tmp_path / "last.pt", {"a": 2}, copies=[tmp_path / "n.pt", tmp_path / "best.pt"])
     assert load_checkpoint(tmp_path / "last.pt")["a"] == 1  # last still matches best
     assert load_checkpoint(tmp_path / "best.pt")["a"] == 1
     assert sorted(p.name for p in tmp_path.iterdir()) == ["best.pt", "last.pt", "n.pt"]
+
+
+def test_copies_keep_their_bytes_when_the_main_file_is_saved_again(tmp_path):
+    """Copies may be hard links of the main file: a later save replaces the main file's name
+    only, so the best and numbered copies still hold what they held."""
+    save_checkpoint(tmp_path / "last.pt", {"a": 1}, copies=[tmp_path / "best.pt", tmp_path / "n1.pt"])
+    assert (tmp_path / "best.pt").read_bytes() == (tmp_path / "last.pt").read_bytes()
+    save_checkpoint(tmp_path / "last.pt", {"a": 2}, copies=[tmp_path / "n2.pt"])
+    assert [load_checkpoint(tmp_path / name)["a"] for name in ("last.pt", "n2.pt", "best.pt", "n1.pt")] == [2, 2, 1, 1]
+    copy_checkpoint(tmp_path / "n2.pt", tmp_path / "best.pt")  # a new best replaces the old one's name
+    assert load_checkpoint(tmp_path / "best.pt")["a"] == 2 and load_checkpoint(tmp_path / "n1.pt")["a"] == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["best.pt", "last.pt", "n1.pt", "n2.pt"]
+
+
+def test_copies_are_real_copies_where_hard_links_fail(tmp_path, monkeypatch):
+    def no_links(source, target):
+        raise OSError(errno.EXDEV, os.strerror(errno.EXDEV))
+
+    monkeypatch.setattr(ckpt.os, "link", no_links)
+    save_checkpoint(tmp_path / "last.pt", {"a": 1}, copies=[tmp_path / "best.pt"])
+    assert (tmp_path / "best.pt").read_bytes() == (tmp_path / "last.pt").read_bytes()
+    assert (tmp_path / "best.pt").stat().st_ino != (tmp_path / "last.pt").stat().st_ino
+    assert load_checkpoint(tmp_path / "best.pt")["a"] == 1
 
 
 def test_bytes_changed_in_place_are_refused(tmp_path):

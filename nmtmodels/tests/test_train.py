@@ -5,7 +5,6 @@ import errno
 import fcntl
 import math
 import os
-import shutil
 import signal
 
 import pytest
@@ -13,6 +12,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from nmtmodels import checkpoint as ckpt_module
 from nmtmodels import train as train_module
 from nmtmodels.batch import PAD_ID
 from nmtmodels.checkpoint import (
@@ -467,7 +467,7 @@ def test_a_run_without_a_finite_validation_fails_without_a_best_checkpoint(corpu
 def test_failed_best_copy_leaves_last_consistent_with_best(corpus, tmp_path, monkeypatch):
     """A full disk while writing checkpoint_best.pt: checkpoint_last.pt still records the best
     that checkpoint_best.pt holds (the old order wrote last first, then failed on best)."""
-    real_copy = shutil.copyfile
+    real_copy = ckpt_module._link_or_copy
     best_writes = {"n": 0}
 
     def copyfile(source, target):
@@ -477,7 +477,7 @@ def test_failed_best_copy_leaves_last_consistent_with_best(corpus, tmp_path, mon
                 raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
         return real_copy(source, target)
 
-    monkeypatch.setattr(shutil, "copyfile", copyfile)
+    monkeypatch.setattr(ckpt_module, "_link_or_copy", copyfile)
     bleu = iter([10.0, 20.0, 30.0])
     trainer = make_trainer(corpus, tmp_path, bleu_fn=lambda model: next(bleu), max_tokens=24, valid_bleu=True,
                            best_metric="bleu", save_interval_updates=2, max_updates=6)
