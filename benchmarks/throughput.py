@@ -196,8 +196,7 @@ def measure_ours(setup: Setup, work: Path, amp: str = "none") -> tuple[TrainSpee
     """Train with nmtmodels' Trainer, then decode with its beam search once per early-stop
     rule in ``OUR_DECODE_RULES``; returns the speeds (or the error) and the vocabulary size.
     ``amp="bf16"`` trains and decodes under bf16 autocast (CUDA only, as ``train.amp``)."""
-    from nmtmodels.config import ModelConfig
-    from nmtmodels.configuration import from_dict
+    from nmtmodels.config import ModelConfig, from_dict
     from nmtmodels.data import ParallelDataset
     from nmtmodels.registry import build_model
     from nmtmodels.search import DecodeConfig

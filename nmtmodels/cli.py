@@ -42,7 +42,7 @@ from nmtmodels.checkpoint import (
     numbered_checkpoints,
     save_checkpoint,
 )
-from nmtmodels.configuration import (
+from nmtmodels.config import (
     ConfigError,
     from_dict,
     load_yaml,
@@ -99,7 +99,7 @@ def _run(prog: str, body: Callable[[], int]) -> int:
 # ---------------------------------------------------------------------- experiment config
 def apply_overrides(config: dict[str, Any], overrides: Sequence[str]) -> dict[str, Any]:
     """Apply ``section.key[.sub]=value`` overrides (values parsed as YAML scalars/lists,
-    where ``1e9`` and ``1e-3`` are floats: :func:`nmtmodels.configuration.parse_yaml_value`)."""
+    where ``1e9`` and ``1e-3`` are floats: :func:`nmtmodels.config.parse_yaml_value`)."""
     for item in overrides:
         key, sep, text = item.partition("=")
         path = key.strip().split(".")

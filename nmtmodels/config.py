@@ -1,8 +1,22 @@
-"""Model configuration: :class:`ModelConfig` with named presets and validation.
+"""Configuration: dataclass configs built from plain dicts / YAML with clear errors, and
+:class:`ModelConfig` with its named presets.
+
+``from_dict(MyConfig, data, where="model")`` rejects unknown keys (with a close-match
+suggestion) and values of the wrong type, naming the dotted key path, e.g.
+``ConfigError: model.d_model: expected int, got str ('512')``.  Nested dataclass
+fields are built recursively.
+
+Numbers: PyYAML implements YAML 1.1, which reads ``1e-3``, ``1e9`` and ``1.0e9`` (no dot or
+no exponent sign) as strings.  :func:`load_yaml` and :func:`parse_yaml_value` read them as
+floats (the YAML 1.2 core schema), and a float field also accepts a string that is a
+decimal number in that syntax, for configs read by other YAML 1.1 loaders (Snakemake).
 
 ``ModelConfig.from_dict({"preset": "base", "dropout": 0.3}, where="model")`` starts
-from a preset and applies overrides; keys and types are checked by
-:func:`nmtmodels.configuration.from_dict`, value ranges by :meth:`ModelConfig.validate`.
+from a preset and applies overrides; keys and types are checked by :func:`from_dict`, value
+ranges by :meth:`ModelConfig.validate`.  The family-specific ``options`` are checked by
+the family itself, when :func:`nmtmodels.registry.build_model` builds the model or
+:func:`nmtmodels.registry.validate_model_config` is called (this module does not know the
+families).
 
 Presets (the ``preset`` key; every other key overrides the preset's value):
 
@@ -19,11 +33,159 @@ embeddings).
 from __future__ import annotations
 
 import dataclasses
+import difflib
+import re
+import types
+import typing
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from pathlib import Path
+from typing import Any, Literal, TypeVar
 
-from nmtmodels.configuration import ConfigError, from_dict
+import yaml
 
+T = TypeVar("T")
+
+# YAML 1.2 core schema floats (no .inf/.nan): digits with a dot and/or an exponent.
+_FLOAT = re.compile(r"[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?")
+
+
+class YamlLoader(yaml.SafeLoader):
+    """``yaml.SafeLoader`` that also reads exponent floats such as ``1e9``, ``1e-3``, ``1.0e9``."""
+
+
+YamlLoader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(r"^[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9_]+)[eE][-+]?[0-9]+$"),
+    list("-+0123456789."),
+)
+
+
+def parse_yaml_value(text: str) -> Any:
+    """A YAML value typed on a command line (``--set``), read with :class:`YamlLoader`."""
+    return yaml.load(text, Loader=YamlLoader)
+
+
+class ConfigError(ValueError):
+    """A configuration value is missing, unknown or of the wrong type."""
+
+
+def _type_name(tp: Any) -> str:
+    return getattr(tp, "__name__", str(tp))
+
+
+def _coerce(value: Any, tp: Any, where: str) -> Any:
+    origin = typing.get_origin(tp)
+    if tp is Any:
+        return value
+    if origin in (typing.Union, types.UnionType):
+        options = typing.get_args(tp)
+        if value is None and type(None) in options:
+            return None
+        errors = []
+        for option in options:
+            if option is type(None):
+                continue
+            try:
+                return _coerce(value, option, where)
+            except ConfigError as exc:
+                errors.append(str(exc))
+        raise ConfigError(errors[0] if len(errors) == 1 else f"{where}: {value!r} matches none of {[_type_name(o) for o in options]}")
+    if origin is typing.Literal:
+        allowed = typing.get_args(tp)
+        if value not in allowed:
+            raise ConfigError(f"{where}: expected one of {list(allowed)}, got {value!r}")
+        return value
+    if dataclasses.is_dataclass(tp):
+        if isinstance(value, tp):
+            return value
+        if not isinstance(value, dict):
+            raise ConfigError(f"{where}: expected a mapping, got {type(value).__name__}")
+        return from_dict(tp, value, where)
+    if origin in (list, tuple):
+        if not isinstance(value, (list, tuple)):
+            raise ConfigError(f"{where}: expected a list, got {type(value).__name__} ({value!r})")
+        args = typing.get_args(tp)
+        item_tp = args[0] if args else Any
+        items = [_coerce(v, item_tp, f"{where}[{i}]") for i, v in enumerate(value)]
+        return tuple(items) if origin is tuple else items
+    if origin is dict:
+        if not isinstance(value, dict):
+            raise ConfigError(f"{where}: expected a mapping, got {type(value).__name__}")
+        _, val_tp = typing.get_args(tp) or (Any, Any)
+        return {k: _coerce(v, val_tp, f"{where}.{k}") for k, v in value.items()}
+    if tp is float:
+        if isinstance(value, str) and _FLOAT.fullmatch(value.strip()):
+            return float(value)  # "1e-3" from a YAML 1.1 reader
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ConfigError(f"{where}: expected float, got {type(value).__name__} ({value!r})")
+        return float(value)
+    if tp is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ConfigError(f"{where}: expected int, got {type(value).__name__} ({value!r})")
+        return value
+    if isinstance(tp, type):
+        if not isinstance(value, tp):
+            raise ConfigError(f"{where}: expected {_type_name(tp)}, got {type(value).__name__} ({value!r})")
+        return value
+    return value
+
+
+def from_dict(cls: type[T], data: dict[str, Any] | None, where: str = "config") -> T:
+    """Build dataclass ``cls`` from ``data``, validating keys and types."""
+    data = dict(data or {})
+    hints = typing.get_type_hints(cls)
+    fields = {f.name: f for f in dataclasses.fields(cls) if f.init}
+    unknown = [k for k in data if k not in fields]
+    if unknown:
+        key = unknown[0]
+        close = difflib.get_close_matches(key, list(fields), n=1)
+        hint = f" (did you mean '{close[0]}'?)" if close else f" (known keys: {', '.join(sorted(fields))})"
+        raise ConfigError(f"{where}.{key}: unknown key{hint}")
+    kwargs = {}
+    for name, spec in fields.items():
+        if name in data:
+            kwargs[name] = _coerce(data[name], hints[name], f"{where}.{name}")
+        elif spec.default is dataclasses.MISSING and spec.default_factory is dataclasses.MISSING:  # type: ignore[misc]
+            raise ConfigError(f"{where}.{name}: required key is missing")
+    obj = cls(**kwargs)
+    validate = getattr(obj, "validate", None)
+    if callable(validate):
+        validate(where)
+    return obj
+
+
+def to_dict(obj: Any) -> dict[str, Any]:
+    return dataclasses.asdict(obj)
+
+
+def plain_dict(obj: Any) -> dict[str, Any]:
+    """A dataclass as YAML-safe plain data (tuples become lists)."""
+
+    def plain(value: Any) -> Any:
+        if isinstance(value, (list, tuple)):
+            return [plain(v) for v in value]
+        if isinstance(value, dict):
+            return {k: plain(v) for k, v in value.items()}
+        return value
+
+    return plain(dataclasses.asdict(obj))
+
+
+def load_yaml(path: str | Path) -> dict[str, Any]:
+    """Read a YAML mapping; errors name the file."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            data = yaml.load(handle, Loader=YamlLoader)
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: invalid YAML ({exc})") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: expected a mapping at the top level")
+    return data
+
+
+# ---------------------------------------------------------------------- the model
 PRESETS: dict[str, dict[str, Any]] = {
     "tiny": dict(encoder_layers=3, decoder_layers=3, d_model=256, heads=4, ffn_dim=1024, dropout=0.1),
     "small": dict(encoder_layers=6, decoder_layers=6, d_model=512, heads=4, ffn_dim=1024, dropout=0.3),
@@ -37,7 +199,7 @@ class ModelConfig:
     """Shape and regularisation of an encoder-decoder model (defaults: Transformer base).
 
     ``options`` holds family-specific settings, validated by the family named in
-    ``family`` (see :func:`nmtmodels.registry.build_model`).
+    ``family`` (see :func:`nmtmodels.registry.validate_model_config`).
     """
 
     family: str = "transformer"
@@ -74,7 +236,8 @@ class ModelConfig:
         return dataclasses.asdict(self)
 
     def validate(self, where: str = "model") -> None:
-        """Check value ranges and the family's ``options``; raise :class:`ConfigError`."""
+        """Check value ranges; raise :class:`ConfigError`.  The family's ``options`` are the
+        family's to check (:func:`nmtmodels.registry.validate_model_config`)."""
         for name in ("d_model", "heads", "encoder_layers", "decoder_layers", "ffn_dim",
                      "max_source_positions", "max_target_positions"):
             if getattr(self, name) < 1:
@@ -87,6 +250,3 @@ class ModelConfig:
             value = getattr(self, name)
             if not 0.0 <= value < 1.0:
                 raise ConfigError(f"{where}.{name}: must be in [0, 1), got {value}")
-        from nmtmodels.registry import get_model_class  # lazy: the registry imports the model families
-
-        get_model_class(self.family, f"{where}.family").parse_options(self.options, f"{where}.options")

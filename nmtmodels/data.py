@@ -31,7 +31,7 @@ import numpy as np
 import torch
 
 from nmtmodels.batch import BOS_ID, EOS_ID, PAD_ID, Batch
-from nmtmodels.configuration import ConfigError
+from nmtmodels.config import ConfigError
 from nmtmodels.textio import DataError, read_lines
 from nmtmodels.vocab import Vocabulary
 

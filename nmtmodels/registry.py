@@ -1,61 +1,53 @@
 """Model families by name.
 
 A family is a :class:`~nmtmodels.models.base.Seq2SeqModel` subclass decorated with
-``@register_model("name")`` that implements
+``@register_model("name")`` (defined beside the base class, re-exported here) that implements
 ``from_config(cls, cfg, src_vocab_size, tgt_vocab_size)`` and
 ``parse_options(cls, options, where)`` (validates ``ModelConfig.options``).
-Importing :mod:`nmtmodels.models` registers the built-in families; the look-up
-functions here import it on first use.
+Importing :mod:`nmtmodels.models` registers the built-in families; this module imports it,
+so the look-up functions see them (the families import only the base module, never this one).
+
+:class:`~nmtmodels.config.ModelConfig` checks its own fields only; a family's ``options``
+are checked here, by :func:`validate_model_config` (which :func:`build_model` calls), so
+the config module needs no family and the families can import it.
 """
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Callable, TypeVar
+from typing import TYPE_CHECKING
 
-from nmtmodels.configuration import ConfigError
+import nmtmodels.models  # noqa: F401  (registers the built-in families)
+from nmtmodels.config import ConfigError
+from nmtmodels.models import base
+from nmtmodels.models.base import register_model
 
 if TYPE_CHECKING:
     from nmtmodels.config import ModelConfig
     from nmtmodels.models.base import Seq2SeqModel
 
-_FAMILIES: dict[str, type] = {}
-ModelClass = TypeVar("ModelClass", bound=type)
-
-
-def register_model(name: str) -> Callable[[ModelClass], ModelClass]:
-    """Class decorator registering a model family under ``name`` (sets ``cls.family_name``)."""
-
-    def register(cls: ModelClass) -> ModelClass:
-        if name in _FAMILIES and _FAMILIES[name] is not cls:
-            raise ValueError(f"model family {name!r} is already registered by {_FAMILIES[name].__qualname__}")
-        for method in ("from_config", "parse_options"):
-            if not callable(getattr(cls, method, None)):
-                raise TypeError(f"model family {name!r}: {cls.__qualname__} lacks classmethod {method}()")
-        cls.family_name = name
-        _FAMILIES[name] = cls
-        return cls
-
-    return register
-
-
-def _load_builtin_families() -> None:
-    importlib.import_module("nmtmodels.models")
+__all__ = ["build_model", "get_model_class", "model_families", "register_model", "validate_model_config"]
 
 
 def model_families() -> list[str]:
     """Names of every registered family, sorted."""
-    _load_builtin_families()
-    return sorted(_FAMILIES)
+    return sorted(base._FAMILIES)
 
 
 def get_model_class(name: str, where: str = "model.family") -> type:
     """The class registered as ``name``; ConfigError (naming ``where``) listing the known ones."""
-    _load_builtin_families()
-    if name not in _FAMILIES:
-        raise ConfigError(f"{where}: unknown model family {name!r} (registered: {', '.join(sorted(_FAMILIES))})")
-    return _FAMILIES[name]
+    if name not in base._FAMILIES:
+        raise ConfigError(f"{where}: unknown model family {name!r} (registered: {', '.join(sorted(base._FAMILIES))})")
+    return base._FAMILIES[name]
 
 
-def build_model(cfg: "ModelConfig", src_vocab_size: int, tgt_vocab_size: int) -> "Seq2SeqModel":
-    """Instantiate the family named by ``cfg.family`` for the given vocabulary sizes."""
-    return get_model_class(cfg.family).from_config(cfg, src_vocab_size, tgt_vocab_size)
+def validate_model_config(cfg: "ModelConfig", where: str = "model") -> type:
+    """Check that ``cfg.family`` is registered and that the family accepts ``cfg.options``
+    (ConfigError naming ``where.family`` or ``where.options.KEY``); returns the family's class."""
+    cls = get_model_class(cfg.family, f"{where}.family")
+    cls.parse_options(cfg.options, f"{where}.options")
+    return cls
+
+
+def build_model(cfg: "ModelConfig", src_vocab_size: int, tgt_vocab_size: int, where: str = "model") -> "Seq2SeqModel":
+    """Instantiate the family named by ``cfg.family`` for the given vocabulary sizes, after
+    :func:`validate_model_config` (errors name ``where``)."""
+    return validate_model_config(cfg, where).from_config(cfg, src_vocab_size, tgt_vocab_size)

@@ -67,7 +67,7 @@ import torch
 from torch import Tensor
 
 from nmtmodels.batch import BOS_ID, EOS_ID, PAD_ID, Batch
-from nmtmodels.configuration import ConfigError
+from nmtmodels.config import ConfigError
 from nmtmodels.models.base import Seq2SeqModel, State, reorder_state
 
 EARLY_STOP_RULES = ("exact", "beam", "top")

@@ -90,7 +90,7 @@ from nmtmodels.checkpoint import (
     numbered_checkpoints,
     save_checkpoint,
 )
-from nmtmodels.configuration import ConfigError, plain_dict, to_dict
+from nmtmodels.config import ConfigError, plain_dict, to_dict
 from nmtmodels.data import BucketBatchSampler, ParallelDataset
 from nmtmodels.distributed import (
     DistributedContext,

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from nmtmodels.configuration import ConfigError
+from nmtmodels.config import ConfigError
 from nmtmodels.textio import DataError
 from workflow_scripts import fetch as fetch_module
 from workflow_scripts.fetch import content_sha256, fetch

@@ -43,7 +43,7 @@ breaks (CR, VT, FF, NEL, U+2028, ...) inside a sentence are replaced by a space,
 downstream reader sees the same line count.  A UTF-8 byte-order mark is removed.
 
 Errors: bad data raises :class:`~nmtmodels.textio.DataError` naming the file (and
-line); bad spec keys raise :class:`~nmtmodels.configuration.ConfigError` naming the key
+line); bad spec keys raise :class:`~nmtmodels.config.ConfigError` naming the key
 path, e.g. ``corpora.X.splits.train[0].format``.  Only the readers touch the disk;
 :func:`splits_of`, :func:`downloads_for`, :func:`extraction_part`, :func:`reference_count`
 and :func:`check_corpus_spec` are pure and safe to call while Snakemake parses.
@@ -65,7 +65,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 from xml.etree import ElementTree
 
-from nmtmodels.configuration import ConfigError
+from nmtmodels.config import ConfigError
 from nmtmodels.textio import GZIP_MAGIC, DataError
 
 PER_LANGUAGE_FORMATS = frozenset({"plain", "sgml", "iwslt_xml", "iwslt_tags"})

@@ -24,7 +24,7 @@ import sys
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from nmtmodels.configuration import ConfigError
+from nmtmodels.config import ConfigError
 from nmtmodels.textio import DataError, write_lines
 from workflow_scripts.corpora import read_split
 from workflow_scripts.fetch import origin_note

@@ -54,7 +54,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from nmtmodels.configuration import ConfigError
+from nmtmodels.config import ConfigError
 from nmtmodels.textio import DataError, atomic_output, atomic_write_text, open_binary
 
 MIRROR_ENV = "NMT_DATA_MIRROR"

@@ -68,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--output", required=True)
     args = parser.parse_args(argv)
     from nmtmodels.checkpoint import CheckpointError
-    from nmtmodels.configuration import ConfigError
+    from nmtmodels.config import ConfigError
 
     try:
         info = model_info(args.checkpoint, args.metrics)

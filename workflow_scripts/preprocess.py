@@ -60,7 +60,7 @@ import unicodedata
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from nmtmodels.configuration import ConfigError
+from nmtmodels.config import ConfigError
 from nmtmodels.textio import DataError, atomic_outputs, read_lines
 from workflow_scripts.parallel import WorkerError, add_threads_argument, parallel_map
 from workflow_scripts.segment import SEGMENTERS, SegmentationError, WordSegmenter

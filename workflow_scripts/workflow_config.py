@@ -158,8 +158,7 @@ def comparable_settings(config: dict[str, Any], experiment: str) -> dict[str, An
     """Everything a compared system must share with its baseline, as dotted keys: the resolved
     model (preset expanded, defaults filled in; without the family and its options), training
     and decoding settings, and the subword units."""
-    from nmtmodels.config import ModelConfig
-    from nmtmodels.configuration import from_dict
+    from nmtmodels.config import ModelConfig, from_dict
     from nmtmodels.search import DecodeConfig
     from nmtmodels.train import TrainConfig
 
@@ -209,13 +208,13 @@ def check_fair_comparisons(config: dict[str, Any]) -> None:
 
 def check_run_sections(settings: dict[str, Any], where: str) -> None:
     """Check resolved ``model``/``train``/``decode`` sections with nmtmodels' own config classes."""
-    from nmtmodels.config import ModelConfig
-    from nmtmodels.configuration import ConfigError, from_dict
+    from nmtmodels.config import ConfigError, ModelConfig, from_dict
+    from nmtmodels.registry import validate_model_config
     from nmtmodels.search import DecodeConfig
     from nmtmodels.train import TrainConfig
 
     try:
-        ModelConfig.from_dict(settings["model"], where=f"{where}.model")
+        validate_model_config(ModelConfig.from_dict(settings["model"], where=f"{where}.model"), f"{where}.model")
         from_dict(TrainConfig, settings["train"], where=f"{where}.train (training)")
         from_dict(DecodeConfig, settings["decode"], where=f"{where}.decode (decoding)")
     except ConfigError as exc:
@@ -340,7 +339,7 @@ def compression_source(config: dict[str, Any], compressor: str, corpus: str, spl
 def compressor_decode_flags(config: dict[str, Any], compressor: str) -> str:
     """nmt-translate options of a compressor's length-controlled search (ESC eq. 1-3):
     beam, alpha (``length_penalty``), beta (``coverage_penalty``), gamma (``max_len_ratio``)."""
-    from nmtmodels.configuration import from_dict
+    from nmtmodels.config import from_dict
     from nmtmodels.search import DecodeConfig
 
     decode = from_dict(DecodeConfig, compressor_settings(config, compressor)["decode"], where="decode")

@@ -1,7 +1,8 @@
 """The interface shared by every model family (the trainer and beam search rely on it).
 
 A family subclasses :class:`Seq2SeqModel`, registers itself by name
-(``nmtmodels.registry.register_model``) and implements ``encode`` and ``decode``.
+(:func:`register_model`, also importable from :mod:`nmtmodels.registry`) and implements
+``encode`` and ``decode``.
 
 State dictionaries
 ------------------
@@ -16,7 +17,7 @@ not reordered when beams move within their sentences.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable, TypeVar
 
 import torch
 from torch import Tensor, nn
@@ -93,3 +94,25 @@ class Seq2SeqModel(nn.Module):
     @torch.no_grad()
     def num_parameters(self) -> int:
         return sum(p.numel() for p in self.parameters())
+
+
+# ---------------------------------------------------------------------- registration
+# name -> family class; nmtmodels.registry looks families up here.
+_FAMILIES: dict[str, type] = {}
+ModelClass = TypeVar("ModelClass", bound=type)
+
+
+def register_model(name: str) -> Callable[[ModelClass], ModelClass]:
+    """Class decorator registering a model family under ``name`` (sets ``cls.family_name``)."""
+
+    def register(cls: ModelClass) -> ModelClass:
+        if name in _FAMILIES and _FAMILIES[name] is not cls:
+            raise ValueError(f"model family {name!r} is already registered by {_FAMILIES[name].__qualname__}")
+        for method in ("from_config", "parse_options"):
+            if not callable(getattr(cls, method, None)):
+                raise TypeError(f"model family {name!r}: {cls.__qualname__} lacks classmethod {method}()")
+        cls.family_name = name
+        _FAMILIES[name] = cls
+        return cls
+
+    return register

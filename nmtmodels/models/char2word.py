@@ -44,11 +44,9 @@ from torch import Tensor, nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from nmtmodels.batch import EOS_ID, PAD_ID, SPECIAL_SYMBOLS, Batch
-from nmtmodels.config import ModelConfig
-from nmtmodels.configuration import ConfigError, from_dict
-from nmtmodels.models.base import Seq2SeqModel, State
+from nmtmodels.config import ConfigError, ModelConfig, from_dict
+from nmtmodels.models.base import Seq2SeqModel, State, register_model
 from nmtmodels.modules.dropout import Dropout
-from nmtmodels.registry import register_model
 from nmtmodels.symbols import SPACE_SYMBOL
 
 OPTION_PRESETS: dict[str, dict[str, int]] = {

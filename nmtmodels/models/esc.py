@@ -67,15 +67,18 @@ import torch
 from torch import Tensor, nn
 
 from nmtmodels.batch import PAD_ID, Batch
-from nmtmodels.config import ModelConfig
-from nmtmodels.configuration import ConfigError
-from nmtmodels.models.base import State
+from nmtmodels.config import ConfigError, ModelConfig
+from nmtmodels.models.base import State, register_model
 from nmtmodels.models.transformer import TransformerDecoder, TransformerModel
 from nmtmodels.modules.attention import MultiheadAttention
 from nmtmodels.modules.dropout import Dropout
 from nmtmodels.modules.embedding import InputEmbedding
-from nmtmodels.modules.layers import FeedForward, ResidualNorm, TransformerDecoderLayer, layer_kwargs
-from nmtmodels.registry import register_model
+from nmtmodels.modules.layers import (
+    FeedForward,
+    ResidualNorm,
+    TransformerDecoderLayer,
+    layer_kwargs,
+)
 
 COMPRESSED = "compressed"  # the extra token input: the compressed source
 

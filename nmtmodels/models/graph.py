@@ -60,14 +60,13 @@ import torch
 from torch import Tensor, nn
 
 from nmtmodels.batch import Batch
-from nmtmodels.config import ModelConfig
-from nmtmodels.configuration import ConfigError
+from nmtmodels.config import ConfigError, ModelConfig
+from nmtmodels.models.base import register_model
 from nmtmodels.models.transformer import TransformerEncoder, TransformerModel
 from nmtmodels.modules.attention import MultiheadAttention
 from nmtmodels.modules.dropout import Dropout
 from nmtmodels.modules.embedding import InputEmbedding
 from nmtmodels.modules.layers import FeedForward, ResidualNorm
-from nmtmodels.registry import register_model
 
 
 @dataclass

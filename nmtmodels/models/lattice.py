@@ -46,14 +46,18 @@ import torch
 from torch import Tensor, nn
 
 from nmtmodels.batch import Batch
-from nmtmodels.config import ModelConfig
-from nmtmodels.configuration import ConfigError
-from nmtmodels.lattice import NUM_RELATIONS, SPAN_PAD, lattice_positions, relation_ids, spans_with_eos
-from nmtmodels.models.base import State
+from nmtmodels.config import ConfigError, ModelConfig
+from nmtmodels.lattice import (
+    NUM_RELATIONS,
+    SPAN_PAD,
+    lattice_positions,
+    relation_ids,
+    spans_with_eos,
+)
+from nmtmodels.models.base import State, register_model
 from nmtmodels.models.transformer import TransformerEncoder, TransformerModel
 from nmtmodels.modules.attention import RelationTerms
 from nmtmodels.modules.embedding import InputEmbedding
-from nmtmodels.registry import register_model
 
 POSITION_MODES = ("lattice", "sequence", "none")
 

@@ -46,13 +46,21 @@ from typing import Any, ClassVar, Literal
 import torch
 from torch import Tensor, nn
 
-from nmtmodels.config import ModelConfig
-from nmtmodels.configuration import ConfigError
-from nmtmodels.models.transformer import TransformerDecoder, TransformerEncoder, TransformerModel
+from nmtmodels.config import ConfigError, ModelConfig
+from nmtmodels.models.base import register_model
+from nmtmodels.models.transformer import (
+    TransformerDecoder,
+    TransformerEncoder,
+    TransformerModel,
+)
 from nmtmodels.modules.attention import RelationTerms
 from nmtmodels.modules.embedding import InputEmbedding
-from nmtmodels.modules.layers import ResidualNorm, TransformerDecoderLayer, TransformerEncoderLayer, layer_kwargs
-from nmtmodels.registry import register_model
+from nmtmodels.modules.layers import (
+    ResidualNorm,
+    TransformerDecoderLayer,
+    TransformerEncoderLayer,
+    layer_kwargs,
+)
 
 
 @dataclass

@@ -12,12 +12,10 @@ from typing import Any, ClassVar
 from torch import Tensor, nn
 
 from nmtmodels.batch import SPECIAL_SYMBOLS, Batch
-from nmtmodels.config import ModelConfig
-from nmtmodels.configuration import ConfigError, from_dict
-from nmtmodels.models.base import Seq2SeqModel, State
+from nmtmodels.config import ConfigError, ModelConfig, from_dict
+from nmtmodels.models.base import Seq2SeqModel, State, register_model
 from nmtmodels.modules.embedding import InputEmbedding, TokenEmbedding, build_positions
 from nmtmodels.modules.layers import TransformerDecoderLayer, TransformerEncoderLayer
-from nmtmodels.registry import register_model
 
 
 class TransformerEncoder(nn.Module):

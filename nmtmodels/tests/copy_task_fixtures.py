@@ -7,11 +7,10 @@ from pathlib import Path
 
 import torch
 
-from nmtmodels.config import ModelConfig
+from nmtmodels.config import ModelConfig, from_dict
 from nmtmodels.data import ParallelDataset
 from nmtmodels.registry import build_model
 from nmtmodels.train import TrainConfig
-from nmtmodels.configuration import from_dict
 from nmtmodels.vocab import Vocabulary
 
 LETTERS = list("abcdefghij")

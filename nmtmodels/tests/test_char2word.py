@@ -6,8 +6,7 @@ import pytest
 import torch
 
 from nmtmodels.batch import BOS_ID, EOS_ID, PAD_ID, Batch
-from nmtmodels.config import ModelConfig
-from nmtmodels.configuration import ConfigError
+from nmtmodels.config import ConfigError, ModelConfig
 from nmtmodels.data import BucketBatchSampler, ParallelDataset
 from nmtmodels.models.char2word import (
     AdditiveAttention,
@@ -15,7 +14,7 @@ from nmtmodels.models.char2word import (
     gather_word_states,
     word_end_positions,
 )
-from nmtmodels.registry import build_model
+from nmtmodels.registry import build_model, validate_model_config
 from nmtmodels.search import DecodeConfig, beam_search, greedy_search
 from nmtmodels.symbols import SPACE_SYMBOL
 from nmtmodels.vocab import Vocabulary
@@ -218,11 +217,11 @@ def test_presets_and_option_errors():
         preset="paper", embedding_dim=256, encoder_dim=400, decoder_dim=400, attention_dim=300)  # Tables 1-2
     assert CharRNNOptions.from_options({"preset": "tiny", "encoder_dim": 9}, "o").encoder_dim == 9
     with pytest.raises(ConfigError, match="model.options.preset: unknown preset 'huge'"):
-        ModelConfig.from_dict({"family": "char2word", "options": {"preset": "huge"}}).validate()
+        validate_model_config(ModelConfig.from_dict({"family": "char2word", "options": {"preset": "huge"}}))
     with pytest.raises(ConfigError, match="model.options.attention_dim: must be >= 1"):
-        ModelConfig.from_dict({"family": "char2char", "options": {"attention_dim": 0}}).validate()
+        validate_model_config(ModelConfig.from_dict({"family": "char2char", "options": {"attention_dim": 0}}))
     with pytest.raises(ConfigError, match="model.options.hidden"):
-        ModelConfig.from_dict({"family": "char2char", "options": {"hidden": 3}}).validate()
+        validate_model_config(ModelConfig.from_dict({"family": "char2char", "options": {"hidden": 3}}))
 
 
 def test_paper_preset_sizes():

@@ -6,8 +6,8 @@ from dataclasses import dataclass
 import pytest
 
 from nmtmodels import registry
-from nmtmodels.config import PRESETS, ModelConfig
-from nmtmodels.configuration import ConfigError
+from nmtmodels.config import PRESETS, ConfigError, ModelConfig
+from nmtmodels.models import base
 from nmtmodels.models.transformer import TransformerModel
 
 
@@ -47,8 +47,10 @@ def test_round_trip_through_dict() -> None:
     ],
 )
 def test_config_errors_name_the_key(data: dict, message: str) -> None:
+    """Field errors come from ModelConfig.from_dict, family and options errors from the
+    registry's validate_model_config (which build_model calls)."""
     with pytest.raises(ConfigError, match=message):
-        ModelConfig.from_dict(data, where="model")
+        registry.validate_model_config(ModelConfig.from_dict(data, where="model"), where="model")
 
 
 def test_build_model_with_unknown_family_lists_registered_ones() -> None:
@@ -69,7 +71,7 @@ class ToyOptions:
 
 
 def test_family_registration_and_options(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(registry, "_FAMILIES", dict(registry._FAMILIES))
+    monkeypatch.setattr(base, "_FAMILIES", dict(base._FAMILIES))
 
     @registry.register_model("toy")
     class ToyModel(TransformerModel):
@@ -81,9 +83,9 @@ def test_family_registration_and_options(monkeypatch: pytest.MonkeyPatch) -> Non
     assert isinstance(model, ToyModel)
     assert ToyModel.parse_options(cfg.options) == ToyOptions(width=5)
     with pytest.raises(ConfigError, match=r"model\.options\.width: expected int"):
-        ModelConfig.from_dict({"family": "toy", "options": {"width": "5"}})
+        registry.validate_model_config(ModelConfig.from_dict({"family": "toy", "options": {"width": "5"}}))
     with pytest.raises(ConfigError, match=r"model\.options\.depth: unknown key"):
-        ModelConfig.from_dict({"family": "toy", "options": {"depth": 1}})
+        registry.validate_model_config(ModelConfig.from_dict({"family": "toy", "options": {"depth": 1}}))
     with pytest.raises(ValueError, match="already registered"):
         registry.register_model("toy")(type("Other", (TransformerModel,), {}))
     with pytest.raises(TypeError, match="lacks classmethod from_config"):
@@ -92,7 +94,7 @@ def test_family_registration_and_options(monkeypatch: pytest.MonkeyPatch) -> Non
 
 def test_exponent_floats_read_as_floats(tmp_path) -> None:
     """PyYAML (YAML 1.1) reads 1e-3 as the string '1e-3'; YAML 1.2 and people read a float."""
-    from nmtmodels.configuration import from_dict, load_yaml, parse_yaml_value
+    from nmtmodels.config import from_dict, load_yaml, parse_yaml_value
 
     (tmp_path / "c.yaml").write_text("train: {lr: 1e-3, eps: 1.0e9, big: -2E+5, n: 5, name: 1e3x, ok: 0.5}\n")
     assert load_yaml(tmp_path / "c.yaml")["train"] == {"lr": 0.001, "eps": 1e9, "big": -2e5, "n": 5,

@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from nmtmodels.batch import BOS_ID, EOS_ID, PAD_ID, UNK_ID
-from nmtmodels.configuration import ConfigError
+from nmtmodels.config import ConfigError
 from nmtmodels.data import BucketBatchSampler, ExtraField, ParallelDataset, collate
 from nmtmodels.tests.copy_task_fixtures import write_lines
 from nmtmodels.textio import DataError

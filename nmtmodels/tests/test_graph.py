@@ -8,8 +8,7 @@ import pytest
 import torch
 
 from nmtmodels.batch import BOS_ID, EOS_ID, PAD_ID, Batch
-from nmtmodels.config import ModelConfig
-from nmtmodels.configuration import ConfigError
+from nmtmodels.config import ConfigError, ModelConfig
 from nmtmodels.models.graph import TABLE2_VARIANTS as VARIANTS
 from nmtmodels.models.graph import GraphEncoderLayer, GraphOptions
 from nmtmodels.registry import build_model

@@ -10,8 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from nmtmodels.batch import BOS_ID, EOS_ID, PAD_ID, Batch
-from nmtmodels.config import ModelConfig
-from nmtmodels.configuration import ConfigError
+from nmtmodels.config import ConfigError, ModelConfig
 from nmtmodels.lattice import RELATIONS, SPAN_PAD, lattice_positions, relation_ids, spans_with_eos
 from nmtmodels.modules.attention import MultiheadAttention, RelationTerms
 from nmtmodels.registry import build_model

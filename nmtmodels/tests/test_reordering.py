@@ -9,8 +9,7 @@ import torch
 import torch.nn.functional as F
 
 from nmtmodels.batch import BOS_ID, EOS_ID, PAD_ID, Batch
-from nmtmodels.config import ModelConfig
-from nmtmodels.configuration import ConfigError
+from nmtmodels.config import ConfigError, ModelConfig
 from nmtmodels.models.reordering import ReorderingModel, relative_position_ids
 from nmtmodels.models.transformer import TransformerDecoder, TransformerEncoder
 from nmtmodels.registry import build_model

@@ -9,7 +9,7 @@ import torch
 from torch import Tensor, nn
 
 from nmtmodels.batch import BOS_ID, EOS_ID, PAD_ID, Batch
-from nmtmodels.configuration import ConfigError, from_dict
+from nmtmodels.config import ConfigError, from_dict
 from nmtmodels.models.base import Seq2SeqModel
 from nmtmodels.search import (
     CoveragePenalty,

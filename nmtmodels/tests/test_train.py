@@ -21,7 +21,7 @@ from nmtmodels.checkpoint import (
     numbered_checkpoints,
     save_checkpoint,
 )
-from nmtmodels.configuration import ConfigError, from_dict
+from nmtmodels.config import ConfigError, from_dict
 from nmtmodels.data import ParallelDataset, Ragged
 from nmtmodels.registry import model_families
 from nmtmodels.tests.copy_task_fixtures import (

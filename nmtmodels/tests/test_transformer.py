@@ -5,8 +5,7 @@ import pytest
 import torch
 
 from nmtmodels.batch import BOS_ID, EOS_ID, PAD_ID, Batch
-from nmtmodels.config import ModelConfig
-from nmtmodels.configuration import ConfigError
+from nmtmodels.config import ConfigError, ModelConfig
 from nmtmodels.models.base import reorder_state
 from nmtmodels.models.transformer import TransformerModel
 from nmtmodels.registry import build_model
