@@ -60,8 +60,18 @@ if str(ROOT) not in sys.path:  # run as a script from anywhere
     sys.path.insert(0, str(ROOT))
 
 from benchmarks._peers import (  # noqa: E402
-    CTranslate2, DecodeSpeed, Fairseq, JoeyNMT, OpenNMTPy, Peer, PeerError, Setup, Sockeye, TrainSpeed,
-    aggregate_intervals, count_output,
+    CTranslate2,
+    DecodeSpeed,
+    Fairseq,
+    JoeyNMT,
+    OpenNMTPy,
+    Peer,
+    PeerError,
+    Setup,
+    Sockeye,
+    TrainSpeed,
+    aggregate_intervals,
+    count_output,
 )
 
 CORPUS = "multi30k_en_de"
@@ -198,9 +208,10 @@ def measure_ours(setup: Setup, work: Path, amp: str = "none") -> tuple[TrainSpee
     ``amp="bf16"`` trains and decodes under bf16 autocast (CUDA only, as ``train.amp``)."""
     from nmtmodels.config import ModelConfig, from_dict
     from nmtmodels.data import ParallelDataset
+    from nmtmodels.inference import translate_dataset
     from nmtmodels.registry import build_model
     from nmtmodels.search import DecodeConfig
-    from nmtmodels.train import Trainer, TrainConfig, seed_everything, translate_dataset
+    from nmtmodels.train import TrainConfig, Trainer, seed_everything
     from nmtmodels.vocab import Vocabulary
 
     class CountingDataset(ParallelDataset):

@@ -31,6 +31,10 @@ raises :class:`CheckpointWriteError` naming the file and the free space, and lea
 previous file in place.  ``save_checkpoint(last, state, copies=[best, numbered])`` writes
 the copies (hard links where possible: :func:`copy_checkpoint`) before it renames ``last``
 into place, so ``last`` never records a best checkpoint or a numbered one that is not on disk.
+
+``nmt-train --init-from`` loads another run's parameters with :func:`initialise_from` and
+records :func:`parameters_fingerprint` of the result.  Loading a model to translate with is
+:func:`nmtmodels.inference.load_model_from_checkpoint`.
 """
 from __future__ import annotations
 
@@ -43,7 +47,9 @@ from typing import Any
 
 import torch
 
+from nmtmodels.config import ConfigError
 from nmtmodels.textio import atomic_path
+from nmtmodels.vocab import Vocabulary, check_fingerprint
 
 FORMAT = "nmtmodels-checkpoint"
 VERSION = 1
@@ -275,3 +281,27 @@ def numbered_checkpoints(directory: str | os.PathLike) -> list[tuple[int, Path]]
         if stem.isdigit():
             found.append((int(stem), path))
     return sorted(found)
+
+
+def parameters_fingerprint(model: torch.nn.Module) -> str:
+    """SHA-256 (hex) of ``model``'s state (names and raw bytes, in name order)."""
+    digest = hashlib.sha256()
+    for name, tensor in sorted(model.state_dict().items()):
+        digest.update(name.encode("utf-8"))
+        digest.update(tensor.detach().cpu().contiguous().view(torch.uint8).numpy().tobytes())
+    return digest.hexdigest()
+
+
+def initialise_from(model: torch.nn.Module, path: str, src_vocab: Vocabulary, tgt_vocab: Vocabulary) -> None:
+    """Load the parameters of checkpoint ``path`` into ``model`` (vocabularies must match)."""
+    state = load_checkpoint(path, map_location="cpu")
+    for side, vocab in (("src", src_vocab), ("tgt", tgt_vocab)):
+        try:
+            check_fingerprint(vocab, state["vocab"][f"{side}_fingerprint"], side, path)
+        except ValueError as exc:
+            raise ConfigError(f"--init-from: {exc}") from None
+    try:
+        model.load_state_dict(state["model"])
+    except RuntimeError as exc:
+        first = str(exc).strip().splitlines()[0]
+        raise ConfigError(f"--init-from {path}: parameters do not fit the configured model ({first})") from None

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import errno
-import hashlib
 import shutil
 import sys
 from collections.abc import Callable, Iterator, Sequence
@@ -38,8 +37,9 @@ import yaml
 from nmtmodels.checkpoint import (
     CheckpointError,
     average_checkpoints,
-    load_checkpoint,
+    initialise_from,
     numbered_checkpoints,
+    parameters_fingerprint,
     save_checkpoint,
 )
 from nmtmodels.config import (
@@ -126,6 +126,7 @@ def apply_overrides(config: dict[str, Any], overrides: Sequence[str]) -> dict[st
 def load_experiment(path: str | None, overrides: Sequence[str] = ()) -> tuple[Any, Any, Any]:
     """(ModelConfig, TrainConfig, DecodeConfig) from an experiment YAML plus overrides."""
     from nmtmodels.config import ModelConfig
+    from nmtmodels.registry import validate_model_config
     from nmtmodels.search import DecodeConfig
     from nmtmodels.train import TrainConfig
 
@@ -138,6 +139,7 @@ def load_experiment(path: str | None, overrides: Sequence[str] = ()) -> tuple[An
             raise ConfigError(f"{path}: {section}: expected a mapping")
     config = apply_overrides({k: dict(v or {}) for k, v in config.items()}, overrides)
     model = ModelConfig.from_dict(config.get("model"), where="model")
+    validate_model_config(model, where="model")
     train = from_dict(TrainConfig, config.get("train"), where="train")
     decode = from_dict(DecodeConfig, config.get("decode"), where="decode")
     return model, train, decode
@@ -216,8 +218,9 @@ def train_main(argv: Sequence[str] | None = None) -> int:
 
 def _train(args: argparse.Namespace) -> int:
     from nmtmodels.distributed import init_from_env
+    from nmtmodels.inference import make_bleu_fn
     from nmtmodels.registry import build_model
-    from nmtmodels.train import EXIT_REQUEUE, Trainer, make_bleu_fn, seed_everything
+    from nmtmodels.train import EXIT_REQUEUE, Trainer, seed_everything
 
     model_cfg, train_cfg, decode_cfg = load_experiment(args.config, args.set)
     src_vocab = Vocabulary.from_file(args.src_vocab)
@@ -268,60 +271,7 @@ def _train(args: argparse.Namespace) -> int:
     return EXIT_REQUEUE if result.status == "interrupted" else 0
 
 
-def parameters_fingerprint(model: torch.nn.Module) -> str:
-    """SHA-256 (hex) of ``model``'s state (names and raw bytes, in name order)."""
-    digest = hashlib.sha256()
-    for name, tensor in sorted(model.state_dict().items()):
-        digest.update(name.encode("utf-8"))
-        digest.update(tensor.detach().cpu().contiguous().view(torch.uint8).numpy().tobytes())
-    return digest.hexdigest()
-
-
-def initialise_from(model: torch.nn.Module, path: str, src_vocab: Vocabulary, tgt_vocab: Vocabulary) -> None:
-    """Load the parameters of checkpoint ``path`` into ``model`` (vocabularies must match)."""
-    state = load_checkpoint(path, map_location="cpu")
-    for side, vocab in (("src", src_vocab), ("tgt", tgt_vocab)):
-        try:
-            check_fingerprint(vocab, state["vocab"][f"{side}_fingerprint"], side, path)
-        except ValueError as exc:
-            raise ConfigError(f"--init-from: {exc}") from None
-    try:
-        model.load_state_dict(state["model"])
-    except RuntimeError as exc:
-        first = str(exc).strip().splitlines()[0]
-        raise ConfigError(f"--init-from {path}: parameters do not fit the configured model ({first})") from None
-
-
 # ---------------------------------------------------------------------- translate
-def load_model_from_checkpoint(path: str, device: torch.device) -> tuple[torch.nn.Module, Vocabulary, Vocabulary, dict[str, Any]]:
-    """(model in eval mode on ``device``, source vocabulary, target vocabulary, checkpoint)."""
-    from nmtmodels.config import ModelConfig
-    from nmtmodels.registry import build_model
-
-    state = load_checkpoint(path, map_location="cpu")
-    vocabs = []
-    for side in ("src", "tgt"):
-        tokens = state["vocab"][side]
-        vocab = Vocabulary(tokens[4:])
-        if vocab.tokens != tokens or vocab.fingerprint() != state["vocab"][f"{side}_fingerprint"]:
-            raise CheckpointError(f"{path}: the stored {side} vocabulary is inconsistent with its fingerprint")
-        vocabs.append(vocab)
-    broken = [name for name, tensor in state["model"].items()
-              if tensor.is_floating_point() and not bool(torch.isfinite(tensor).all())]
-    if broken:
-        raise CheckpointError(f"{path}: {len(broken)} parameter tensors hold NaN or inf (first: {broken[0]}); "
-                              "the training run diverged, use an earlier checkpoint")
-    model_cfg = ModelConfig.from_dict(state["model_config"], where=f"{path}: model_config")
-    model = build_model(model_cfg, len(vocabs[0]), len(vocabs[1]))
-    try:
-        model.load_state_dict(state["model"])
-    except RuntimeError as exc:
-        first = str(exc).strip().splitlines()[0]
-        raise CheckpointError(f"{path}: its parameters do not fit its own model_config ({first})") from None
-    model.to(device).eval()
-    return model, vocabs[0], vocabs[1], state
-
-
 def translate_main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="nmt-translate",
@@ -358,8 +308,8 @@ def translate_main(argv: Sequence[str] | None = None) -> int:
 
 
 def _translate(args: argparse.Namespace) -> int:
+    from nmtmodels.inference import load_model_from_checkpoint, translate_dataset
     from nmtmodels.search import DecodeConfig
-    from nmtmodels.train import translate_dataset
 
     device = _device(args.device)
     model, src_vocab, tgt_vocab, state = load_model_from_checkpoint(args.checkpoint, device)

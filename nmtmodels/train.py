@@ -11,7 +11,7 @@ Semantics worth knowing:
   Reported ``loss``/``nll`` are per target token, in nats (perplexity = exp(nll)).
   The loss takes the model's decoder states (``forward(batch, features_only=True)``) and
   applies the output layer itself, a chunk of rows at a time, so the (tokens x vocabulary)
-  logits are never held in memory (:func:`label_smoothed_nll_loss`).
+  logits are never held in memory (:func:`nmtmodels.loss.label_smoothed_nll_loss`).
 * Learning rate for the ``u``-th update (1-based): ``init + (peak - init) * u / warmup``
   while ``u <= warmup``, then ``peak * sqrt(warmup / u)`` (fairseq ``inverse_sqrt``;
   with ``init = 0`` this is ``peak * min(u / warmup, sqrt(warmup / u))``).
@@ -75,15 +75,13 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import Any, Literal
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 import yaml
 from torch import Tensor, nn
 
-from nmtmodels.batch import PAD_ID
 from nmtmodels.checkpoint import (
     copy_checkpoint,
     load_checkpoint,
@@ -99,6 +97,7 @@ from nmtmodels.distributed import (
     barrier,
     broadcast_object,
 )
+from nmtmodels.loss import label_smoothed_nll_loss
 from nmtmodels.models.base import Seq2SeqModel
 from nmtmodels.modules.attention import avoid_per_shape_attention_kernels
 from nmtmodels.textio import atomic_output, atomic_write_text
@@ -214,95 +213,7 @@ class TrainConfig:
             raise ConfigError(f"{where}: set at least one of max_updates, max_epochs, max_minutes")
 
 
-# ---------------------------------------------------------------------- loss / schedule
-def label_smoothed_nll_loss(
-    states: Tensor, output_layer: nn.Linear, target: Tensor, epsilon: float, ignore_index: int = PAD_ID
-) -> tuple[Tensor, Tensor]:
-    """(smoothed loss, nll) of the logits ``output_layer(states)``, each summed over the
-    non-``ignore_index`` targets, without materialising those (tokens x vocabulary) logits.
-
-    ``loss = (1 - eps) * nll + eps * mean_v(-log p_v)`` per token, which is
-    ``F.cross_entropy(output_layer(states), target, label_smoothing=eps)``; computed in fp32.
-    ``states`` (..., d) are a model's ``forward(batch, features_only=True)``, ``target`` (...).
-    """
-    weight, bias = output_layer.weight, output_layer.bias
-    want_grad = torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in (states, weight, bias))
-    return _ProjectedLabelSmoothedCrossEntropy.apply(
-        states.reshape(-1, states.size(-1)), weight, bias, target.reshape(-1), epsilon, ignore_index, want_grad)
-
-
-class _ProjectedLabelSmoothedCrossEntropy(torch.autograd.Function):
-    """:func:`label_smoothed_nll_loss`: output layer, log-softmax, loss and gradient, chunk by chunk.
-
-    For a chunk of rows the logits ``z = h W^T + b`` are computed into one buffer, with
-    ``lse = logsumexp(z)``. Then ``nll = lse - z_target`` and ``mean_v(-log p_v) = lse - mean_v(z)``.
-    When gradients are wanted, the same buffer becomes ``dL/dz = keep * (softmax(z) -
-    (1 - eps) onehot(target) - eps / V)``, which gives ``dL/dh = dL/dz W`` and accumulates
-    ``dL/dW += dL/dz^T h`` (and ``dL/db += sum dL/dz``). The backward pass only scales the saved
-    gradients by the incoming one. This is the chunked "fused linear cross-entropy" idea
-    (Liger-Kernel, Apple's Cut Cross-Entropy).
-
-    The (tokens x vocabulary) logits of a CPU step (about 3,600 x 8,000, 115 MB) never reach
-    memory. Chunks of ``CHUNK_ELEMENTS`` logits fit the CPU's cache; a batch needs a handful
-    of chunks; CUDA takes much larger chunks, where kernel launches, not cache, set the cost.
-    Measured in benchmarks/README.md ("Training"): +5-9% training throughput on the CPU benchmark.
-    """
-
-    CHUNK_ELEMENTS: ClassVar[dict[str, int]] = {"cpu": 2**22, "cuda": 2**26}
-
-    @staticmethod
-    def forward(ctx: Any, states: Tensor, weight: Tensor, bias: Tensor | None, target: Tensor, epsilon: float,
-                ignore_index: int, want_grad: bool) -> tuple[Tensor, Tensor]:
-        rows, vocab = states.size(0), weight.size(0)
-        weight_c = weight.to(states.dtype)  # bf16 under autocast, as nn.Linear would use
-        bias_c = None if bias is None else bias.to(states.dtype)
-        keep = target.ne(ignore_index)
-        safe_target = target.masked_fill(~keep, 0).unsqueeze(-1)
-        keep_f = keep.float()
-        nll = states.new_zeros((), dtype=torch.float32)
-        smooth = states.new_zeros((), dtype=torch.float32)
-        grad_states = torch.empty_like(states) if want_grad else None
-        grad_weight = torch.zeros(weight.shape, dtype=torch.float32, device=weight.device) if want_grad else None
-        grad_bias = torch.zeros(vocab, dtype=torch.float32, device=weight.device) if want_grad and bias is not None else None
-        step = max(1, _ProjectedLabelSmoothedCrossEntropy.CHUNK_ELEMENTS.get(states.device.type, 2**26) // vocab)
-        for start in range(0, rows, step):
-            end = min(start + step, rows)
-            h = states[start:end]
-            z = F.linear(h, weight_c, bias_c).float()
-            lse = torch.logsumexp(z, dim=-1)
-            t, k = safe_target[start:end], keep_f[start:end]
-            nll += ((lse - z.gather(-1, t).squeeze(-1)) * k).sum()
-            smooth += ((lse - z.mean(dim=-1)) * k).sum()
-            if not want_grad:
-                continue
-            grad_z = z.sub_(lse.unsqueeze(-1)).exp_().sub_(epsilon / vocab)
-            grad_z.scatter_add_(-1, t, grad_z.new_full(t.shape, epsilon - 1.0))
-            grad_z.mul_(k.unsqueeze(-1))
-            grad_z_c = grad_z.to(states.dtype)
-            torch.mm(grad_z_c, weight_c, out=grad_states[start:end])
-            if states.dtype == torch.float32:
-                grad_weight.addmm_(grad_z.t(), h)
-            else:
-                grad_weight.add_(grad_z_c.t() @ h)
-            if grad_bias is not None:
-                grad_bias.add_(grad_z.sum(dim=0))
-        ctx.save_for_backward(grad_states, grad_weight, grad_bias)
-        ctx.weight_dtype = weight.dtype
-        ctx.mark_non_differentiable(nll)
-        return (1.0 - epsilon) * nll + epsilon * smooth, nll
-
-    @staticmethod
-    def backward(ctx: Any, grad_loss: Tensor, _grad_nll: Tensor) -> tuple[Tensor | None, ...]:
-        grad_states, grad_weight, grad_bias = ctx.saved_tensors
-        scale = grad_loss.float()
-        return (
-            None if grad_states is None else grad_states * scale.to(grad_states.dtype),
-            None if grad_weight is None else (grad_weight * scale).to(ctx.weight_dtype),
-            None if grad_bias is None else (grad_bias * scale).to(ctx.weight_dtype),
-            None, None, None, None,
-        )
-
-
+# ---------------------------------------------------------------------- optimizer / schedule
 def build_optimizer(parameters: nn.Module | Iterable[Tensor], cfg: TrainConfig, device: torch.device) -> torch.optim.AdamW:
     """AdamW with ``cfg``'s lr, betas, eps and weight decay; torch's fused kernel on CUDA and
     CPU (on CPU the default per-parameter loop takes about 3x as long, benchmarks/README.md).
@@ -400,7 +311,7 @@ class Trainer:
     """Trains ``model`` on ``train_data``; see the module docstring.
 
     ``bleu_fn(model) -> BLEU`` scores the (unwrapped) model on the dev set; it is called
-    at each validation when ``cfg.valid_bleu`` (see :func:`make_bleu_fn`).
+    at each validation when ``cfg.valid_bleu`` (see :func:`nmtmodels.inference.make_bleu_fn`).
     ``model_config`` (a dict) and the vocabularies go into every checkpoint.
     ``restart_on_change``: start over instead of failing when ``checkpoint_last.pt`` belongs
     to a different run (see the module docstring). ``init_fingerprint`` names the
@@ -1018,90 +929,3 @@ def _fmt(value: Any) -> Any:
     if isinstance(value, float):
         return f"{value:.6g}"
     return value
-
-
-# ---------------------------------------------------------------------- decoding the dev set
-@torch.no_grad()
-def translate_dataset(
-    model: Seq2SeqModel,
-    dataset: ParallelDataset,
-    decode_cfg: Any,
-    *,
-    max_tokens: int,
-    device: torch.device | str = "cpu",
-    amp: Literal["bf16", "none"] = "none",
-) -> list[list[Any]]:
-    """Hypotheses (``nmtmodels.search.Hypothesis``, best first) for every example of
-    ``dataset``, in dataset order.  Beam 1 with nbest 1 runs greedy search."""
-    from nmtmodels.search import beam_search, greedy_search
-
-    device = torch.device(device)
-    if device.type == "cuda":
-        avoid_per_shape_attention_kernels()
-    autocast = (torch.autocast("cuda", dtype=torch.bfloat16)
-                if amp == "bf16" and device.type == "cuda" else contextlib.nullcontext())
-    sampler = BucketBatchSampler(dataset.sizes("tokens")[:, :1], max_tokens, shuffle=False)
-    results: list[list[Any]] = [[] for _ in range(len(dataset))]
-    was_training = model.training
-    model.eval()
-    try:
-        for indices in sampler.batches():
-            batch = dataset.collate(indices).to(device)
-            batch.tgt_in = batch.tgt_out = None
-            with autocast:
-                if decode_cfg.beam == 1 and decode_cfg.nbest == 1:
-                    hyps = [[h] for h in greedy_search(model, batch, decode_cfg.max_len_a, decode_cfg.max_len_b,
-                                                       min_len=decode_cfg.min_len)]
-                else:
-                    hyps = beam_search(model, batch, decode_cfg)
-            for row, row_hyps in zip(indices.tolist(), hyps):
-                results[row] = row_hyps
-    finally:
-        model.train(was_training)
-    return results
-
-
-def make_bleu_fn(
-    valid_data: ParallelDataset,
-    tgt_vocab: Vocabulary,
-    decode_cfg: Any,
-    *,
-    tokenized_references: Sequence[str],
-    references: Sequence[Sequence[str]] | None = None,
-    lang: str = "en",
-    max_tokens: int = 4096,
-    device: torch.device | str = "cpu",
-    amp: Literal["bf16", "none"] = "none",
-    text_format: Literal["bpe", "char", "plain"] = "bpe",
-) -> BleuFn:
-    """A ``bleu_fn`` for :class:`Trainer`: decode the dev set with ``decode_cfg`` and score it.
-
-    With raw ``references`` (one or more detokenised reference streams, e.g. the four of a
-    NIST dev set) hypotheses are post-processed (BPE removal or character joining per
-    ``text_format``, then detokenisation in ``lang``) and scored with sacreBLEU against all
-    of them; otherwise the BLEU of the BPE-removed hypotheses against
-    ``tokenized_references`` (the dev targets, BPE removed the same way) with no further
-    tokenisation (multi-bleu.perl style) is returned.
-    """
-    from nmtmodels.postprocess import postprocess
-    from nmtmodels.scoring import detokenized_bleu, tokenized_bleu
-
-    counts = [len(tokenized_references), *(len(stream) for stream in references or ())]
-    if any(count != len(valid_data) for count in counts):
-        raise ValueError(f"the dev set has {len(valid_data)} examples but the tokenised reference and the "
-                         f"{len(references or ())} raw reference streams have {counts}")
-    options = {"bpe": text_format == "bpe", "char_level": text_format == "char"}
-    detokenize = references is not None
-    if detokenize:
-        metric, reference_streams = detokenized_bleu(lang), [list(stream) for stream in references]
-    else:
-        metric = tokenized_bleu()
-        reference_streams = [[postprocess(line, lang, detokenize=False, **options) for line in tokenized_references]]
-
-    def bleu(model: Seq2SeqModel) -> float:
-        hyps = translate_dataset(model, valid_data, decode_cfg, max_tokens=max_tokens, device=device, amp=amp)
-        encoded = (" ".join(tgt_vocab.decode(row[0].tokens, keep_unk=True)) for row in hyps)
-        hypotheses = [postprocess(line, lang, detokenize=detokenize, **options) for line in encoded]
-        return float(metric.corpus_score(hypotheses, reference_streams).score)
-
-    return bleu

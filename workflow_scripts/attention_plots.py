@@ -84,7 +84,7 @@ def attention_for(checkpoint: str, lines: Sequence[str], beam: int = 4) -> list[
     source labels, output characters (+ ``</s>``) and attention matrix (targets x sources)."""
     import torch
 
-    from nmtmodels.cli import load_model_from_checkpoint
+    from nmtmodels.inference import load_model_from_checkpoint
     from nmtmodels.data import ParallelDataset
     from nmtmodels.search import DecodeConfig, beam_search
 

@@ -98,7 +98,7 @@ def high_order_weights(checkpoint: str, lines: Sequence[str], batch_size: int = 
     """Per sentence of ``lines`` (the model's input units), its high-order weight per layer."""
     import torch
 
-    from nmtmodels.cli import load_model_from_checkpoint
+    from nmtmodels.inference import load_model_from_checkpoint
     from nmtmodels.data import ParallelDataset
 
     model, src_vocab, _, _ = load_model_from_checkpoint(checkpoint, torch.device("cpu"))

@@ -264,7 +264,8 @@ def test_character_budget_is_never_exceeded():
 # ----------------------------------------------------------------------------- command line
 def test_nmt_train_records_the_space_id_and_nmt_translate_uses_it(tmp_path):
     """nmt-train calls attach_vocabularies; the checkpoint carries the space id to nmt-translate."""
-    from nmtmodels.cli import load_model_from_checkpoint, train_main, translate_main
+    from nmtmodels.cli import train_main, translate_main
+    from nmtmodels.inference import load_model_from_checkpoint
 
     src = [f"a b {SPACE_SYMBOL} c", f"d {SPACE_SYMBOL} e {SPACE_SYMBOL} f g", "h"] * 4
     (tmp_path / "train.src").write_text("\n".join(src) + "\n", encoding="utf-8")

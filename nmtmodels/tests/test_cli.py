@@ -24,10 +24,11 @@ from nmtmodels.checkpoint import (
     save_checkpoint,
 )
 from nmtmodels.data import ParallelDataset
+from nmtmodels.inference import load_model_from_checkpoint, make_bleu_fn
 from nmtmodels.postprocess import postprocess
 from nmtmodels.search import DecodeConfig
 from nmtmodels.tests.copy_task_fixtures import LETTERS, copy_task, write_lines
-from nmtmodels.train import EXIT_REQUEUE, make_bleu_fn
+from nmtmodels.train import EXIT_REQUEUE
 
 REPO = Path(__file__).resolve().parents[2]
 EXPERIMENT = """\
@@ -113,11 +114,11 @@ def test_nbest_output_format(copy_run, capsys):
 
 
 def test_early_stop_flag_reaches_the_search(copy_run, capsys, monkeypatch):
-    import nmtmodels.train
+    import nmtmodels.inference
 
     seen = []
-    real = nmtmodels.train.translate_dataset
-    monkeypatch.setattr(nmtmodels.train, "translate_dataset", lambda model, data, cfg, **kw: seen.append(cfg) or real(model, data, cfg, **kw))
+    real = nmtmodels.inference.translate_dataset
+    monkeypatch.setattr(nmtmodels.inference, "translate_dataset", lambda model, data, cfg, **kw: seen.append(cfg) or real(model, data, cfg, **kw))
     d = copy_run
     base = ["--checkpoint", str(d / "out/checkpoint_last.pt"), "--input", str(d / "test.src"), "--beam", "4"]
     _, exact, _ = translate(base, capsys)
@@ -305,7 +306,7 @@ def test_validation_bleu_equals_sacrebleu_on_the_translations(copy_run, capsys, 
     unbpe = lambda lines: [line.replace("@@ ", "").removesuffix("@@") for line in lines]
     expected = sacrebleu.corpus_bleu(unbpe(hyps), [unbpe(refs)], tokenize="none", smooth_method="none", force=True).score
     assert 50 < expected < 100
-    model, src_vocab, tgt_vocab, _ = cli.load_model_from_checkpoint(str(d / "out/checkpoint_last.pt"), torch.device("cpu"))
+    model, src_vocab, tgt_vocab, _ = load_model_from_checkpoint(str(d / "out/checkpoint_last.pt"), torch.device("cpu"))
     valid = ParallelDataset.from_files(tmp_path / "dev.src", tmp_path / "dev.tgt", src_vocab, tgt_vocab)
     bleu_fn = make_bleu_fn(valid, tgt_vocab, DecodeConfig(beam=1), tokenized_references=refs, max_tokens=300)
     assert bleu_fn(model) == pytest.approx(expected)

@@ -20,11 +20,23 @@ import torch
 
 from nmtmodels.checkpoint import load_checkpoint
 from nmtmodels.config import ModelConfig
+from nmtmodels.inference import translate_dataset
+from nmtmodels.loss import label_smoothed_nll_loss
 from nmtmodels.registry import build_model
 from nmtmodels.search import DecodeConfig, beam_search
-from nmtmodels.tests import test_char2word, test_esc, test_graph, test_lattice, test_reordering
-from nmtmodels.tests.copy_task_fixtures import copy_task_corpus, tiny_model, train_config
-from nmtmodels.train import Trainer, label_smoothed_nll_loss, translate_dataset
+from nmtmodels.tests import (
+    test_char2word,
+    test_esc,
+    test_graph,
+    test_lattice,
+    test_reordering,
+)
+from nmtmodels.tests.copy_task_fixtures import (
+    copy_task_corpus,
+    tiny_model,
+    train_config,
+)
+from nmtmodels.train import Trainer
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 

@@ -23,6 +23,7 @@ from nmtmodels.checkpoint import (
 )
 from nmtmodels.config import ConfigError, from_dict
 from nmtmodels.data import ParallelDataset, Ragged
+from nmtmodels.loss import _ProjectedLabelSmoothedCrossEntropy, label_smoothed_nll_loss
 from nmtmodels.registry import model_families
 from nmtmodels.tests.copy_task_fixtures import (
     copy_task_corpus,
@@ -35,9 +36,7 @@ from nmtmodels.train import (
     TrainConfig,
     Trainer,
     TrainingDiverged,
-    _ProjectedLabelSmoothedCrossEntropy,
     build_optimizer,
-    label_smoothed_nll_loss,
 )
 
 
