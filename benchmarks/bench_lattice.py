@@ -22,7 +22,7 @@ import torch
 
 from nmtmodels.batch import BOS_ID, EOS_ID, PAD_ID, Batch
 from nmtmodels.config import ModelConfig
-from nmtmodels.lattice import SPAN_PAD
+from nmtmodels.models.lattice import SPAN_PAD
 from nmtmodels.registry import build_model
 
 VARIANTS = {  # name -> (family, options)

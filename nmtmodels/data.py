@@ -46,13 +46,6 @@ class Ragged:
         self.data = data
         self.offsets = offsets
 
-    @classmethod
-    def from_lists(cls, rows: Sequence[Sequence[int]]) -> "Ragged":
-        builder = RaggedBuilder()
-        for row in rows:
-            builder.append(row)
-        return builder.build()
-
     def __len__(self) -> int:
         return len(self.offsets) - 1
 
@@ -374,10 +367,9 @@ class BucketBatchSampler:
        length, ties by source length (the char2word paper, section 5.2.1, sorts "according
        to both the source and target sentence lengths" without an order; target first
        because the decoder and the output projection, most of an encoder-decoder's
-       FLOPs, run on the padded target: on Multi30k en-de with 8k BPE and 4,096-token
-       batches, target first pads 0.6% of the target and 12% of the source positions,
-       source first the reverse, which costs 4.7% more layer FLOPs per real target
-       token);
+       FLOPs, run on the padded target, so padding the source instead costs fewer
+       FLOPs per real target token; the padding counted: benchmarks/README.md, "Where
+       the time goes");
     2. pack consecutive examples while the batch's padded size
        ``rows * max_i max(src_len_i, tgt_len_i)`` stays within ``max_tokens`` (fairseq's
        cost: the longer side's padded length, counting both sides' maxima) and ``rows <=

@@ -44,10 +44,10 @@ class _ProjectedLabelSmoothedCrossEntropy(torch.autograd.Function):
     gradients by the incoming one. This is the chunked "fused linear cross-entropy" idea
     (Liger-Kernel, Apple's Cut Cross-Entropy).
 
-    The (tokens x vocabulary) logits of a CPU step (about 3,600 x 8,000, 115 MB) never reach
-    memory. Chunks of ``CHUNK_ELEMENTS`` logits fit the CPU's cache; a batch needs a handful
-    of chunks; CUDA takes much larger chunks, where kernel launches, not cache, set the cost.
-    Measured in benchmarks/README.md ("Training"): +5-9% training throughput on the CPU benchmark.
+    The (tokens x vocabulary) logits of a step never reach memory. Chunks of
+    ``CHUNK_ELEMENTS`` logits fit the CPU's cache; a batch needs a handful of chunks; CUDA
+    takes much larger chunks, where kernel launches, not cache, set the cost (the timings:
+    benchmarks/README.md, "Where the time goes").
     """
 
     CHUNK_ELEMENTS: ClassVar[dict[str, int]] = {"cpu": 2**22, "cuda": 2**26}

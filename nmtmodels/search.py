@@ -2,7 +2,7 @@
 
 Both searches are batched and incremental: the encoder runs once, the decoder is fed only
 the newest token and keeps its state in the ``cache`` dict, and
-:func:`~nmtmodels.models.base.reorder_state` moves encoder output and cache along with the
+:func:`reorder_state` moves encoder output and cache along with the
 surviving hypotheses (beam search runs its first step once per row and only then copies
 the states to the beams).  Rows whose search is over leave the batch.
 
@@ -68,12 +68,31 @@ from torch import Tensor
 
 from nmtmodels.batch import BOS_ID, EOS_ID, PAD_ID, Batch
 from nmtmodels.config import ConfigError
-from nmtmodels.models.base import Seq2SeqModel, State, reorder_state
+from nmtmodels.models.base import Seq2SeqModel, State
+from nmtmodels.modules.attention import STATIC_CACHE
 
 EARLY_STOP_RULES = ("exact", "beam", "top")
 
 # Guards floor(a * x + b) against float error (0.7 * 30 = 20.999999999999996).
 _LIMIT_EPSILON = 1e-6
+
+
+def reorder_state(state: State, index: Tensor, *, within_sentences: bool = False) -> State:
+    """Select rows ``index`` (dim 0) of every tensor in a (nested) state dict, in place.
+
+    ``within_sentences``: ``index`` keeps every sentence's hypotheses in the rows of that
+    sentence (beam reordering, no sentence leaves), so dicts marked ``STATIC_CACHE`` stay.
+    """
+    if within_sentences and state.get(STATIC_CACHE):
+        return state
+    for key, value in state.items():
+        if isinstance(value, Tensor):
+            state[key] = value.index_select(0, index.to(value.device))
+        elif isinstance(value, dict):
+            reorder_state(value, index, within_sentences=within_sentences)
+        elif isinstance(value, (tuple, list)) and value and all(isinstance(v, Tensor) for v in value):
+            state[key] = type(value)(v.index_select(0, index.to(v.device)) for v in value)
+    return state
 
 
 @dataclass

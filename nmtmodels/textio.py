@@ -65,11 +65,6 @@ def read_lines(path: str | os.PathLike, *, strip_bom: bool = True) -> Iterator[s
         raise DataError(path, f"corrupt or truncated compressed file ({exc})") from None
 
 
-def count_lines(path: str | os.PathLike) -> int:
-    with open_binary(path) as handle:
-        return sum(1 for _ in handle)
-
-
 def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)

@@ -8,7 +8,7 @@ import pytest
 import torch
 import yaml
 
-from nmtmodels.lattice import relation_ids
+from nmtmodels.models.lattice import relation_ids
 from nmtmodels.textio import DataError
 from workflow_scripts import bpe
 from workflow_scripts import workflow_config as wc

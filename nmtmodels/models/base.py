@@ -9,7 +9,7 @@ State dictionaries
 ``encode`` returns a dict of tensors, every one batch-first (dim 0 = batch); it must hold
 ``"memory_pad_mask"`` (B, S) bool, True at padding.  The incremental-decoding ``cache``
 is a dict the decoder fills on its first call and mutates in place on later calls;
-every tensor in it is batch-first too, so :func:`reorder_state` can reorder any
+every tensor in it is batch-first too, so :func:`nmtmodels.search.reorder_state` can reorder any
 family's encoder output and cache for beam search without family-specific code
 (non-tensor values, e.g. a step counter, are left as they are).  A cache dict marked
 :data:`~nmtmodels.modules.attention.STATIC_CACHE` depends on the source sentence only and is
@@ -23,27 +23,8 @@ import torch
 from torch import Tensor, nn
 
 from nmtmodels.batch import Batch
-from nmtmodels.modules.attention import STATIC_CACHE
 
 State = dict[str, Any]
-
-
-def reorder_state(state: State, index: Tensor, *, within_sentences: bool = False) -> State:
-    """Select rows ``index`` (dim 0) of every tensor in a (nested) state dict, in place.
-
-    ``within_sentences``: ``index`` keeps every sentence's hypotheses in the rows of that
-    sentence (beam reordering, no sentence leaves), so dicts marked ``STATIC_CACHE`` stay.
-    """
-    if within_sentences and state.get(STATIC_CACHE):
-        return state
-    for key, value in state.items():
-        if isinstance(value, Tensor):
-            state[key] = value.index_select(0, index.to(value.device))
-        elif isinstance(value, dict):
-            reorder_state(value, index, within_sentences=within_sentences)
-        elif isinstance(value, (tuple, list)) and value and all(isinstance(v, Tensor) for v in value):
-            state[key] = type(value)(v.index_select(0, index.to(v.device)) for v in value)
-    return state
 
 
 class Seq2SeqModel(nn.Module):
@@ -59,16 +40,26 @@ class Seq2SeqModel(nn.Module):
     With ``cache`` given, ``tgt_in`` holds only the new token(s) (B, 1) and the cache
     carries everything earlier steps computed (self-attention keys/values and the
     projected keys/values of every memory, computed once).
+
+    The defaults below fit a family with an ``encoder`` module mapping (source ids, padding
+    mask) to the memory, a ``decoder`` module taking ``(tgt_in, memory, memory_pad_mask,
+    cache, need_attention, features_only)``, and its :class:`~nmtmodels.config.ModelConfig`
+    in ``cfg``; a family with other inputs overrides them.
     """
 
-    def encode(self, batch: Batch) -> State:  # pragma: no cover - interface
-        raise NotImplementedError
+    def encode(self, batch: Batch) -> State:
+        """``{"memory": encoder(src, pad_mask), "memory_pad_mask": pad_mask}``."""
+        pad_mask = batch.src_pad_mask
+        return {"memory": self.encoder(batch.src, pad_mask), "memory_pad_mask": pad_mask}
 
     def decode(
         self, tgt_in: Tensor, encoder_out: State, cache: State | None = None, need_attention: bool = False,
         features_only: bool = False,
-    ) -> tuple[Tensor, Tensor | None]:  # pragma: no cover - interface
-        raise NotImplementedError
+    ) -> tuple[Tensor, Tensor | None]:
+        """The decoder over ``encoder_out``'s memory; the attention (B, T, S) is computed only
+        if ``need_attention``."""
+        return self.decoder(tgt_in, encoder_out["memory"], encoder_out["memory_pad_mask"], cache, need_attention,
+                            features_only)
 
     def forward(self, batch: Batch, features_only: bool = False) -> Tensor:
         """Teacher-forced logits (B, T, V) for ``batch.tgt_in`` (the decoder states (B, T, d)
@@ -88,8 +79,9 @@ class Seq2SeqModel(nn.Module):
         records them here in buffers, so they are saved with the weights."""
 
     def max_positions(self) -> tuple[int, int]:
-        """Longest source and target the model accepts (token ids incl. EOS/BOS)."""
-        return (1024, 1024)
+        """Longest source and target the model accepts (token ids incl. EOS/BOS): the config's
+        ``max_source_positions`` and ``max_target_positions``."""
+        return (self.cfg.max_source_positions, self.cfg.max_target_positions)
 
     @torch.no_grad()
     def num_parameters(self) -> int:

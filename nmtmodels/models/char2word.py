@@ -229,7 +229,8 @@ class CharDecoder(nn.Module):
 @register_model("char2char")
 class CharToCharModel(Seq2SeqModel):
     """char-to-char: :class:`CharEncoder` + :class:`CharDecoder`; ``encode`` returns
-    ``{"memory", "memory_pad_mask"}`` (one position per source character incl. ``</s>``)."""
+    ``{"memory", "memory_pad_mask"}`` (one position per source character incl. ``</s>``); the
+    attention (B, T, S) of ``decode`` is the additive attention's alpha."""
 
     extra_inputs: ClassVar[dict[str, int]] = {}
     options_class: ClassVar[type] = CharRNNOptions
@@ -257,17 +258,6 @@ class CharToCharModel(Seq2SeqModel):
     def encode(self, batch: Batch) -> State:
         memory, pad_mask = self.encoder(batch.src, batch.src_pad_mask)
         return {"memory": memory, "memory_pad_mask": pad_mask}
-
-    def decode(
-        self, tgt_in: Tensor, encoder_out: State, cache: State | None = None, need_attention: bool = False,
-        features_only: bool = False,
-    ) -> tuple[Tensor, Tensor | None]:
-        """See :class:`Seq2SeqModel`; attention (B, T, S) is the additive attention's alpha."""
-        return self.decoder(tgt_in, encoder_out["memory"], encoder_out["memory_pad_mask"], cache, need_attention,
-                            features_only)
-
-    def max_positions(self) -> tuple[int, int]:
-        return (self.cfg.max_source_positions, self.cfg.max_target_positions)
 
 
 @register_model("char2word")

@@ -2,7 +2,7 @@
 Neural Machine Translation"), registered as ``"lattice_transformer"``.
 
 The source is a word or subword lattice (several segmentations of one character sequence,
-identical edges merged; see :mod:`nmtmodels.lattice` and ``workflow_scripts/lattice.py``).
+identical edges merged; see ``workflow_scripts/lattice.py``).
 All its edges form the input token sequence t_1..t_M, ordered by (start, end); the extra
 integer inputs ``starts``/``ends`` give every edge's span e_{i:j}.
 
@@ -36,6 +36,19 @@ Choices where the paper is vague:
 * positions count from 0 as the shared embedding does: c_{i+1} is position i (the paper's
   p_{i+1} counts from 1), so the first edge of every path has position 0 like a first token;
 * a^K and a^V start at zero, so training starts from the plain encoder.
+
+Edge spans (the helpers below: relations, spans, positions): node v_i is the gap after
+element i; edge e_{i:j} (i < j) covers elements c_{i+1}..c_j and is given by ``start = i``
+and ``end = j``.  The elements are the lattice's *position unit*
+(footnote 1): characters for a word lattice, minimum subword units for a subword lattice;
+the unit is chosen when the inputs are written (``workflow_scripts/lattice.py``,
+``--position-unit``), so the model reads the numbers as they come.  A batch carries the
+edges of each sentence as the extra integer inputs ``starts`` and ``ends`` (B, M), one entry
+per edge token; the source row has one more token, ``</s>``, which is treated as the edge
+e_{N:N+1} after the last element (so it succeeds every edge and is right-adjacent to those
+ending at v_N).
+
+The helpers are pure tensor functions, batched and on the tensors' device.
 """
 from __future__ import annotations
 
@@ -43,22 +56,73 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 import torch
+import torch.nn.functional as F
 from torch import Tensor, nn
 
 from nmtmodels.batch import Batch
 from nmtmodels.config import ConfigError, ModelConfig
-from nmtmodels.lattice import (
-    NUM_RELATIONS,
-    SPAN_PAD,
-    lattice_positions,
-    relation_ids,
-    spans_with_eos,
-)
 from nmtmodels.models.base import State, register_model
 from nmtmodels.models.transformer import TransformerEncoder, TransformerModel
 from nmtmodels.modules.attention import RelationTerms
 from nmtmodels.modules.embedding import InputEmbedding
 
+# ---------------------------------------------------------------------- edge spans and relations
+# Relation r(e_{i:j}, e_{p:q}) of a query edge e_{i:j} to a key edge e_{p:q} (Table 1, plus
+# "self" for an edge with itself).  Every pair of edges has exactly one of them.
+RELATIONS = ("self", "left_adjacent", "right_adjacent", "includes", "included", "intersects", "preceding", "succeeding")
+SELF, LEFT_ADJACENT, RIGHT_ADJACENT, INCLUDES, INCLUDED, INTERSECTS, PRECEDING, SUCCEEDING = range(len(RELATIONS))
+NUM_RELATIONS = len(RELATIONS)
+SPAN_PAD = -1  # pad value of the ``starts`` / ``ends`` extra inputs
+
+
+def relation_ids(starts: Tensor, ends: Tensor) -> Tensor:
+    """Relation ids (B, M, M) of query edge m to key edge n, from spans ``starts``/``ends`` (B, M).
+
+    With query e_{i:j} and key e_{p:q} (Table 1): self i=p, j=q; lad j=p; rad q=i;
+    inc i<=p<q<=j; ind p<=i<j<=q (not both equal); its i<p<j<q or p<i<q<j; pre j<p; suc q<i.
+    """
+    i, j = starts.unsqueeze(2), ends.unsqueeze(2)
+    p, q = starts.unsqueeze(1), ends.unsqueeze(1)
+    ids = torch.full(torch.broadcast_shapes(i.shape, p.shape), INTERSECTS, dtype=torch.long, device=starts.device)
+    ids = ids.masked_fill((i <= p) & (q <= j), INCLUDES)
+    ids = ids.masked_fill((p <= i) & (j <= q), INCLUDED)
+    ids = ids.masked_fill((i == p) & (j == q), SELF)
+    ids = ids.masked_fill(j < p, PRECEDING)
+    ids = ids.masked_fill(q < i, SUCCEEDING)
+    ids = ids.masked_fill(j == p, LEFT_ADJACENT)
+    return ids.masked_fill(q == i, RIGHT_ADJACENT)
+
+
+def spans_with_eos(starts: Tensor, ends: Tensor, pad_mask: Tensor) -> tuple[Tensor, Tensor]:
+    """Spans (B, S) of every source position: the edges' ``starts``/``ends`` (B, S-1, padded
+    with :data:`SPAN_PAD`), then ``</s>`` as e_{N:N+1} (N = the sentence's last node),
+    padding as 0:0.  ``pad_mask`` (B, S) is True at padding."""
+    width = pad_mask.size(1)
+    if starts.shape != ends.shape or starts.size(1) != width - 1:
+        raise ValueError(
+            f"lattice spans of shape {tuple(starts.shape)}/{tuple(ends.shape)} do not fit a source of "
+            f"{width} positions (one span per edge token, none for </s>; was the source truncated?)"
+        )
+    last_node = ends.max(dim=1, keepdim=True).values.clamp(min=0)  # 0 for an empty lattice
+    eos = (~pad_mask).sum(dim=1, keepdim=True) - 1
+    starts = F.pad(starts, (0, 1), value=0).scatter(1, eos, last_node).masked_fill(pad_mask, 0)
+    ends = F.pad(ends, (0, 1), value=0).scatter(1, eos, last_node + 1).masked_fill(pad_mask, 0)
+    return starts, ends
+
+
+def lattice_positions(starts: Tensor) -> Tensor:
+    """LPE positions (section 3.2): edge e_{i:j} gets the position of its first element c_{i+1}.
+
+    The elements are the unit ``starts`` count in: characters (word lattice) or minimum
+    subword units (subword lattice; footnote 1, see the module docstring).  The paper's
+    p_{i+1} counts elements from 1; the shared position encodings count from 0 (the first
+    token is position 0), so c_{i+1} is position ``i`` = ``start``.  Along any path
+    e_{0:a}, e_{a:b}, ... the positions 0 < a < b < ... strictly increase.
+    """
+    return starts
+
+
+# ---------------------------------------------------------------------- the model
 POSITION_MODES = ("lattice", "sequence", "none")
 
 

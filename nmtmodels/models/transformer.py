@@ -11,7 +11,7 @@ from typing import Any, ClassVar
 
 from torch import Tensor, nn
 
-from nmtmodels.batch import SPECIAL_SYMBOLS, Batch
+from nmtmodels.batch import SPECIAL_SYMBOLS
 from nmtmodels.config import ConfigError, ModelConfig, from_dict
 from nmtmodels.models.base import Seq2SeqModel, State, register_model
 from nmtmodels.modules.embedding import InputEmbedding, TokenEmbedding, build_positions
@@ -151,18 +151,3 @@ class TransformerModel(Seq2SeqModel):
     @classmethod
     def build_decoder(cls, cfg: ModelConfig, embedding: InputEmbedding, vocab_size: int) -> TransformerDecoder:
         return TransformerDecoder(cfg, embedding, vocab_size)
-
-    def encode(self, batch: Batch) -> State:
-        pad_mask = batch.src_pad_mask
-        return {"memory": self.encoder(batch.src, pad_mask), "memory_pad_mask": pad_mask}
-
-    def decode(
-        self, tgt_in: Tensor, encoder_out: State, cache: State | None = None, need_attention: bool = False,
-        features_only: bool = False,
-    ) -> tuple[Tensor, Tensor | None]:
-        """See :class:`Seq2SeqModel`; the attention (B, T, S) is computed only if ``need_attention``."""
-        return self.decoder(tgt_in, encoder_out["memory"], encoder_out["memory_pad_mask"], cache, need_attention,
-                            features_only)
-
-    def max_positions(self) -> tuple[int, int]:
-        return (self.cfg.max_source_positions, self.cfg.max_target_positions)

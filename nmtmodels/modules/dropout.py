@@ -5,10 +5,8 @@ is kept with probability ``1 - p`` and the kept ones are scaled by ``1 / (1 - p)
 and in eval mode, this *is* ``F.dropout``. On CPU the keep mask is ``rand >= p``, and the
 backward pass multiplies by the same saved mask.
 
-This is done because on the CPU torch 2.13's ``bernoulli_(1 - p)`` costs twice as much as
-``rand_like``. For a (3,600 x 256) activation, forward and backward, ``F.dropout`` takes
-8.0 ms and this function 5.8 ms. A training step of the benchmark model runs 17 such
-dropouts (benchmarks/README.md, "Training").
+This is done because on the CPU torch's ``bernoulli_(1 - p)`` costs more than ``rand_like``
+(the timings: benchmarks/README.md, "Where the time goes").
 """
 from __future__ import annotations
 

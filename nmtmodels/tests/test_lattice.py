@@ -11,7 +11,13 @@ from hypothesis import strategies as st
 
 from nmtmodels.batch import BOS_ID, EOS_ID, PAD_ID, Batch
 from nmtmodels.config import ConfigError, ModelConfig
-from nmtmodels.lattice import RELATIONS, SPAN_PAD, lattice_positions, relation_ids, spans_with_eos
+from nmtmodels.models.lattice import (
+    RELATIONS,
+    SPAN_PAD,
+    lattice_positions,
+    relation_ids,
+    spans_with_eos,
+)
 from nmtmodels.modules.attention import MultiheadAttention, RelationTerms
 from nmtmodels.registry import build_model
 
