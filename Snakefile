@@ -20,7 +20,7 @@ from workflow_scripts import attention_plots
 from workflow_scripts import evaluation as ev
 from workflow_scripts import swap_noise
 from workflow_scripts import graph_analyses
-from workflow_scripts import workflow_config as wc
+from workflow_scripts.dag import checks, cluster, corpus_data, esc, lattices, paths, runs, sources
 
 min_version("9.0")
 
@@ -29,27 +29,22 @@ configfile: os.path.join(workflow.basedir, "config.yaml")
 
 
 validate(config, "schemas/config.schema.yaml")
-wc.check_config(config)
-if workflow.is_main_process:  # cluster jobs re-read this file: check (and import torch) once
-    wc.check_experiments(config)
-    wc.check_compression(config)
-    wc.check_lattices(config)
-    wc.check_licensed_inputs(config, os.environ)  # every missing licensed file, in one error
-ev.check_evaluation_config(config)
-swap_noise.check_swap_noise(config)
+# Cross-references the schema cannot see; cluster jobs re-read this file, so the checks that
+# import torch or look at licensed files run in the main process only.
+checks.check(config, os.environ, main_process=workflow.is_main_process)
 
-DATA = wc.DATA_ROOT
-EXPERIMENTS = wc.EXPERIMENTS_ROOT
+DATA = paths.DATA_ROOT
+EXPERIMENTS = paths.EXPERIMENTS_ROOT
 CORPORA = config["corpora"]
-MIRROR, LICENSED = wc.input_dirs(config, os.environ)
-os.environ.update(wc.input_dir_environment(config, os.environ))  # fetch reads them: no rule params
+MIRROR, LICENSED = corpus_data.input_dirs(config, os.environ)
+os.environ.update(corpus_data.input_dir_environment(config, os.environ))  # fetch reads them: no rule params
 # Cluster placement of jobs without GPUs under `--profile slurm` (config `cluster`,
 # docs/cluster.md); every rule's resources include it.  Local runs ignore it.
-CPU_JOB = wc.cluster_resources(config)
+CPU_JOB = cluster.cluster_resources(config)
 
 # Jobs run `python -m workflow_scripts.*` / `nmtmodels.*` from any environment (conda,
 # cluster node) without installing the project: put the repository on their path.
-os.environ.update(PYTHONPATH=wc.python_path_with(workflow.basedir, os.environ))
+os.environ.update(PYTHONPATH=cluster.python_path_with(workflow.basedir, os.environ))
 
 
 wildcard_constraints:
@@ -84,9 +79,9 @@ include: "rules/graph.smk"
 rule all:
     default_target: True
     input:
-        wc.data_targets(config),
-        wc.model_targets(config),
-        wc.compression_targets(config),
+        corpus_data.data_targets(config),
+        runs.model_targets(config),
+        esc.compression_targets(config),
         ev.report_targets(config),
         attention_plots.attention_targets(config),
         swap_noise.swap_noise_targets(config),
@@ -95,4 +90,4 @@ rule all:
 
 rule data:
     input:
-        wc.data_targets(config),
+        corpus_data.data_targets(config),

@@ -476,7 +476,7 @@ def render() -> str:
         "merged over `config.yaml` key by key (lists are replaced). At start-up the workflow checks",
         "the merged config against `schemas/config.schema.yaml`, then the cross-references, the",
         "`model`/`train`/`decode` sections and the fairness of every comparison",
-        "(`workflow_scripts/workflow_config.py`); an error names the key. How the keys fit together:",
+        "(`workflow_scripts/dag/checks.py`); an error names the key. How the keys fit together:",
         "[howto.md](howto.md) (your own corpus and experiment) and the model pages in [models/](models/).",
         "",
         "`CORPUS`, `EXPERIMENT`, `COMPRESSOR`, `FILE`, `SPLIT`, `LANG` and `SET` stand for names you",

@@ -15,7 +15,7 @@ rule attention_plot:
         ),
         json=f"{attention_plots.ATTENTION_ROOT}/{{experiment}}/{{corpus}}.json",
     params:
-        beam=lambda w: wc.experiment_settings(config, w.experiment)["decode"].get("beam", 4),
+        beam=lambda w: runs.experiment_settings(config, w.experiment)["decode"].get("beam", 4),
     conda:
         "../envs/train.yaml"
     log:

@@ -1,7 +1,7 @@
 # Explicit sentence compression (ESC): compression pairs, compressor training, compressed
 # ("backbone") source of every split with length-controlled beam search, and compression
 # quality (token F1, compression ratio).  Layout: results/compression/{compressor}/{corpus}/.
-COMPRESSION = wc.COMPRESSION_ROOT
+COMPRESSION = paths.COMPRESSION_ROOT
 COMPRESSION_SECTION = config.get("compression") or {}
 
 
@@ -43,13 +43,13 @@ rule fetch_compression_set:
 
 rule compression_denoise_pairs:
     input:
-        unpack(lambda w: wc.compressor_bpe_files(config, w.compressor, w.corpus)),
+        unpack(lambda w: esc.compressor_bpe_files(config, w.compressor, w.corpus)),
         text=lambda w: f"{DATA}/{w.corpus}/tok/{w.split}.{CORPORA[w.corpus]['src']}-{CORPORA[w.corpus]['tgt']}.{CORPORA[w.corpus]['src']}",
     output:
         src=f"{COMPRESSION}/{{compressor}}/{{corpus}}/denoise/{{split}}.src",
         tgt=f"{COMPRESSION}/{{compressor}}/{{corpus}}/denoise/{{split}}.tgt",
     params:
-        noise=lambda w: {"ratio": 0.5, "other_sentences": 2, "window": 0, "seed": 1, **wc.compressor_spec(config, w.compressor).get("noise", {})},
+        noise=lambda w: {"ratio": 0.5, "other_sentences": 2, "window": 0, "seed": 1, **esc.compressor_spec(config, w.compressor).get("noise", {})},
         threshold=lambda w: CORPORA[w.corpus]["bpe"].get("vocabulary_threshold", 1),
     log:
         "logs/compression_denoise_pairs/{compressor}/{corpus}/{split}.log",
@@ -70,15 +70,15 @@ rule compression_denoise_pairs:
 
 rule compression_supervised_pairs:
     input:
-        unpack(lambda w: wc.compressor_bpe_files(config, w.compressor, w.corpus)),
-        sets=lambda w: [f"resources/compression/{name}.jsonl" for name in wc.compression_set_part(config, w.part)[0]],
+        unpack(lambda w: esc.compressor_bpe_files(config, w.compressor, w.corpus)),
+        sets=lambda w: [f"resources/compression/{name}.jsonl" for name in esc.compression_set_part(config, w.part)[0]],
     output:
         src=f"{COMPRESSION}/{{compressor}}/{{corpus}}/supervised/{{part}}.src",
         tgt=f"{COMPRESSION}/{{compressor}}/{{corpus}}/supervised/{{part}}.tgt",
     params:
-        preprocess=lambda w: wc.corpus_spec_json(config, w.corpus, wc.preprocessing_spec),
+        preprocess=lambda w: corpus_data.corpus_spec_json(config, w.corpus, corpus_data.preprocessing_spec),
         lang=lambda w: CORPORA[w.corpus]["src"],
-        limits=lambda w: wc.compression_set_part(config, w.part)[1],
+        limits=lambda w: esc.compression_set_part(config, w.part)[1],
         unicode_form=config.get("unicode_form", "NFKC"),
         threshold=lambda w: CORPORA[w.corpus]["bpe"].get("vocabulary_threshold", 1),
     wildcard_constraints:
@@ -102,16 +102,16 @@ rule compression_supervised_pairs:
 
 rule compression_eval_set:
     input:
-        unpack(lambda w: wc.compressor_bpe_files(config, w.compressor, w.corpus)),
-        sets=lambda w: [f"resources/compression/{name}.jsonl" for name in wc.compression_set_part(config, "eval")[0]],
+        unpack(lambda w: esc.compressor_bpe_files(config, w.compressor, w.corpus)),
+        sets=lambda w: [f"resources/compression/{name}.jsonl" for name in esc.compression_set_part(config, "eval")[0]],
     output:
         src=f"{COMPRESSION}/{{compressor}}/{{corpus}}/supervised/eval.src",
         tgt=f"{COMPRESSION}/{{compressor}}/{{corpus}}/supervised/eval.tgt",
         refs=f"{COMPRESSION}/{{compressor}}/{{corpus}}/supervised/eval.refs.jsonl",
     params:
-        preprocess=lambda w: wc.corpus_spec_json(config, w.corpus, wc.preprocessing_spec),
+        preprocess=lambda w: corpus_data.corpus_spec_json(config, w.corpus, corpus_data.preprocessing_spec),
         lang=lambda w: CORPORA[w.corpus]["src"],
-        limits=lambda w: wc.compression_set_part(config, "eval")[1],
+        limits=lambda w: esc.compression_set_part(config, "eval")[1],
         unicode_form=config.get("unicode_form", "NFKC"),
         threshold=lambda w: CORPORA[w.corpus]["bpe"].get("vocabulary_threshold", 1),
     log:
@@ -135,7 +135,7 @@ rule compressor_config:
     output:
         f"{COMPRESSION}/{{compressor}}/{{corpus}}/experiment.yaml",
     params:
-        settings=lambda w: json.dumps(wc.compressor_settings(config, w.compressor), sort_keys=True),
+        settings=lambda w: json.dumps(esc.compressor_settings(config, w.compressor), sort_keys=True),
     log:
         "logs/compressor_config/{compressor}/{corpus}.log",
     benchmark:
@@ -152,15 +152,15 @@ rule compressor_config:
 
 rule train_compressor:
     input:
-        unpack(lambda w: wc.compressor_inputs(config, w.compressor, w.corpus)),
+        unpack(lambda w: esc.compressor_inputs(config, w.compressor, w.corpus)),
         config=f"{COMPRESSION}/{{compressor}}/{{corpus}}/experiment.yaml",
     output:
         best=f"{COMPRESSION}/{{compressor}}/{{corpus}}/train/checkpoint_best.pt",
         metrics=f"{COMPRESSION}/{{compressor}}/{{corpus}}/train/metrics.csv",
     params:
         out_dir=lambda w, output: os.path.dirname(output.best),
-        launcher=wc.train_launcher(config),
-        num_threads=lambda w, threads: wc.threads_per_process(config, threads),
+        launcher=cluster.train_launcher(config),
+        num_threads=lambda w, threads: cluster.threads_per_process(config, threads),
         init=lambda w, input: f"--init-from {shlex.quote(input.init)}" if "init" in input.keys() else "",
     log:
         "logs/train_compressor/{compressor}/{corpus}.log",
@@ -172,7 +172,7 @@ rule train_compressor:
     resources:
         mem_mb=config["train_resources"].get("mem_mb", 8000),
         runtime=config["train_resources"].get("runtime", 60),
-        **wc.cluster_resources(config, gpus=config["train_resources"].get("gpus", 0)),
+        **cluster.cluster_resources(config, gpus=config["train_resources"].get("gpus", 0)),
     shell:
         "{params.launcher} -m nmtmodels.cli train --restart-on-change --config {input.config:q}"
         " --train-src {input.train_src:q} --train-tgt {input.train_tgt:q}"
@@ -184,11 +184,11 @@ rule train_compressor:
 rule compress:
     input:
         checkpoint=f"{COMPRESSION}/{{compressor}}/{{corpus}}/train/checkpoint_best.pt",
-        source=lambda w: wc.compression_source(config, w.compressor, w.corpus, w.split),
+        source=lambda w: esc.compression_source(config, w.compressor, w.corpus, w.split),
     output:
         f"{COMPRESSION}/{{compressor}}/{{corpus}}/compressed/{{split}}.txt",
     params:
-        search=lambda w: wc.compressor_decode_flags(config, w.compressor),
+        search=lambda w: esc.compressor_decode_flags(config, w.compressor),
     log:
         "logs/compress/{compressor}/{corpus}/{split}.log",
     benchmark:
@@ -199,7 +199,7 @@ rule compress:
     resources:
         mem_mb=config["train_resources"].get("mem_mb", 8000),
         runtime=60,
-        **wc.cluster_resources(config, gpus=min(1, config["train_resources"].get("gpus", 0))),
+        **cluster.cluster_resources(config, gpus=min(1, config["train_resources"].get("gpus", 0))),
     shell:
         "OMP_NUM_THREADS={threads} python -m nmtmodels.cli translate --checkpoint {input.checkpoint:q}"
         " --input {input.source:q} --output {output:q} {params.search} --truncate > {log:q} 2>&1"

@@ -18,7 +18,7 @@ rule fetch:
     params:
         spec=lambda w: json.dumps(CORPORA[w.corpus]["downloads"][w.download], sort_keys=True),
         source=lambda w: fetch_module.source_fingerprint(
-            CORPORA[w.corpus]["downloads"][w.download], w.download, wc.download_path(w.corpus, w.download),
+            CORPORA[w.corpus]["downloads"][w.download], w.download, paths.download_path(w.corpus, w.download),
             mirror_dir=MIRROR, licensed_dir=LICENSED,
         ),
     conda:
@@ -38,11 +38,11 @@ rule fetch:
 
 rule extract:
     input:
-        lambda w: wc.download_paths(config, w.corpus, w.split, w.lang),
+        lambda w: corpus_data.download_paths(config, w.corpus, w.split, w.lang),
     output:
         f"{DATA}/{{corpus}}/raw/{{split}}.{{lang}}",
     params:
-        spec=lambda w: wc.split_extraction_spec_json(config, w.corpus, w.split),
+        spec=lambda w: corpus_data.split_extraction_spec_json(config, w.corpus, w.split),
         downloads=lambda w: f"resources/downloads/{w.corpus}",
     conda:
         "../envs/data.yaml"
@@ -61,11 +61,11 @@ rule extract:
 
 rule extract_reference:
     input:
-        lambda w: wc.download_paths(config, w.corpus, w.split, w.lang),
+        lambda w: corpus_data.download_paths(config, w.corpus, w.split, w.lang),
     output:
         f"{DATA}/{{corpus}}/raw/{{split}}.ref{{ref}}.{{lang}}",
     params:
-        spec=lambda w: wc.split_extraction_spec_json(config, w.corpus, w.split),
+        spec=lambda w: corpus_data.split_extraction_spec_json(config, w.corpus, w.split),
         downloads=lambda w: f"resources/downloads/{w.corpus}",
     conda:
         "../envs/data.yaml"

@@ -4,14 +4,14 @@
 rule translate:
     input:
         checkpoint=f"{EXPERIMENTS}/{{experiment}}/{{corpus}}/train/checkpoint_best.pt",
-        source=lambda w: wc.test_source(config, w.experiment, w.corpus, w.test_set),
-        extras=lambda w: wc.test_extra_inputs(config, w.experiment, w.corpus, w.test_set),
+        source=lambda w: sources.test_source(config, w.experiment, w.corpus, w.test_set),
+        extras=lambda w: sources.test_extra_inputs(config, w.experiment, w.corpus, w.test_set),
     output:
         f"{EXPERIMENTS}/{{experiment}}/{{corpus}}/{{test_set}}.out",
     params:
-        decode=lambda w: wc.experiment_settings(config, w.experiment)["decode"],
-        tgt_format=lambda w: "char" if wc.is_char_level(config, w.experiment) else "bpe",
-        extras=lambda w: wc.extra_input_flags(config, w.experiment, w.corpus, (w.test_set,)),
+        decode=lambda w: runs.experiment_settings(config, w.experiment)["decode"],
+        tgt_format=lambda w: "char" if runs.is_char_level(config, w.experiment) else "bpe",
+        extras=lambda w: sources.extra_input_flags(config, w.experiment, w.corpus, (w.test_set,)),
     log:
         "logs/translate/{experiment}/{corpus}/{test_set}.log",
     benchmark:
@@ -22,7 +22,7 @@ rule translate:
     resources:
         mem_mb=config["train_resources"].get("mem_mb", 8000),
         runtime=60,
-        **wc.cluster_resources(config, gpus=min(1, config["train_resources"].get("gpus", 0))),
+        **cluster.cluster_resources(config, gpus=min(1, config["train_resources"].get("gpus", 0))),
     shell:
         "OMP_NUM_THREADS={threads} python -m nmtmodels.cli translate --checkpoint {input.checkpoint:q}"
         " --input {input.source:q} --output {output:q} --beam {params.decode[beam]}"
@@ -38,7 +38,7 @@ rule postprocess:
         detokenized=f"{EXPERIMENTS}/{{experiment}}/{{corpus}}/{{test_set}}.hyp",
     params:
         lang=lambda w: CORPORA[w.corpus]["tgt"],
-        unit=lambda w: "--char-level" if wc.is_char_level(config, w.experiment) else "",
+        unit=lambda w: "--char-level" if runs.is_char_level(config, w.experiment) else "",
     log:
         "logs/postprocess/{experiment}/{corpus}/{test_set}.log",
     benchmark:

@@ -6,8 +6,8 @@ rule score:
     input:
         hyp=f"{EXPERIMENTS}/{{experiment}}/{{corpus}}/{{test_set}}.hyp",
         tok_hyp=f"{EXPERIMENTS}/{{experiment}}/{{corpus}}/{{test_set}}.tok",
-        refs=lambda w: wc.reference_paths(config, w.corpus, w.test_set),
-        tok_refs=lambda w: wc.tokenized_references(config, w.corpus, w.test_set),
+        refs=lambda w: corpus_data.reference_paths(config, w.corpus, w.test_set),
+        tok_refs=lambda w: corpus_data.tokenized_references(config, w.corpus, w.test_set),
     output:
         f"{EXPERIMENTS}/{{experiment}}/{{corpus}}/{{test_set}}.scores.json",
     params:

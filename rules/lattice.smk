@@ -7,7 +7,7 @@ from workflow_scripts.lattice import paper_position_unit
 
 rule lattice:
     input:
-        lambda w: wc.segmentation_paths(config, w.corpus, w.lattice, w.split),
+        lambda w: lattices.segmentation_paths(config, w.corpus, w.lattice, w.split),
     output:
         f"{DATA}/{{corpus}}/lattice/{{lattice}}/{{split}}.{{src}}-{{tgt}}.lattice",
     conda:

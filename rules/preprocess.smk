@@ -12,7 +12,7 @@ rule preprocess:
         src_norm=f"{DATA}/{{corpus}}/norm/{{split}}.{{src}}-{{tgt}}.{{src}}",
         tgt_norm=f"{DATA}/{{corpus}}/norm/{{split}}.{{src}}-{{tgt}}.{{tgt}}",
     params:
-        spec=lambda w: wc.split_preprocessing_spec_json(config, w.corpus, w.split),
+        spec=lambda w: corpus_data.split_preprocessing_spec_json(config, w.corpus, w.split),
         train=lambda w: "--train" if w.split == "train" else "",
         unicode_form=config["unicode_form"],
     conda:

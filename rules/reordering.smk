@@ -78,8 +78,8 @@ use rule score as score_swap_noise with:
     input:
         hyp=f"{EXPERIMENTS}/{{experiment}}/{{corpus}}/{SWAP}.hyp",
         tok_hyp=f"{EXPERIMENTS}/{{experiment}}/{{corpus}}/{SWAP}.tok",
-        refs=lambda w: wc.reference_paths(config, w.corpus, w.test_set),
-        tok_refs=lambda w: wc.tokenized_references(config, w.corpus, w.test_set),
+        refs=lambda w: corpus_data.reference_paths(config, w.corpus, w.test_set),
+        tok_refs=lambda w: corpus_data.tokenized_references(config, w.corpus, w.test_set),
     output:
         f"{EXPERIMENTS}/{{experiment}}/{{corpus}}/{SWAP}.scores.json",
     wildcard_constraints:

@@ -8,7 +8,7 @@ rule experiment_config:
     output:
         f"{EXPERIMENTS}/{{experiment}}/{{corpus}}/experiment.yaml",
     params:
-        settings=lambda w: json.dumps(wc.experiment_settings(config, w.experiment), sort_keys=True),
+        settings=lambda w: json.dumps(runs.experiment_settings(config, w.experiment), sort_keys=True),
     log:
         "logs/experiment_config/{experiment}/{corpus}.log",
     benchmark:
@@ -25,18 +25,18 @@ rule experiment_config:
 
 rule train:
     input:
-        unpack(lambda w: wc.model_inputs(config, w.experiment, w.corpus)),
+        unpack(lambda w: sources.model_inputs(config, w.experiment, w.corpus)),
         config=f"{EXPERIMENTS}/{{experiment}}/{{corpus}}/experiment.yaml",
     output:
         best=f"{EXPERIMENTS}/{{experiment}}/{{corpus}}/train/checkpoint_best.pt",
         metrics=f"{EXPERIMENTS}/{{experiment}}/{{corpus}}/train/metrics.csv",
     params:
         out_dir=lambda w, output: os.path.dirname(output.best),
-        launcher=wc.train_launcher(config),
-        num_threads=lambda w, threads: wc.threads_per_process(config, threads),
+        launcher=cluster.train_launcher(config),
+        num_threads=lambda w, threads: cluster.threads_per_process(config, threads),
         tgt_lang=lambda w: CORPORA[w.corpus]["tgt"],
-        tgt_format=lambda w: "char" if wc.is_char_level(config, w.experiment) else "bpe",
-        extras=lambda w: wc.extra_input_flags(config, w.experiment, w.corpus, ("train", "dev")),
+        tgt_format=lambda w: "char" if runs.is_char_level(config, w.experiment) else "bpe",
+        extras=lambda w: sources.extra_input_flags(config, w.experiment, w.corpus, ("train", "dev")),
     log:
         "logs/train/{experiment}/{corpus}.log",
     benchmark:
@@ -47,7 +47,7 @@ rule train:
     resources:
         mem_mb=config["train_resources"].get("mem_mb", 8000),
         runtime=config["train_resources"].get("runtime", 60),
-        **wc.cluster_resources(config, gpus=config["train_resources"].get("gpus", 0)),
+        **cluster.cluster_resources(config, gpus=config["train_resources"].get("gpus", 0)),
     shell:
         "{params.launcher} -m nmtmodels.cli train --restart-on-change --config {input.config:q}"
         " --train-src {input.train_src:q} --train-tgt {input.train_tgt:q}"

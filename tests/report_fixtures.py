@@ -9,7 +9,7 @@ from pathlib import Path
 
 from nmtmodels.scoring import score_corpus, write_scores_json
 from workflow_scripts import evaluation as ev
-from workflow_scripts import workflow_config as wc
+from workflow_scripts.dag import runs
 from workflow_scripts import significance
 
 WORDS = [f"w{i}" for i in range(30)] + ["the", "a", "."]
@@ -78,7 +78,7 @@ def build_tree(root: Path, config: dict) -> None:
             for path, lines in zip(paths, streams, strict=True):
                 write(root, path, lines)
     outputs: dict[tuple[str, str, str], list[str]] = {}
-    for seed, (experiment, corpus) in enumerate(wc.experiment_runs(config)):
+    for seed, (experiment, corpus) in enumerate(runs.experiment_runs(config)):
         spec = config["corpora"][corpus]
         for t in spec["test_sets"]:
             outputs[experiment, corpus, t] = noisy(texts[corpus, t][0], QUALITY[experiment], seed=100 + seed)

@@ -192,7 +192,7 @@ def merged_config(name: str) -> dict:
 
 def _train_and_decode(plan: Plan, run: tuple[str, str], target: str) -> tuple[list[str], str]:
     """Train one run and decode its test set in this process; (rules run, error or "")."""
-    from workflow_scripts import workflow_config as wc
+    from workflow_scripts.dag import paths
 
     plan.ran = []
     try:
@@ -204,7 +204,7 @@ def _train_and_decode(plan: Plan, run: tuple[str, str], target: str) -> tuple[li
     except Exception as exc:  # reported by the parent, naming the run
         return plan.ran, f"{run[0]}/{run[1]}: {exc}"
     finally:
-        shutil.rmtree(plan.workdir / wc.experiment_dir(*run) / "train", ignore_errors=True)
+        shutil.rmtree(plan.workdir / paths.experiment_dir(*run) / "train", ignore_errors=True)
     return plan.ran, ""
 
 
@@ -223,10 +223,11 @@ def _one_thread() -> None:
 
 @pytest.mark.parametrize("config_name", CONFIGS)
 def test_every_training_of_a_shipped_config_trains_and_decodes(config_name, tmp_path, monkeypatch, record_property):
-    from workflow_scripts import workflow_config as wc
+    from workflow_scripts.dag import paths
+    from workflow_scripts.dag.runs import experiment_runs
 
     config = merged_config(config_name)
-    runs = wc.experiment_runs(config)
+    runs = experiment_runs(config)
     assert runs, f"{config_name}: no training runs"
     overlay = tmp_path / "one_update.yaml"
     overlay.write_text(yaml.safe_dump(budget_overlay(config)), encoding="utf-8")
@@ -238,7 +239,7 @@ def test_every_training_of_a_shipped_config_trains_and_decodes(config_name, tmp_
                 (licensed / download["local"]).parent.mkdir(parents=True, exist_ok=True)
                 (licensed / download["local"]).touch()
     workdir = tmp_path / "work"
-    targets = [f"{wc.experiment_dir(e, c)}/{config['corpora'][c]['test_sets'][0]}.out" for e, c in runs]
+    targets = [f"{paths.experiment_dir(e, c)}/{config['corpora'][c]['test_sets'][0]}.out" for e, c in runs]
     configfiles = ([] if config_name == "config.yaml" else [str(ROOT / config_name)]) + [str(overlay)]
     env = {**os.environ, "NMT_DATA_MIRROR": str(MIRROR), "NMT_LICENSED_DATA": str(licensed)}
     proc = subprocess.run(

@@ -7,7 +7,7 @@ import pytest
 
 from tests.report_fixtures import corpus_spec, fixture_config
 from workflow_scripts import evaluation as ev
-from workflow_scripts.workflow_config import WorkflowConfigError
+from workflow_scripts.dag import WorkflowConfigError
 
 
 def test_settings_defaults_and_overrides():

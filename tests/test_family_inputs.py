@@ -5,14 +5,14 @@ from pathlib import Path
 
 import yaml
 
-from workflow_scripts import workflow_config as wc
+from workflow_scripts.dag import runs, sources
 
 CONFIG = yaml.safe_load((Path(__file__).parent.parent / "config.yaml").read_text())
 
 
 def lattice_like(config, experiment, corpus, split):
     root = f"results/data/{corpus}/fake"
-    return wc.SourceInputs(
+    return runs.SourceInputs(
         source=f"{root}/{split}.tokens",
         vocab=f"{root}/vocab",
         extras={"start": f"{root}/{split}.start"},
@@ -28,18 +28,18 @@ def with_experiment(family: str) -> dict:
 
 def test_plain_family_reads_its_subword_files_and_takes_no_flags():
     config = with_experiment("transformer")
-    inputs = wc.model_inputs(config, "probe", "multi30k_en_de")
+    inputs = sources.model_inputs(config, "probe", "multi30k_en_de")
     assert inputs["train_src"] == "results/data/multi30k_en_de/bpe8000/train.en-de.en"
     assert inputs["src_vocab"] == "results/data/multi30k_en_de/bpe8000/vocab.en-de.en"
     assert not [role for role in inputs if role.startswith("extra_")]
-    assert wc.extra_input_flags(config, "probe", "multi30k_en_de", ("train", "dev")) == ""
-    assert wc.test_extra_inputs(config, "probe", "multi30k_en_de", "test_2016_flickr") == []
+    assert sources.extra_input_flags(config, "probe", "multi30k_en_de", ("train", "dev")) == ""
+    assert sources.test_extra_inputs(config, "probe", "multi30k_en_de", "test_2016_flickr") == []
 
 
 def test_provider_replaces_source_and_vocab_and_adds_extras(monkeypatch):
-    monkeypatch.setitem(wc.SOURCE_PROVIDERS, "fake", lattice_like)
+    monkeypatch.setitem(sources.SOURCE_PROVIDERS, "fake", lattice_like)
     config = with_experiment("fake")
-    inputs = wc.model_inputs(config, "probe", "multi30k_en_de")
+    inputs = sources.model_inputs(config, "probe", "multi30k_en_de")
     root = "results/data/multi30k_en_de/fake"
     assert inputs["train_src"] == f"{root}/train.tokens"
     assert inputs["valid_src"] == f"{root}/dev.tokens"
@@ -47,9 +47,9 @@ def test_provider_replaces_source_and_vocab_and_adds_extras(monkeypatch):
     assert inputs["train_tgt"] == "results/data/multi30k_en_de/bpe8000/train.en-de.de"
     assert inputs["extra_start_train"] == f"{root}/train.start"
     assert inputs["extra_backbone_valid"] == f"{root}/dev.backbone"
-    flags = wc.extra_input_flags(config, "probe", "multi30k_en_de", ("train", "dev"))
+    flags = sources.extra_input_flags(config, "probe", "multi30k_en_de", ("train", "dev"))
     assert flags == (f"--extra start={root}/train.start:{root}/dev.start "
                      f"--extra-tokens backbone={root}/train.backbone:{root}/dev.backbone")
-    assert wc.test_source(config, "probe", "multi30k_en_de", "test_2016_flickr") == f"{root}/test_2016_flickr.tokens"
-    assert wc.test_extra_inputs(config, "probe", "multi30k_en_de", "test_2016_flickr") == [
+    assert sources.test_source(config, "probe", "multi30k_en_de", "test_2016_flickr") == f"{root}/test_2016_flickr.tokens"
+    assert sources.test_extra_inputs(config, "probe", "multi30k_en_de", "test_2016_flickr") == [
         f"{root}/test_2016_flickr.start", f"{root}/test_2016_flickr.backbone"]

@@ -13,7 +13,7 @@ import yaml
 
 from tests.snakemake_output import planned_job_details
 from tests.test_workflow import MIRROR, ROOT, snakemake
-from workflow_scripts import workflow_config as wc
+from workflow_scripts.dag import corpus_data
 
 CI = ["--configfile", str(ROOT / "configs/ci.yaml")]
 # One corpus and one experiment of the miniature: the smallest run with every data step,
@@ -156,12 +156,12 @@ def test_preprocessing_parameter_carries_blank_references_only_when_not_the_defa
     """The default leaves the preprocess parameter as it was (no rerun of existing runs);
     'fail' is part of it for dev and test sets only."""
     config = yaml.safe_load((ROOT / "config.yaml").read_text())
-    before = wc.corpus_spec_json(config, "multi30k_en_de", wc.preprocessing_spec)
+    before = corpus_data.corpus_spec_json(config, "multi30k_en_de", corpus_data.preprocessing_spec)
     for split in ("train", "dev", "test_2016_flickr"):
-        assert wc.split_preprocessing_spec_json({**config, "blank_references": "warn"}, "multi30k_en_de", split) == before
+        assert corpus_data.split_preprocessing_spec_json({**config, "blank_references": "warn"}, "multi30k_en_de", split) == before
     strict = {**config, "blank_references": "fail"}
-    assert wc.split_preprocessing_spec_json(strict, "multi30k_en_de", "train") == before
-    assert json.loads(wc.split_preprocessing_spec_json(strict, "multi30k_en_de", "dev"))["blank_references"] == "fail"
+    assert corpus_data.split_preprocessing_spec_json(strict, "multi30k_en_de", "train") == before
+    assert json.loads(corpus_data.split_preprocessing_spec_json(strict, "multi30k_en_de", "dev"))["blank_references"] == "fail"
 
 
 def fetch_compression_target(workdir: Path, name: str, entry: dict, mirror: Path, *args: str):

@@ -11,7 +11,7 @@ import yaml
 from nmtmodels.models.lattice import relation_ids
 from nmtmodels.textio import DataError
 from workflow_scripts import bpe
-from workflow_scripts import workflow_config as wc
+from workflow_scripts.dag import checks, lattices, runs, sources
 from workflow_scripts.lattice import (
     POSITION_UNITS,
     Edge,
@@ -218,22 +218,22 @@ def config_with(family: str, lattice: list[str], corpus: str = "tatoeba_zh_en") 
 def test_lattice_family_reads_edge_tokens_and_spans() -> None:
     config = config_with("lattice_transformer", ["jieba", "thulac", "snownlp"])
     root = "results/data/tatoeba_zh_en/lattice/jieba+thulac+snownlp"
-    inputs = wc.model_inputs(config, "probe", "tatoeba_zh_en")
+    inputs = sources.model_inputs(config, "probe", "tatoeba_zh_en")
     assert inputs["train_src"] == f"{root}/train.zh-en.zh"
     assert inputs["src_vocab"] == f"{root}/vocab.zh-en.zh"
     assert inputs["train_tgt"] == "results/data/tatoeba_zh_en/bpe8000/train.zh-en.en"
-    assert wc.extra_input_flags(config, "probe", "tatoeba_zh_en", ("test",)) == (
+    assert sources.extra_input_flags(config, "probe", "tatoeba_zh_en", ("test",)) == (
         f"--extra starts={root}/test.zh-en.starts --extra ends={root}/test.zh-en.ends")
-    assert wc.segmentation_paths(config, "tatoeba_zh_en", "jieba+thulac+snownlp", "dev") == [
+    assert lattices.segmentation_paths(config, "tatoeba_zh_en", "jieba+thulac+snownlp", "dev") == [
         f"results/data/tatoeba_zh_en/seg/{s}/dev.zh-en.zh" for s in ("jieba", "thulac", "snownlp")]
-    assert wc.segmentation_paths(config, "multi30k_en_de", "bpe2000+bpe8000", "train") == [
+    assert lattices.segmentation_paths(config, "multi30k_en_de", "bpe2000+bpe8000", "train") == [
         f"results/data/multi30k_en_de/bpe{n}/train.en-de.en" for n in (2000, 8000)]
 
 
 def test_one_best_transformer_on_a_segmentation_takes_no_spans() -> None:
     config = config_with("transformer", ["thulac"])
-    assert wc.test_source(config, "probe", "tatoeba_zh_en", "test") == "results/data/tatoeba_zh_en/lattice/thulac/test.zh-en.zh"
-    assert wc.extra_input_flags(config, "probe", "tatoeba_zh_en", ("train", "dev")) == ""
+    assert sources.test_source(config, "probe", "tatoeba_zh_en", "test") == "results/data/tatoeba_zh_en/lattice/thulac/test.zh-en.zh"
+    assert sources.extra_input_flags(config, "probe", "tatoeba_zh_en", ("train", "dev")) == ""
 
 
 @pytest.mark.parametrize("lattice, corpus, message", [
@@ -243,13 +243,13 @@ def test_one_best_transformer_on_a_segmentation_takes_no_spans() -> None:
 ])
 def test_check_lattices_names_the_key(lattice, corpus: str, message: str) -> None:
     config = config_with("lattice_transformer", lattice, corpus)
-    with pytest.raises(wc.WorkflowConfigError, match=message):
-        wc.check_lattices(config)
+    with pytest.raises(checks.WorkflowConfigError, match=message):
+        lattices.check_lattices(config)
 
 
 def test_embedded_default_lattices_are_prepared() -> None:
-    wc.check_lattices(CONFIG)
-    assert {wc.lattice_name(CONFIG["experiments"][e]["lattice"]) for e, _ in wc.experiment_runs(CONFIG)
+    lattices.check_lattices(CONFIG)
+    assert {lattices.lattice_name(CONFIG["experiments"][e]["lattice"]) for e, _ in runs.experiment_runs(CONFIG)
             if CONFIG["experiments"][e].get("lattice")} == {"jieba+thulac+snownlp", "bpe2000+bpe4000+bpe8000"}
 
 

@@ -12,7 +12,7 @@ import yaml
 
 from nmtmodels.textio import DataError
 from workflow_scripts import swap_noise as sn
-from workflow_scripts.workflow_config import WorkflowConfigError
+from workflow_scripts.dag import WorkflowConfigError
 
 ROOT = Path(__file__).parent.parent
 CONFIG = yaml.safe_load((ROOT / "config.yaml").read_text())

@@ -13,7 +13,7 @@ from tests.report_fixtures import PARAMETERS, build_tree, fixture_config
 from tests.test_significance import disagreeing_corpus
 from workflow_scripts import evaluation as ev
 from workflow_scripts import significance, tables
-from workflow_scripts import workflow_config as wc
+from workflow_scripts.dag import runs
 
 
 @pytest.fixture(scope="module")
@@ -39,7 +39,7 @@ def row(frame: pd.DataFrame, experiment: str, corpus: str, test_set: str, metric
 # ----------------------------------------------------------------------------- collect
 def test_collect_has_one_row_per_run_test_set_and_metric(tree, results):
     root, config = tree
-    expected = sum(len(ev.evaluation_sets(config, c)) for _, c in wc.experiment_runs(config)) * 4  # BLEU, chrF, TER, tok. BLEU
+    expected = sum(len(ev.evaluation_sets(config, c)) for _, c in runs.experiment_runs(config)) * 4  # BLEU, chrF, TER, tok. BLEU
     assert len(results) == expected
     assert list(results.columns) == list(tables.RESULT_COLUMNS)
     for _, r in results.iterrows():

@@ -33,7 +33,8 @@ from typing import Any
 
 from nmtmodels.symbols import EOS, SPACE_SYMBOL
 from nmtmodels.textio import DataError, atomic_output, read_lines
-from workflow_scripts.workflow_config import DATA_ROOT, experiment_runs
+from workflow_scripts.dag.paths import DATA_ROOT
+from workflow_scripts.dag.runs import experiment_runs
 
 ATTENTION_ROOT = "results/report/attention"
 

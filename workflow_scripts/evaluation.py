@@ -33,14 +33,10 @@ import re
 from typing import Any
 
 from workflow_scripts import corpora as corpus_specs
-from workflow_scripts.workflow_config import (
-    DATA_ROOT,
-    EXPERIMENTS_ROOT,
-    WorkflowConfigError,
-    experiment_runs,
-    reference_paths,
-    tokenized_references,
-)
+from workflow_scripts.dag import WorkflowConfigError
+from workflow_scripts.dag.corpus_data import reference_paths, tokenized_references
+from workflow_scripts.dag.paths import DATA_ROOT, EXPERIMENTS_ROOT
+from workflow_scripts.dag.runs import experiment_runs
 
 REPORT_ROOT = "results/report"
 PAPERS = ("lattice", "reordering", "graph", "char", "esc")

@@ -15,7 +15,7 @@ relative one below ``--licensed-dir`` (else env ``NMT_LICENSED_DATA``), an error
 ``licensed_data_dir`` / ``NMT_LICENSED_DATA`` and the expected path when it is unset or
 the file is missing; (3) else the URL (urllib, a timeout, a few attempts with back-off;
 HTTP 4xx is not retried).  The workflow passes neither directory: it exports both
-variables (:func:`workflow_scripts.workflow_config.input_dir_environment`), so that moving
+variables (:func:`workflow_scripts.dag.corpus_data.input_dir_environment`), so that moving
 the data is no rule parameter and reruns nothing.
 
 The output keeps the bytes as obtained (a gzipped mirror copy stays gzipped; readers detect

@@ -32,7 +32,9 @@ from typing import TYPE_CHECKING, Any
 from nmtmodels.textio import DataError, atomic_output, read_lines
 from workflow_scripts.evaluation import source_file
 from workflow_scripts.plots import METRIC_LABELS, line_plot
-from workflow_scripts.workflow_config import experiment_dir, experiment_runs, experiment_settings, test_source
+from workflow_scripts.dag.paths import experiment_dir
+from workflow_scripts.dag.runs import experiment_runs, experiment_settings
+from workflow_scripts.dag.sources import test_source
 
 if TYPE_CHECKING:  # pandas (and plots' sacrebleu) load only where a table is made, not in the Snakefile
     import pandas as pd

@@ -1,0 +1,19 @@
+"""What the Snakefile plans with: pure functions of the config, imported by the Snakefile and
+the rule files (tested in tests/test_dag.py and beside each feature's tests).
+
+    paths        every file name the workflow writes: templates with Snakemake wildcards
+    checks       check(config): the start-up checks the Snakefile runs once
+    runs         experiments: resolved settings, the runs `all` trains, fair comparisons
+    sources      what a run reads: source side by family, training inputs, extra-input flags
+    corpus_data  the data half (rules/data.smk, preprocess.smk, subwords.smk): targets, spec params
+    esc          explicit sentence compression (rules/compress.smk)
+    lattices     lattice inputs (rules/lattice.smk)
+    cluster      resources, launcher and PYTHONPATH of jobs (rules/train.smk, profiles)
+
+The JSON schema (schemas/config.schema.yaml) checks keys and types; these modules check what a
+schema cannot: cross-references between keys.  Every error names the key path.
+"""
+
+
+class WorkflowConfigError(ValueError):
+    """The configuration is inconsistent; the message names the key."""

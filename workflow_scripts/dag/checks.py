@@ -1,0 +1,185 @@
+"""check(config): every start-up check of the configuration, run once by the Snakefile.
+
+The JSON schema (schemas/config.schema.yaml) checks keys and types; these check what a schema
+cannot: cross-references between keys (corpora, experiments, fair comparisons, shared
+embeddings, compression, lattices, evaluation, swap noise) and that the licensed input files
+are there.  Every error names the key path (:class:`WorkflowConfigError`).
+"""
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from workflow_scripts import corpora as corpus_specs
+from workflow_scripts import evaluation, swap_noise
+from workflow_scripts.dag import WorkflowConfigError, paths
+from workflow_scripts.dag.corpus_data import input_dirs
+from workflow_scripts.dag.esc import check_compression
+from workflow_scripts.dag.lattices import check_lattices
+from workflow_scripts.dag.runs import (
+    baselines_of,
+    check_run_sections,
+    comparable_settings,
+    experiment_runs,
+    experiment_settings,
+    shares_embeddings,
+)
+
+__all__ = ["WorkflowConfigError", "check"]
+
+
+def check(config: dict[str, Any], environ: Mapping[str, str], *, main_process: bool = True) -> None:
+    """Raise WorkflowConfigError on the first inconsistency.  The checks that import torch
+    (the model sections) or look at files run in the ``main_process`` only: cluster jobs
+    re-read the Snakefile."""
+    check_config(config)
+    if main_process:
+        check_experiments(config)
+        check_compression(config)
+        check_lattices(config)
+        check_licensed_inputs(config, environ)  # every missing licensed file, in one error
+    evaluation.check_evaluation_config(config)
+    swap_noise.check_swap_noise(config)
+
+
+def check_config(config: dict[str, Any]) -> None:
+    """Raise WorkflowConfigError on cross-reference mistakes the schema cannot see."""
+    registry = config.get("corpora", {})
+    for i, name in enumerate(config.get("active_corpora", [])):
+        if name not in registry:
+            raise WorkflowConfigError(
+                f"active_corpora[{i}]: unknown corpus '{name}' (defined: {', '.join(sorted(registry)) or 'none'})"
+            )
+    for i, name in enumerate(config.get("active_experiments") or []):
+        if name not in config.get("experiments", {}):
+            raise WorkflowConfigError(
+                f"active_experiments[{i}]: unknown experiment '{name}' (defined: {', '.join(sorted(config.get('experiments', {}))) or 'none'})"
+            )
+    for name, spec in registry.items():
+        where = f"corpora.{name}"
+        if spec["src"] == spec["tgt"]:
+            raise WorkflowConfigError(f"{where}.tgt: source and target language are both '{spec['src']}'")
+        for side in ("src", "tgt"):
+            if spec[side] not in spec["preprocess"]:
+                raise WorkflowConfigError(f"{where}.preprocess: no entry for the {side} language '{spec[side]}'")
+        splits = corpus_specs.splits_of(spec)
+        for required in ("train", "dev"):
+            if required not in splits:
+                raise WorkflowConfigError(f"{where}.splits: no '{required}' split (give it, or make it with holdout)")
+        for i, test in enumerate(spec["test_sets"]):
+            if test not in splits:
+                raise WorkflowConfigError(f"{where}.test_sets[{i}]: '{test}' is not a split of this corpus ({', '.join(splits)})")
+        for split, parts in spec["splits"].items():
+            for j, part in enumerate(parts):
+                for ref in _download_refs(part):
+                    if ref.split(":", 1)[0] not in spec["downloads"]:
+                        raise WorkflowConfigError(
+                            f"{where}.splits.{split}[{j}]: '{ref}' names no entry of {where}.downloads"
+                        )
+
+
+def _download_refs(part: dict[str, Any]) -> list[str]:
+    refs = list(part.get("files", {}).values())
+    if "file" in part:
+        refs.append(part["file"])
+    for names in part.get("refs", {}).values():
+        refs.extend(names)
+    return refs
+
+
+def check_experiments(config: dict[str, Any]) -> None:
+    """Check every experiment's family and sections with nmtmodels' own config classes, and
+    that each active run's BPE size is prepared for its corpus (errors name the key)."""
+    from nmtmodels.registry import model_families
+
+    families = model_families()
+    runs = set(experiment_runs(config))
+    for name, spec in config.get("experiments", {}).items():
+        where = f"experiments.{name}"
+        if spec["family"] not in families:
+            raise WorkflowConfigError(f"{where}.family: unknown model family '{spec['family']}' (known: {', '.join(families)})")
+        for i, corpus in enumerate(spec["corpora"]):
+            if corpus not in config["corpora"]:
+                raise WorkflowConfigError(f"{where}.corpora[{i}]: unknown corpus '{corpus}'")
+            # The BPE size must be prepared for the runs `all` makes; an inactive experiment
+            # (or corpus) may name a size the current corpus settings leave out.
+            subwords = spec["subwords"]
+            if (name, corpus) in runs and subwords.startswith("bpe") and int(subwords[3:]) not in config["corpora"][corpus]["bpe"]["merges"]:
+                raise WorkflowConfigError(
+                    f"{where}.subwords: {subwords} is not among corpora.{corpus}.bpe.merges "
+                    f"{config['corpora'][corpus]['bpe']['merges']}"
+                )
+        check_run_sections(experiment_settings(config, name), where)
+    check_shared_embeddings(config)
+    check_fair_comparisons(config)
+
+
+def check_fair_comparisons(config: dict[str, Any]) -> None:
+    """Each system differs from each of its baselines only by the method: equal resolved
+    :func:`comparable_settings` (shape, norm placement, embedding sharing, subwords, training
+    settings and budget, decoding), apart from the keys it lists in ``differs_from_baseline``
+    (``{dotted key: reason}``, e.g. the encoder layers of a layer sweep).  Checked for the
+    systems that `all` trains (:func:`experiment_runs`)."""
+    settings: dict[str, dict[str, Any]] = {}
+    running = {name for name, _ in experiment_runs(config)}
+    for name, spec in config.get("experiments", {}).items():
+        if name not in running:  # e.g. the embedded default's systems under configs/full.yaml
+            continue
+        allowed = spec.get("differs_from_baseline") or {}
+        for i, baseline in enumerate(baselines_of(config, name)):
+            if baseline not in config["experiments"]:
+                continue  # reported by the evaluation checks
+            for experiment in (name, baseline):
+                if experiment not in settings:
+                    settings[experiment] = comparable_settings(config, experiment)
+            mine, theirs = settings[name], settings[baseline]
+            for key in sorted(set(mine) | set(theirs)):
+                if mine.get(key) != theirs.get(key) and key not in allowed:
+                    raise WorkflowConfigError(
+                        f"experiments.{name}: differs from its baseline experiments.{baseline} in {key} "
+                        f"({mine.get(key)!r} vs {theirs.get(key)!r}); a compared system may differ only by its method "
+                        f"(model.family, model.options, its inputs), or name the key with a reason in "
+                        f"experiments.{name}.differs_from_baseline"
+                    )
+        for key in allowed:
+            if key not in comparable_settings(config, name):
+                raise WorkflowConfigError(f"experiments.{name}.differs_from_baseline: '{key}' is not a compared setting "
+                                          "(model.*, train.*, decode.* or subwords)")
+
+
+def check_shared_embeddings(config: dict[str, Any]) -> None:
+    """An experiment that shares embeddings reads one joint vocabulary, so it needs subwords
+    learnt jointly over both languages (``corpora.C.bpe.joint``) as its only source input:
+    not characters (one vocabulary per language) and not a lattice (edge vocabulary)."""
+    for name, spec in config.get("experiments", {}).items():
+        if not shares_embeddings(config, name):
+            continue
+        where = f"experiments.{name}.model.share_embeddings"
+        if not spec["subwords"].startswith("bpe"):
+            raise WorkflowConfigError(f"{where}: needs one joint vocabulary, but subwords '{spec['subwords']}' has one per language")
+        if spec.get("lattice"):
+            raise WorkflowConfigError(f"{where}: needs one joint vocabulary, but the source is a lattice with its own edge vocabulary")
+        for corpus in spec["corpora"]:
+            if corpus in config["corpora"] and not config["corpora"][corpus]["bpe"].get("joint", True):
+                raise WorkflowConfigError(
+                    f"{where}: needs one joint vocabulary, but corpora.{corpus}.bpe.joint is false (separate BPE per language)"
+                )
+
+
+def check_licensed_inputs(config: dict[str, Any], environ: Mapping[str, str]) -> None:
+    """Every licensed file (``local`` of a download) that the active corpora still need is
+    there: else one error listing each missing file (off with ``require_licensed_data: false``)."""
+    from workflow_scripts.fetch import missing_licensed
+
+    if not config.get("require_licensed_data", True):
+        return
+    downloads = []
+    for corpus in config["active_corpora"]:
+        spec = config["corpora"][corpus]
+        names = {name for split in corpus_specs.splits_of(spec) for lang in (spec["src"], spec["tgt"])
+                 for name in corpus_specs.downloads_for(spec, split, lang)}
+        downloads += [(f"corpora.{corpus}.downloads.{name}", spec["downloads"][name], paths.download_path(corpus, name))
+                      for name in sorted(names)]
+    mirror, licensed = input_dirs(config, environ)
+    message = missing_licensed(downloads, mirror_dir=mirror, licensed_dir=licensed)
+    if message:
+        raise WorkflowConfigError(message)

@@ -1,0 +1,39 @@
+"""Where and how jobs run (rules/train.smk, decode.smk, every rule's resources; docs/cluster.md)."""
+from __future__ import annotations
+
+import os
+from typing import Any
+
+
+def cluster_resources(config: dict[str, Any], gpus: int = 0) -> dict[str, Any]:
+    """Snakemake resources placing a job that uses ``gpus`` GPUs under the SLURM profile:
+    ``gpu`` (sbatch --gpus) and ``gpu_model`` for GPU jobs, ``slurm_partition`` (config
+    ``cluster.gpu_partition`` for GPU jobs, else ``cluster.cpu_partition``) and
+    ``slurm_account``.  Empty settings are left out, so SLURM's defaults apply."""
+    cluster = config.get("cluster") or {}
+    resources: dict[str, Any] = {"gpu": gpus} if gpus > 0 else {}
+    if gpus > 0 and cluster.get("gpu_model"):
+        resources["gpu_model"] = cluster["gpu_model"]
+    partition = cluster.get("gpu_partition" if gpus > 0 else "cpu_partition")
+    if partition:
+        resources["slurm_partition"] = partition
+    if cluster.get("account"):
+        resources["slurm_account"] = cluster["account"]
+    return resources
+
+
+def train_launcher(config: dict[str, Any]) -> str:
+    """What runs ``-m nmtmodels.cli train``: torchrun with one process per GPU when
+    ``train_resources.gpus > 1`` (one node, one job), else python."""
+    gpus = config["train_resources"].get("gpus", 0)
+    return f"torchrun --standalone --nproc_per_node={gpus}" if gpus > 1 else "python"
+
+
+def threads_per_process(config: dict[str, Any], threads: int) -> int:
+    """CPU threads of each training process: the job's threads shared by its torchrun processes."""
+    return max(1, threads // max(1, config["train_resources"].get("gpus", 0)))
+
+
+def python_path_with(directory: str, environ: dict[str, str]) -> str:
+    """PYTHONPATH with the repository first, so jobs run the project's modules from any environment."""
+    return os.pathsep.join(p for p in (directory, environ.get("PYTHONPATH", "")) if p)

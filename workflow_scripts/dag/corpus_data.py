@@ -1,0 +1,94 @@
+"""The data half of the DAG (rules/data.smk, preprocess.smk, subwords.smk): its targets, the
+parts of a corpus spec each rule depends on (rule params), downloads and references."""
+from __future__ import annotations
+
+import json
+from typing import Any, Callable
+
+from workflow_scripts import corpora as corpus_specs
+from workflow_scripts.dag import paths
+
+
+def data_targets(config: dict[str, Any]) -> list[str]:
+    """Every file of the data half of the DAG for the active corpora."""
+    targets: list[str] = []
+    for corpus in config["active_corpora"]:
+        spec = config["corpora"][corpus]
+        for split in corpus_specs.splits_of(spec):
+            for lang in (spec["src"], spec["tgt"]):
+                where = {"corpus": corpus, "split": split, **paths.sides(spec), "lang": lang}
+                targets.append(paths.tokenized(**where))
+                for merges in spec["bpe"]["merges"]:
+                    targets.append(paths.encoded(units=f"bpe{merges}", **where))
+                targets.append(paths.encoded(units="char", **where))
+                for segmenter in spec["preprocess"][lang].get("lattice_segmenters", []):
+                    targets.append(paths.encoded(units=f"seg/{segmenter}", **where))
+    return targets
+
+
+def extraction_spec(spec: dict[str, Any]) -> dict[str, Any]:
+    """The part of a corpus spec that extraction depends on (kept small so that
+    changing, say, a BPE size does not re-trigger extraction)."""
+    return {key: spec[key] for key in ("src", "tgt", "downloads", "splits", "holdout", "max_train_pairs") if key in spec}
+
+
+def preprocessing_spec(spec: dict[str, Any]) -> dict[str, Any]:
+    """The part of a corpus spec that normalisation/tokenisation/cleaning depends on."""
+    return {key: spec[key] for key in ("src", "tgt", "preprocess", "clean", "dedupe", "lowercase") if key in spec}
+
+
+def corpus_spec_json(config: dict[str, Any], corpus: str, part: Callable[[dict], dict]) -> str:
+    """The part of a corpus spec a rule depends on, as canonical JSON (a rule param)."""
+    return json.dumps(part(config["corpora"][corpus]), sort_keys=True)
+
+
+def split_extraction_spec_json(config: dict[str, Any], corpus: str, split: str) -> str:
+    """What extracting one split reads (:func:`corpora.extraction_part`), as canonical JSON:
+    a new test set or download of the corpus leaves the other splits' parameter unchanged."""
+    return json.dumps(corpus_specs.extraction_part(config["corpora"][corpus], split, where=f"corpora.{corpus}"), sort_keys=True)
+
+
+def split_preprocessing_spec_json(config: dict[str, Any], corpus: str, split: str) -> str:
+    """:func:`preprocessing_spec` as canonical JSON, with ``blank_references`` for a dev or
+    test split when it is not the default ``warn`` (so the default changes no parameter)."""
+    spec = preprocessing_spec(config["corpora"][corpus])
+    if split != "train" and config.get("blank_references", "warn") != "warn":
+        spec["blank_references"] = config["blank_references"]
+    return json.dumps(spec, sort_keys=True)
+
+
+def download_paths(config: dict[str, Any], corpus: str, split: str, lang: str) -> list[str]:
+    names = corpus_specs.downloads_for(config["corpora"][corpus], split, lang)
+    return [paths.download_path(corpus, name) for name in names]
+
+
+def input_dirs(config: dict[str, Any], environ: dict[str, str]) -> tuple[str, str]:
+    """(data mirror, licensed-data directory): the config keys, else NMT_DATA_MIRROR / NMT_LICENSED_DATA."""
+    mirror = config.get("data_mirror") or environ.get("NMT_DATA_MIRROR", "")
+    licensed = config.get("licensed_data_dir") or environ.get("NMT_LICENSED_DATA", "")
+    return mirror, licensed
+
+
+def input_dir_environment(config: dict[str, Any], environ: dict[str, str]) -> dict[str, str]:
+    """NMT_DATA_MIRROR / NMT_LICENSED_DATA as :func:`input_dirs` resolves them, for the
+    environment of the fetch jobs: where data lies is no rule parameter, so moving it reruns nothing."""
+    mirror, licensed = input_dirs(config, environ)
+    return {"NMT_DATA_MIRROR": mirror, "NMT_LICENSED_DATA": licensed}
+
+
+def reference_paths(config: dict[str, Any], corpus: str, test_set: str) -> list[str]:
+    """Raw (untokenised) references of a test set: reference 0, then ref1, ref2, ..."""
+    spec = config["corpora"][corpus]
+    tgt = spec["tgt"]
+    count = corpus_specs.reference_count(spec, test_set, tgt)
+    return [paths.fill(paths.RAW, corpus=corpus, split=test_set, lang=tgt)] + [
+        paths.fill(paths.RAW_REFERENCE, corpus=corpus, split=test_set, ref=k, lang=tgt) for k in range(1, count)]
+
+
+def tokenized_references(config: dict[str, Any], corpus: str, test_set: str) -> list[str]:
+    """Tokenised references of a test set (for multi-bleu style BLEU), in :func:`reference_paths`
+    order: reference 0 from rule preprocess, ref1, ref2, ... from preprocess_reference (same tokeniser)."""
+    spec = config["corpora"][corpus]
+    where = {"corpus": corpus, "split": test_set, **paths.sides(spec), "lang": spec["tgt"]}
+    count = corpus_specs.reference_count(spec, test_set, spec["tgt"])
+    return [paths.tokenized(**where)] + [paths.fill(paths.TOKENIZED_REFERENCE, ref=k, **where) for k in range(1, count)]

@@ -1,0 +1,137 @@
+"""Explicit sentence compression (rules/compress.smk): a compressor (a Transformer trained
+through nmt-train, denoising or supervised) rewrites the source side of every split of a
+corpus; the ESC families read that "backbone" as the extra token input ``compressed``."""
+from __future__ import annotations
+
+from typing import Any
+
+from workflow_scripts.dag import WorkflowConfigError, paths
+from workflow_scripts.dag.runs import SourceInputs, check_run_sections, experiment_runs, subword_source
+
+ESC_FAMILIES = ("bsfnmt", "btfnmt", "bbfnmt")
+
+
+def compressor_spec(config: dict[str, Any], compressor: str) -> dict[str, Any]:
+    return config["compression"]["compressors"][compressor]
+
+
+def compressor_settings(config: dict[str, Any], compressor: str) -> dict[str, Any]:
+    """The ``model``/``train``/``decode`` sections of a compressor (a transformer; defaults + overrides)."""
+    spec = compressor_spec(config, compressor)
+    return {
+        "model": {**spec.get("model", {}), "family": "transformer"},
+        "train": {**config["training"], **spec.get("train", {})},
+        "decode": {**config["decoding"], **spec.get("decode", {})},
+    }
+
+
+def compressor_inputs(config: dict[str, Any], compressor: str, corpus: str) -> dict[str, str]:
+    """Training files of a compressor by role (nmt-train's options); source vocabulary on both sides."""
+    spec, corpus_spec = compressor_spec(config, compressor), config["corpora"][corpus]
+    root = paths.compressor_dir(compressor, corpus)
+    data = "denoise" if spec["kind"] == "unsupervised" else "supervised"
+    vocab = paths.vocab(corpus=corpus, units=spec["subwords"], **paths.sides(corpus_spec), lang=corpus_spec["src"])
+    inputs = {"train_src": f"{root}/{data}/train.src", "train_tgt": f"{root}/{data}/train.tgt",
+              "valid_src": f"{root}/{data}/dev.src", "valid_tgt": f"{root}/{data}/dev.tgt", "vocab": vocab}
+    if spec.get("init_from"):
+        inputs["init"] = f"{paths.compressor_dir(spec['init_from'], corpus)}/train/checkpoint_best.pt"
+    return inputs
+
+
+def compressor_bpe_files(config: dict[str, Any], compressor: str, corpus: str) -> dict[str, str]:
+    """BPE codes and vocabulary of the corpus' source side at the compressor's subwords."""
+    spec = config["corpora"][corpus]
+    where = {"corpus": corpus, "units": compressor_spec(config, compressor)["subwords"], **paths.sides(spec), "lang": spec["src"]}
+    return {"codes": paths.codes(**where), "vocab": paths.vocab(**where)}
+
+
+def compression_set_part(config: dict[str, Any], part: str) -> tuple[list[str], str]:
+    """Compression sets and record-range options (``--skip``/``--limit``) of the supervised
+    ``train`` and ``dev`` pairs and of the ``eval`` set: dev is the first ``dev_records`` records
+    of ``dev_set``, eval the rest."""
+    section = config.get("compression") or {}
+    if part == "train":
+        return list(section.get("train_sets", [])), ""
+    dev_records = section.get("dev_records", 200)
+    return [section["dev_set"]], f"--limit {dev_records}" if part == "dev" else f"--skip {dev_records}"
+
+
+def compression_source(config: dict[str, Any], compressor: str, corpus: str, split: str) -> str:
+    """What the compressor rewrites: a corpus split's encoded source, or ``compression_eval``."""
+    if split == "compression_eval":
+        return f"{paths.compressor_dir(compressor, corpus)}/supervised/eval.src"
+    spec = config["corpora"][corpus]
+    return paths.encoded(corpus=corpus, units=compressor_spec(config, compressor)["subwords"], split=split,
+                         **paths.sides(spec), lang=spec["src"])
+
+
+def compressor_decode_flags(config: dict[str, Any], compressor: str) -> str:
+    """nmt-translate options of a compressor's length-controlled search (ESC eq. 1-3):
+    beam, alpha (``length_penalty``), beta (``coverage_penalty``), gamma (``max_len_ratio``)."""
+    from nmtmodels.config import from_dict
+    from nmtmodels.search import DecodeConfig
+
+    decode = from_dict(DecodeConfig, compressor_settings(config, compressor)["decode"], where="decode")
+    flags = [f"--beam {decode.beam}", f"--lenpen {decode.length_penalty}", f"--coverage-penalty {decode.coverage_penalty}",
+             f"--max-len-a {decode.max_len_a}", f"--max-len-b {decode.max_len_b}", f"--min-len {decode.min_len}"]
+    if decode.max_len_ratio is not None:
+        flags.append(f"--max-len-ratio {decode.max_len_ratio}")
+    flags.append(f"--batch-tokens {compressor_spec(config, compressor).get('batch_tokens', 4096)}")
+    return " ".join(flags)
+
+
+def compressed_path(compressor: str, corpus: str, split: str) -> str:
+    return f"{paths.compressor_dir(compressor, corpus)}/compressed/{split}.txt"
+
+
+def esc_source(config: dict[str, Any], experiment: str, corpus: str, split: str) -> SourceInputs:
+    """Subword source plus its compression by the experiment's ``compressor`` (``compressed``)."""
+    plain = subword_source(config, experiment, corpus, split)
+    compressor = config["experiments"][experiment]["compressor"]
+    return SourceInputs(plain.source, plain.vocab, extra_tokens={"compressed": compressed_path(compressor, corpus, split)})
+
+
+def compression_targets(config: dict[str, Any]) -> list[str]:
+    """Compression quality (token F1, ratio) of every compressor an active ESC experiment uses."""
+    return sorted({f"{paths.compressor_dir(config['experiments'][e]['compressor'], c)}/compression_eval.scores.json"
+                   for e, c in experiment_runs(config) if config["experiments"][e].get("compressor")})
+
+
+def check_compression(config: dict[str, Any]) -> None:
+    """Cross-references of the ``compression`` section and the experiments' ``compressor`` keys."""
+    section = config.get("compression") or {}
+    compressors = section.get("compressors", {})
+    data = section.get("data", {})
+    named = [("train_sets", name) for name in section.get("train_sets", [])]
+    named += [("dev_set", section["dev_set"])] if "dev_set" in section else []
+    for key, name in named:
+        if name not in data:
+            raise WorkflowConfigError(f"compression.{key}: '{name}' names no entry of compression.data")
+    if compressors and "dev_set" not in section:
+        raise WorkflowConfigError("compression.dev_set: needed to evaluate the compressors (token F1, ratio)")
+    for name, spec in compressors.items():
+        where = f"compression.compressors.{name}"
+        init = spec.get("init_from")
+        if init is not None and init not in compressors:
+            raise WorkflowConfigError(f"{where}.init_from: unknown compressor '{init}'")
+        if init is not None and compressors[init]["subwords"] != spec["subwords"]:
+            raise WorkflowConfigError(f"{where}.subwords: must equal that of init_from '{init}' ({compressors[init]['subwords']})")
+        if spec["kind"] == "supervised" and not section.get("train_sets"):
+            raise WorkflowConfigError(f"{where}.kind: supervised needs compression.train_sets")
+        if spec["kind"] == "unsupervised" and init is not None:
+            raise WorkflowConfigError(f"{where}.init_from: only a supervised compressor is fine-tuned from another")
+        check_run_sections(compressor_settings(config, name), where)
+    for name, spec in config.get("experiments", {}).items():
+        where = f"experiments.{name}"
+        if spec["family"] in ESC_FAMILIES and not spec.get("compressor"):
+            raise WorkflowConfigError(f"{where}.compressor: family '{spec['family']}' needs a compressor (a key of compression.compressors)")
+        if spec.get("compressor") is None:
+            continue
+        if spec["family"] not in ESC_FAMILIES:
+            raise WorkflowConfigError(f"{where}.compressor: only the ESC families ({', '.join(ESC_FAMILIES)}) read a compressor")
+        if spec["compressor"] not in compressors:
+            raise WorkflowConfigError(f"{where}.compressor: unknown compressor '{spec['compressor']}' "
+                                      f"(defined: {', '.join(sorted(compressors)) or 'none'})")
+        if compressors[spec["compressor"]]["subwords"] != spec["subwords"]:
+            raise WorkflowConfigError(f"{where}.subwords: must equal compression.compressors.{spec['compressor']}.subwords "
+                                      f"({compressors[spec['compressor']]['subwords']}): both share the source vocabulary")

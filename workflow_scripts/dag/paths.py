@@ -1,0 +1,73 @@
+"""Every file name the workflow writes, spelled once.
+
+Each template is a Snakemake pattern: rules use it as is (its fields are wildcards), or with
+some fields fixed by :func:`fill`; Python code fills every field.  ``units`` is the directory
+of one encoding of a corpus: ``tok`` (tokenised), ``bpeN``, ``char``, ``seg/S`` (a segmenter's
+words) or ``lattice/L``.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+DATA_ROOT = "results/data"
+EXPERIMENTS_ROOT = "results/experiments"
+COMPRESSION_ROOT = "results/compression"
+DOWNLOADS_ROOT = "resources/downloads"
+
+DOWNLOAD = DOWNLOADS_ROOT + "/{corpus}/{download}"
+RAW = DATA_ROOT + "/{corpus}/raw/{split}.{lang}"
+RAW_REFERENCE = DATA_ROOT + "/{corpus}/raw/{split}.ref{ref}.{lang}"
+# One side of a split in some units, and the units' vocabulary and BPE codes.
+ENCODED = DATA_ROOT + "/{corpus}/{units}/{split}.{src}-{tgt}.{lang}"
+VOCAB = DATA_ROOT + "/{corpus}/{units}/vocab.{src}-{tgt}.{lang}"
+CODES = DATA_ROOT + "/{corpus}/{units}/codes.{src}-{tgt}.{lang}"
+TOKENIZED_REFERENCE = DATA_ROOT + "/{corpus}/tok/{split}.ref{ref}.{src}-{tgt}.{lang}"
+EXPERIMENT = EXPERIMENTS_ROOT + "/{experiment}/{corpus}"
+COMPRESSOR = COMPRESSION_ROOT + "/{compressor}/{corpus}"
+
+
+class _Wildcards(dict):
+    def __missing__(self, key: str) -> str:
+        return "{" + key + "}"
+
+
+def fill(template: str, **fields: Any) -> str:
+    """``template`` with ``fields`` filled in; every other field stays a wildcard."""
+    return template.format_map(_Wildcards(fields))
+
+
+def sides(spec: dict[str, Any]) -> dict[str, str]:
+    """``src`` and ``tgt`` of a corpus spec (the language pair of its file names)."""
+    return {"src": spec["src"], "tgt": spec["tgt"]}
+
+
+def corpus_dir(corpus: str) -> str:
+    return f"{DATA_ROOT}/{corpus}"
+
+
+def encoded(**fields: Any) -> str:
+    return fill(ENCODED, **fields)
+
+
+def tokenized(**fields: Any) -> str:
+    return fill(ENCODED, units="tok", **fields)
+
+
+def vocab(**fields: Any) -> str:
+    return fill(VOCAB, **fields)
+
+
+def codes(**fields: Any) -> str:
+    return fill(CODES, **fields)
+
+
+def download_path(corpus: str, download: str) -> str:
+    return fill(DOWNLOAD, corpus=corpus, download=download)
+
+
+def experiment_dir(experiment: str, corpus: str) -> str:
+    return fill(EXPERIMENT, experiment=experiment, corpus=corpus)
+
+
+def compressor_dir(compressor: str, corpus: str) -> str:
+    return fill(COMPRESSOR, compressor=compressor, corpus=corpus)

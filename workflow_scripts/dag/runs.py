@@ -1,0 +1,125 @@
+"""Experiments (rules/train.smk, decode.smk, evaluate.smk): each one's resolved settings, the
+runs that `all` trains, what a compared system shares with its baseline, and the plain
+subword source a run reads unless its family says otherwise (:mod:`.sources`)."""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+from workflow_scripts.dag import WorkflowConfigError, paths
+
+
+def experiment_settings(config: dict[str, Any], experiment: str) -> dict[str, Any]:
+    """The resolved ``model``/``train``/``decode`` sections of one experiment (defaults + overrides)."""
+    spec = config["experiments"][experiment]
+    return {
+        "model": {"family": spec["family"], **spec.get("model", {})},
+        "train": {**config["training"], **spec.get("train", {})},
+        "decode": {**config["decoding"], **spec.get("decode", {})},
+    }
+
+
+def experiment_runs(config: dict[str, Any]) -> list[tuple[str, str]]:
+    """(experiment, corpus) pairs that `all` trains, in config order: each active experiment
+    (``active_experiments``; all experiments when the key is absent) on its active corpora."""
+    active = set(config["active_corpora"])
+    chosen = config.get("active_experiments")
+    return [
+        (name, corpus)
+        for name, spec in config.get("experiments", {}).items()
+        if chosen is None or name in chosen
+        for corpus in spec["corpora"]
+        if corpus in active
+    ]
+
+
+def model_targets(config: dict[str, Any]) -> list[str]:
+    """The score files of every (experiment, corpus, test set) that `all` produces."""
+    targets = []
+    for experiment, corpus in experiment_runs(config):
+        for test_set in config["corpora"][corpus]["test_sets"]:
+            targets.append(f"{paths.experiment_dir(experiment, corpus)}/{test_set}.scores.json")
+    return targets
+
+
+def check_run_sections(settings: dict[str, Any], where: str) -> None:
+    """Check resolved ``model``/``train``/``decode`` sections with nmtmodels' own config classes."""
+    from nmtmodels.config import ConfigError, ModelConfig, from_dict
+    from nmtmodels.registry import validate_model_config
+    from nmtmodels.search import DecodeConfig
+    from nmtmodels.train import TrainConfig
+
+    try:
+        validate_model_config(ModelConfig.from_dict(settings["model"], where=f"{where}.model"), f"{where}.model")
+        from_dict(TrainConfig, settings["train"], where=f"{where}.train (training)")
+        from_dict(DecodeConfig, settings["decode"], where=f"{where}.decode (decoding)")
+    except ConfigError as exc:
+        raise WorkflowConfigError(str(exc)) from None
+
+
+# Keys of the resolved model config that are the method itself (the family and its options).
+METHOD_KEYS = ("model.family", "model.options")
+
+
+def baselines_of(config: dict[str, Any], experiment: str) -> list[str]:
+    """The experiment's baselines (``baseline``: a name or a list of names; none by default)."""
+    value = config["experiments"][experiment].get("baseline")
+    if value is None:
+        return []
+    return [value] if isinstance(value, str) else list(value)
+
+
+def comparable_settings(config: dict[str, Any], experiment: str) -> dict[str, Any]:
+    """Everything a compared system must share with its baseline, as dotted keys: the resolved
+    model (preset expanded, defaults filled in; without the family and its options), training
+    and decoding settings, and the subword units."""
+    from nmtmodels.config import ModelConfig, from_dict
+    from nmtmodels.search import DecodeConfig
+    from nmtmodels.train import TrainConfig
+
+    settings = experiment_settings(config, experiment)
+    sections = {
+        "model": ModelConfig.from_dict(settings["model"]).to_dict(),
+        "train": dataclasses.asdict(from_dict(TrainConfig, settings["train"], where="train")),
+        "decode": dataclasses.asdict(from_dict(DecodeConfig, settings["decode"], where="decode")),
+    }
+    flat = {f"{section}.{key}": value for section, values in sections.items() for key, value in values.items()}
+    flat["subwords"] = config["experiments"][experiment]["subwords"]
+    return {key: value for key, value in flat.items() if key not in METHOD_KEYS}
+
+
+def shares_embeddings(config: dict[str, Any], experiment: str) -> bool:
+    """Whether the experiment's resolved model (preset + overrides) shares one token table
+    between source and target (``model.share_embeddings``)."""
+    from nmtmodels.config import ModelConfig
+
+    # The key alone, not a full parse: a family registered later (a plug-in) may not be known yet.
+    default = next(f.default for f in dataclasses.fields(ModelConfig) if f.name == "share_embeddings")
+    return bool(experiment_settings(config, experiment)["model"].get("share_embeddings", default))
+
+
+def is_char_level(config: dict[str, Any], experiment: str) -> bool:
+    return config["experiments"][experiment]["subwords"] == "char"
+
+
+@dataclass(frozen=True)
+class SourceInputs:
+    """What a model reads on the source side of one split.
+
+    ``source``: the encoded source file; ``vocab``: its vocabulary; ``extras``: integer
+    inputs (``nmt-train --extra NAME=...``, one line per sentence); ``extra_tokens``:
+    token inputs numericalised with the source vocabulary (``--extra-tokens``).
+    """
+
+    source: str
+    vocab: str
+    extras: dict[str, str] = field(default_factory=dict)
+    extra_tokens: dict[str, str] = field(default_factory=dict)
+
+
+def subword_source(config: dict[str, Any], experiment: str, corpus: str, split: str) -> SourceInputs:
+    """The experiment's subword units (``subwords: bpeN`` or ``char``), no extra inputs."""
+    spec = config["corpora"][corpus]
+    where = {"corpus": corpus, "units": config["experiments"][experiment]["subwords"], **paths.sides(spec), "lang": spec["src"]}
+    return SourceInputs(source=paths.encoded(split=split, **where), vocab=paths.vocab(**where))
