@@ -20,7 +20,7 @@ from workflow_scripts import attention_plots
 from workflow_scripts import evaluation as ev
 from workflow_scripts import swap_noise
 from workflow_scripts import graph_analyses
-from workflow_scripts.dag import checks, cluster, corpus_data, esc, lattices, paths, runs, sources
+from workflow_scripts.dag import checks, cluster, corpus_data, esc, keys, lattices, paths, runs, sources
 
 min_version("9.0")
 
@@ -28,6 +28,7 @@ min_version("9.0")
 configfile: os.path.join(workflow.basedir, "config.yaml")
 
 
+keys.check_keys(config, os.path.join(workflow.basedir, "schemas/config.schema.yaml"))  # misspelt keys: one line
 validate(config, "schemas/config.schema.yaml")
 # Cross-references the schema cannot see; cluster jobs re-read this file, so the checks that
 # import torch or look at licensed files run in the main process only.
