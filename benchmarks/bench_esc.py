@@ -77,7 +77,7 @@ def main() -> None:
                                                     max_len_a=1.0, max_len_b=5, max_len_ratio=0.7),
     }
     for name, dc in settings.items():
-        print(f"| {name} | {rate(lambda b: beam_search(compressor, b, dc), data):,.1f} |")
+        print(f"| {name} | {rate(lambda b, dc=dc: beam_search(compressor, b, dc), data):,.1f} |")
 
     print("\n| model | params | train step sent/s | × transformer | beam decode sent/s | × transformer |\n|---|---:|---:|---:|---:|---:|")
     dc = DecodeConfig(beam=args.beam, length_penalty=0.6, max_len_a=1.0, max_len_b=5)
@@ -85,14 +85,14 @@ def main() -> None:
     for family in ("transformer", "bsfnmt", "btfnmt", "bbfnmt"):
         model = build_model(ModelConfig.from_dict({**cfg, "family": family}), args.vocab, args.vocab)
 
-        def step(batch: Batch) -> None:
+        def step(batch: Batch, model=model) -> None:
             model.train()
             model.zero_grad(set_to_none=True)
             model(batch).float().logsumexp(-1).mean().backward()
 
         train = rate(step, data)
         model.eval()
-        decode = rate(lambda b: beam_search(model, b, dc), data)
+        decode = rate(lambda b, model=model: beam_search(model, b, dc), data)
         base = base or (train, decode)
         print(f"| {family} | {model.num_parameters():,} | {train:,.1f} | {train / base[0]:.2f} | {decode:,.1f} | {decode / base[1]:.2f} |")
 

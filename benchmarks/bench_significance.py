@@ -20,7 +20,7 @@ def synthetic(n: int, seed: int) -> tuple[list[str], list[str], list[str]]:
     rng = random.Random(seed)
     words = [f"w{i}" for i in range(2000)]
     refs = [" ".join(rng.choice(words) for _ in range(rng.randint(5, 45))) for _ in range(n)]
-    noisy = lambda r: " ".join(w if rng.random() < 0.6 else rng.choice(words) for w in r.split())  # noqa: E731
+    noisy = lambda r: " ".join(w if rng.random() < 0.6 else rng.choice(words) for w in r.split())
     return [noisy(r) for r in refs], [noisy(r) for r in refs], refs
 
 

@@ -65,7 +65,8 @@ def tool(name: str) -> str:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data-dir", type=Path, default=default_data_dir(), help="data mirror (default: $NMT_DATA_MIRROR or ../shared/data)")
+    parser.add_argument("--data-dir", type=Path, default=default_data_dir(),
+                        help="data mirror (default: $NMT_DATA_MIRROR or ../shared/data)")
     parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args(argv)
@@ -91,12 +92,14 @@ def main(argv: list[str] | None = None) -> None:
                     "--src-norm-out", str(work / "norm.en"), "--tgt-norm-out", str(work / "norm.de"),
                     "--spec", json.dumps(SPEC), "--threads", str(threads)]
             rows.append(("tokenise", "ours: workflow_scripts.preprocess", threads, timed([(ours, None, None)], args.repeats)))
-            moses = [([sacremoses, "-q", "-l", lang, "-j", str(threads), "normalize", "tokenize", "-a", "-x"], raw[lang], work / f"moses.{lang}")
+            moses = [([sacremoses, "-q", "-l", lang, "-j", str(threads), "normalize", "tokenize", "-a", "-x"],
+                      raw[lang], work / f"moses.{lang}")
                      for lang in LANGS]
             rows.append(("tokenise", "sacremoses normalize tokenize -a -x", threads, timed(moses, args.repeats)))
 
         run([python, "-m", "workflow_scripts.bpe", "learn", "--merges", str(MERGES), "--joint", "--vocabulary-threshold", "1",
-             "--src-in", str(tok["en"]), "--tgt-in", str(tok["de"]), "--src-codes-out", str(codes["en"]), "--tgt-codes-out", str(codes["de"]),
+             "--src-in", str(tok["en"]), "--tgt-in", str(tok["de"]),
+             "--src-codes-out", str(codes["en"]), "--tgt-codes-out", str(codes["de"]),
              "--src-vocab-out", str(vocab["en"]), "--tgt-vocab-out", str(vocab["de"])])
         for threads in args.threads:
             ours = [([python, "-m", "workflow_scripts.bpe", "apply", "--codes", str(codes[lang]), "--vocab", str(vocab[lang]),

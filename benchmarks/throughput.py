@@ -46,14 +46,15 @@ import platform
 import shutil
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 os.environ.setdefault("TQDM_DISABLE", "1")  # before tqdm is imported: subword-nmt's bar while learning BPE
 
-import torch  # noqa: E402
-import yaml  # noqa: E402
+import torch
+import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # run as a script from anywhere
@@ -103,7 +104,9 @@ def workflow_files(spec: dict[str, Any]) -> dict[str, Path]:
     return {f"{split}.{lang}": base / f"{split}.{src}-{tgt}.{lang}" for split in ("train", TEST_SET) for lang in (src, tgt)}
 
 
-def prepare_data(config: dict[str, Any], data_dir: Path, work: Path, threads: int, log: Callable[[str], None]) -> tuple[dict[str, Path], str]:
+def prepare_data(
+    config: dict[str, Any], data_dir: Path, work: Path, threads: int, log: Callable[[str], None],
+) -> tuple[dict[str, Path], str]:
     """Tokenised, BPE-encoded train and test files: the workflow's, or made with its steps."""
     spec = config["corpora"][CORPUS]
     files = workflow_files(spec)
@@ -187,7 +190,7 @@ class FlopModel:
     output: int
 
     @classmethod
-    def of(cls, setup: Setup, vocab_size: int) -> "FlopModel":
+    def of(cls, setup: Setup, vocab_size: int) -> FlopModel:
         d, f = setup.d_model, setup.ffn_dim
         attention = 4 * d * d + 4 * d
         ffn = 2 * d * f + d + f
@@ -229,7 +232,7 @@ def measure_ours(setup: Setup, work: Path, amp: str = "none") -> tuple[TrainSpee
     shutil.rmtree(out, ignore_errors=True)  # the Trainer would resume from an old checkpoint
     out.mkdir(parents=True)
     log_file = open(out / "train.log", "w", encoding="utf-8")
-    log = lambda message: print(message, file=log_file, flush=True)  # noqa: E731
+    log = lambda message: print(message, file=log_file, flush=True)
     torch.set_num_threads(setup.threads)
     vocab = Vocabulary.from_corpus([setup.train_src, setup.train_tgt])
     model_cfg = ModelConfig.from_dict({"preset": "tiny", "dropout": setup.dropout, "share_embeddings": True,
@@ -377,10 +380,12 @@ def main(argv: list[str] | None = None) -> None:
                         help="our system under bf16 autocast (CUDA; the peers stay fp32)")
     parser.add_argument("--warmup", type=int, help="updates before measuring (default 50; quick 4)")
     parser.add_argument("--updates", type=int, help="measured updates (default 250; quick 8)")
-    parser.add_argument("--log-interval", type=int, help="updates per timing interval; divides --warmup and --updates (default 25; quick 4)")
+    parser.add_argument("--log-interval", type=int,
+                        help="updates per timing interval; divides --warmup and --updates (default 25; quick 4)")
     parser.add_argument("--decode-sentences", type=int, help="decode only the first N test sentences (default all 1000; quick 100)")
     parser.add_argument("--decode-batch-tokens", type=int, default=4096)
-    parser.add_argument("--data-dir", type=Path, default=default_data_dir(), help="data mirror (default $NMT_DATA_MIRROR or ../shared/data)")
+    parser.add_argument("--data-dir", type=Path, default=default_data_dir(),
+                        help="data mirror (default $NMT_DATA_MIRROR or ../shared/data)")
     parser.add_argument("--work-dir", type=Path, default=ROOT / "benchmarks" / "runs" / "throughput")
     parser.add_argument("--reinstall", action="store_true", help="retry peer installs that failed before (a working environment is kept; "
                         "delete benchmarks/.venvs/NAME to rebuild one)")
@@ -396,7 +401,7 @@ def main(argv: list[str] | None = None) -> None:
 
     work = args.work_dir
     work.mkdir(parents=True, exist_ok=True)
-    say = lambda message: print(message, file=sys.stderr, flush=True)  # noqa: E731
+    say = lambda message: print(message, file=sys.stderr, flush=True)
     config = yaml.safe_load((ROOT / "config.yaml").read_text(encoding="utf-8"))
     files, data_source = prepare_data(config, args.data_dir, work, args.threads, say)
     spec = config["corpora"][CORPUS]
@@ -464,10 +469,12 @@ def main(argv: list[str] | None = None) -> None:
     header = (
         f"Multi30k {src}-{tgt}, 8k joint BPE ({data_source}); joint vocabulary {vocab_size:,}; "
         f"{setup.layers}+{setup.layers} layers, d {setup.d_model}, {setup.heads} heads, FFN {setup.ffn_dim}, tied embeddings, "
-        f"{setup.max_tokens}-token batches, {'ours bf16 autocast, peers ' if args.amp == 'bf16' else ''}fp32; {setup.measured_updates} updates measured after {setup.warmup_updates}; "
+        f"{setup.max_tokens}-token batches, {'ours bf16 autocast, peers ' if args.amp == 'bf16' else ''}fp32; "
+        f"{setup.measured_updates} updates measured after {setup.warmup_updates}; "
         f"beam {setup.beam} on {count_output(setup.test_src)[0]} {TEST_SET} sentences.\n"
         f"{args.device} ({cpu_name() if args.device == 'cpu' else torch.cuda.get_device_name()}), {args.threads} threads, "
-        f"torch {torch.__version__}; fp32 GEMM peak {peak:.0f} GFLOP/s (best of start and end); FLOPs = 6 * ({flops.encoder:,} * encoder tokens "
+        f"torch {torch.__version__}; fp32 GEMM peak {peak:.0f} GFLOP/s (best of start and end); "
+        f"FLOPs = 6 * ({flops.encoder:,} * encoder tokens "
         f"+ ({flops.decoder:,} + {flops.output:,}) * target tokens).\n"
         f"1-min load average before->after each system: {loads}"
         + (" — the machine was busy, numbers are noisy" if any(max(r.load) > args.threads + 0.5 for r in rows) else "")

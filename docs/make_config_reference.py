@@ -85,8 +85,10 @@ SCHEMA_NOTES: dict[str, str] = {
     "corpora.CORPUS.test_sets": "splits that are decoded and scored",
     "corpora.CORPUS.preprocess": "language: tokenizer settings",
     "corpora.CORPUS.preprocess.LANG": "settings of one language",
-    "corpora.CORPUS.preprocess.LANG.tokenizer": "`moses` (sacremoses with `-a`), a word segmenter (zh: jieba, thulac, snownlp; ja: fugashi) or `whitespace`",
-    "corpora.CORPUS.preprocess.LANG.join_pretokenized": "remove all whitespace before segmenting (text that upstream segmented with another tool)",
+    "corpora.CORPUS.preprocess.LANG.tokenizer": (
+        "`moses` (sacremoses with `-a`), a word segmenter (zh: jieba, thulac, snownlp; ja: fugashi) or `whitespace`"),
+    "corpora.CORPUS.preprocess.LANG.join_pretokenized": (
+        "remove all whitespace before segmenting (text that upstream segmented with another tool)"),
     "corpora.CORPUS.preprocess.LANG.lattice_segmenters": "other segmentations written to `seg/SEGMENTER/`, for word lattices",
     "corpora.CORPUS.clean": "cleaning of training pairs as Moses `clean-corpus-n` (bounds inclusive)",
     "corpora.CORPUS.clean.min_tokens": "fewest tokens per side",
@@ -195,7 +197,8 @@ FIELD_NOTES: dict[str, dict[str, str]] = {
         "activation": "feed-forward activation",
         "normalize_before": "pre-norm (true) or post-norm (false) layers",
         "positional": "position encodings",
-        "share_embeddings": "one embedding table for source and target: reads one joint vocabulary (rule `joint_vocab`) and needs `corpora.CORPUS.bpe.joint: true`",
+        "share_embeddings": ("one embedding table for source and target: reads one joint vocabulary (rule `joint_vocab`) "
+                             "and needs `corpora.CORPUS.bpe.joint: true`"),
         "tie_output": "tie the output projection to the decoder's input embeddings",
         "max_source_positions": "longest source in tokens (with `</s>`)",
         "max_target_positions": "longest target in tokens (with BOS/EOS)",

@@ -42,8 +42,8 @@ class Batch:
     def size(self) -> int:
         return self.src.size(0)
 
-    def to(self, device: torch.device | str) -> "Batch":
-        move = lambda t: None if t is None else t.to(device, non_blocking=True)  # noqa: E731
+    def to(self, device: torch.device | str) -> Batch:
+        move = lambda t: None if t is None else t.to(device, non_blocking=True)
         return replace(
             self,
             src=move(self.src),
@@ -54,9 +54,9 @@ class Batch:
             ids=move(self.ids),
         )
 
-    def select(self, index: Tensor) -> "Batch":
+    def select(self, index: Tensor) -> Batch:
         """Rows ``index`` of every batch-first tensor (used by beam search and tests)."""
-        pick = lambda t: None if t is None else t.index_select(0, index.to(t.device))  # noqa: E731
+        pick = lambda t: None if t is None else t.index_select(0, index.to(t.device))
         return replace(
             self,
             src=pick(self.src),

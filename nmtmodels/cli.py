@@ -207,7 +207,8 @@ def train_main(argv: Sequence[str] | None = None) -> int:
                              "and schedule), e.g. supervised fine-tuning of a pre-trained model; ignored on resume")
     parser.add_argument("--restart-on-change", action="store_true",
                         help="when OUT_DIR/checkpoint_last.pt was written by a different run (model or train settings, "
-                             "vocabularies, training data, --init-from parameters), delete that run's checkpoints and metrics and start over "
+                             "vocabularies, training data, --init-from parameters), delete that run's checkpoints and metrics "
+                             "and start over "
                              "instead of failing (the workflow's training rules pass it)")
     parser.add_argument("--device", default="auto", help="auto, cpu, cuda (under torchrun: cuda:LOCAL_RANK)")
     args = parser.parse_args(argv)

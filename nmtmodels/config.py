@@ -221,7 +221,7 @@ class ModelConfig:
     options: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any] | None, where: str = "model") -> "ModelConfig":
+    def from_dict(cls, data: dict[str, Any] | None, where: str = "model") -> ModelConfig:
         """Build from a mapping that may name a ``preset``; the other keys override it."""
         data = dict(data or {})
         preset = data.pop("preset", None)

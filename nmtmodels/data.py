@@ -173,7 +173,7 @@ class ParallelDataset:
         max_positions: tuple[int, int] | None = None,
         too_long: TooLong = "error",
         log: Callable[[str], None] = print,
-    ) -> "ParallelDataset":
+    ) -> ParallelDataset:
         """Read line-aligned files; see the module docstring for ``too_long``.
 
         Errors (DataError, naming the file and line): a file with no lines, files with
@@ -201,7 +201,7 @@ class ParallelDataset:
         too_long: TooLong = "error",
         name: str = "<input>",
         first_line: int = 1,
-    ) -> "ParallelDataset":
+    ) -> ParallelDataset:
         """A source-only dataset from strings (interactive translation); errors name
         ``name`` and the line counted from ``first_line``."""
         return cls._from_line_iterators(
@@ -221,7 +221,7 @@ class ParallelDataset:
         too_long: TooLong,
         log: Callable[[str], None],
         first_line: int = 1,
-    ) -> "ParallelDataset":
+    ) -> ParallelDataset:
         if too_long not in ("error", "skip", "truncate"):
             raise ValueError(f"too_long must be error, skip or truncate, got {too_long!r}")
         max_src, max_tgt = max_positions if max_positions is not None else (None, None)

@@ -65,7 +65,7 @@ def _base_language(lang: str) -> str:
     return re.split(r"[-_]", lang.lower(), maxsplit=1)[0]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _detokenizer(lang: str) -> MosesDetokenizer:
     return MosesDetokenizer(lang=lang)
 

@@ -39,7 +39,7 @@ def get_model_class(name: str, where: str = "model.family") -> type:
     return base._FAMILIES[name]
 
 
-def validate_model_config(cfg: "ModelConfig", where: str = "model") -> type:
+def validate_model_config(cfg: ModelConfig, where: str = "model") -> type:
     """Check that ``cfg.family`` is registered and that the family accepts ``cfg.options``
     (ConfigError naming ``where.family`` or ``where.options.KEY``); returns the family's class."""
     cls = get_model_class(cfg.family, f"{where}.family")
@@ -47,7 +47,7 @@ def validate_model_config(cfg: "ModelConfig", where: str = "model") -> type:
     return cls
 
 
-def build_model(cfg: "ModelConfig", src_vocab_size: int, tgt_vocab_size: int, where: str = "model") -> "Seq2SeqModel":
+def build_model(cfg: ModelConfig, src_vocab_size: int, tgt_vocab_size: int, where: str = "model") -> Seq2SeqModel:
     """Instantiate the family named by ``cfg.family`` for the given vocabulary sizes, after
     :func:`validate_model_config` (errors name ``where``)."""
     return validate_model_config(cfg, where).from_config(cfg, src_vocab_size, tgt_vocab_size)

@@ -46,7 +46,7 @@ class Vocabulary:
 
     # ------------------------------------------------------------------ building
     @classmethod
-    def build(cls, counts: Mapping[str, int], *, min_count: int = 1, max_size: int | None = None) -> "Vocabulary":
+    def build(cls, counts: Mapping[str, int], *, min_count: int = 1, max_size: int | None = None) -> Vocabulary:
         """Tokens with count >= ``min_count``, most frequent first, at most ``max_size``
         ordinary tokens (specials not counted).  Special symbols in ``counts`` are ignored."""
         items = sorted(
@@ -58,7 +58,7 @@ class Vocabulary:
         return cls(tok for tok, _ in items)
 
     @classmethod
-    def from_corpus(cls, paths: Sequence[str | os.PathLike], *, min_count: int = 1, max_size: int | None = None) -> "Vocabulary":
+    def from_corpus(cls, paths: Sequence[str | os.PathLike], *, min_count: int = 1, max_size: int | None = None) -> Vocabulary:
         """Count whitespace-separated tokens over ``paths`` (several paths: a joint vocabulary)."""
         counts: Counter[str] = Counter()
         for path in paths:
@@ -69,7 +69,7 @@ class Vocabulary:
         return cls.build(counts, min_count=min_count, max_size=max_size)
 
     @classmethod
-    def from_file(cls, path: str | os.PathLike, *, min_count: int = 1, max_size: int | None = None) -> "Vocabulary":
+    def from_file(cls, path: str | os.PathLike, *, min_count: int = 1, max_size: int | None = None) -> Vocabulary:
         """Read ``token count`` lines (subword-nmt) or one token per line.
 
         With counts, ``min_count``/``max_size`` filter and the file's order is replaced by

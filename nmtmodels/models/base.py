@@ -17,7 +17,8 @@ not reordered when beams move within their sentences.
 """
 from __future__ import annotations
 
-from typing import Any, Callable, TypeVar
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import torch
 from torch import Tensor, nn

@@ -73,7 +73,7 @@ class CharRNNOptions:
     space_symbol: str = SPACE_SYMBOL
 
     @classmethod
-    def from_options(cls, options: dict[str, Any], where: str) -> "CharRNNOptions":
+    def from_options(cls, options: dict[str, Any], where: str) -> CharRNNOptions:
         options = dict(options or {})
         preset = options.get("preset", "paper")
         if preset not in OPTION_PRESETS:
@@ -252,7 +252,7 @@ class CharToCharModel(Seq2SeqModel):
         return CharRNNOptions.from_options(options, where)
 
     @classmethod
-    def from_config(cls, cfg: ModelConfig, src_vocab_size: int, tgt_vocab_size: int) -> "CharToCharModel":
+    def from_config(cls, cfg: ModelConfig, src_vocab_size: int, tgt_vocab_size: int) -> CharToCharModel:
         return cls(cfg, src_vocab_size, tgt_vocab_size)
 
     def encode(self, batch: Batch) -> State:

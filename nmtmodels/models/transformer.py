@@ -114,7 +114,7 @@ class TransformerModel(Seq2SeqModel):
         return from_dict(cls.options_class, options, where)
 
     @classmethod
-    def from_config(cls, cfg: ModelConfig, src_vocab_size: int, tgt_vocab_size: int) -> "TransformerModel":
+    def from_config(cls, cfg: ModelConfig, src_vocab_size: int, tgt_vocab_size: int) -> TransformerModel:
         cls.parse_options(cfg.options)
         src_embedding, tgt_embedding = cls.build_embeddings(cfg, src_vocab_size, tgt_vocab_size)
         return cls(cfg, cls.build_encoder(cfg, src_embedding), cls.build_decoder(cfg, tgt_embedding, tgt_vocab_size))

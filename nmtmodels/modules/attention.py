@@ -36,7 +36,6 @@ from torch import Tensor, nn
 
 from nmtmodels.modules.dropout import dropout as nmt_dropout
 
-
 STATIC_CACHE = "static"
 """Key set to True in a cache dict whose tensors depend on the source sentence only (projected
 memory keys/values): every hypothesis of a sentence holds the same rows, so

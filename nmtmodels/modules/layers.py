@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 ACTIVATIONS = {"relu": F.relu, "gelu": F.gelu}
 
 
-def layer_kwargs(cfg: "ModelConfig") -> dict[str, Any]:
+def layer_kwargs(cfg: ModelConfig) -> dict[str, Any]:
     """Keyword arguments shared by the encoder and decoder layer constructors."""
     return dict(
         d_model=cfg.d_model,
@@ -103,7 +103,7 @@ class TransformerEncoderLayer(nn.Module):
         self.ffn_residual = ResidualNorm(d_model, dropout, normalize_before)
 
     @classmethod
-    def from_config(cls, cfg: "ModelConfig") -> "TransformerEncoderLayer":
+    def from_config(cls, cfg: ModelConfig) -> TransformerEncoderLayer:
         return cls(**layer_kwargs(cfg))
 
     def self_attention_block(self, x: Tensor, pad_mask: Tensor | None, relations: RelationTerms | None = None) -> Tensor:
@@ -143,7 +143,7 @@ class TransformerDecoderLayer(nn.Module):
         self.ffn_residual = ResidualNorm(d_model, dropout, normalize_before)
 
     @classmethod
-    def from_config(cls, cfg: "ModelConfig") -> "TransformerDecoderLayer":
+    def from_config(cls, cfg: ModelConfig) -> TransformerDecoderLayer:
         return cls(**layer_kwargs(cfg))
 
     def self_attention_block(self, x: Tensor, cache: dict[str, Any] | None) -> Tensor:

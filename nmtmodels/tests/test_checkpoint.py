@@ -83,7 +83,7 @@ def test_full_disk_while_saving_is_one_line_naming_the_file_and_free_space(tmp_p
     state = model_state(0)
     save_checkpoint(tmp_path / "c.pt", state)
     before = (tmp_path / "c.pt").read_bytes()
-    monkeypatch.setattr(ckpt, "open", lambda path, mode="r": FullDisk(open(path, mode), 5000), raising=False)  # noqa: SIM115
+    monkeypatch.setattr(ckpt, "open", lambda path, mode="r": FullDisk(open(path, mode), 5000), raising=False)
     with pytest.raises(CheckpointWriteError) as caught:
         save_checkpoint(tmp_path / "c.pt", model_state(1))
     message = str(caught.value)

@@ -118,7 +118,8 @@ def test_early_stop_flag_reaches_the_search(copy_run, capsys, monkeypatch):
 
     seen = []
     real = nmtmodels.inference.translate_dataset
-    monkeypatch.setattr(nmtmodels.inference, "translate_dataset", lambda model, data, cfg, **kw: seen.append(cfg) or real(model, data, cfg, **kw))
+    monkeypatch.setattr(nmtmodels.inference, "translate_dataset",
+                        lambda model, data, cfg, **kw: seen.append(cfg) or real(model, data, cfg, **kw))
     d = copy_run
     base = ["--checkpoint", str(d / "out/checkpoint_last.pt"), "--input", str(d / "test.src"), "--beam", "4"]
     _, exact, _ = translate(base, capsys)
@@ -401,7 +402,7 @@ def test_full_disk_while_saving_is_one_line_naming_the_file(copy_run, tmp_path, 
     from nmtmodels import checkpoint as ckpt
     from nmtmodels.tests.test_checkpoint import FullDisk
 
-    monkeypatch.setattr(ckpt, "open", lambda path, mode="r": FullDisk(open(path, mode), 10_000),  # noqa: SIM115
+    monkeypatch.setattr(ckpt, "open", lambda path, mode="r": FullDisk(open(path, mode), 10_000),
                         raising=False)
     out = tmp_path / "out"
     assert cli.train_main(train_args(copy_run, out=str(out)) + ["--set", "train.max_updates=2"]) == 2

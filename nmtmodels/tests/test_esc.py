@@ -93,7 +93,7 @@ def test_bsfnmt_memory_is_source_plus_ffn_of_attention_over_backbone() -> None:
     q = att.q_proj(h_x)
     k, v = att.kv_proj(h_c).chunk(2, dim=-1)
     heads, dh = att.heads, att.head_dim
-    split = lambda t: t.view(t.size(0), t.size(1), heads, dh).transpose(1, 2)  # noqa: E731
+    split = lambda t: t.view(t.size(0), t.size(1), heads, dh).transpose(1, 2)
     scores = split(q) @ split(k).transpose(-1, -2) / dh**0.5
     scores = scores.masked_fill(c.eq(PAD_ID)[:, None, None, :], float("-inf"))
     mixed = (scores.softmax(-1) @ split(v)).transpose(1, 2).reshape(h_x.shape)

@@ -154,7 +154,7 @@ def model_of(**options):
 
 def test_parameter_overhead() -> None:
     base = build_model(ModelConfig.from_dict({**SMALL, "family": "transformer"}), 30, 30)
-    count = lambda model: sum(p.numel() for p in model.parameters())  # noqa: E731
+    count = lambda model: sum(p.numel() for p in model.parameters())
     assert count(model_of(positions="lattice", lsa=False)) == count(base)  # LPE adds nothing
     head_dim = SMALL["d_model"] // SMALL["heads"]
     lsa_overhead = 2 * len(RELATIONS) * head_dim * SMALL["encoder_layers"]  # a^K, a^V per layer

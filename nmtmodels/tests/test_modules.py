@@ -225,7 +225,7 @@ def test_residual_norm_pre_and_post(normalize_before: bool) -> None:
     block = ResidualNorm(6, dropout=0.0, normalize_before=normalize_before)
     nn.init.normal_(block.norm.weight)
     x = torch.randn(2, 3, 6)
-    f = lambda t: 2 * t + 1  # noqa: E731
+    f = lambda t: 2 * t + 1
     out = block.merge(x, f(block.prepare(x)))
     expected = x + f(block.norm(x)) if normalize_before else block.norm(x + f(x))
     torch.testing.assert_close(out, expected)

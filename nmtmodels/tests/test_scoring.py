@@ -41,7 +41,8 @@ def cli_scores(tmp_path, hyps, refs, *options):
     for number, stream in enumerate(refs):
         ref_files.append(tmp_path / f"cli.ref{number}")
         ref_files[-1].write_text("\n".join(stream) + "\n", encoding="utf-8")
-    command = [sys.executable, "-m", "sacrebleu", *map(str, ref_files), "-i", str(hyp_file), "-m", "bleu", "chrf", "ter", "--format", "json", "-w", "4", *options]
+    command = [sys.executable, "-m", "sacrebleu", *map(str, ref_files), "-i", str(hyp_file),
+               "-m", "bleu", "chrf", "ter", "--format", "json", "-w", "4", *options]
     output = subprocess.run(command, check=True, capture_output=True, text=True).stdout
     return {entry["name"]: entry for entry in json.loads(output)}
 
@@ -157,7 +158,8 @@ def test_cli(tmp_path):
     main(["--lang", "en", "--hyp", str(files["hyp"]), "--ref", str(files["ref1"]), "--ref", str(files["ref2"]), "--output", str(out)])
     assert json.loads(out.read_text())["bleu"] == score_corpus(HYPS, [REFS_A, REFS_B], "en")["bleu"]
     result = subprocess.run(
-        [sys.executable, "-m", "nmtmodels.scoring", "--lang", "en", "--hyp", str(files["hyp"]), "--ref", str(files["short"]), "--output", str(tmp_path / "bad.json")],
+        [sys.executable, "-m", "nmtmodels.scoring", "--lang", "en", "--hyp", str(files["hyp"]), "--ref", str(files["short"]),
+         "--output", str(tmp_path / "bad.json")],
         capture_output=True,
         text=True,
         check=False,
