@@ -211,7 +211,8 @@ def test_esc_experiments_read_the_compressed_source_of_their_compressor() -> Non
     assert inputs["extra_compressed_valid"] == "results/compression/esc_semi/multi30k_en_de/compressed/dev.txt"
     assert sources.test_extra_inputs(CONFIG, "esc_bsf", "multi30k_en_de", "test_2016_flickr") == [
         "results/compression/esc_unsup/multi30k_en_de/compressed/test_2016_flickr.txt"]
-    assert "--extra-tokens compressed=results/compression/esc_unsup" in sources.extra_input_flags(CONFIG, "esc_btf", "multi30k_en_de", ("train", "dev"))
+    assert "--extra-tokens compressed=results/compression/esc_unsup" in sources.extra_input_flags(CONFIG, "esc_btf", "multi30k_en_de",
+                                                                                                  ("train", "dev"))
     assert "results/compression/esc_unsup/multi30k_en_de/compression_eval.scores.json" in esc.compression_targets(CONFIG)
 
 
@@ -237,7 +238,8 @@ def test_compressor_inputs_and_search_flags() -> None:
     (lambda c: c["experiments"]["esc_bsf"].update(subwords="bpe4000"), "experiments.esc_bsf.subwords: must equal"),
     (lambda c: c["compression"]["compressors"]["esc_semi"].update(init_from="x"), "esc_semi.init_from: unknown compressor 'x'"),
     (lambda c: c["compression"].update(train_sets=["gigaword"]), "compression.train_sets: 'gigaword' names no entry"),
-    (lambda c: c["compression"]["compressors"]["esc_unsup"]["decode"].update(max_len_ratio=0), "esc_unsup.decode (decoding).max_len_ratio: must be > 0"),
+    (lambda c: c["compression"]["compressors"]["esc_unsup"]["decode"].update(max_len_ratio=0),
+     "esc_unsup.decode (decoding).max_len_ratio: must be > 0"),
 ])
 def test_compression_config_errors_name_the_key(edit, message) -> None:
     config = copy.deepcopy(CONFIG)

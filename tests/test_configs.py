@@ -201,7 +201,7 @@ def _train_and_decode(plan: Plan, run: tuple[str, str], target: str) -> tuple[li
         translated = (plan.workdir / target).read_text(encoding="utf-8").splitlines()
         source = (plan.workdir / words[words.index("--input") + 1]).read_text(encoding="utf-8").splitlines()
         assert len(translated) == len(source), f"{len(translated)} lines for {len(source)} inputs"
-    except Exception as exc:  # reported by the parent, naming the run
+    except Exception as exc:  # noqa: BLE001 - reported by the parent, naming the run
         return plan.ran, f"{run[0]}/{run[1]}: {exc}"
     finally:
         shutil.rmtree(plan.workdir / paths.experiment_dir(*run) / "train", ignore_errors=True)

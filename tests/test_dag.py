@@ -44,7 +44,8 @@ OTHER_BPE1000 = {"family": "transformer", "corpora": ["multi30k_en_de"], "subwor
 
 def test_an_active_run_must_have_its_bpe_size_prepared():
     # "other" asks multi30k_en_de for a BPE size it does not prepare.
-    with pytest.raises(checks.WorkflowConfigError, match=r"experiments.other.subwords: bpe1000 is not among corpora.multi30k_en_de.bpe.merges"):
+    with pytest.raises(checks.WorkflowConfigError,
+                       match=r"experiments.other.subwords: bpe1000 is not among corpora.multi30k_en_de.bpe.merges"):
         checks.check_experiments(config_with(experiments={**config_with()["experiments"], "other": OTHER_BPE1000}))
 
 
@@ -91,7 +92,8 @@ def test_a_model_sharing_embeddings_reads_one_joint_vocabulary_on_both_sides():
 def test_sharing_embeddings_needs_a_joint_bpe_of_the_corpus():
     config = shared_config()
     config["corpora"]["multi30k_en_de"]["bpe"]["joint"] = False
-    with pytest.raises(checks.WorkflowConfigError, match=r"experiments\.base\.model\.share_embeddings: .*corpora\.multi30k_en_de\.bpe\.joint is false"):
+    with pytest.raises(checks.WorkflowConfigError,
+                       match=r"experiments\.base\.model\.share_embeddings: .*corpora\.multi30k_en_de\.bpe\.joint is false"):
         checks.check_shared_embeddings(config)
     config = shared_config()
     config["experiments"]["base"]["subwords"] = "char"

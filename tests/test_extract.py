@@ -62,7 +62,8 @@ def make_corpus(tmp_path: Path, files: dict[str, bytes], splits: dict, src: str 
     downloads_dir.mkdir(parents=True)
     for name, data in files.items():
         (downloads_dir / name).write_bytes(data)
-    spec = {"src": src, "tgt": tgt, "downloads": {name: {"url": f"https://example.org/{name}"} for name in files}, "splits": splits, **extra}
+    spec = {"src": src, "tgt": tgt, "downloads": {name: {"url": f"https://example.org/{name}"} for name in files}, "splits": splits,
+            **extra}
     return spec, downloads_dir
 
 
@@ -140,7 +141,8 @@ def test_tsv_empty_line_inside_the_file_is_an_error(tmp_path, capsys):
 def test_aspec_columns_and_short_line(tmp_path, capsys):
     train = "0.9 ||| doc-1 ||| 1 ||| 猫 が いる 。 ||| There is a cat.\n0.8 ||| doc-1 ||| 2 ||| 犬 ||| A dog\n"
     part = {"format": "aspec", "file": "train-1.txt", "columns": {"ja": 3, "en": 4}}
-    spec, downloads = make_corpus(tmp_path, {"train-1.txt": train.encode(), "bad.txt": b"1 ||| 2 ||| only ja\n"}, {"train": [part]}, src="ja", tgt="en")
+    spec, downloads = make_corpus(tmp_path, {"train-1.txt": train.encode(), "bad.txt": b"1 ||| 2 ||| only ja\n"}, {"train": [part]},
+                                  src="ja", tgt="en")
     assert extract_lines(spec, "train", "ja", downloads, tmp_path) == ["猫 が いる 。", "犬"]
     assert extract_lines(spec, "train", "en", downloads, tmp_path) == ["There is a cat.", "A dog"]
     spec["splits"]["train"] = [{"format": "aspec", "file": "bad.txt", "columns": {"ja": 2, "en": 3}}]
@@ -163,13 +165,15 @@ SGM_DE = b'<srcset>\n<doc docid="d1">\n<seg id="1">eins</seg>\n<seg id="2">zwei<
 
 def test_sgml_segments_are_unescaped_and_whitespace_collapsed(tmp_path):
     spec, downloads = make_corpus(tmp_path, {"t.tgz": tar_bytes({"test/n-src.en.sgm": SGM_EN, "test/n-src.de.sgm": SGM_DE})},
-                                  {"newstest": [{"format": "sgml", "files": {"en": "t.tgz:test/n-src.en.sgm", "de": "t.tgz:test/n-src.de.sgm"}}]})
+                                  {"newstest": [{"format": "sgml", "files": {"en": "t.tgz:test/n-src.en.sgm",
+                                                                             "de": "t.tgz:test/n-src.de.sgm"}}]})
     assert extract_lines(spec, "newstest", "en", downloads, tmp_path) == ['AT&T & R&D say "hi" \u2013 now', "second sentence"]
     assert extract_lines(spec, "newstest", "de", downloads, tmp_path) == ["eins", "zwei"]
 
 
 def test_sgml_seg_without_closing_tag_is_an_error(tmp_path, capsys):
-    spec, downloads = make_corpus(tmp_path, {"a.en": b'<seg id="1">open\n', "a.de": SGM_DE}, {"t": [{"format": "sgml", "files": {"en": "a.en", "de": "a.de"}}]})
+    spec, downloads = make_corpus(tmp_path, {"a.en": b'<seg id="1">open\n', "a.de": SGM_DE},
+                                  {"t": [{"format": "sgml", "files": {"en": "a.en", "de": "a.de"}}]})
     assert_fails(capsys, spec, "t", "en", downloads, tmp_path / "o", f"{downloads / 'a.en'}:1", "</seg>")
 
 
@@ -194,7 +198,8 @@ def test_iwslt_xml_reads_seg_elements_from_a_tgz_member(tmp_path):
     de = IWSLT_XML.replace("Last year I showed these  two slides.", "Letztes Jahr").replace("R&amp;D &lt;works&gt; ", "F&amp;E")
     archive = tar_bytes({"de-en/tst2010.de.xml": de.encode(), "de-en/tst2010.en.xml": IWSLT_XML.encode()})
     spec, downloads = make_corpus(tmp_path, {"de-en.tgz": archive},
-                                  {"test": [{"format": "iwslt_xml", "files": {"de": "de-en.tgz:de-en/tst2010.de.xml", "en": "de-en.tgz:de-en/tst2010.en.xml"}}]},
+                                  {"test": [{"format": "iwslt_xml", "files": {"de": "de-en.tgz:de-en/tst2010.de.xml",
+                                                                              "en": "de-en.tgz:de-en/tst2010.en.xml"}}]},
                                   src="de", tgt="en")
     assert extract_lines(spec, "test", "en", downloads, tmp_path) == ["Last year I showed these two slides.", "R&D <works>"]
     assert extract_lines(spec, "test", "de", downloads, tmp_path) == ["Letztes Jahr", "F&E"]
@@ -216,7 +221,7 @@ TAGS_EN = """<doc docid="1" genre="lectures">
 <description>TED Talk Subtitles and Transcript: David Gallo shows footage.</description>
 <reviewer href="x">R</reviewer>
 <translator href="y">T</translator>
-  This is Bill Lange. I'm Dave Gallo.  
+  This is Bill Lange. I'm Dave Gallo. \x20
 And we're going to tell you some stories.
 </doc>
 """
@@ -237,7 +242,8 @@ def test_json_translation_from_zip_member(tmp_path, capsys):
     records = [{"translation": {"de": "Hallo", "en": "Hello"}}, {"translation": {"de": "Welt\nzwei", "en": "World"}}]
     archive = zip_bytes({"data/validation.json": gz(json.dumps(records, ensure_ascii=False).encode())})
     part = {"format": "json_translation", "file": "hf.zip:data/validation.json"}
-    spec, downloads = make_corpus(tmp_path, {"hf.zip": archive, "bad.json": b'[{"translation": {"de": "x"}}]'}, {"dev": [part]}, src="de", tgt="en")
+    spec, downloads = make_corpus(tmp_path, {"hf.zip": archive, "bad.json": b'[{"translation": {"de": "x"}}]'}, {"dev": [part]}, src="de",
+                                  tgt="en")
     assert extract_lines(spec, "dev", "de", downloads, tmp_path) == ["Hallo", "Welt zwei"]
     assert extract_lines(spec, "dev", "en", downloads, tmp_path) == ["Hello", "World"]
     spec["splits"]["dev"] = [{"format": "json_translation", "file": "bad.json"}]
@@ -254,7 +260,8 @@ def test_json_translation_invalid_json_names_line(tmp_path, capsys):
 def test_tar_members_including_gzipped_ones(tmp_path, mode):
     archive = tar_bytes({"./giga.en.gz": gz(b"one\ntwo\n"), "giga.fr": b"un\ndeux\n", "dir/other": b"x\n"}, mode=mode)
     spec, downloads = make_corpus(tmp_path, {"giga.tar": archive},
-                                  {"train": [{"format": "plain", "files": {"en": "giga.tar:giga.en.gz", "fr": "giga.tar:giga.fr"}}]}, tgt="fr")
+                                  {"train": [{"format": "plain", "files": {"en": "giga.tar:giga.en.gz", "fr": "giga.tar:giga.fr"}}]},
+                                  tgt="fr")
     assert extract_lines(spec, "train", "en", downloads, tmp_path) == ["one", "two"]
     assert extract_lines(spec, "train", "fr", downloads, tmp_path) == ["un", "deux"]
 
@@ -263,12 +270,14 @@ def test_references_below_a_directory_download(tmp_path, capsys):
     tree = tmp_path / "licensed" / "ASPEC-JE"
     (tree / "dev").mkdir(parents=True)
     (tree / "dev" / "dev.txt").write_bytes("1 ||| d ||| 猫 ||| cat\n".encode())
-    spec, downloads = make_corpus(tmp_path, {}, {"dev": [{"format": "aspec", "file": "aspec:dev/dev.txt", "columns": {"ja": 2, "en": 3}}]}, src="ja", tgt="en")
+    spec, downloads = make_corpus(tmp_path, {}, {"dev": [{"format": "aspec", "file": "aspec:dev/dev.txt", "columns": {"ja": 2, "en": 3}}]},
+                                  src="ja", tgt="en")
     spec["downloads"]["aspec"] = {"local": "ASPEC-JE"}
     (downloads / "aspec").symlink_to(tree, target_is_directory=True)
     assert extract_lines(spec, "dev", "ja", downloads, tmp_path) == ["猫"]
     spec["splits"]["dev"][0]["file"] = "aspec:test/test.txt"
-    assert_fails(capsys, spec, "dev", "en", downloads, tmp_path / "o", str(downloads / "aspec" / "test" / "test.txt"), "not found below the directory download")
+    assert_fails(capsys, spec, "dev", "en", downloads, tmp_path / "o", str(downloads / "aspec" / "test" / "test.txt"),
+                 "not found below the directory download")
 
 
 # --------------------------------------------------------------------------- bad input
@@ -289,7 +298,8 @@ def test_truncated_tgz_member_is_an_error(tmp_path, capsys):
 def test_line_count_mismatch_names_both_files_and_counts(tmp_path, capsys):
     spec, downloads = make_corpus(tmp_path, {"a.en": b"1\n2\n3\n", "a.de": b"1\n2\n"}, {"train": [PLAIN]})
     for lang, mine, other in (("en", "a.en", "a.de"), ("de", "a.de", "a.en")):
-        message = assert_fails(capsys, spec, "train", lang, downloads, tmp_path / "out" / f"train.{lang}", str(downloads / mine), str(downloads / other))
+        message = assert_fails(capsys, spec, "train", lang, downloads, tmp_path / "out" / f"train.{lang}", str(downloads / mine),
+                               str(downloads / other))
         assert ("3 en sentences" in message and "has 2 de" in message) or ("2 de sentences" in message and "has 3 en" in message)
 
 
@@ -349,7 +359,8 @@ def test_invalid_utf8_names_file_and_line(tmp_path, capsys):
     spec, downloads = make_corpus(tmp_path, {"a.en": b"ok\nbad \xff byte\n", "a.de": b"1\n2\n"}, {"train": [PLAIN]})
     assert_fails(capsys, spec, "train", "en", downloads, tmp_path / "out.en", f"{downloads / 'a.en'}:2", "invalid UTF-8")
     archive = tar_bytes({"m.en": b"\xc3\x28\n", "m.de": b"x\n"})
-    spec, downloads = make_corpus(tmp_path / "z", {"t.tgz": archive}, {"train": [{"format": "plain", "files": {"en": "t.tgz:m.en", "de": "t.tgz:m.de"}}]})
+    spec, downloads = make_corpus(tmp_path / "z", {"t.tgz": archive}, {"train": [{"format": "plain", "files": {"en": "t.tgz:m.en",
+                                                                                                               "de": "t.tgz:m.de"}}]})
     assert_fails(capsys, spec, "train", "en", downloads, tmp_path / "out.en", f"{downloads / 't.tgz'}:m.en:1", "invalid UTF-8")
 
 
@@ -360,14 +371,18 @@ def test_empty_file_is_an_error(tmp_path, capsys):
 
 
 def test_unknown_format_names_the_key_path(tmp_path, capsys):
-    spec, downloads = make_corpus(tmp_path, {"a.en": b"x\n", "a.de": b"y\n"}, {"train": [{"format": "moses", "files": {"en": "a.en", "de": "a.de"}}]})
-    assert_fails(capsys, spec, "train", "en", downloads, tmp_path / "out.en", "corpora.toy.splits.train[0].format", "unknown format 'moses'")
+    spec, downloads = make_corpus(tmp_path, {"a.en": b"x\n", "a.de": b"y\n"}, {"train": [{"format": "moses", "files": {"en": "a.en",
+                                                                                                                       "de": "a.de"}}]})
+    assert_fails(capsys, spec, "train", "en", downloads, tmp_path / "out.en", "corpora.toy.splits.train[0].format",
+                 "unknown format 'moses'")
 
 
 def test_missing_archive_member_lists_what_is_there(tmp_path, capsys):
-    spec, downloads = make_corpus(tmp_path, {"t.tgz": tar_bytes({"dev/a.en": b"x\n", "dev/a.de": b"y\n"}), "z.zip": zip_bytes({"a.en": b"x\n"})},
+    spec, downloads = make_corpus(tmp_path, {"t.tgz": tar_bytes({"dev/a.en": b"x\n", "dev/a.de": b"y\n"}),
+                                             "z.zip": zip_bytes({"a.en": b"x\n"})},
                                   {"train": [{"format": "plain", "files": {"en": "t.tgz:dev/b.en", "de": "t.tgz:dev/a.de"}}]})
-    assert_fails(capsys, spec, "train", "en", downloads, tmp_path / "out.en", f"{downloads / 't.tgz'}:dev/b.en", "no such member", "dev/a.en")
+    assert_fails(capsys, spec, "train", "en", downloads, tmp_path / "out.en", f"{downloads / 't.tgz'}:dev/b.en", "no such member",
+                 "dev/a.en")
     spec["splits"]["train"] = [{"format": "plain", "files": {"en": "z.zip:b.en", "de": "z.zip:a.en"}}]
     assert_fails(capsys, spec, "train", "en", downloads, tmp_path / "out.en", f"{downloads / 'z.zip'}:b.en", "no such member")
 
@@ -411,7 +426,8 @@ def grouped_corpus(tmp_path: Path) -> tuple[dict, Path, list[tuple[str, str]]]:
         pairs += [(f"e{i}", f"z{i}-{k}") for k in range(copies)]
     data = "".join(f"{en}\t{zh}\n" for en, zh in pairs).encode()
     holdout = {"from": "train", "group_by": "en", "sizes": {"dev": 6, "test": 5}, "seed": 7}
-    spec, downloads = make_corpus(tmp_path, {"pairs.tsv": data}, {"train": [{"format": "tsv", "file": "pairs.tsv", "num_fields": 2, "columns": {"en": 0, "zh": 1}}]},
+    spec, downloads = make_corpus(tmp_path, {"pairs.tsv": data}, {"train": [{"format": "tsv", "file": "pairs.tsv", "num_fields": 2,
+                                                                             "columns": {"en": 0, "zh": 1}}]},
                                   src="zh", tgt="en", holdout=holdout, test_sets=["test"])
     return spec, downloads, pairs
 
@@ -419,7 +435,9 @@ def grouped_corpus(tmp_path: Path) -> tuple[dict, Path, list[tuple[str, str]]]:
 def test_group_holdout_is_exact_disjoint_aligned_and_keeps_order(tmp_path):
     spec, downloads, pairs = grouped_corpus(tmp_path)
     assert splits_of(spec) == ["train", "dev", "test"]
-    got = {split: list(zip(extract_lines(spec, split, "en", downloads, tmp_path), extract_lines(spec, split, "zh", downloads, tmp_path))) for split in ("train", "dev", "test")}
+    got = {split: list(zip(extract_lines(spec, split, "en", downloads, tmp_path), extract_lines(spec, split, "zh", downloads,
+                                                                                                tmp_path))) for split in ("train", "dev",
+                                                                                                                          "test")}
     assert [len(got[s]) for s in ("train", "dev", "test")] == [29, 6, 5]
     assert collections.Counter(got["train"] + got["dev"] + got["test"]) == collections.Counter(pairs)
     english = {split: {en for en, _ in rows} for split, rows in got.items()}
@@ -460,7 +478,8 @@ def test_holdout_assignment_properties(counts, dev, test, seed):
 def test_every_nth_holdout_matches_fairseq_awk_rule(tmp_path):
     english = b"".join(b"en %d\n" % n for n in range(1, 51))
     german = b"".join(b"de %d\n" % n for n in range(1, 51))
-    spec, downloads = make_corpus(tmp_path, {"a.en": english, "a.de": german}, {"train": [PLAIN]}, holdout={"from": "train", "every_nth": 23, "into": "dev"})
+    spec, downloads = make_corpus(tmp_path, {"a.en": english, "a.de": german}, {"train": [PLAIN]}, holdout={"from": "train",
+                                                                                                            "every_nth": 23, "into": "dev"})
     assert splits_of(spec) == ["train", "dev"]
     assert extract_lines(spec, "dev", "de", downloads, tmp_path) == ["de 23", "de 46"]  # awk 'NR%23 == 0'
     train = extract_lines(spec, "train", "en", downloads, tmp_path)
@@ -590,7 +609,8 @@ def test_embedded_corpora_extract_to_the_mirror_text(tmp_path, corpus, sizes):
 def test_tatoeba_holdout_on_the_mirror(tmp_path):
     spec = load_config("config.yaml")["corpora"]["tatoeba_zh_en"]
     downloads_dir = fetch_from_mirror(spec, tmp_path, "train")
-    got = {split: list(zip(extract_lines(spec, split, "en", downloads_dir, tmp_path), extract_lines(spec, split, "zh", downloads_dir, tmp_path)))
+    got = {split: list(zip(extract_lines(spec, split, "en", downloads_dir, tmp_path), extract_lines(spec, split, "zh", downloads_dir,
+                                                                                                    tmp_path)))
            for split in ("train", "dev", "test")}
     assert {split: len(rows) for split, rows in got.items()} == {"train": 27155, "dev": 1000, "test": 1000}
     upstream = gzip.decompress((MIRROR / "zh-en/cmn.txt.gz").read_bytes()).decode("utf-8-sig").split("\n")

@@ -130,7 +130,8 @@ def test_licensed_file_directory_and_environment(tmp_path, monkeypatch):
     (licensed / "nist_zh_en").mkdir(parents=True)
     (licensed / "nist_zh_en" / "mt02.zh").write_bytes(TEXT)
     (licensed / "ASPEC" / "ASPEC-JE").mkdir(parents=True)
-    assert fetch({"local": "nist_zh_en/mt02.zh", "sha256": TEXT_SHA}, "mt02.zh", tmp_path / "d" / "mt02.zh", licensed_dir=licensed) == "licensed"
+    assert fetch({"local": "nist_zh_en/mt02.zh", "sha256": TEXT_SHA}, "mt02.zh", tmp_path / "d" / "mt02.zh",
+                 licensed_dir=licensed) == "licensed"
     assert (tmp_path / "d" / "mt02.zh").read_bytes() == TEXT and not (tmp_path / "d" / "mt02.zh").is_symlink()
     monkeypatch.setenv(fetch_module.LICENSED_ENV, str(licensed))
     assert fetch({"local": "ASPEC/ASPEC-JE"}, "aspec", tmp_path / "d" / "aspec") == "licensed"
@@ -191,7 +192,8 @@ def test_persistent_failure_and_bad_checksum_leave_nothing(tmp_path, serve):
 def test_cli_exit_codes_and_messages(tmp_path, capsys):
     (tmp_path / "m").mkdir()
     (tmp_path / "m" / "a").write_bytes(TEXT)
-    argv = ["--spec", json.dumps({"mirror": "a", "sha256": TEXT_SHA}), "--name", "a", "--output", str(tmp_path / "o" / "a"), "--mirror-dir", str(tmp_path / "m")]
+    argv = ["--spec", json.dumps({"mirror": "a", "sha256": TEXT_SHA}), "--name", "a", "--output", str(tmp_path / "o" / "a"),
+            "--mirror-dir", str(tmp_path / "m")]
     assert fetch_module.main(argv) == 0 and (tmp_path / "o" / "a").read_bytes() == TEXT
     argv = ["--spec", json.dumps({"local": "x/y.txt"}), "--name", "y", "--output", str(tmp_path / "o" / "y")]
     assert fetch_module.main(argv) == 1
@@ -229,7 +231,8 @@ def test_fetch_records_its_origin_and_fingerprint_follows_content_not_location(t
     assert fetch(spec, "a", output, mirror_dir=old) == "mirror"
     record = json.loads(fetch_module.record_path(output).read_text())
     stat = (old / "a.gz").stat()
-    assert (record["origin"], record["source"], record["size"], record["mtime_ns"]) == ("mirror", str(old / "a.gz"), stat.st_size, stat.st_mtime_ns)
+    assert (record["origin"], record["source"], record["size"], record["mtime_ns"]) == ("mirror", str(old / "a.gz"), stat.st_size,
+                                                                                        stat.st_mtime_ns)
     assert record["source_sha256"] == hashlib.sha256(damaged).hexdigest()
     assert record["sha256"] == hashlib.sha256(b"bad \xff\n").hexdigest()
     first = fetch_module.source_fingerprint(spec, "a", output, mirror_dir=old)

@@ -7,9 +7,9 @@ import pytest
 
 from nmtmodels.checkpoint import save_checkpoint
 from nmtmodels.tests.copy_task_fixtures import tiny_model
+from nmtmodels.textio import DataError
 from nmtmodels.vocab import Vocabulary
 from workflow_scripts import model_info
-from nmtmodels.textio import DataError
 
 METRICS_HEADER = "update,epoch,loss,nll,lr,tokens_per_s,grad_norm,valid_loss,valid_nll,valid_bleu,elapsed\n"
 

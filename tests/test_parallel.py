@@ -6,9 +6,9 @@ import os
 
 import pytest
 
+from nmtmodels.textio import DataError
 from workflow_scripts.chars import line_encoder
 from workflow_scripts.parallel import WorkerError, chunked, parallel_map
-from nmtmodels.textio import DataError
 
 
 def test_chunked_keeps_every_item_in_order():

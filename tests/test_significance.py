@@ -193,7 +193,7 @@ CLI_METRIC_ARGS = {
                                             ("paired_ar", "tokenized_bleu"), ("paired_ar", "chrf")])
 def test_paired_tests_equal_the_sacrebleu_command_line(files, test, name):
     samples, seed = (150, 7) if test == "paired_bs" else (300, 11)
-    read = lambda p: p.read_text(encoding="utf-8").splitlines()  # noqa: E731
+    read = lambda p: p.read_text(encoding="utf-8").splitlines()
     refs = [read(files["ref1"]), read(files["ref2"])]
     ours = sig.paired_test(test, sig.make_metric(name, "en", refs), read(files["system"]), read(files["baseline"]), samples, seed)
     flag = ["--paired-bs", "--paired-bs-n", str(samples)] if test == "paired_bs" else ["--paired-ar", "--paired-ar-n", str(samples)]
@@ -213,7 +213,7 @@ def test_chrf_bootstrap_equals_the_command_line_table(files):
     """sacrebleu 2.6.0 cannot write chrF bootstrap results as JSON (float32), so compare
     with its text table, which prints p to 4 decimals: with 150 resamples p = (c+1)/151,
     so 4 decimals identify c."""
-    read = lambda p: p.read_text(encoding="utf-8").splitlines()  # noqa: E731
+    read = lambda p: p.read_text(encoding="utf-8").splitlines()
     refs = [read(files["ref1"]), read(files["ref2"])]
     ours = sig.paired_test("paired_bs", sig.make_metric("chrf", "en", refs), read(files["system"]), read(files["baseline"]), 150, 7)
     out = run_sacrebleu_cli([str(files["ref1"]), str(files["ref2"]), "-i", str(files["baseline"]), str(files["system"]),
@@ -255,7 +255,7 @@ def test_cli_writes_json(tmp_path, files):
     assert set(data["metrics"]) == {"bleu", "tokenized_bleu"}
     assert data["metrics"]["tokenized_bleu"]["signature"].startswith("nrefs:2|")
     assert data["metrics"]["bleu"]["signature"].startswith("nrefs:2|")
-    read = lambda p: p.read_text(encoding="utf-8").splitlines()  # noqa: E731
+    read = lambda p: p.read_text(encoding="utf-8").splitlines()
     assert data["metrics"]["tokenized_bleu"]["system_score"] == fresh_metric("tokenized_bleu").corpus_score(
         read(files["system"]), [read(files["ref1"]), read(files["ref2"])]).score
 

@@ -208,7 +208,8 @@ def test_miniature_ends_with_results_table_length_plots_and_report(miniature):
     assert set(table["corpus"]) == {c for spec in config["experiments"].values() for c in spec["corpora"]}
     bleu = table[table["metric"] == "bleu"]
     for _, row in bleu.iterrows():
-        scores = yaml.safe_load((miniature / f"results/experiments/{row['experiment']}/{row['corpus']}/{row['test_set']}.scores.json").read_text())
+        run_dir = miniature / f"results/experiments/{row['experiment']}/{row['corpus']}"
+        scores = yaml.safe_load((run_dir / f"{row['test_set']}.scores.json").read_text())
         assert row["score"] == pytest.approx(scores["bleu"]["score"])
     assert list(miniature.glob("results/report/length/*/*.png"))
     report = miniature / "report.html"

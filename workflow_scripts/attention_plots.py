@@ -85,8 +85,8 @@ def attention_for(checkpoint: str, lines: Sequence[str], beam: int = 4) -> list[
     source labels, output characters (+ ``</s>``) and attention matrix (targets x sources)."""
     import torch
 
-    from nmtmodels.inference import load_model_from_checkpoint
     from nmtmodels.data import ParallelDataset
+    from nmtmodels.inference import load_model_from_checkpoint
     from nmtmodels.search import DecodeConfig, beam_search
 
     model, src_vocab, tgt_vocab, _ = load_model_from_checkpoint(checkpoint, torch.device("cpu"))

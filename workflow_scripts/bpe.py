@@ -24,12 +24,12 @@ import collections
 import io
 import os
 import sys
-from typing import Callable, Iterable
+from collections.abc import Callable, Iterable
 
 from subword_nmt import apply_bpe, learn_bpe
 
-from workflow_scripts.parallel import WorkerError, add_threads_argument, parallel_map
 from nmtmodels.textio import DataError, atomic_output, atomic_outputs, read_lines
+from workflow_scripts.parallel import WorkerError, add_threads_argument, parallel_map
 
 SEPARATOR = "@@"
 MIN_PAIR_FREQUENCY = 2

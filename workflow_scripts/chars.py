@@ -31,12 +31,12 @@ import argparse
 import collections
 import os
 import sys
-from typing import Callable, Iterable
+from collections.abc import Callable, Iterable
 
 from nmtmodels.symbols import UNK
+from nmtmodels.textio import DataError, atomic_output, atomic_outputs, read_lines
 from workflow_scripts.parallel import WorkerError, add_threads_argument, parallel_map, positive_int
 from workflow_scripts.preprocess import read_parallel
-from nmtmodels.textio import DataError, atomic_output, atomic_outputs, read_lines
 
 SPACE = "\u2581"
 

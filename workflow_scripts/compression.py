@@ -43,10 +43,10 @@ import collections
 import json
 import random
 import sys
-from typing import Any, Iterable, Sequence
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 from nmtmodels.textio import DataError, atomic_output, atomic_outputs, read_lines
-
 
 # ----------------------------------------------------------------------------- noise
 MAX_REJECTIONS = 32  # draws of a copy of the sentence before additive noise lists the other sentences
@@ -197,7 +197,7 @@ def _pairs(args: argparse.Namespace) -> int:
 
     spec = json.loads(args.preprocess)
     processor = TextProcessor(language_settings(spec, args.lang), args.unicode_form)
-    tokenize = lambda text: processor.process(text)[1]  # noqa: E731
+    tokenize = lambda text: processor.process(text)[1]
     records = [r for path in args.sets for r in read_compression_set(path)[args.skip :][: args.limit]]
     if not records:
         raise DataError(args.sets[0], f"no records after --skip {args.skip} --limit {args.limit}")

@@ -132,7 +132,10 @@ def resolve_source(
         return Source("licensed", str(source))
     if spec.get("url"):
         return Source("url", spec["url"])
-    where = f"{mirror_root / spec['mirror']}" if mirror_root is not None and spec.get("mirror") else f"mirror path {spec.get('mirror')!r} (no mirror directory set)"
+    if mirror_root is not None and spec.get("mirror"):
+        where = f"{mirror_root / spec['mirror']}"
+    else:
+        where = f"mirror path {spec.get('mirror')!r} (no mirror directory set)"
     raise DataError(where, f"download {name!r} has no url and no local path, and its mirror copy is missing")
 
 

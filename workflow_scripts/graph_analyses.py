@@ -30,11 +30,11 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from nmtmodels.textio import DataError, atomic_output, read_lines
-from workflow_scripts.evaluation import source_file
-from workflow_scripts.plots import METRIC_LABELS, line_plot
 from workflow_scripts.dag.paths import experiment_dir
 from workflow_scripts.dag.runs import experiment_runs, experiment_settings
 from workflow_scripts.dag.sources import test_source
+from workflow_scripts.evaluation import source_file
+from workflow_scripts.plots import METRIC_LABELS, line_plot
 
 if TYPE_CHECKING:  # pandas (and plots' sacrebleu) load only where a table is made, not in the Snakefile
     import pandas as pd
@@ -100,8 +100,8 @@ def high_order_weights(checkpoint: str, lines: Sequence[str], batch_size: int = 
     """Per sentence of ``lines`` (the model's input units), its high-order weight per layer."""
     import torch
 
-    from nmtmodels.inference import load_model_from_checkpoint
     from nmtmodels.data import ParallelDataset
+    from nmtmodels.inference import load_model_from_checkpoint
 
     model, src_vocab, _, _ = load_model_from_checkpoint(checkpoint, torch.device("cpu"))
     if not hasattr(model, "high_order_weights"):

@@ -153,7 +153,10 @@ def check_lattice(edges: Sequence[Edge]) -> None:
             reaching.add(edge.start)
     for edge in edges:
         if edge.start not in reached or edge.end not in reaching:
-            side = f"v_{edge.start} is not reachable from v_0" if edge.start not in reached else f"v_{last} is not reachable from v_{edge.end}"
+            if edge.start not in reached:
+                side = f"v_{edge.start} is not reachable from v_0"
+            else:
+                side = f"v_{last} is not reachable from v_{edge.end}"
             raise ValueError(f"edge {format_lattice([edge])} is on no path from v_0 to v_{last} ({side}: "
                              "the lattice is disconnected or the edge dangles)")
 
@@ -214,7 +217,8 @@ def write_inputs(lattice: str, tokens: str, starts: str, ends: str, position_uni
     the nodes numbered in ``position_unit`` (:func:`renumber_nodes`)."""
     count = 0
     with atomic_outputs(tokens, starts, ends) as (tok_out, start_out, end_out):
-        for count, edges in enumerate(read_lattices(lattice), start=1):
+        for edges in read_lattices(lattice):
+            count += 1
             edges = renumber_nodes(edges, position_unit)
             tok_out.write(" ".join(e.token for e in edges) + "\n")
             start_out.write(" ".join(str(e.start) for e in edges) + "\n")

@@ -19,7 +19,8 @@ import collections
 import itertools
 import multiprocessing
 import pickle
-from typing import Any, Callable, Iterable, Iterator, TypeVar
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any, TypeVar
 
 # Items per task sent to a worker: large enough to amortise the pickling, small enough
 # to keep both workers busy on a corpus of a few thousand lines.
@@ -41,7 +42,7 @@ def _sendable(error: Exception) -> Exception:
     """``error`` if it survives the trip back to the caller through pickle, else a WorkerError."""
     try:
         pickle.loads(pickle.dumps(error))
-    except Exception:
+    except Exception:  # noqa: BLE001 - any failure to pickle means the error cannot travel
         return WorkerError(f"{type(error).__name__}: {error}")
     return error
 
@@ -52,7 +53,7 @@ def _start_worker(factory: Callable[..., Callable[[Any], Any]], factory_args: tu
     global _worker_function, _worker_error
     try:
         _worker_function = factory(*factory_args)
-    except Exception as error:
+    except Exception as error:  # noqa: BLE001 - kept and raised in the caller (see above)
         _worker_error = _sendable(error)
 
 
@@ -61,7 +62,7 @@ def _process_chunk(chunk: list[Any]) -> list[Any]:
         raise _worker_error
     try:
         return [_worker_function(item) for item in chunk]
-    except Exception as error:
+    except Exception as error:  # noqa: BLE001 - re-raised in the caller, picklable
         raise _sendable(error) from None
 
 

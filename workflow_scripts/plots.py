@@ -23,8 +23,8 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from workflow_scripts.significance import METRICS, make_metric, sentence_statistics
 from nmtmodels.textio import DataError, atomic_output, read_lines
+from workflow_scripts.significance import METRICS, make_metric, sentence_statistics
 
 METRIC_LABELS = {"bleu": "sacreBLEU", "chrf": "chrF2", "tokenized_bleu": "BLEU (tokenised)"}
 
@@ -136,7 +136,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.buckets != sorted(set(args.buckets)) or args.buckets[0] < 1:
         parser.error("--buckets: expected increasing positive integers")
-    read = lambda path: list(read_lines(path))  # noqa: E731
+    read = lambda path: list(read_lines(path))
     try:
         frame = bleu_by_length(read(args.source), {name: read(path) for name, path in args.system},
                                [read(p) for p in args.ref], args.lang, args.metric, args.buckets)

@@ -16,10 +16,10 @@ import argparse
 import contextlib
 import logging
 import sys
-from typing import Callable
+from collections.abc import Callable
 
-from workflow_scripts.parallel import WorkerError, add_threads_argument, parallel_map
 from nmtmodels.textio import DataError, atomic_output, read_lines
+from workflow_scripts.parallel import WorkerError, add_threads_argument, parallel_map
 
 # Known segmenters per language.
 SEGMENTERS: dict[str, tuple[str, ...]] = {"zh": ("jieba", "thulac", "snownlp"), "ja": ("fugashi",)}

@@ -236,7 +236,7 @@ def main(argv: list[str] | None = None) -> int:
     tok_args = (args.tok_system, args.tok_baseline, args.tok_ref)
     if any(a is not None for a in tok_args) and not all(a is not None for a in tok_args):
         parser.error("--tok-system, --tok-baseline and --tok-ref go together")
-    read = lambda path: list(read_lines(path))  # noqa: E731
+    read = lambda path: list(read_lines(path))
     files = [args.system, args.baseline, *args.ref, *filter(None, [args.tok_system, args.tok_baseline]), *(args.tok_ref or [])]
     try:
         tokenized = None

@@ -47,11 +47,11 @@ from typing import Any
 import pandas as pd
 
 from nmtmodels.textio import DataError, atomic_output, read_lines
-from workflow_scripts.plots import METRIC_LABELS, line_plot
 from workflow_scripts.dag import WorkflowConfigError
 from workflow_scripts.dag.paths import DATA_ROOT, EXPERIMENTS_ROOT
 from workflow_scripts.dag.runs import experiment_runs
 from workflow_scripts.dag.sources import reads_plain_subwords
+from workflow_scripts.plots import METRIC_LABELS, line_plot
 
 REPORT_ROOT = "results/report/swap_noise"
 DEFAULTS: dict[str, Any] = {"percentages": [0, 10, 20, 30, 40, 50], "seed": 1, "corpora": {}}

@@ -241,7 +241,8 @@ LAYOUTS: dict[str, tuple[Layout, ...]] = {
     "lattice": (
         Layout("lattice", "table2", "Lattice paper, Table 2: translation performance on Zh-En (NIST in the paper; MT05 its dev set)",
                ("zh-en",), "test_sets", _SYSTEM_INPUT, "bleu", DAGGER),
-        Layout("lattice", "table3", "Lattice paper, Table 3: translation performance on En-De (IWSLT2016 in the paper; tst2012 its dev set)",
+        Layout("lattice", "table3",
+               "Lattice paper, Table 3: translation performance on En-De (IWSLT2016 in the paper; tst2012 its dev set)",
                ("en-de",), "test_sets", _SYSTEM_INPUT, "bleu", DAGGER),
         Layout("lattice", "table4", "Lattice paper, Table 4: normal positional encodings (PE) and PE + LSA on lattice inputs",
                ("zh-en",), "test_sets", (("Systems", "variant"),), "bleu", DAGGER, main=False),
@@ -490,7 +491,8 @@ def to_markdown(grid: Grid) -> str:
 
 
 _LATEX_SPECIALS = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
-                   "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}", "<": "$<$", ">": "$>$", "|": r"\textbar{}",
+                   "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}", "<": "$<$", ">": "$>$",
+                   "|": r"\textbar{}",
                    DISAGREEMENT: r"\S{}"}
 
 

@@ -7,7 +7,8 @@ are there.  Every error names the key path (:class:`WorkflowConfigError`).
 """
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from workflow_scripts import corpora as corpus_specs
 from workflow_scripts import evaluation, swap_noise
@@ -52,7 +53,8 @@ def check_config(config: dict[str, Any]) -> None:
     for i, name in enumerate(config.get("active_experiments") or []):
         if name not in config.get("experiments", {}):
             raise WorkflowConfigError(
-                f"active_experiments[{i}]: unknown experiment '{name}' (defined: {', '.join(sorted(config.get('experiments', {}))) or 'none'})"
+                f"active_experiments[{i}]: unknown experiment '{name}' "
+                f"(defined: {', '.join(sorted(config.get('experiments', {}))) or 'none'})"
             )
     for name, spec in registry.items():
         where = f"corpora.{name}"
@@ -103,7 +105,8 @@ def check_experiments(config: dict[str, Any]) -> None:
             # The BPE size must be prepared for the runs `all` makes; an inactive experiment
             # (or corpus) may name a size the current corpus settings leave out.
             subwords = spec["subwords"]
-            if (name, corpus) in runs and subwords.startswith("bpe") and int(subwords[3:]) not in config["corpora"][corpus]["bpe"]["merges"]:
+            if (name,
+                corpus) in runs and subwords.startswith("bpe") and int(subwords[3:]) not in config["corpora"][corpus]["bpe"]["merges"]:
                 raise WorkflowConfigError(
                     f"{where}.subwords: {subwords} is not among corpora.{corpus}.bpe.merges "
                     f"{config['corpora'][corpus]['bpe']['merges']}"
@@ -125,7 +128,7 @@ def check_fair_comparisons(config: dict[str, Any]) -> None:
         if name not in running:  # e.g. the embedded default's systems under configs/full.yaml
             continue
         allowed = spec.get("differs_from_baseline") or {}
-        for i, baseline in enumerate(baselines_of(config, name)):
+        for baseline in baselines_of(config, name):
             if baseline not in config["experiments"]:
                 continue  # reported by the evaluation checks
             for experiment in (name, baseline):

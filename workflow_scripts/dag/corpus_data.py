@@ -3,7 +3,8 @@ parts of a corpus spec each rule depends on (rule params), downloads and referen
 from __future__ import annotations
 
 import json
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from workflow_scripts import corpora as corpus_specs
 from workflow_scripts.dag import paths

@@ -124,7 +124,8 @@ def check_compression(config: dict[str, Any]) -> None:
     for name, spec in config.get("experiments", {}).items():
         where = f"experiments.{name}"
         if spec["family"] in ESC_FAMILIES and not spec.get("compressor"):
-            raise WorkflowConfigError(f"{where}.compressor: family '{spec['family']}' needs a compressor (a key of compression.compressors)")
+            raise WorkflowConfigError(
+                f"{where}.compressor: family '{spec['family']}' needs a compressor (a key of compression.compressors)")
         if spec.get("compressor") is None:
             continue
         if spec["family"] not in ESC_FAMILIES:

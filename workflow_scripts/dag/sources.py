@@ -4,7 +4,8 @@ files by role, and the ``--extra``/``--extra-tokens`` flags of nmt-train and nmt
 from __future__ import annotations
 
 import shlex
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from workflow_scripts.dag import paths
 from workflow_scripts.dag.corpus_data import reference_paths
