@@ -49,7 +49,7 @@ rule compression_denoise_pairs:
         src=f"{COMPRESSION}/{{compressor}}/{{corpus}}/denoise/{{split}}.src",
         tgt=f"{COMPRESSION}/{{compressor}}/{{corpus}}/denoise/{{split}}.tgt",
     params:
-        noise=lambda w: {"ratio": 0.5, "other_sentences": 2, "window": 0, "seed": 1, **esc.compressor_spec(config, w.compressor).get("noise", {})},
+        noise=lambda w: esc.compressor_spec(config, w.compressor)["noise"],  # defaults: the schema
         threshold=lambda w: CORPORA[w.corpus]["bpe"].get("vocabulary_threshold", 1),
     log:
         "logs/compression_denoise_pairs/{compressor}/{corpus}/{split}.log",

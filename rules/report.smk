@@ -77,7 +77,7 @@ use rule concatenate_references as concatenate_tokenized_extra_references with:
         "results/benchmarks/concatenate_references/{corpus}/{concatenation}.tok.ref{ref}.{lang}.tsv"
 
 
-rule score_concatenation:
+use rule score as score_concatenation with:
     input:
         hyp=f"{EXPERIMENTS}/{{experiment}}/{{corpus}}/concat/{{concatenation}}.hyp",
         tok_hyp=f"{EXPERIMENTS}/{{experiment}}/{{corpus}}/concat/{{concatenation}}.tok",
@@ -87,21 +87,10 @@ rule score_concatenation:
         f"{EXPERIMENTS}/{{experiment}}/{{corpus}}/concat/{{concatenation}}.scores.json",
     wildcard_constraints:
         concatenation="[A-Za-z0-9_-]+",
-    params:
-        lang=lambda w: CORPORA[w.corpus]["tgt"],
-    conda:
-        "../envs/evaluate.yaml"
     log:
         "logs/score/{experiment}/{corpus}/concat/{concatenation}.log",
     benchmark:
         "results/benchmarks/score/{experiment}/{corpus}/concat/{concatenation}.tsv"
-    resources:
-        **CPU_JOB,
-        mem_mb=1000,
-        runtime=10,
-    shell:
-        "python -m nmtmodels.scoring --lang {params.lang} --hyp {input.hyp:q} --ref {input.refs:q}"
-        " --tok-hyp {input.tok_hyp:q} --tok-ref {input.tok_refs:q} --output {output:q} > {log:q} 2>&1"
 
 
 rule model_info:

@@ -155,7 +155,8 @@ def test_cli_denoise_pairs_evaluate(tmp_path) -> None:
     codes = _codes(tmp_path)
     (tmp_path / "tok").write_text("\n".join(CORPUS) + "\n")
     assert cp.main(["denoise", "--input", str(tmp_path / "tok"), *codes, "--src-out", str(tmp_path / "n.src"),
-                    "--tgt-out", str(tmp_path / "n.tgt"), "--window", "2"]) == 0
+                    "--tgt-out", str(tmp_path / "n.tgt"), "--window", "2", "--seed", "1", "--ratio", "0.5",
+                    "--other-sentences", "2"]) == 0
     noisy = (tmp_path / "n.src").read_text().splitlines()
     clean = (tmp_path / "n.tgt").read_text().splitlines()
     assert len(noisy) == len(clean) == 4

@@ -242,10 +242,11 @@ def main(argv: list[str] | None = None) -> int:
         sub.add_argument("--tgt-out", required=True)
     denoise, pairs = commands.choices["denoise"], commands.choices["pairs"]
     denoise.add_argument("--input", required=True, help="tokenised monolingual text")
-    denoise.add_argument("--seed", type=int, default=1)
-    denoise.add_argument("--ratio", type=float, default=0.5, help="added words per original word")
-    denoise.add_argument("--other-sentences", type=int, default=2)
-    denoise.add_argument("--window", type=int, default=0, help="shuffle window (0: full shuffle)")
+    # No defaults here: the workflow's are in schemas/config.schema.yaml (compression.compressors.C.noise).
+    denoise.add_argument("--seed", type=int, required=True)
+    denoise.add_argument("--ratio", type=float, required=True, help="added words per original word")
+    denoise.add_argument("--other-sentences", type=int, required=True)
+    denoise.add_argument("--window", type=int, required=True, help="shuffle window (0: full shuffle)")
     pairs.add_argument("--sets", nargs="+", required=True, help="JSON Lines compression sets")
     pairs.add_argument("--lang", required=True)
     pairs.add_argument("--preprocess", required=True, help="the corpus' preprocess spec as JSON")
