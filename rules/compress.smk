@@ -44,7 +44,7 @@ rule fetch_compression_set:
 rule compression_denoise_pairs:
     input:
         unpack(lambda w: esc.compressor_bpe_files(config, w.compressor, w.corpus)),
-        text=lambda w: f"{DATA}/{w.corpus}/tok/{w.split}.{CORPORA[w.corpus]['src']}-{CORPORA[w.corpus]['tgt']}.{CORPORA[w.corpus]['src']}",
+        text=lambda w: paths.tokenized(corpus=w.corpus, split=w.split, **paths.sides(CORPORA[w.corpus]), lang=CORPORA[w.corpus]["src"]),
     output:
         src=f"{COMPRESSION}/{{compressor}}/{{corpus}}/denoise/{{split}}.src",
         tgt=f"{COMPRESSION}/{{compressor}}/{{corpus}}/denoise/{{split}}.tgt",

@@ -7,8 +7,8 @@ rule preprocess:
         src=f"{DATA}/{{corpus}}/raw/{{split}}.{{src}}",
         tgt=f"{DATA}/{{corpus}}/raw/{{split}}.{{tgt}}",
     output:
-        src=f"{DATA}/{{corpus}}/tok/{{split}}.{{src}}-{{tgt}}.{{src}}",
-        tgt=f"{DATA}/{{corpus}}/tok/{{split}}.{{src}}-{{tgt}}.{{tgt}}",
+        src=paths.tokenized(lang="{src}"),
+        tgt=paths.tokenized(lang="{tgt}"),
         src_norm=f"{DATA}/{{corpus}}/norm/{{split}}.{{src}}-{{tgt}}.{{src}}",
         tgt_norm=f"{DATA}/{{corpus}}/norm/{{split}}.{{src}}-{{tgt}}.{{tgt}}",
     params:
@@ -41,8 +41,8 @@ use rule preprocess as preprocess_reference with:
         src=f"{DATA}/{{corpus}}/raw/{{split}}.{{src}}",
         tgt=f"{DATA}/{{corpus}}/raw/{{split}}.ref{{ref}}.{{tgt}}",
     output:
-        src=temp(f"{DATA}/{{corpus}}/tok/{{split}}.ref{{ref}}.{{src}}-{{tgt}}.{{src}}"),
-        tgt=f"{DATA}/{{corpus}}/tok/{{split}}.ref{{ref}}.{{src}}-{{tgt}}.{{tgt}}",
+        src=temp(paths.fill(paths.TOKENIZED_REFERENCE, lang="{src}")),
+        tgt=paths.fill(paths.TOKENIZED_REFERENCE, lang="{tgt}"),
         src_norm=temp(f"{DATA}/{{corpus}}/norm/{{split}}.ref{{ref}}.{{src}}-{{tgt}}.{{src}}"),
         tgt_norm=temp(f"{DATA}/{{corpus}}/norm/{{split}}.ref{{ref}}.{{src}}-{{tgt}}.{{tgt}}"),
     log:

@@ -7,7 +7,7 @@ SWAP = f"swap_noise/{{test_set}}.swap{{percent}}"
 
 rule swap_noise_source:
     input:
-        f"{DATA}/{{corpus}}/tok/{{test_set}}.{{src}}-{{tgt}}.{{src}}",
+        paths.tokenized(split="{test_set}", lang="{src}"),
     output:
         f"{DATA}/{{corpus}}/swap_noise/tok/{{test_set}}.swap{{percent}}.{{src}}-{{tgt}}.{{src}}",
     wildcard_constraints:

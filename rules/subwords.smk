@@ -3,8 +3,8 @@
 
 rule learn_bpe:
     input:
-        src=f"{DATA}/{{corpus}}/tok/train.{{src}}-{{tgt}}.{{src}}",
-        tgt=f"{DATA}/{{corpus}}/tok/train.{{src}}-{{tgt}}.{{tgt}}",
+        src=paths.tokenized(split="train", lang="{src}"),
+        tgt=paths.tokenized(split="train", lang="{tgt}"),
     output:
         src_codes=f"{DATA}/{{corpus}}/bpe{{merges}}/codes.{{src}}-{{tgt}}.{{src}}",
         tgt_codes=f"{DATA}/{{corpus}}/bpe{{merges}}/codes.{{src}}-{{tgt}}.{{tgt}}",
@@ -33,7 +33,7 @@ rule learn_bpe:
 
 rule apply_bpe:
     input:
-        text=f"{DATA}/{{corpus}}/tok/{{split}}.{{src}}-{{tgt}}.{{lang}}",
+        text=paths.tokenized(),
         codes=f"{DATA}/{{corpus}}/bpe{{merges}}/codes.{{src}}-{{tgt}}.{{lang}}",
         vocab=f"{DATA}/{{corpus}}/bpe{{merges}}/vocab.{{src}}-{{tgt}}.{{lang}}",
     output:
@@ -81,7 +81,7 @@ rule joint_vocab:
 
 rule char_vocab:
     input:
-        f"{DATA}/{{corpus}}/tok/train.{{src}}-{{tgt}}.{{lang}}",
+        paths.tokenized(split="train"),
     output:
         f"{DATA}/{{corpus}}/char/vocab.{{src}}-{{tgt}}.{{lang}}",
     params:
@@ -109,7 +109,7 @@ CHAR_APPLY = (
 
 rule char_encode:
     input:
-        text=f"{DATA}/{{corpus}}/tok/{{split}}.{{src}}-{{tgt}}.{{lang}}",
+        text=paths.tokenized(),
         vocab=f"{DATA}/{{corpus}}/char/vocab.{{src}}-{{tgt}}.{{lang}}",
     output:
         f"{DATA}/{{corpus}}/char/{{split}}.{{src}}-{{tgt}}.{{lang}}",
@@ -131,7 +131,7 @@ rule char_encode:
 
 rule char_encode_train:
     input:
-        text=f"{DATA}/{{corpus}}/tok/train.{{src}}-{{tgt}}.{{lang}}",
+        text=paths.tokenized(split="train"),
         vocab=f"{DATA}/{{corpus}}/char/vocab.{{src}}-{{tgt}}.{{lang}}",
     output:
         temp(f"{DATA}/{{corpus}}/char/unfiltered/train.{{src}}-{{tgt}}.{{lang}}"),

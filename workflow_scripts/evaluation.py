@@ -33,7 +33,7 @@ import re
 from typing import Any
 
 from workflow_scripts import corpora as corpus_specs
-from workflow_scripts.dag import WorkflowConfigError
+from workflow_scripts.dag import WorkflowConfigError, paths
 from workflow_scripts.dag.corpus_data import reference_paths, tokenized_references
 from workflow_scripts.dag.paths import DATA_ROOT, EXPERIMENTS_ROOT
 from workflow_scripts.dag.runs import experiment_runs
@@ -199,7 +199,7 @@ def member_reference_files(config: dict[str, Any], corpus: str, concat: str, kin
 def source_file(config: dict[str, Any], corpus: str, test_set: str) -> str:
     """The tokenised source of a test set (what source length is measured on)."""
     spec = config["corpora"][corpus]
-    return f"{DATA_ROOT}/{corpus}/tok/{test_set}.{spec['src']}-{spec['tgt']}.{spec['src']}"
+    return paths.tokenized(corpus=corpus, split=test_set, **paths.sides(spec), lang=spec["src"])
 
 
 # ----------------------------------------------------------------------------- targets
