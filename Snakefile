@@ -15,11 +15,11 @@ import shlex
 
 from snakemake.utils import min_version, validate
 
-from workflow_scripts import corpora as corpus_specs
-from workflow_scripts import attention_plots
-from workflow_scripts import evaluation as ev
-from workflow_scripts import swap_noise
-from workflow_scripts import graph_analyses
+from workflow_scripts.data import corpus_spec as corpus_specs
+from workflow_scripts.analyses import attention_plots
+from workflow_scripts.dag import evaluation as ev
+from workflow_scripts.analyses import swap_noise
+from workflow_scripts.analyses import graph_analyses
 from workflow_scripts.dag import checks, cluster, corpus_data, esc, keys, lattices, paths, runs, sources
 
 min_version("9.0")

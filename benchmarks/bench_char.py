@@ -7,7 +7,7 @@ section 5.2.1): forward, loss, backward, clipping and an Adam step per batch, on
 thread by default.  It prints a table of seconds per epoch, memory positions per source
 character, and the char2word / char2char time ratio.
 
-Data: ``--src/--tgt`` character-level files (workflow_scripts.chars output, e.g.
+Data: ``--src/--tgt`` character-level files (workflow_scripts.data.chars output, e.g.
 ``results/data/multi30k_en_de/char/train.en-de.{en,de}``; the first ``--sentences`` pairs),
 or without them random sentences of words of 1-9 characters (``--words`` per sentence on
 average) over a 60-character alphabet.
@@ -93,7 +93,7 @@ def main() -> None:
     src_vocab = Vocabulary(sorted({c for line in src_lines for c in line.split()}))
     tgt_vocab = Vocabulary(sorted({c for line in tgt_lines for c in line.split()}))
     if SPACE_SYMBOL not in src_vocab:
-        raise SystemExit(f"the source has no {SPACE_SYMBOL!r}: not character-level data from workflow_scripts.chars")
+        raise SystemExit(f"the source has no {SPACE_SYMBOL!r}: not character-level data from workflow_scripts.data.chars")
     data = ParallelDataset._from_line_iterators(
         {"source": args.src or "<random>", "target": args.tgt or "<random>"},
         {"source": iter(src_lines), "target": iter(tgt_lines)}, src_vocab, tgt_vocab, {}, None, "error", print, 1)

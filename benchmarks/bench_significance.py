@@ -13,7 +13,7 @@ import platform
 import random
 import time
 
-from workflow_scripts.significance import make_metric, sentence_statistics, sign_test
+from workflow_scripts.evaluation.significance import make_metric, sentence_statistics, sign_test
 
 
 def synthetic(n: int, seed: int) -> tuple[list[str], list[str], list[str]]:

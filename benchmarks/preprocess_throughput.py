@@ -2,11 +2,11 @@
 
 On Multi30k en-de train (29,000 pairs) from the data mirror:
 
-* tokenise both sides: ``python -m workflow_scripts.preprocess`` (NFKC, Moses punctuation
+* tokenise both sides: ``python -m workflow_scripts.data.preprocess`` (NFKC, Moses punctuation
   normalisation, Moses tokenisation with -a, no escaping; also writes the NORM files)
   against ``sacremoses -l L -j N normalize tokenize -a -x`` per language;
 * BPE-encode both sides with 8,000 joint merges learned once first:
-  ``python -m workflow_scripts.bpe apply`` against ``subword-nmt apply-bpe --num-workers N``
+  ``python -m workflow_scripts.data.bpe apply`` against ``subword-nmt apply-bpe --num-workers N``
   (the outputs are checked to be byte-identical).
 
 Each command runs as a subprocess, so the times include interpreter start and model
@@ -87,25 +87,25 @@ def main(argv: list[str] | None = None) -> None:
 
         rows: list[tuple[str, str, int, float]] = []
         for threads in args.threads:
-            ours = [python, "-m", "workflow_scripts.preprocess", "--src-lang", "en", "--tgt-lang", "de",
+            ours = [python, "-m", "workflow_scripts.data.preprocess", "--src-lang", "en", "--tgt-lang", "de",
                     "--src-in", str(raw["en"]), "--tgt-in", str(raw["de"]), "--src-out", str(tok["en"]), "--tgt-out", str(tok["de"]),
                     "--src-norm-out", str(work / "norm.en"), "--tgt-norm-out", str(work / "norm.de"),
                     "--spec", json.dumps(SPEC), "--threads", str(threads)]
-            rows.append(("tokenise", "ours: workflow_scripts.preprocess", threads, timed([(ours, None, None)], args.repeats)))
+            rows.append(("tokenise", "ours: workflow_scripts.data.preprocess", threads, timed([(ours, None, None)], args.repeats)))
             moses = [([sacremoses, "-q", "-l", lang, "-j", str(threads), "normalize", "tokenize", "-a", "-x"],
                       raw[lang], work / f"moses.{lang}")
                      for lang in LANGS]
             rows.append(("tokenise", "sacremoses normalize tokenize -a -x", threads, timed(moses, args.repeats)))
 
-        run([python, "-m", "workflow_scripts.bpe", "learn", "--merges", str(MERGES), "--joint", "--vocabulary-threshold", "1",
+        run([python, "-m", "workflow_scripts.data.bpe", "learn", "--merges", str(MERGES), "--joint", "--vocabulary-threshold", "1",
              "--src-in", str(tok["en"]), "--tgt-in", str(tok["de"]),
              "--src-codes-out", str(codes["en"]), "--tgt-codes-out", str(codes["de"]),
              "--src-vocab-out", str(vocab["en"]), "--tgt-vocab-out", str(vocab["de"])])
         for threads in args.threads:
-            ours = [([python, "-m", "workflow_scripts.bpe", "apply", "--codes", str(codes[lang]), "--vocab", str(vocab[lang]),
+            ours = [([python, "-m", "workflow_scripts.data.bpe", "apply", "--codes", str(codes[lang]), "--vocab", str(vocab[lang]),
                       "--vocabulary-threshold", "1", "--input", str(tok[lang]), "--output", str(work / f"bpe.{lang}"),
                       "--threads", str(threads)], None, None) for lang in LANGS]
-            rows.append(("BPE apply (8k joint)", "ours: workflow_scripts.bpe apply", threads, timed(ours, args.repeats)))
+            rows.append(("BPE apply (8k joint)", "ours: workflow_scripts.data.bpe apply", threads, timed(ours, args.repeats)))
             reference = [([subword_nmt, "apply-bpe", "-c", str(codes[lang]), "--vocabulary", str(vocab[lang]),
                            "--vocabulary-threshold", "1", "--num-workers", str(threads), "-i", str(tok[lang]),
                            "-o", str(work / f"ref.{lang}")], None, None) for lang in LANGS]

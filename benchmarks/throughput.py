@@ -112,7 +112,7 @@ def prepare_data(
     files = workflow_files(spec)
     if all(path.exists() for path in files.values()):
         return files, f"workflow outputs {files['train.' + spec['src']].parent.relative_to(ROOT)}"
-    from workflow_scripts import bpe, preprocess
+    from workflow_scripts.data import bpe, preprocess
 
     src, tgt = spec["src"], spec["tgt"]
     out = work / "data"

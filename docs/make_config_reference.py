@@ -11,7 +11,7 @@ Sources, so that the reference cannot drift from them:
   ``decode``/``decoding`` sections: :class:`nmtmodels.config.ModelConfig` and its presets,
   :class:`nmtmodels.train.TrainConfig`, :class:`nmtmodels.search.DecodeConfig`, and the
   ``options_class`` of every family in :mod:`nmtmodels.registry` (``model.options``);
-* the defaults of the ``evaluation`` section (``workflow_scripts.evaluation``).
+* the defaults of the ``evaluation`` section (``workflow_scripts.dag.evaluation``).
 
 A dataclass field's text is its comment in the source (on its line, or the comment lines
 right above it).  Fields without one get the note in :data:`FIELD_NOTES`, and schema keys
@@ -69,7 +69,7 @@ SCHEMA_NOTES: dict[str, str] = {
     "corpora.CORPUS.splits": "split name: its parts, concatenated in order; `train` is required, `dev` too unless `holdout` makes it",
     "corpora.CORPUS.splits.SPLIT": "the parts of one split",
     "corpora.CORPUS.splits.SPLIT[i]": "one part",
-    "corpora.CORPUS.splits.SPLIT[i].format": "how the part is read (formats: `workflow_scripts/corpora.py`)",
+    "corpora.CORPUS.splits.SPLIT[i].format": "how the part is read (formats: `workflow_scripts/data/corpus_spec.py`)",
     "corpora.CORPUS.splits.SPLIT[i].files": "language: file reference (`FILE` or `FILE:member/path`)",
     "corpora.CORPUS.splits.SPLIT[i].file": "one file holding both languages (tsv, aspec, json_translation)",
     "corpora.CORPUS.splits.SPLIT[i].num_fields": "fields per line (tsv, aspec)",
@@ -351,9 +351,9 @@ def workflow_section(schema: dict) -> list[str]:
         walk.walk(node, key, rows, key in must)
         sections += [f"### `{key}`", ""] + table(rows) + [""]
         if key == "evaluation":
-            from workflow_scripts.evaluation import EVALUATION_DEFAULTS
+            from workflow_scripts.dag.evaluation import EVALUATION_DEFAULTS
 
-            sections += ["Defaults (`workflow_scripts/evaluation.py`): "
+            sections += ["Defaults (`workflow_scripts/dag/evaluation.py`): "
                          + ", ".join(f"`{name}` {show(value)}" for name, value in EVALUATION_DEFAULTS.items()) + ".", ""]
     checked_notes(SCHEMA_NOTES, walk.paths, "SCHEMA_NOTES")
     return ["### Top-level settings", ""] + table(general) + [""] + sections

@@ -1,5 +1,5 @@
 # char2word paper (Johansen et al. 2016), Figures 6-7: attention heat-maps of a few test
-# sentences for each character-level experiment (workflow_scripts/attention_plots.py).
+# sentences for each character-level experiment (workflow_scripts/analyses/attention_plots.py).
 
 rule attention_plot:
     input:
@@ -27,6 +27,6 @@ rule attention_plot:
         mem_mb=2000,
         runtime=10,
     shell:
-        "python -m workflow_scripts.attention_plots --checkpoint {input.checkpoint:q} --source {input.source:q}"
+        "python -m workflow_scripts.analyses.attention_plots --checkpoint {input.checkpoint:q} --source {input.source:q}"
         " --beam {params.beam} --title '{wildcards.experiment} / {wildcards.corpus}'"
         " --png {output.png:q} --json {output.json:q} > {log:q} 2>&1"

@@ -37,7 +37,7 @@ rule fetch_compression_set:
         mem_mb=500,
         runtime=30,
     shell:
-        "python -m workflow_scripts.fetch --spec {params.spec:q} --name {wildcards.compression_set:q}"
+        "python -m workflow_scripts.data.fetch --spec {params.spec:q} --name {wildcards.compression_set:q}"
         " --output {output:q} > {log:q} 2>&1"
 
 
@@ -62,7 +62,7 @@ rule compression_denoise_pairs:
         mem_mb=2000,
         runtime=30,
     shell:
-        "python -m workflow_scripts.compression denoise --input {input.text:q} --codes {input.codes:q}"
+        "python -m workflow_scripts.data.compression denoise --input {input.text:q} --codes {input.codes:q}"
         " --vocab {input.vocab:q} --threshold {params.threshold} --seed {params.noise[seed]}"
         " --ratio {params.noise[ratio]} --other-sentences {params.noise[other_sentences]} --window {params.noise[window]}"
         " --src-out {output.src:q} --tgt-out {output.tgt:q} > {log:q} 2>&1"
@@ -94,7 +94,7 @@ rule compression_supervised_pairs:
         mem_mb=2000,
         runtime=30,
     shell:
-        "python -m workflow_scripts.compression pairs --sets {input.sets:q} --lang {params.lang}"
+        "python -m workflow_scripts.data.compression pairs --sets {input.sets:q} --lang {params.lang}"
         " --preprocess {params.preprocess:q} --unicode-form {params.unicode_form} {params.limits}"
         " --codes {input.codes:q} --vocab {input.vocab:q} --threshold {params.threshold}"
         " --src-out {output.src:q} --tgt-out {output.tgt:q} > {log:q} 2>&1"
@@ -125,7 +125,7 @@ rule compression_eval_set:
         mem_mb=2000,
         runtime=30,
     shell:
-        "python -m workflow_scripts.compression pairs --sets {input.sets:q} --lang {params.lang}"
+        "python -m workflow_scripts.data.compression pairs --sets {input.sets:q} --lang {params.lang}"
         " --preprocess {params.preprocess:q} --unicode-form {params.unicode_form} {params.limits}"
         " --codes {input.codes:q} --vocab {input.vocab:q} --threshold {params.threshold}"
         " --src-out {output.src:q} --tgt-out {output.tgt:q} --refs-out {output.refs:q} > {log:q} 2>&1"
@@ -147,7 +147,7 @@ rule compressor_config:
         mem_mb=200,
         runtime=5,
     shell:
-        "python -m workflow_scripts.experiment --settings {params.settings:q} --output {output:q} > {log:q} 2>&1"
+        "python -m workflow_scripts.data.experiment --settings {params.settings:q} --output {output:q} > {log:q} 2>&1"
 
 
 rule train_compressor:
@@ -222,5 +222,5 @@ rule compression_quality:
         mem_mb=500,
         runtime=10,
     shell:
-        "python -m workflow_scripts.compression evaluate --hyp {input.hyp:q} --refs {input.refs:q}"
+        "python -m workflow_scripts.data.compression evaluate --hyp {input.hyp:q} --refs {input.refs:q}"
         " --output {output:q} > {log:q} 2>&1"

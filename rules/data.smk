@@ -1,6 +1,6 @@
 # Corpora: download (or take from the mirror / licensed directory) and extract
 # each split of each language to plain text.
-from workflow_scripts import fetch as fetch_module
+from workflow_scripts.data import fetch as fetch_module
 
 
 # Downloads run on the submit host: cluster nodes often have no internet access.
@@ -11,7 +11,7 @@ localrules:
 # Where data lies (data_mirror, licensed_data_dir) is no parameter: fetch reads it from the
 # environment (NMT_DATA_MIRROR, NMT_LICENSED_DATA, exported by the Snakefile), so moving the
 # data reruns nothing.  `source` changes only when the content of a download without sha256
-# changed at its mirror or licensed path (workflow_scripts.fetch.source_fingerprint).
+# changed at its mirror or licensed path (workflow_scripts.data.fetch.source_fingerprint).
 rule fetch:
     output:
         "resources/downloads/{corpus}/{download}",
@@ -32,7 +32,7 @@ rule fetch:
         mem_mb=500,
         runtime=60,
     shell:
-        "python -m workflow_scripts.fetch --spec {params.spec:q} --name {wildcards.download:q}"
+        "python -m workflow_scripts.data.fetch --spec {params.spec:q} --name {wildcards.download:q}"
         " --output {output:q} > {log:q} 2>&1"
 
 
@@ -55,7 +55,7 @@ rule extract:
         mem_mb=2000,
         runtime=60,
     shell:
-        "python -m workflow_scripts.extract --spec {params.spec:q} --split {wildcards.split}"
+        "python -m workflow_scripts.data.extract --spec {params.spec:q} --split {wildcards.split}"
         " --lang {wildcards.lang} --downloads-dir {params.downloads:q} --output {output:q} > {log:q} 2>&1"
 
 
@@ -78,6 +78,6 @@ rule extract_reference:
         mem_mb=2000,
         runtime=60,
     shell:
-        "python -m workflow_scripts.extract --spec {params.spec:q} --split {wildcards.split}"
+        "python -m workflow_scripts.data.extract --spec {params.spec:q} --split {wildcards.split}"
         " --lang {wildcards.lang} --ref {wildcards.ref} --downloads-dir {params.downloads:q}"
         " --output {output:q} > {log:q} 2>&1"

@@ -1,7 +1,7 @@
 # Graph-Transformer paper (Duan et al.), Figure 5: high-order gate weight by source length per
 # encoder layer; Figure 6: score against the number of encoder layers (experiments sharing a
 # `layers_plot` series).  Figure 4 is the shared length analysis (rules/report.smk).
-# Logic and layout: workflow_scripts/graph_analyses.py.
+# Logic and layout: workflow_scripts/analyses/graph_analyses.py.
 
 
 rule graph_gate_weights:
@@ -29,7 +29,7 @@ rule graph_gate_weights:
         mem_mb=2000,
         runtime=10,
     shell:
-        "python -m workflow_scripts.graph_analyses gates --checkpoint {input.checkpoint:q} --source {input.source:q}"
+        "python -m workflow_scripts.analyses.graph_analyses gates --checkpoint {input.checkpoint:q} --source {input.source:q}"
         " --tokenized {input.tokenized:q} --buckets {params.buckets} --title '{wildcards.experiment} / {wildcards.corpus}'"
         " --csv {output.csv:q} --png {output.png:q} > {log:q} 2>&1"
 
@@ -63,5 +63,5 @@ rule graph_layers:
         mem_mb=1000,
         runtime=10,
     shell:
-        "python -m workflow_scripts.graph_analyses layers {params.points} --metric {params.metric}"
+        "python -m workflow_scripts.analyses.graph_analyses layers {params.points} --metric {params.metric}"
         " --title '{wildcards.corpus} / {wildcards.test_set}' --csv {output.csv:q} --png {output.png:q} > {log:q} 2>&1"

@@ -1,8 +1,8 @@
 # Lattice-based Transformer (Xiao et al. 2019): word/subword lattices of the source side
-# (workflow_scripts/lattice.py) and their model inputs: edge tokens, starts, ends, vocabulary.
+# (workflow_scripts/data/lattice.py) and their model inputs: edge tokens, starts, ends, vocabulary.
 # {lattice} names the packed segmentations, e.g. jieba+thulac+snownlp or bpe2000+bpe4000+bpe8000.
 
-from workflow_scripts.lattice import paper_position_unit
+from workflow_scripts.data.lattice import paper_position_unit
 
 
 rule lattice:
@@ -21,7 +21,7 @@ rule lattice:
         mem_mb=2000,
         runtime=60,
     shell:
-        "python -m workflow_scripts.lattice build --inputs {input:q} --output {output:q} > {log:q} 2>&1"
+        "python -m workflow_scripts.data.lattice build --inputs {input:q} --output {output:q} > {log:q} 2>&1"
 
 
 rule lattice_inputs:
@@ -47,7 +47,7 @@ rule lattice_inputs:
         mem_mb=2000,
         runtime=30,
     shell:
-        "python -m workflow_scripts.lattice inputs --lattice {input:q} --position-unit {params.position_unit}"
+        "python -m workflow_scripts.data.lattice inputs --lattice {input:q} --position-unit {params.position_unit}"
         " --tokens {output.tokens:q}"
         " --starts {output.starts:q} --ends {output.ends:q} > {log:q} 2>&1"
 

@@ -27,7 +27,7 @@ rule preprocess:
         mem_mb=4000,
         runtime=240,
     shell:
-        "python -m workflow_scripts.preprocess --src-lang {wildcards.src} --tgt-lang {wildcards.tgt}"
+        "python -m workflow_scripts.data.preprocess --src-lang {wildcards.src} --tgt-lang {wildcards.tgt}"
         " --src-in {input.src:q} --tgt-in {input.tgt:q} --src-out {output.src:q} --tgt-out {output.tgt:q}"
         " --src-norm-out {output.src_norm:q} --tgt-norm-out {output.tgt_norm:q}"
         " --spec {params.spec:q} {params.train} --unicode-form {params.unicode_form}"
@@ -68,5 +68,5 @@ rule segment:
         mem_mb=4000,
         runtime=240,
     shell:
-        "python -m workflow_scripts.segment --lang {wildcards.lang} --segmenter {wildcards.segmenter}"
+        "python -m workflow_scripts.data.segment --lang {wildcards.lang} --segmenter {wildcards.segmenter}"
         " --input {input:q} --output {output:q} --threads {threads} > {log:q} 2>&1"

@@ -1,5 +1,5 @@
 # Reordering-embeddings paper, Figures 3-5: BLEU on test sets with a percentage of source
-# words swapped (workflow_scripts/swap_noise.py, config `swap_noise`).  The noisy source is
+# words swapped (workflow_scripts/analyses/swap_noise.py, config `swap_noise`).  The noisy source is
 # BPE-encoded, decoded, post-processed and scored by the rules of subwords.smk, decode.smk
 # and evaluate.smk; 0% is the plain test set.
 SWAP = f"swap_noise/{{test_set}}.swap{{percent}}"
@@ -25,7 +25,7 @@ rule swap_noise_source:
         mem_mb=1000,
         runtime=10,
     shell:
-        "python -m workflow_scripts.swap_noise noise --input {input:q} --output {output:q}"
+        "python -m workflow_scripts.analyses.swap_noise noise --input {input:q} --output {output:q}"
         " --percent {wildcards.percent} --seed {params.seed} > {log:q} 2>&1"
 
 
@@ -116,5 +116,5 @@ rule swap_noise_report:
         mem_mb=1000,
         runtime=10,
     shell:
-        "python -m workflow_scripts.swap_noise report {params.arguments} --title '{wildcards.corpus} / {wildcards.test_set}'"
+        "python -m workflow_scripts.analyses.swap_noise report {params.arguments} --title '{wildcards.corpus} / {wildcards.test_set}'"
         " --csv {output.csv:q} --markdown {output.markdown:q} --png {output.png:q} > {log:q} 2>&1"

@@ -1,7 +1,7 @@
 # Evaluation beyond single scores: concatenated test sets ("ALL"), significance against each
 # experiment's baseline(s), parameter counts and training speed, the tidy results table,
 # the papers' tables, BLEU by source length, and the `snakemake --report` annotations.
-# Layout and configuration keys: workflow_scripts/evaluation.py.
+# Layout and configuration keys: workflow_scripts/dag/evaluation.py.
 
 EVALUATION = ev.evaluation_settings(config)
 REPORT = ev.REPORT_ROOT
@@ -30,8 +30,8 @@ rule concatenate_outputs:
         mem_mb=500,
         runtime=10,
     shell:
-        "(python -m workflow_scripts.concatenate --input {input.hyp:q} --output {output.hyp:q}"
-        " && python -m workflow_scripts.concatenate --input {input.tok:q} --output {output.tok:q}) > {log:q} 2>&1"
+        "(python -m workflow_scripts.evaluation.concatenate --input {input.hyp:q} --output {output.hyp:q}"
+        " && python -m workflow_scripts.evaluation.concatenate --input {input.tok:q} --output {output.tok:q}) > {log:q} 2>&1"
 
 
 rule concatenate_references:
@@ -52,7 +52,7 @@ rule concatenate_references:
         mem_mb=500,
         runtime=10,
     shell:
-        "python -m workflow_scripts.concatenate --input {input:q} --output {output:q} > {log:q} 2>&1"
+        "python -m workflow_scripts.evaluation.concatenate --input {input:q} --output {output:q} > {log:q} 2>&1"
 
 
 use rule concatenate_references as concatenate_tokenized_references with:
@@ -110,7 +110,7 @@ rule model_info:
         mem_mb=4000,
         runtime=10,
     shell:
-        "python -m workflow_scripts.model_info --checkpoint {input.checkpoint:q} --metrics {input.metrics:q}"
+        "python -m workflow_scripts.analyses.model_info --checkpoint {input.checkpoint:q} --metrics {input.metrics:q}"
         " --output {output:q} > {log:q} 2>&1"
 
 
@@ -139,7 +139,7 @@ rule significance:
         mem_mb=2000,
         runtime=30,
     shell:
-        "python -m workflow_scripts.significance --lang {params.lang} --system {input.system:q}"
+        "python -m workflow_scripts.evaluation.significance --lang {params.lang} --system {input.system:q}"
         " --baseline {input.baseline:q} --ref {input.refs:q} --tok-system {input.system_tok:q}"
         " --tok-baseline {input.baseline_tok:q} --tok-ref {input.tok_refs:q}"
         " --metrics {params.metrics} --tests {params.tests} --bootstrap-samples {params.bootstrap_samples}"
@@ -164,7 +164,7 @@ rule results_table:
         mem_mb=1000,
         runtime=10,
     shell:
-        "python -m workflow_scripts.tables collect --metadata {params.metadata:q} --output {output:q} > {log:q} 2>&1"
+        "python -m workflow_scripts.evaluation.tables collect --metadata {params.metadata:q} --output {output:q} > {log:q} 2>&1"
 
 
 rule paper_tables:
@@ -194,7 +194,7 @@ rule paper_tables:
         mem_mb=1000,
         runtime=10,
     shell:
-        "python -m workflow_scripts.tables render --results {input:q} --paper {wildcards.paper}"
+        "python -m workflow_scripts.evaluation.tables render --results {input:q} --paper {wildcards.paper}"
         " --marker-test {params.marker_test} --markdown {output.markdown:q} --latex {output.latex:q}"
         " --html {output.html:q} > {log:q} 2>&1"
 
@@ -230,7 +230,7 @@ rule length_analysis:
         mem_mb=1000,
         runtime=10,
     shell:
-        "python -m workflow_scripts.plots length --source {input.source:q} --lang {params.lang}"
+        "python -m workflow_scripts.evaluation.plots length --source {input.source:q} --lang {params.lang}"
         " --metric {params.metric} --ref {input.refs:q} {params.systems} --buckets {params.buckets}"
         " --title '{wildcards.corpus} / {wildcards.test_set}' --csv {output.csv:q} --png {output.png:q} > {log:q} 2>&1"
 

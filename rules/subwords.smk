@@ -24,7 +24,7 @@ rule learn_bpe:
         mem_mb=4000,
         runtime=240,
     shell:
-        "python -m workflow_scripts.bpe learn --merges {wildcards.merges} {params.mode}"
+        "python -m workflow_scripts.data.bpe learn --merges {wildcards.merges} {params.mode}"
         " --vocabulary-threshold {params.threshold}"
         " --src-in {input.src:q} --tgt-in {input.tgt:q}"
         " --src-codes-out {output.src_codes:q} --tgt-codes-out {output.tgt_codes:q}"
@@ -52,7 +52,7 @@ rule apply_bpe:
         mem_mb=2000,
         runtime=120,
     shell:
-        "python -m workflow_scripts.bpe apply --codes {input.codes:q} --vocab {input.vocab:q}"
+        "python -m workflow_scripts.data.bpe apply --codes {input.codes:q} --vocab {input.vocab:q}"
         " --vocabulary-threshold {params.threshold} --input {input.text:q} --output {output:q}"
         " --threads {threads} > {log:q} 2>&1"
 
@@ -97,12 +97,12 @@ rule char_vocab:
         mem_mb=2000,
         runtime=60,
     shell:
-        "python -m workflow_scripts.chars vocab --input {input:q} --size {params.size}"
+        "python -m workflow_scripts.data.chars vocab --input {input:q} --size {params.size}"
         " --output {output:q} > {log:q} 2>&1"
 
 
 CHAR_APPLY = (
-    "python -m workflow_scripts.chars apply --vocab {input.vocab:q} --input {input.text:q}"
+    "python -m workflow_scripts.data.chars apply --vocab {input.vocab:q} --input {input.text:q}"
     " --output {output:q} > {log:q} 2>&1"
 )
 
@@ -170,6 +170,6 @@ rule char_filter_train:
         mem_mb=2000,
         runtime=60,
     shell:
-        "python -m workflow_scripts.chars filter --src-in {input.src:q} --tgt-in {input.tgt:q}"
+        "python -m workflow_scripts.data.chars filter --src-in {input.src:q} --tgt-in {input.tgt:q}"
         " --max-src {params.max_src} --max-tgt {params.max_tgt}"
         " --src-out {output.src:q} --tgt-out {output.tgt:q} > {log:q} 2>&1"

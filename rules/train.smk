@@ -20,7 +20,7 @@ rule experiment_config:
         mem_mb=200,
         runtime=5,
     shell:
-        "python -m workflow_scripts.experiment --settings {params.settings:q} --output {output:q} > {log:q} 2>&1"
+        "python -m workflow_scripts.data.experiment --settings {params.settings:q} --output {output:q} > {log:q} 2>&1"
 
 
 rule train:

@@ -8,9 +8,9 @@ import random
 from pathlib import Path
 
 from nmtmodels.scoring import score_corpus, write_scores_json
-from workflow_scripts import evaluation as ev
-from workflow_scripts import significance
+from workflow_scripts.dag import evaluation as ev
 from workflow_scripts.dag import runs
+from workflow_scripts.evaluation import significance
 
 WORDS = [f"w{i}" for i in range(30)] + ["the", "a", "."]
 

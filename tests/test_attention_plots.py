@@ -1,4 +1,4 @@
-"""Attention heat-maps of the char2word paper's Figures 6-7 (workflow_scripts.attention_plots)."""
+"""Attention heat-maps of the char2word paper's Figures 6-7 (workflow_scripts.analyses.attention_plots)."""
 from __future__ import annotations
 
 import json
@@ -12,7 +12,7 @@ from nmtmodels.registry import build_model
 from nmtmodels.symbols import SPACE_SYMBOL
 from nmtmodels.textio import DataError
 from nmtmodels.vocab import Vocabulary
-from workflow_scripts import attention_plots
+from workflow_scripts.analyses import attention_plots
 
 S = SPACE_SYMBOL
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from nmtmodels.textio import DataError
-from workflow_scripts import bpe, parallel
+from workflow_scripts.data import bpe, parallel
 
 # The `subword-nmt` console script of this interpreter, run exactly as installed.
 SUBWORD_NMT = [sys.executable, "-c", "from subword_nmt.subword_nmt import main; main()"]

@@ -9,8 +9,8 @@ import re
 
 import pytest
 
-from workflow_scripts import bpe
-from workflow_scripts import compression as cp
+from workflow_scripts.data import bpe
+from workflow_scripts.data import compression as cp
 
 CORPUS = ["a man rides a red bike", "two dogs play in the snow", "a girl sings", "people walk on a busy street"]
 
@@ -264,7 +264,7 @@ MIRROR = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 @pytest.mark.skipif(not MIRROR.is_dir(), reason="no data mirror at ../shared/data")
 @pytest.mark.parametrize("name", sorted(CONFIG["compression"]["data"]))
 def test_compression_sets_mirror_copies_match_their_sha256_and_parse(name) -> None:
-    from workflow_scripts.fetch import content_sha256
+    from workflow_scripts.data.fetch import content_sha256
 
     entry = CONFIG["compression"]["data"][name]
     assert content_sha256(MIRROR / entry["mirror"]) == entry["sha256"]

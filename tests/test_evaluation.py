@@ -1,4 +1,4 @@
-"""Evaluation settings, cross-reference checks, comparisons and file layout (workflow_scripts.evaluation)."""
+"""Evaluation settings, cross-reference checks, comparisons and file layout (workflow_scripts.dag.evaluation)."""
 from __future__ import annotations
 
 import copy
@@ -6,8 +6,8 @@ import copy
 import pytest
 
 from tests.report_fixtures import corpus_spec, fixture_config
-from workflow_scripts import evaluation as ev
 from workflow_scripts.dag import WorkflowConfigError
+from workflow_scripts.dag import evaluation as ev
 
 
 def test_settings_defaults_and_overrides():
@@ -140,7 +140,7 @@ def test_report_targets_and_inputs():
 
 
 def test_concatenate_keeps_every_line(tmp_path, capsys):
-    from workflow_scripts import concatenate
+    from workflow_scripts.evaluation import concatenate
 
     (tmp_path / "a").write_text("one\ntwo")  # no final newline
     (tmp_path / "b").write_text("three\n")

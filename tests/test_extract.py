@@ -1,4 +1,4 @@
-"""Tests of workflow_scripts.corpora (spec helpers, readers, holdout) and the extract CLI."""
+"""Tests of workflow_scripts.data.corpus_spec (spec helpers, readers, holdout) and the extract CLI."""
 from __future__ import annotations
 
 import collections
@@ -16,8 +16,8 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from workflow_scripts import extract
-from workflow_scripts.corpora import (
+from workflow_scripts.data import extract
+from workflow_scripts.data.corpus_spec import (
     check_corpus_spec,
     downloads_for,
     extraction_part,
@@ -25,7 +25,7 @@ from workflow_scripts.corpora import (
     reference_count,
     splits_of,
 )
-from workflow_scripts.fetch import fetch
+from workflow_scripts.data.fetch import fetch
 
 REPO = Path(__file__).resolve().parents[1]
 MIRROR = Path(__file__).resolve().parents[2] / "shared" / "data"
@@ -535,7 +535,7 @@ def test_downloads_for_lists_own_and_other_language_and_holdout_source(tmp_path)
 def test_cli_runs_as_a_module(tmp_path):
     spec, downloads = make_corpus(tmp_path, {"a.en": b"x\n", "a.de": b"y\n"}, {"train": [PLAIN]})
     output = tmp_path / "deep" / "dir" / "train.de"
-    command = [sys.executable, "-m", "workflow_scripts.extract", "--spec", json.dumps(spec), "--split", "train", "--lang", "de",
+    command = [sys.executable, "-m", "workflow_scripts.data.extract", "--spec", json.dumps(spec), "--split", "train", "--lang", "de",
                "--downloads-dir", str(downloads), "--output", str(output)]
     result = subprocess.run(command, cwd=REPO, capture_output=True, text=True, check=False)
     assert result.returncode == 0, result.stderr

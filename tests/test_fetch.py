@@ -1,4 +1,4 @@
-"""Tests of workflow_scripts.fetch: mirror, licensed directory, URL, checksums, atomicity."""
+"""Tests of workflow_scripts.data.fetch: mirror, licensed directory, URL, checksums, atomicity."""
 from __future__ import annotations
 
 import gzip
@@ -13,8 +13,8 @@ import yaml
 
 from nmtmodels.config import ConfigError
 from nmtmodels.textio import DataError
-from workflow_scripts import fetch as fetch_module
-from workflow_scripts.fetch import content_sha256, fetch
+from workflow_scripts.data import fetch as fetch_module
+from workflow_scripts.data.fetch import content_sha256, fetch
 
 REPO = Path(__file__).resolve().parents[1]
 MIRROR = Path(__file__).resolve().parents[2] / "shared" / "data"

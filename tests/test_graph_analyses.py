@@ -1,4 +1,4 @@
-"""Graph-Transformer analyses (workflow_scripts.graph_analyses): Figure 5 gate weights by length,
+"""Graph-Transformer analyses (workflow_scripts.analyses.graph_analyses): Figure 5 gate weights by length,
 Figure 6 score against encoder layers, and which runs get them."""
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from nmtmodels.data import ParallelDataset
 from nmtmodels.registry import build_model
 from nmtmodels.textio import DataError
 from nmtmodels.vocab import Vocabulary
-from workflow_scripts import graph_analyses
+from workflow_scripts.analyses import graph_analyses
 
 CONFIG = {
     "active_corpora": ["m_en_de"],

@@ -10,9 +10,9 @@ import yaml
 
 from nmtmodels.models.lattice import relation_ids
 from nmtmodels.textio import DataError
-from workflow_scripts import bpe
 from workflow_scripts.dag import checks, lattices, runs, sources
-from workflow_scripts.lattice import (
+from workflow_scripts.data import bpe
+from workflow_scripts.data.lattice import (
     POSITION_UNITS,
     Edge,
     build_file,

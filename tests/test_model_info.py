@@ -1,4 +1,4 @@
-"""Parameter count from a checkpoint and training speed from metrics.csv (workflow_scripts.model_info)."""
+"""Parameter count from a checkpoint and training speed from metrics.csv (workflow_scripts.analyses.model_info)."""
 from __future__ import annotations
 
 import json
@@ -9,7 +9,7 @@ from nmtmodels.checkpoint import save_checkpoint
 from nmtmodels.tests.copy_task_fixtures import tiny_model
 from nmtmodels.textio import DataError
 from nmtmodels.vocab import Vocabulary
-from workflow_scripts import model_info
+from workflow_scripts.analyses import model_info
 
 METRICS_HEADER = "update,epoch,loss,nll,lr,tokens_per_s,grad_norm,valid_loss,valid_nll,valid_bleu,elapsed\n"
 

@@ -1,4 +1,4 @@
-"""workflow_scripts.parallel: order, in-process mode, and errors from the caller and the workers."""
+"""workflow_scripts.data.parallel: order, in-process mode, and errors from the caller and the workers."""
 from __future__ import annotations
 
 import operator
@@ -7,8 +7,8 @@ import os
 import pytest
 
 from nmtmodels.textio import DataError
-from workflow_scripts.chars import line_encoder
-from workflow_scripts.parallel import WorkerError, chunked, parallel_map
+from workflow_scripts.data.chars import line_encoder
+from workflow_scripts.data.parallel import WorkerError, chunked, parallel_map
 
 
 def test_chunked_keeps_every_item_in_order():

@@ -1,4 +1,4 @@
-"""Scores by source-length bucket and their plot (workflow_scripts.plots)."""
+"""Scores by source-length bucket and their plot (workflow_scripts.evaluation.plots)."""
 from __future__ import annotations
 
 import random
@@ -6,7 +6,7 @@ import random
 import pytest
 from sacrebleu.metrics import BLEU
 
-from workflow_scripts import plots
+from workflow_scripts.evaluation import plots
 
 WORDS = [f"w{i}" for i in range(30)]
 

@@ -1,4 +1,4 @@
-"""Normalisation, tokenisation, Moses-style cleaning and dedupe of workflow_scripts.preprocess."""
+"""Normalisation, tokenisation, Moses-style cleaning and dedupe of workflow_scripts.data.preprocess."""
 from __future__ import annotations
 
 import json
@@ -11,8 +11,8 @@ import yaml
 from sacremoses import MosesPunctNormalizer, MosesTokenizer
 
 from nmtmodels.textio import DataError
-from workflow_scripts import parallel, preprocess
-from workflow_scripts.preprocess import (
+from workflow_scripts.data import parallel, preprocess
+from workflow_scripts.data.preprocess import (
     CleanSettings,
     LanguageSettings,
     TextProcessor,

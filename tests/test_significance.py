@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sacrebleu.metrics import BLEU, CHRF
 
-from workflow_scripts import significance as sig
+from workflow_scripts.evaluation import significance as sig
 
 WORDS = [f"w{i}" for i in range(40)] + [".", ",", "the", "a"]
 

@@ -1,4 +1,4 @@
-"""Swap noise of the reordering paper's Figures 3-5 (workflow_scripts.swap_noise)."""
+"""Swap noise of the reordering paper's Figures 3-5 (workflow_scripts.analyses.swap_noise)."""
 from __future__ import annotations
 
 import copy
@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from nmtmodels.textio import DataError
-from workflow_scripts import swap_noise as sn
+from workflow_scripts.analyses import swap_noise as sn
 from workflow_scripts.dag import WorkflowConfigError
 
 ROOT = Path(__file__).parent.parent

@@ -11,9 +11,9 @@ from sacrebleu.metrics import TER
 from nmtmodels.textio import DataError
 from tests.report_fixtures import PARAMETERS, build_tree, fixture_config
 from tests.test_significance import disagreeing_corpus
-from workflow_scripts import evaluation as ev
-from workflow_scripts import significance, tables
+from workflow_scripts.dag import evaluation as ev
 from workflow_scripts.dag import runs
+from workflow_scripts.evaluation import significance, tables
 
 
 @pytest.fixture(scope="module")

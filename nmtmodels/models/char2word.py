@@ -19,7 +19,7 @@ Choices where the paper is vague (its equations 11-13 are not legible in our cop
   ``logits_i = W_o s_i`` (Bahdanau et al. 2014 ordering, output from the new state only);
 * initial decoder state ``s_0 = tanh(W_init mean_j h_j)`` over the non-padding memory
   (Bahdanau et al. 2014 use the first backward state; the mean works for both encoders);
-* word ends: the positions of the space symbol ``▁`` (workflow_scripts.chars writes each
+* word ends: the positions of the space symbol ``▁`` (workflow_scripts.data.chars writes each
   run of whitespace as one ``▁``) plus the final ``</s>`` (the sentence end); the state is
   the forward GRU's state *after* reading that symbol, so each word state has read its
   word and everything before it.  The model finds these positions from the source ids:

@@ -226,7 +226,7 @@ def test_single_character_path_with_lpe_is_the_baseline_encoder() -> None:
 @torch.no_grad()
 def test_lpe_of_the_subword_example_uses_minimum_unit_positions() -> None:
     """Footnote 1: "th@@ e / the / hous@@ e / house" in minimum subword units (as
-    ``workflow_scripts/lattice.py inputs --position-unit subword`` writes it): edges th@@ the e
+    ``workflow_scripts/data/lattice.py inputs --position-unit subword`` writes it): edges th@@ the e
     hous@@ house e start after 0 0 1 2 2 3 units and </s> after all 4, so the encoder's input is
     the scaled token embedding plus PE(p, 2i) = sin(p / 10000^(2i/d)), PE(p, 2i+1) = cos(...)
     at p = 0 0 1 2 2 3 4 (section 3.2 / Vaswani et al.), computed here by hand."""

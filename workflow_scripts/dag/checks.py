@@ -10,9 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from workflow_scripts import corpora as corpus_specs
-from workflow_scripts import evaluation, swap_noise
-from workflow_scripts.dag import WorkflowConfigError, paths
+from workflow_scripts.analyses import swap_noise
+from workflow_scripts.dag import WorkflowConfigError, evaluation, paths
 from workflow_scripts.dag.corpus_data import input_dirs
 from workflow_scripts.dag.esc import check_compression
 from workflow_scripts.dag.lattices import check_lattices
@@ -24,6 +23,7 @@ from workflow_scripts.dag.runs import (
     experiment_settings,
     shares_embeddings,
 )
+from workflow_scripts.data import corpus_spec as corpus_specs
 
 __all__ = ["WorkflowConfigError", "check"]
 
@@ -171,7 +171,7 @@ def check_shared_embeddings(config: dict[str, Any]) -> None:
 def check_licensed_inputs(config: dict[str, Any], environ: Mapping[str, str]) -> None:
     """Every licensed file (``local`` of a download) that the active corpora still need is
     there: else one error listing each missing file (off with ``require_licensed_data: false``)."""
-    from workflow_scripts.fetch import missing_licensed
+    from workflow_scripts.data.fetch import missing_licensed
 
     if not config.get("require_licensed_data", True):
         return

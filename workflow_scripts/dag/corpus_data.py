@@ -6,8 +6,8 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from workflow_scripts import corpora as corpus_specs
 from workflow_scripts.dag import paths
+from workflow_scripts.data import corpus_spec as corpus_specs
 
 
 def data_targets(config: dict[str, Any]) -> list[str]:

@@ -1,4 +1,4 @@
-"""Lattice inputs (rules/lattice.smk, workflow_scripts/lattice.py): an experiment's ``lattice``
+"""Lattice inputs (rules/lattice.smk, workflow_scripts/data/lattice.py): an experiment's ``lattice``
 lists the segmentations of the corpus' source side that one lattice packs: Chinese segmenters
 (``seg/S/``, from preprocess.SRC.lattice_segmenters) or BPE sizes (``bpeN``).  The lattice of
 ``[a, b, c]`` lives in results/data/C/lattice/a+b+c/; with one segmentation it is that

@@ -1,6 +1,6 @@
 """Obtain one download of a corpus: from the mirror, the licensed-data directory, or its URL.
 
-    python -m workflow_scripts.fetch --spec JSON --name NAME --output PATH \\
+    python -m workflow_scripts.data.fetch --spec JSON --name NAME --output PATH \\
         [--mirror-dir DIR] [--licensed-dir DIR]
 
 JSON is the download's entry of ``corpora.CORPUS.downloads`` in config.yaml::
@@ -380,7 +380,7 @@ def fetch(
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m workflow_scripts.fetch", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m workflow_scripts.data.fetch", description=__doc__.split("\n\n")[0])
     parser.add_argument("--spec", required=True, help="JSON of the download entry (url, mirror, local, sha256, archive)")
     parser.add_argument("--name", required=True, help="the download's NAME (key in downloads)")
     parser.add_argument("--output", required=True, help="file to write (a symlink for a local directory)")

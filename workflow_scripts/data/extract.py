@@ -1,19 +1,19 @@
 """Write one split of one language of a corpus as plain text.
 
-    python -m workflow_scripts.extract --spec JSON --split SPLIT --lang LANG \\
+    python -m workflow_scripts.data.extract --spec JSON --split SPLIT --lang LANG \\
         --downloads-dir resources/downloads/CORPUS --output PATH [--ref K]
 
 JSON is the whole corpus spec (an entry of ``corpora`` in config.yaml).  The output is UTF-8,
 one sentence per line, no BOM, "\\n" line ends, written atomically.  ``--ref K`` (K >= 1)
 writes reference K of a multi-reference test set (the workflow names it
 ``{split}.ref{K}.{lang}``); without it reference 0 is written.  Formats, holdout splits
-and checks are documented in :mod:`workflow_scripts.corpora`.  Error messages name config
+and checks are documented in :mod:`workflow_scripts.data.corpus_spec`.  Error messages name config
 keys as ``corpora.CORPUS...``, CORPUS being the name of the downloads directory.
 ``max_train_pairs`` in the spec keeps only the first N training pairs (miniature runs);
 the rest is still read, so that the line-count check of the two languages (and every
 format check) covers the whole corpus whatever the limit.
 
-A download that :mod:`workflow_scripts.fetch` recorded (``NAME.origin.json`` beside it)
+A download that :mod:`workflow_scripts.data.fetch` recorded (``NAME.origin.json`` beside it)
 is named in errors together with where it was copied from (mirror, licensed file or URL).
 """
 from __future__ import annotations
@@ -26,8 +26,8 @@ from pathlib import Path
 
 from nmtmodels.config import ConfigError
 from nmtmodels.textio import DataError, write_lines
-from workflow_scripts.corpora import read_split
-from workflow_scripts.fetch import origin_note
+from workflow_scripts.data.fetch import origin_note
+from workflow_scripts.data.formats import read_split
 
 
 def first(sentences: Iterable[str], limit: int) -> Iterator[str]:
@@ -38,7 +38,7 @@ def first(sentences: Iterable[str], limit: int) -> Iterator[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m workflow_scripts.extract", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m workflow_scripts.data.extract", description=__doc__.split("\n\n")[0])
     parser.add_argument("--spec", required=True, help="JSON of the corpus spec (src, tgt, downloads, splits, ...)")
     parser.add_argument("--split", required=True, help="train, dev or a test-set name")
     parser.add_argument("--lang", required=True, help="language code (the corpus's src or tgt)")

@@ -1,6 +1,6 @@
 """Graph-Transformer analyses: the high-order gate weight by source length per encoder layer
 (paper Figure 5) and the score against the number of encoder layers (Figure 6).  BLEU by
-source length (Figure 4) is the shared length analysis (workflow_scripts/plots.py).
+source length (Figure 4) is the shared length analysis (workflow_scripts/evaluation/plots.py).
 
 * ``gates``: the trained model encodes a test set (``GraphTransformerModel.high_order_weights``:
   each sentence's weight of the high-order group, averaged over its positions); per
@@ -16,9 +16,9 @@ source length (Figure 4) is the shared length analysis (workflow_scripts/plots.p
 Outputs: ``results/report/graph/gates/EXPERIMENT/CORPUS/TEST.{csv,png}`` and
 ``results/report/graph/layers/CORPUS/TEST.{csv,png}`` (into the report's "Analyses").
 
-    python -m workflow_scripts.graph_analyses gates --checkpoint CKPT --source BPE_TEST_SRC
+    python -m workflow_scripts.analyses.graph_analyses gates --checkpoint CKPT --source BPE_TEST_SRC
         --tokenized TOK_TEST_SRC [--buckets 10 20 30 40 50] [--title T] --csv OUT --png OUT
-    python -m workflow_scripts.graph_analyses layers --point SERIES LAYERS SCORES_JSON [...]
+    python -m workflow_scripts.analyses.graph_analyses layers --point SERIES LAYERS SCORES_JSON [...]
         [--metric bleu] [--title T] --csv OUT --png OUT
 """
 from __future__ import annotations
@@ -30,11 +30,11 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from nmtmodels.textio import DataError, atomic_output, read_lines
+from workflow_scripts.dag.evaluation import source_file
 from workflow_scripts.dag.paths import experiment_dir
 from workflow_scripts.dag.runs import experiment_runs, experiment_settings
 from workflow_scripts.dag.sources import test_source
-from workflow_scripts.evaluation import source_file
-from workflow_scripts.plots import METRIC_LABELS, line_plot
+from workflow_scripts.evaluation.plots import METRIC_LABELS, line_plot
 
 if TYPE_CHECKING:  # pandas (and plots' sacrebleu) load only where a table is made, not in the Snakefile
     import pandas as pd
@@ -119,7 +119,7 @@ def gate_table(weights: Sequence[Sequence[float]], lengths: Sequence[int], edges
     sentences of a length bucket, and its difference to the first bucket (Figure 5)."""
     import pandas as pd
 
-    from workflow_scripts.plots import bucket_labels, length_bucket
+    from workflow_scripts.evaluation.plots import bucket_labels, length_bucket
 
     if len(weights) != len(lengths):
         raise ValueError(f"{len(weights)} sentences have weights but {len(lengths)} have lengths")
@@ -165,7 +165,7 @@ def write_csv(table: pd.DataFrame, path: str) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m workflow_scripts.graph_analyses", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m workflow_scripts.analyses.graph_analyses", description=__doc__.split("\n\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
     gates = commands.add_parser("gates", help="high-order gate weight by source length per layer (Figure 5)")
     gates.add_argument("--checkpoint", required=True)

@@ -2,11 +2,11 @@
 paper, Figure 4) for every system on one test set.
 
 A group's score is the corpus score of its sentences alone, from the same per-sentence
-sacrebleu statistics as the sign test (:func:`workflow_scripts.significance.sentence_statistics`),
+sacrebleu statistics as the sign test (:func:`workflow_scripts.evaluation.significance.sentence_statistics`),
 so any grouping of sentences (length, lattice size, compression ratio, ...) can reuse
 :func:`scores_by_group`.
 
-    python -m workflow_scripts.plots length --source SRC.tok --lang de --metric bleu
+    python -m workflow_scripts.evaluation.plots length --source SRC.tok --lang de --metric bleu
         --ref REF [--ref REF2 ...] --system NAME HYP [--system NAME HYP ...]
         [--buckets 10 20 30 40 50] [--title TITLE] --csv OUT.csv --png OUT.png
 
@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 from nmtmodels.textio import DataError, atomic_output, read_lines
-from workflow_scripts.significance import METRICS, make_metric, sentence_statistics
+from workflow_scripts.evaluation.significance import METRICS, make_metric, sentence_statistics
 
 METRIC_LABELS = {"bleu": "sacreBLEU", "chrf": "chrF2", "tokenized_bleu": "BLEU (tokenised)"}
 
@@ -121,7 +121,7 @@ def plot_by_bucket(frame: pd.DataFrame, title: str, ylabel: str, path: str) -> N
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m workflow_scripts.plots", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m workflow_scripts.evaluation.plots", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     length = sub.add_parser("length", help="score by source-length bucket")
     length.add_argument("--source", required=True, help="tokenised source of the test set")

@@ -1,11 +1,11 @@
 """Explicit sentence compression (ESC, Li et al.): compression-pair data and evaluation.
 
-    python -m workflow_scripts.compression denoise  --input TOK --codes C --vocab V --threshold N
+    python -m workflow_scripts.data.compression denoise  --input TOK --codes C --vocab V --threshold N
                                                     --src-out NOISY --tgt-out CLEAN [noise options]
-    python -m workflow_scripts.compression pairs    --sets F.jsonl.gz... --lang en --preprocess JSON
+    python -m workflow_scripts.data.compression pairs    --sets F.jsonl.gz... --lang en --preprocess JSON
                                                     --codes C --vocab V --threshold N [--skip K] [--limit K]
                                                     --src-out SRC --tgt-out TGT [--refs-out REFS.jsonl]
-    python -m workflow_scripts.compression evaluate --hyp OUT --refs REFS.jsonl --output SCORES.json
+    python -m workflow_scripts.data.compression evaluate --hyp OUT --refs REFS.jsonl --output SCORES.json
 
 Unsupervised compression (section 2.2, after Fevry and Phang 2018) is a denoising
 auto-encoder: the source of a training pair is the sentence with two noises, the target
@@ -175,7 +175,7 @@ def remove_bpe(line: str) -> str:
 
 # ----------------------------------------------------------------------------- commands
 def _bpe(args: argparse.Namespace):
-    from workflow_scripts.bpe import line_encoder
+    from workflow_scripts.data.bpe import line_encoder
 
     return line_encoder(args.codes, args.vocab, args.threshold)
 
@@ -193,7 +193,7 @@ def _denoise(args: argparse.Namespace) -> int:
 
 
 def _pairs(args: argparse.Namespace) -> int:
-    from workflow_scripts.preprocess import TextProcessor, language_settings
+    from workflow_scripts.data.preprocess import TextProcessor, language_settings
 
     spec = json.loads(args.preprocess)
     processor = TextProcessor(language_settings(spec, args.lang), args.unicode_form)
@@ -231,7 +231,7 @@ def _evaluate(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m workflow_scripts.compression", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m workflow_scripts.data.compression", description=__doc__.split("\n\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
     for name in ("denoise", "pairs"):
         sub = commands.add_parser(name)

@@ -20,8 +20,8 @@ score difference disagree (possible with the sign test), the cell carries
 the config ran fill it, and a paper's experiments on other language pairs get an extra
 table of the same kind.
 
-    python -m workflow_scripts.tables collect --metadata JSON --output results.csv
-    python -m workflow_scripts.tables render --results results.csv --paper lattice
+    python -m workflow_scripts.evaluation.tables collect --metadata JSON --output results.csv
+    python -m workflow_scripts.evaluation.tables render --results results.csv --paper lattice
         [--marker-test sign] --markdown lattice.md --latex lattice.tex --html lattice.html
 """
 from __future__ import annotations
@@ -38,7 +38,7 @@ from typing import Any
 import pandas as pd
 
 from nmtmodels.textio import DataError, atomic_output
-from workflow_scripts import evaluation as ev
+from workflow_scripts.dag import evaluation as ev
 
 SCORE_METRICS = ("bleu", "chrf", "ter", "tokenized_bleu")
 LOWER_IS_BETTER = frozenset({"ter"})
@@ -76,7 +76,7 @@ def _pair(corpus: dict[str, Any]) -> str:
 
 def collect_results(metadata: dict[str, Any], root: str | Path = ".") -> pd.DataFrame:
     """One row per (experiment, corpus, test set, metric); ``metadata`` as made by
-    :func:`workflow_scripts.evaluation.report_metadata`, files below ``root``."""
+    :func:`workflow_scripts.dag.evaluation.report_metadata`, files below ``root``."""
     root = Path(root)
     experiments, corpora = metadata["experiments"], metadata["corpora"]
     cache: dict[str, dict[str, Any]] = {}
@@ -548,10 +548,10 @@ def render_paper(results: pd.DataFrame, paper: str, marker_test: str = "sign") -
 
 # ----------------------------------------------------------------------------- CLI
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m workflow_scripts.tables", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m workflow_scripts.evaluation.tables", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     collect = sub.add_parser("collect", help="gather scores, p-values and model information into one CSV")
-    collect.add_argument("--metadata", required=True, help="JSON from workflow_scripts.evaluation.report_metadata")
+    collect.add_argument("--metadata", required=True, help="JSON from workflow_scripts.dag.evaluation.report_metadata")
     collect.add_argument("--output", required=True)
     render = sub.add_parser("render", help="one paper's tables as Markdown, LaTeX and HTML")
     render.add_argument("--results", required=True)

@@ -1,6 +1,6 @@
 """Concatenate line-aligned text files (a concatenated test set such as the lattice paper's "ALL").
 
-    python -m workflow_scripts.concatenate --input A B C --output ALL
+    python -m workflow_scripts.evaluation.concatenate --input A B C --output ALL
 
 Every input is read as checked UTF-8 lines (a missing final newline does not merge two
 sentences); the output appears only when all inputs were read.
@@ -15,7 +15,7 @@ from nmtmodels.textio import DataError, read_lines, write_lines
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m workflow_scripts.concatenate", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m workflow_scripts.evaluation.concatenate", description=__doc__.split("\n\n")[0])
     parser.add_argument("--input", nargs="+", required=True)
     parser.add_argument("--output", required=True)
     args = parser.parse_args(argv)

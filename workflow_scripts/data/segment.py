@@ -8,7 +8,7 @@ segmentations of one sentence character by character, so this must hold).
 
 CLI::
 
-    python -m workflow_scripts.segment --lang zh --segmenter thulac --input NORM --output SEG [--threads N]
+    python -m workflow_scripts.data.segment --lang zh --segmenter thulac --input NORM --output SEG [--threads N]
 """
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ import sys
 from collections.abc import Callable
 
 from nmtmodels.textio import DataError, atomic_output, read_lines
-from workflow_scripts.parallel import WorkerError, add_threads_argument, parallel_map
+from workflow_scripts.data.parallel import WorkerError, add_threads_argument, parallel_map
 
 # Known segmenters per language.
 SEGMENTERS: dict[str, tuple[str, ...]] = {"zh": ("jieba", "thulac", "snownlp"), "ja": ("fugashi",)}
@@ -117,7 +117,7 @@ def segment_file(lang: str, name: str, input_path: str, output_path: str, *, thr
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m workflow_scripts.segment", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m workflow_scripts.data.segment", description=__doc__.split("\n\n")[0])
     parser.add_argument("--lang", required=True, help=f"language ({', '.join(SEGMENTERS)})")
     parser.add_argument("--segmenter", required=True, help="; ".join(f"{k}: {', '.join(v)}" for k, v in SEGMENTERS.items()))
     parser.add_argument("--input", required=True, help="normalised, untokenised text, one sentence per line")

@@ -19,7 +19,7 @@ tokenised text, ``tokenize="none"``, no smoothing).
 
 CLI (writes one JSON file; see :func:`compare`)::
 
-    python -m workflow_scripts.significance --lang de --system SYS.hyp --baseline BASE.hyp
+    python -m workflow_scripts.evaluation.significance --lang de --system SYS.hyp --baseline BASE.hyp
         --ref REF [REF2 ...] [--tok-system SYS.tok --tok-baseline BASE.tok --tok-ref TOKREF [TOKREF2 ...]]
         [--metrics bleu tokenized_bleu] [--tests sign paired_bs paired_ar]
         [--bootstrap-samples 1000] [--ar-trials 10000] [--seed 12345] --output OUT.json
@@ -218,7 +218,7 @@ def _check_counts(system: Sequence[str], baseline: Sequence[str], references: Se
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m workflow_scripts.significance", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m workflow_scripts.evaluation.significance", description=__doc__.split("\n\n")[0])
     parser.add_argument("--lang", required=True, help="target language (picks the BLEU tokenizer)")
     parser.add_argument("--system", required=True, help="detokenised system output")
     parser.add_argument("--baseline", required=True, help="detokenised baseline output")

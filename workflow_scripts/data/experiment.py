@@ -1,6 +1,6 @@
 """Write the resolved settings of one experiment run (the ``--config`` of ``nmt-train``).
 
-    python -m workflow_scripts.experiment --settings JSON --output experiment.yaml
+    python -m workflow_scripts.data.experiment --settings JSON --output experiment.yaml
 
 JSON holds the ``model``, ``train`` and ``decode`` sections the Snakefile resolved from
 config.yaml (defaults + the experiment's overrides).  The file is written atomically, so

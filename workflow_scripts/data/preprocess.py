@@ -11,7 +11,7 @@ Per language, in this order:
 4. Tokenisation by ``preprocess.LANG.tokenizer``: ``moses`` = sacremoses
    ``MosesTokenizer(lang)`` with ``aggressive_dash_splits=True`` (Moses ``-a``) and
    ``escape=False``; ``jieba``/``thulac``/``snownlp`` (zh) or ``fugashi`` (ja) = word
-   segmentation (:mod:`workflow_scripts.segment`); ``whitespace`` = keep the tokens.
+   segmentation (:mod:`workflow_scripts.data.segment`); ``whitespace`` = keep the tokens.
 5. ``lowercase: true``: lowercase (after tokenisation, as Moses lowercase.perl is run
    after tokenizer.perl, so that case-sensitive non-breaking prefixes still apply).
 
@@ -41,7 +41,7 @@ Kept/dropped counts, the blank lines and the policy applied go to stderr (the jo
 
 CLI::
 
-    python -m workflow_scripts.preprocess --src-lang L1 --tgt-lang L2 \\
+    python -m workflow_scripts.data.preprocess --src-lang L1 --tgt-lang L2 \\
         --src-in RAW1 --tgt-in RAW2 --src-out TOK1 --tgt-out TOK2 \\
         --src-norm-out NORM1 --tgt-norm-out NORM2 --spec JSON [--train] \\
         [--unicode-form NFKC] [--threads N]
@@ -62,8 +62,8 @@ from typing import Any
 
 from nmtmodels.config import ConfigError
 from nmtmodels.textio import DataError, atomic_outputs, read_lines
-from workflow_scripts.parallel import WorkerError, add_threads_argument, parallel_map
-from workflow_scripts.segment import SEGMENTERS, SegmentationError, WordSegmenter
+from workflow_scripts.data.parallel import WorkerError, add_threads_argument, parallel_map
+from workflow_scripts.data.segment import SEGMENTERS, SegmentationError, WordSegmenter
 
 UNICODE_FORMS = ("NFC", "NFKC", "NFD", "NFKD")
 GENERIC_TOKENIZERS = ("moses", "whitespace")
@@ -291,7 +291,7 @@ def format_counts(counts: collections.Counter) -> str:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m workflow_scripts.preprocess", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m workflow_scripts.data.preprocess", description=__doc__.split("\n\n")[0])
     parser.add_argument("--src-lang", required=True)
     parser.add_argument("--tgt-lang", required=True)
     parser.add_argument("--src-in", required=True, help="raw source text (plain or gzip)")

@@ -49,10 +49,10 @@ cross, we take the common refinement (our choice: the paper's segmentations were
 
 CLI::
 
-    python -m workflow_scripts.lattice build --inputs SEG1 SEG2 ... --output X.lattice
-    python -m workflow_scripts.lattice inputs --lattice X.lattice --position-unit subword|char \\
+    python -m workflow_scripts.data.lattice build --inputs SEG1 SEG2 ... --output X.lattice
+    python -m workflow_scripts.data.lattice inputs --lattice X.lattice --position-unit subword|char \\
         --tokens T --starts S --ends E
-    python -m workflow_scripts.lattice validate X.lattice [...]
+    python -m workflow_scripts.data.lattice validate X.lattice [...]
 """
 from __future__ import annotations
 
@@ -227,7 +227,7 @@ def write_inputs(lattice: str, tokens: str, starts: str, ends: str, position_uni
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m workflow_scripts.lattice", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m workflow_scripts.data.lattice", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     build = sub.add_parser("build", help="lattices from line-aligned segmentations of the same text")
     build.add_argument("--inputs", nargs="+", required=True, help="segmentation files (words or BPE units)")

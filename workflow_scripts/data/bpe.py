@@ -13,9 +13,9 @@ than T times in V is reverted (Sennrich et al.'s recipe for consistent joint BPE
 
 CLI::
 
-    python -m workflow_scripts.bpe learn --merges N (--joint | --separate) --vocabulary-threshold T \\
+    python -m workflow_scripts.data.bpe learn --merges N (--joint | --separate) --vocabulary-threshold T \\
         --src-in TOK1 --tgt-in TOK2 --src-codes-out C1 --tgt-codes-out C2 --src-vocab-out V1 --tgt-vocab-out V2
-    python -m workflow_scripts.bpe apply --codes C --vocab V --vocabulary-threshold T --input TOK --output OUT [--threads N]
+    python -m workflow_scripts.data.bpe apply --codes C --vocab V --vocabulary-threshold T --input TOK --output OUT [--threads N]
 """
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterable
 from subword_nmt import apply_bpe, learn_bpe
 
 from nmtmodels.textio import DataError, atomic_output, atomic_outputs, read_lines
-from workflow_scripts.parallel import WorkerError, add_threads_argument, parallel_map
+from workflow_scripts.data.parallel import WorkerError, add_threads_argument, parallel_map
 
 SEPARATOR = "@@"
 MIN_PAIR_FREQUENCY = 2
@@ -129,7 +129,7 @@ def below_threshold(vocab_path: str, threshold: int) -> tuple[int, int]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m workflow_scripts.bpe", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m workflow_scripts.data.bpe", description=__doc__.split("\n\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
     learn_parser = commands.add_parser("learn", help="learn BPE codes and vocabularies")
     learn_parser.add_argument("--merges", type=int, required=True, help="number of merge operations")

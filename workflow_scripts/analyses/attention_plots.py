@@ -19,7 +19,7 @@ sentences and a plot stays legible.
 
 CLI::
 
-    python -m workflow_scripts.attention_plots --checkpoint CKPT --source CHARS_TEST
+    python -m workflow_scripts.analyses.attention_plots --checkpoint CKPT --source CHARS_TEST
         --title TITLE --count 3 --min-chars 30 --max-chars 70 [--beam 4]
         --png OUT.png --json OUT.json
 """
@@ -136,7 +136,7 @@ def plot(plots: Sequence[dict], title: str, path: str) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--checkpoint", required=True)
-    parser.add_argument("--source", required=True, help="character-level test source (workflow_scripts.chars)")
+    parser.add_argument("--source", required=True, help="character-level test source (workflow_scripts.data.chars)")
     parser.add_argument("--title", default="")
     parser.add_argument("--count", type=int, default=3)
     parser.add_argument("--min-chars", type=int, default=30)

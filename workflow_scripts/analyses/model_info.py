@@ -8,7 +8,7 @@
   interval); ``null`` when no interval was logged (fewer updates than ``log_interval``).
 * ``updates``: the checkpoint's update count; ``family``: the model family.
 
-    python -m workflow_scripts.model_info --checkpoint checkpoint_best.pt --metrics metrics.csv --output model_info.json
+    python -m workflow_scripts.analyses.model_info --checkpoint checkpoint_best.pt --metrics metrics.csv --output model_info.json
 """
 from __future__ import annotations
 
@@ -62,7 +62,7 @@ def model_info(checkpoint: str | Path, metrics_csv: str | Path) -> dict[str, Any
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m workflow_scripts.model_info", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m workflow_scripts.analyses.model_info", description=__doc__.split("\n\n")[0])
     parser.add_argument("--checkpoint", required=True)
     parser.add_argument("--metrics", required=True, help="the trainer's metrics.csv")
     parser.add_argument("--output", required=True)

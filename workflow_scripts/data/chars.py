@@ -7,7 +7,7 @@ sentence is the sequence of its characters, each language has its own dictionary
 pairs with a source over 250 or a target over 500 characters are dropped.
 
 Which text the characters come from: the TOKENISED text (the TOK output of
-:mod:`workflow_scripts.preprocess`, before BPE).  That is the paper's preprocessing
+:mod:`workflow_scripts.data.preprocess`, before BPE).  That is the paper's preprocessing
 (Moses tokenizer.perl before characters), and the char2word encoder samples its word
 states at spaces, which untokenised Chinese or Japanese would not have; the decoded
 character output is detokenised like every other system's output.
@@ -21,9 +21,9 @@ characters first occur in the text.
 
 CLI::
 
-    python -m workflow_scripts.chars vocab --input TOK_TRAIN --size 300 --output VOCAB
-    python -m workflow_scripts.chars apply --vocab VOCAB --input TOK --output CHARS [--threads N]
-    python -m workflow_scripts.chars filter --src-in C1 --tgt-in C2 --max-src 250 --max-tgt 500 --src-out F1 --tgt-out F2
+    python -m workflow_scripts.data.chars vocab --input TOK_TRAIN --size 300 --output VOCAB
+    python -m workflow_scripts.data.chars apply --vocab VOCAB --input TOK --output CHARS [--threads N]
+    python -m workflow_scripts.data.chars filter --src-in C1 --tgt-in C2 --max-src 250 --max-tgt 500 --src-out F1 --tgt-out F2
 """
 from __future__ import annotations
 
@@ -35,8 +35,8 @@ from collections.abc import Callable, Iterable
 
 from nmtmodels.symbols import UNK
 from nmtmodels.textio import DataError, atomic_output, atomic_outputs, read_lines
-from workflow_scripts.parallel import WorkerError, add_threads_argument, parallel_map, positive_int
-from workflow_scripts.preprocess import read_parallel
+from workflow_scripts.data.parallel import WorkerError, add_threads_argument, parallel_map, positive_int
+from workflow_scripts.data.preprocess import read_parallel
 
 SPACE = "\u2581"
 
@@ -115,7 +115,7 @@ def filter_pairs(
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m workflow_scripts.chars", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m workflow_scripts.data.chars", description=__doc__.split("\n\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
     vocab_parser = commands.add_parser("vocab", help="most frequent characters of a tokenised training file")
     vocab_parser.add_argument("--input", required=True, help="tokenised training text of one language")

@@ -32,19 +32,19 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from workflow_scripts import corpora as corpus_specs
 from workflow_scripts.dag import WorkflowConfigError, paths
 from workflow_scripts.dag.corpus_data import reference_paths, tokenized_references
 from workflow_scripts.dag.paths import DATA_ROOT, EXPERIMENTS_ROOT
 from workflow_scripts.dag.runs import experiment_runs
+from workflow_scripts.data import corpus_spec as corpus_specs
 
 REPORT_ROOT = "results/report"
 PAPERS = ("lattice", "reordering", "graph", "char", "esc")
-# The tables of each paper that experiments may name in ``tables`` (laid out in workflow_scripts.tables).
+# The tables of each paper that experiments may name in ``tables`` (laid out in workflow_scripts.evaluation.tables).
 PAPER_TABLES = {"lattice": ("table2", "table3", "table4"), "reordering": ("table1", "table2", "table3"),
                 "graph": ("table2",), "char": ("table3",), "esc": ("main",)}
 # Metrics significance tests and length analyses may use.  Score files and the results table
-# also hold TER (nmtmodels.scoring, workflow_scripts.tables.SCORE_METRICS), reported untested.
+# also hold TER (nmtmodels.scoring, workflow_scripts.evaluation.tables.SCORE_METRICS), reported untested.
 METRICS = ("bleu", "chrf", "tokenized_bleu")
 TESTS = ("sign", "paired_bs", "paired_ar")
 NAME = re.compile(r"^[A-Za-z0-9_-]+$")
@@ -253,7 +253,7 @@ def length_inputs(config: dict[str, Any], corpus: str, test_set: str) -> dict[st
 
 def report_metadata(config: dict[str, Any]) -> dict[str, Any]:
     """What the results table needs from the config (JSON-able; the ``--metadata`` of
-    ``workflow_scripts.tables collect``), in config order."""
+    ``workflow_scripts.evaluation.tables collect``), in config order."""
     runs = experiment_runs(config)
     used = dict.fromkeys(c for _, c in runs)
     settings = evaluation_settings(config)

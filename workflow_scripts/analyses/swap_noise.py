@@ -29,8 +29,8 @@ rules/decode.smk and rules/evaluate.smk (``use rule``, rules/reordering.smk).  L
 
 CLI::
 
-    python -m workflow_scripts.swap_noise noise --input TOK --output NOISY --percent P --seed S
-    python -m workflow_scripts.swap_noise report --percentages 0 10 ... --metric bleu
+    python -m workflow_scripts.analyses.swap_noise noise --input TOK --output NOISY --percent P --seed S
+    python -m workflow_scripts.analyses.swap_noise report --percentages 0 10 ... --metric bleu
         --system NAME SCORES_0 SCORES_10 ... [--system ...] --title T --csv C --markdown M --png P
 """
 from __future__ import annotations
@@ -51,7 +51,7 @@ from workflow_scripts.dag import WorkflowConfigError
 from workflow_scripts.dag.paths import DATA_ROOT, EXPERIMENTS_ROOT
 from workflow_scripts.dag.runs import experiment_runs
 from workflow_scripts.dag.sources import reads_plain_subwords
-from workflow_scripts.plots import METRIC_LABELS, line_plot
+from workflow_scripts.evaluation.plots import METRIC_LABELS, line_plot
 
 REPORT_ROOT = "results/report/swap_noise"
 DEFAULTS: dict[str, Any] = {"percentages": [0, 10, 20, 30, 40, 50], "seed": 1, "corpora": {}}
@@ -215,7 +215,7 @@ def plot(frame: pd.DataFrame, metric: str, title: str, path: str) -> None:
 
 # ----------------------------------------------------------------------------- CLI
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m workflow_scripts.swap_noise", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m workflow_scripts.analyses.swap_noise", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     noise = sub.add_parser("noise", help="swap a percentage of the words of every line")
     noise.add_argument("--input", required=True, help="tokenised source")

@@ -1,0 +1,7 @@
+"""Analyses the papers draw beyond their main tables.
+
+    attention_plots  char2word attention heat-maps
+    graph_analyses   Graph-Transformer gate weights by length, layer sweep (Figures 5, 6)
+    model_info       parameter counts and training speed of a run
+    swap_noise       reordering paper's swapped-word test sets and their curves (Figures 3-5)
+"""
