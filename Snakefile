@@ -43,6 +43,7 @@ os.environ.update(corpus_data.input_dir_environment(config, os.environ))  # fetc
 # docs/cluster.md); every rule's resources include it.  Local runs ignore it.
 CPU_JOB = cluster.cluster_resources(config)
 
+
 # Jobs run `python -m workflow_scripts.*` / `nmtmodels.*` from any environment (conda,
 # cluster node) without installing the project: put the repository on their path.
 os.environ.update(PYTHONPATH=cluster.python_path_with(workflow.basedir, os.environ))
@@ -63,6 +64,7 @@ wildcard_constraints:
     lattice=r"[a-z0-9]+(\+[a-z0-9]+)*",
 
 
+include: "rules/common.smk"
 include: "rules/data.smk"
 include: "rules/preprocess.smk"
 include: "rules/subwords.smk"

@@ -23,9 +23,7 @@ rule attention_plot:
     benchmark:
         "results/benchmarks/attention_plot/{experiment}/{corpus}.tsv"
     resources:
-        **CPU_JOB,
-        mem_mb=2000,
-        runtime=10,
+        **cpu_job(mem_mb=2000, runtime=10),
     shell:
         "python -m workflow_scripts.analyses.attention_plots --checkpoint {input.checkpoint:q} --source {input.source:q}"
         " --beam {params.beam} --title '{wildcards.experiment} / {wildcards.corpus}'"

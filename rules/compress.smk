@@ -33,9 +33,7 @@ rule fetch_compression_set:
     benchmark:
         "results/benchmarks/fetch_compression_set/{compression_set}.tsv"
     resources:
-        **CPU_JOB,
-        mem_mb=500,
-        runtime=30,
+        **cpu_job(mem_mb=500, runtime=30),
     shell:
         "python -m workflow_scripts.data.fetch --spec {params.spec:q} --name {wildcards.compression_set:q}"
         " --output {output:q} > {log:q} 2>&1"
@@ -58,9 +56,7 @@ rule compression_denoise_pairs:
     conda:
         "../envs/data.yaml"
     resources:
-        **CPU_JOB,
-        mem_mb=2000,
-        runtime=30,
+        **cpu_job(mem_mb=2000, runtime=30),
     shell:
         "python -m workflow_scripts.data.compression denoise --input {input.text:q} --codes {input.codes:q}"
         " --vocab {input.vocab:q} --threshold {params.threshold} --seed {params.noise[seed]}"
@@ -90,9 +86,7 @@ rule compression_supervised_pairs:
     conda:
         "../envs/data.yaml"
     resources:
-        **CPU_JOB,
-        mem_mb=2000,
-        runtime=30,
+        **cpu_job(mem_mb=2000, runtime=30),
     shell:
         "python -m workflow_scripts.data.compression pairs --sets {input.sets:q} --lang {params.lang}"
         " --preprocess {params.preprocess:q} --unicode-form {params.unicode_form} {params.limits}"
@@ -121,9 +115,7 @@ rule compression_eval_set:
     conda:
         "../envs/data.yaml"
     resources:
-        **CPU_JOB,
-        mem_mb=2000,
-        runtime=30,
+        **cpu_job(mem_mb=2000, runtime=30),
     shell:
         "python -m workflow_scripts.data.compression pairs --sets {input.sets:q} --lang {params.lang}"
         " --preprocess {params.preprocess:q} --unicode-form {params.unicode_form} {params.limits}"
@@ -143,9 +135,7 @@ rule compressor_config:
     conda:
         "../envs/data.yaml"
     resources:
-        **CPU_JOB,
-        mem_mb=200,
-        runtime=5,
+        **cpu_job(mem_mb=200, runtime=5),
     shell:
         "python -m workflow_scripts.data.experiment --settings {params.settings:q} --output {output:q} > {log:q} 2>&1"
 
@@ -170,9 +160,7 @@ rule train_compressor:
         "../envs/train.yaml"
     threads: config["train_resources"].get("cpus", 1)
     resources:
-        mem_mb=config["train_resources"].get("mem_mb", 8000),
-        runtime=config["train_resources"].get("runtime", 60),
-        **cluster.cluster_resources(config, gpus=config["train_resources"].get("gpus", 0)),
+        **train_job(),
     shell:
         "{params.launcher} -m nmtmodels.cli train --restart-on-change --config {input.config:q}"
         " --train-src {input.train_src:q} --train-tgt {input.train_tgt:q}"
@@ -197,9 +185,7 @@ rule compress:
         "../envs/train.yaml"
     threads: config["train_resources"].get("cpus", 1)
     resources:
-        mem_mb=config["train_resources"].get("mem_mb", 8000),
-        runtime=60,
-        **cluster.cluster_resources(config, gpus=min(1, config["train_resources"].get("gpus", 0))),
+        **decode_job(),
     shell:
         "OMP_NUM_THREADS={threads} python -m nmtmodels.cli translate --checkpoint {input.checkpoint:q}"
         " --input {input.source:q} --output {output:q} {params.search} --truncate > {log:q} 2>&1"
@@ -218,9 +204,7 @@ rule compression_quality:
     conda:
         "../envs/evaluate.yaml"
     resources:
-        **CPU_JOB,
-        mem_mb=500,
-        runtime=10,
+        **cpu_job(mem_mb=500, runtime=10),
     shell:
         "python -m workflow_scripts.data.compression evaluate --hyp {input.hyp:q} --refs {input.refs:q}"
         " --output {output:q} > {log:q} 2>&1"

@@ -28,9 +28,7 @@ rule fetch:
     benchmark:
         "results/benchmarks/fetch/{corpus}/{download}.tsv"
     resources:
-        **CPU_JOB,
-        mem_mb=500,
-        runtime=60,
+        **cpu_job(mem_mb=500, runtime=60),
     shell:
         "python -m workflow_scripts.data.fetch --spec {params.spec:q} --name {wildcards.download:q}"
         " --output {output:q} > {log:q} 2>&1"
@@ -51,9 +49,7 @@ rule extract:
     benchmark:
         "results/benchmarks/extract/{corpus}/{split}.{lang}.tsv"
     resources:
-        **CPU_JOB,
-        mem_mb=2000,
-        runtime=60,
+        **cpu_job(mem_mb=2000, runtime=60),
     shell:
         "python -m workflow_scripts.data.extract --spec {params.spec:q} --split {wildcards.split}"
         " --lang {wildcards.lang} --downloads-dir {params.downloads:q} --output {output:q} > {log:q} 2>&1"
@@ -74,9 +70,7 @@ rule extract_reference:
     benchmark:
         "results/benchmarks/extract/{corpus}/{split}.ref{ref}.{lang}.tsv"
     resources:
-        **CPU_JOB,
-        mem_mb=2000,
-        runtime=60,
+        **cpu_job(mem_mb=2000, runtime=60),
     shell:
         "python -m workflow_scripts.data.extract --spec {params.spec:q} --split {wildcards.split}"
         " --lang {wildcards.lang} --ref {wildcards.ref} --downloads-dir {params.downloads:q}"

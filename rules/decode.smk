@@ -20,9 +20,7 @@ rule translate:
         "../envs/train.yaml"
     threads: config["train_resources"].get("cpus", 1)
     resources:
-        mem_mb=config["train_resources"].get("mem_mb", 8000),
-        runtime=60,
-        **cluster.cluster_resources(config, gpus=min(1, config["train_resources"].get("gpus", 0))),
+        **decode_job(),
     shell:
         "OMP_NUM_THREADS={threads} python -m nmtmodels.cli translate --checkpoint {input.checkpoint:q}"
         " --input {input.source:q} --output {output:q} --beam {params.decode[beam]}"
@@ -46,9 +44,7 @@ rule postprocess:
     conda:
         "../envs/evaluate.yaml"
     resources:
-        **CPU_JOB,
-        mem_mb=1000,
-        runtime=10,
+        **cpu_job(mem_mb=1000, runtime=10),
     shell:
         "(python -m nmtmodels.postprocess --lang {params.lang} {params.unit} --no-detokenize {input:q} {output.tokenized:q}"
         " && python -m nmtmodels.postprocess --lang {params.lang} {params.unit} {input:q} {output.detokenized:q}) > {log:q} 2>&1"

@@ -19,9 +19,7 @@ rule score:
     conda:
         "../envs/evaluate.yaml"
     resources:
-        **CPU_JOB,
-        mem_mb=1000,
-        runtime=10,
+        **cpu_job(mem_mb=1000, runtime=10),
     shell:
         "python -m nmtmodels.scoring --lang {params.lang} --hyp {input.hyp:q} --ref {input.refs:q}"
         " --tok-hyp {input.tok_hyp:q} --tok-ref {input.tok_refs:q} --output {output:q} > {log:q} 2>&1"

@@ -25,9 +25,7 @@ rule graph_gate_weights:
     benchmark:
         "results/benchmarks/graph_gate_weights/{experiment}/{corpus}/{test_set}.tsv"
     resources:
-        **CPU_JOB,
-        mem_mb=2000,
-        runtime=10,
+        **cpu_job(mem_mb=2000, runtime=10),
     shell:
         "python -m workflow_scripts.analyses.graph_analyses gates --checkpoint {input.checkpoint:q} --source {input.source:q}"
         " --tokenized {input.tokenized:q} --buckets {params.buckets} --title '{wildcards.experiment} / {wildcards.corpus}'"
@@ -59,9 +57,7 @@ rule graph_layers:
     benchmark:
         "results/benchmarks/graph_layers/{corpus}/{test_set}.tsv"
     resources:
-        **CPU_JOB,
-        mem_mb=1000,
-        runtime=10,
+        **cpu_job(mem_mb=1000, runtime=10),
     shell:
         "python -m workflow_scripts.analyses.graph_analyses layers {params.points} --metric {params.metric}"
         " --title '{wildcards.corpus} / {wildcards.test_set}' --csv {output.csv:q} --png {output.png:q} > {log:q} 2>&1"

@@ -17,9 +17,7 @@ rule lattice:
     benchmark:
         "results/benchmarks/lattice/{corpus}/{lattice}/{split}.{src}-{tgt}.tsv"
     resources:
-        **CPU_JOB,
-        mem_mb=2000,
-        runtime=60,
+        **cpu_job(mem_mb=2000, runtime=60),
     shell:
         "python -m workflow_scripts.data.lattice build --inputs {input:q} --output {output:q} > {log:q} 2>&1"
 
@@ -43,9 +41,7 @@ rule lattice_inputs:
     benchmark:
         "results/benchmarks/lattice_inputs/{corpus}/{lattice}/{split}.{src}-{tgt}.tsv"
     resources:
-        **CPU_JOB,
-        mem_mb=2000,
-        runtime=30,
+        **cpu_job(mem_mb=2000, runtime=30),
     shell:
         "python -m workflow_scripts.data.lattice inputs --lattice {input:q} --position-unit {params.position_unit}"
         " --tokens {output.tokens:q}"
@@ -66,8 +62,6 @@ rule lattice_vocab:
     benchmark:
         "results/benchmarks/lattice_vocab/{corpus}/{lattice}/{src}-{tgt}.tsv"
     resources:
-        **CPU_JOB,
-        mem_mb=2000,
-        runtime=30,
+        **cpu_job(mem_mb=2000, runtime=30),
     shell:
         "python -m nmtmodels.cli vocab --inputs {input:q} {params.max_size} --output {output:q} > {log:q} 2>&1"

@@ -23,9 +23,7 @@ rule preprocess:
         "results/benchmarks/preprocess/{corpus}/{split}.{src}-{tgt}.tsv"
     threads: 2
     resources:
-        **CPU_JOB,
-        mem_mb=4000,
-        runtime=240,
+        **cpu_job(mem_mb=4000, runtime=240),
     shell:
         "python -m workflow_scripts.data.preprocess --src-lang {wildcards.src} --tgt-lang {wildcards.tgt}"
         " --src-in {input.src:q} --tgt-in {input.tgt:q} --src-out {output.src:q} --tgt-out {output.tgt:q}"
@@ -64,9 +62,7 @@ rule segment:
         "results/benchmarks/segment/{corpus}/{segmenter}/{split}.{src}-{tgt}.{lang}.tsv"
     threads: 2
     resources:
-        **CPU_JOB,
-        mem_mb=4000,
-        runtime=240,
+        **cpu_job(mem_mb=4000, runtime=240),
     shell:
         "python -m workflow_scripts.data.segment --lang {wildcards.lang} --segmenter {wildcards.segmenter}"
         " --input {input:q} --output {output:q} --threads {threads} > {log:q} 2>&1"

@@ -21,9 +21,7 @@ rule swap_noise_source:
     benchmark:
         "results/benchmarks/swap_noise/{corpus}/{test_set}.swap{percent}.{src}-{tgt}.tsv"
     resources:
-        **CPU_JOB,
-        mem_mb=1000,
-        runtime=10,
+        **cpu_job(mem_mb=1000, runtime=10),
     shell:
         "python -m workflow_scripts.analyses.swap_noise noise --input {input:q} --output {output:q}"
         " --percent {wildcards.percent} --seed {params.seed} > {log:q} 2>&1"
@@ -112,9 +110,7 @@ rule swap_noise_report:
     benchmark:
         "results/benchmarks/report/swap_noise/{corpus}/{test_set}.tsv"
     resources:
-        **CPU_JOB,
-        mem_mb=1000,
-        runtime=10,
+        **cpu_job(mem_mb=1000, runtime=10),
     shell:
         "python -m workflow_scripts.analyses.swap_noise report {params.arguments} --title '{wildcards.corpus} / {wildcards.test_set}'"
         " --csv {output.csv:q} --markdown {output.markdown:q} --png {output.png:q} > {log:q} 2>&1"

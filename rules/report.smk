@@ -26,9 +26,7 @@ rule concatenate_outputs:
     benchmark:
         "results/benchmarks/concatenate_outputs/{experiment}/{corpus}/{concatenation}.tsv"
     resources:
-        **CPU_JOB,
-        mem_mb=500,
-        runtime=10,
+        **cpu_job(mem_mb=500, runtime=10),
     shell:
         "(python -m workflow_scripts.evaluation.concatenate --input {input.hyp:q} --output {output.hyp:q}"
         " && python -m workflow_scripts.evaluation.concatenate --input {input.tok:q} --output {output.tok:q}) > {log:q} 2>&1"
@@ -48,9 +46,7 @@ rule concatenate_references:
     benchmark:
         "results/benchmarks/concatenate_references/{corpus}/{concatenation}.ref{ref}.{lang}.tsv"
     resources:
-        **CPU_JOB,
-        mem_mb=500,
-        runtime=10,
+        **cpu_job(mem_mb=500, runtime=10),
     shell:
         "python -m workflow_scripts.evaluation.concatenate --input {input:q} --output {output:q} > {log:q} 2>&1"
 
@@ -106,9 +102,7 @@ rule model_info:
     benchmark:
         "results/benchmarks/model_info/{experiment}/{corpus}.tsv"
     resources:
-        **CPU_JOB,
-        mem_mb=4000,
-        runtime=10,
+        **cpu_job(mem_mb=4000, runtime=10),
     shell:
         "python -m workflow_scripts.analyses.model_info --checkpoint {input.checkpoint:q} --metrics {input.metrics:q}"
         " --output {output:q} > {log:q} 2>&1"
@@ -135,9 +129,7 @@ rule significance:
     benchmark:
         "results/benchmarks/significance/{experiment}/{corpus}/{test_set}.vs.{baseline}.tsv"
     resources:
-        **CPU_JOB,
-        mem_mb=2000,
-        runtime=30,
+        **cpu_job(mem_mb=2000, runtime=30),
     shell:
         "python -m workflow_scripts.evaluation.significance --lang {params.lang} --system {input.system:q}"
         " --baseline {input.baseline:q} --ref {input.refs:q} --tok-system {input.system_tok:q}"
@@ -160,9 +152,7 @@ rule results_table:
     benchmark:
         "results/benchmarks/report/results_table.tsv"
     resources:
-        **CPU_JOB,
-        mem_mb=1000,
-        runtime=10,
+        **cpu_job(mem_mb=1000, runtime=10),
     shell:
         "python -m workflow_scripts.evaluation.tables collect --metadata {params.metadata:q} --output {output:q} > {log:q} 2>&1"
 
@@ -190,9 +180,7 @@ rule paper_tables:
     benchmark:
         "results/benchmarks/report/paper_tables/{paper}.tsv"
     resources:
-        **CPU_JOB,
-        mem_mb=1000,
-        runtime=10,
+        **cpu_job(mem_mb=1000, runtime=10),
     shell:
         "python -m workflow_scripts.evaluation.tables render --results {input:q} --paper {wildcards.paper}"
         " --marker-test {params.marker_test} --markdown {output.markdown:q} --latex {output.latex:q}"
@@ -226,9 +214,7 @@ rule length_analysis:
     benchmark:
         "results/benchmarks/report/length/{corpus}/{test_set}.tsv"
     resources:
-        **CPU_JOB,
-        mem_mb=1000,
-        runtime=10,
+        **cpu_job(mem_mb=1000, runtime=10),
     shell:
         "python -m workflow_scripts.evaluation.plots length --source {input.source:q} --lang {params.lang}"
         " --metric {params.metric} --ref {input.refs:q} {params.systems} --buckets {params.buckets}"

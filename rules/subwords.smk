@@ -20,9 +20,7 @@ rule learn_bpe:
     benchmark:
         "results/benchmarks/learn_bpe/{corpus}/bpe{merges}.{src}-{tgt}.tsv"
     resources:
-        **CPU_JOB,
-        mem_mb=4000,
-        runtime=240,
+        **cpu_job(mem_mb=4000, runtime=240),
     shell:
         "python -m workflow_scripts.data.bpe learn --merges {wildcards.merges} {params.mode}"
         " --vocabulary-threshold {params.threshold}"
@@ -48,9 +46,7 @@ rule apply_bpe:
         "results/benchmarks/apply_bpe/{corpus}/bpe{merges}/{split}.{src}-{tgt}.{lang}.tsv"
     threads: 2
     resources:
-        **CPU_JOB,
-        mem_mb=2000,
-        runtime=120,
+        **cpu_job(mem_mb=2000, runtime=120),
     shell:
         "python -m workflow_scripts.data.bpe apply --codes {input.codes:q} --vocab {input.vocab:q}"
         " --vocabulary-threshold {params.threshold} --input {input.text:q} --output {output:q}"
@@ -72,9 +68,7 @@ rule joint_vocab:
     benchmark:
         "results/benchmarks/joint_vocab/{corpus}/bpe{merges}.{src}-{tgt}.tsv"
     resources:
-        **CPU_JOB,
-        mem_mb=2000,
-        runtime=60,
+        **cpu_job(mem_mb=2000, runtime=60),
     shell:
         "python -m nmtmodels.cli vocab --inputs {input.src:q} {input.tgt:q} --output {output:q} > {log:q} 2>&1"
 
@@ -93,9 +87,7 @@ rule char_vocab:
     benchmark:
         "results/benchmarks/char_vocab/{corpus}/{src}-{tgt}.{lang}.tsv"
     resources:
-        **CPU_JOB,
-        mem_mb=2000,
-        runtime=60,
+        **cpu_job(mem_mb=2000, runtime=60),
     shell:
         "python -m workflow_scripts.data.chars vocab --input {input:q} --size {params.size}"
         " --output {output:q} > {log:q} 2>&1"
@@ -122,9 +114,7 @@ rule char_encode:
     benchmark:
         "results/benchmarks/char_encode/{corpus}/{split}.{src}-{tgt}.{lang}.tsv"
     resources:
-        **CPU_JOB,
-        mem_mb=2000,
-        runtime=60,
+        **cpu_job(mem_mb=2000, runtime=60),
     shell:
         CHAR_APPLY
 
@@ -142,9 +132,7 @@ rule char_encode_train:
     benchmark:
         "results/benchmarks/char_encode/{corpus}/train.{src}-{tgt}.{lang}.tsv"
     resources:
-        **CPU_JOB,
-        mem_mb=2000,
-        runtime=60,
+        **cpu_job(mem_mb=2000, runtime=60),
     shell:
         CHAR_APPLY
 
@@ -166,9 +154,7 @@ rule char_filter_train:
     benchmark:
         "results/benchmarks/char_filter/{corpus}/train.{src}-{tgt}.tsv"
     resources:
-        **CPU_JOB,
-        mem_mb=2000,
-        runtime=60,
+        **cpu_job(mem_mb=2000, runtime=60),
     shell:
         "python -m workflow_scripts.data.chars filter --src-in {input.src:q} --tgt-in {input.tgt:q}"
         " --max-src {params.max_src} --max-tgt {params.max_tgt}"

@@ -16,9 +16,7 @@ rule experiment_config:
     conda:
         "../envs/data.yaml"
     resources:
-        **CPU_JOB,
-        mem_mb=200,
-        runtime=5,
+        **cpu_job(mem_mb=200, runtime=5),
     shell:
         "python -m workflow_scripts.data.experiment --settings {params.settings:q} --output {output:q} > {log:q} 2>&1"
 
@@ -45,9 +43,7 @@ rule train:
         "../envs/train.yaml"
     threads: config["train_resources"].get("cpus", 1)
     resources:
-        mem_mb=config["train_resources"].get("mem_mb", 8000),
-        runtime=config["train_resources"].get("runtime", 60),
-        **cluster.cluster_resources(config, gpus=config["train_resources"].get("gpus", 0)),
+        **train_job(),
     shell:
         "{params.launcher} -m nmtmodels.cli train --restart-on-change --config {input.config:q}"
         " --train-src {input.train_src:q} --train-tgt {input.train_tgt:q}"
