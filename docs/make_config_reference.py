@@ -69,7 +69,7 @@ SCHEMA_NOTES: dict[str, str] = {
     "corpora.CORPUS.splits": "split name: its parts, concatenated in order; `train` is required, `dev` too unless `holdout` makes it",
     "corpora.CORPUS.splits.SPLIT": "the parts of one split",
     "corpora.CORPUS.splits.SPLIT[i]": "one part",
-    "corpora.CORPUS.splits.SPLIT[i].format": "how the part is read (formats: `workflow_scripts/data/corpus_spec.py`)",
+    "corpora.CORPUS.splits.SPLIT[i].format": "how the part is read (formats: `workflow_scripts/data/formats.py`)",
     "corpora.CORPUS.splits.SPLIT[i].files": "language: file reference (`FILE` or `FILE:member/path`)",
     "corpora.CORPUS.splits.SPLIT[i].file": "one file holding both languages (tsv, aspec, json_translation)",
     "corpora.CORPUS.splits.SPLIT[i].num_fields": "fields per line (tsv, aspec)",

@@ -6,9 +6,10 @@
 JSON is the whole corpus spec (an entry of ``corpora`` in config.yaml).  The output is UTF-8,
 one sentence per line, no BOM, "\\n" line ends, written atomically.  ``--ref K`` (K >= 1)
 writes reference K of a multi-reference test set (the workflow names it
-``{split}.ref{K}.{lang}``); without it reference 0 is written.  Formats, holdout splits
-and checks are documented in :mod:`workflow_scripts.data.corpus_spec`.  Error messages name config
-keys as ``corpora.CORPUS...``, CORPUS being the name of the downloads directory.
+``{split}.ref{K}.{lang}``); without it reference 0 is written.  Formats are documented in
+:mod:`workflow_scripts.data.formats`, holdout splits and checks in
+:mod:`workflow_scripts.data.corpus_spec`.  Error messages name config keys as
+``corpora.CORPUS...``, CORPUS being the name of the downloads directory.
 ``max_train_pairs`` in the spec keeps only the first N training pairs (miniature runs);
 the rest is still read, so that the line-count check of the two languages (and every
 format check) covers the whole corpus whatever the limit.
