@@ -221,6 +221,69 @@ rule length_analysis:
         " --title '{wildcards.corpus} / {wildcards.test_set}' --csv {output.csv:q} --png {output.png:q} > {log:q} 2>&1"
 
 
+# The config files of this run, for the summary's header, through the environment (as fetch's
+# input directories in the Snakefile): as a parameter, adding a config file that changes
+# nothing upstream would rerun the summary.  Its header names the config files and the
+# commit of the run that made it.
+os.environ.update(
+    NMT_WORKFLOW_CONFIG_FILES=json.dumps(
+        [f if os.path.relpath(f, workflow.basedir).startswith("..") else os.path.relpath(f, workflow.basedir)
+         for f in map(os.path.abspath, workflow.configfiles)]
+    )
+)
+
+
+rule results_summary:
+    input:
+        **ev.summary_inputs(config),
+    output:
+        markdown=report(f"{REPORT}/summary.md", caption="../report/summary.rst", category="Results"),
+        json=f"{REPORT}/summary.json",
+    params:
+        metadata=json.dumps(ev.report_metadata(config)),
+        marker_test=EVALUATION["marker_test"],
+    conda:
+        "../envs/evaluate.yaml"
+    log:
+        "logs/report/results_summary.log",
+    benchmark:
+        "results/benchmarks/report/results_summary.tsv"
+    resources:
+        **cpu_job(mem_mb=1000, runtime=10),
+    shell:
+        "python -m workflow_scripts.evaluation.summary --metadata {params.metadata:q} --results {input.results:q}"
+        ' --marker-test {params.marker_test} --configfiles-json "$NMT_WORKFLOW_CONFIG_FILES"'
+        " --markdown {output.markdown:q} --json {output.json:q} > {log:q} 2>&1"
+
+
+rule learning_curves:
+    input:
+        lambda w: ev.curve_inputs(config, w.corpus),
+    output:
+        report(
+            f"{REPORT}/curves/{{corpus}}.png",
+            caption="../report/curves.rst",
+            category="Analyses",
+            subcategory="Learning curves",
+            labels={"corpus": "{corpus}"},
+        ),
+    params:
+        runs=lambda w, input: " ".join(
+            f"--run {name} {shlex.quote(path)}" for name, path in zip(ev.length_systems(config, w.corpus), input)
+        ),
+    conda:
+        "../envs/evaluate.yaml"
+    log:
+        "logs/report/learning_curves/{corpus}.log",
+    benchmark:
+        "results/benchmarks/report/learning_curves/{corpus}.tsv"
+    resources:
+        **cpu_job(mem_mb=1000, runtime=10),
+    shell:
+        "python -m workflow_scripts.evaluation.curves {params.runs} --title {wildcards.corpus}"
+        " --png {output:q} > {log:q} 2>&1"
+
+
 rule report_tables:
     input:
         ev.report_targets(config),

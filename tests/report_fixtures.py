@@ -99,3 +99,60 @@ def build_tree(root: Path, config: dict) -> None:
         result = significance.compare(config["corpora"][corpus]["tgt"], system, base, streams,
                                       tokenized=(system, base, streams), bootstrap_samples=30, ar_trials=30, seed=5)
         write(root, ev.comparison_path(experiment, baseline, corpus, t), [json.dumps(result)])
+
+
+# Training runs of the fixture (experiment, corpus) -> (train budget, metrics.csv rows as
+# (update, loss, valid_loss, valid_bleu, elapsed); None: not in that row), chosen by hand:
+# the last row decides updates, time and stop reason (STOPS).
+BUDGETS = {
+    "transformer": {"max_updates": 300, "max_epochs": 0, "max_minutes": 2},
+    "lpe": {"max_updates": 300, "max_epochs": 0, "max_minutes": 2},
+    "lsa": {"max_updates": 0, "max_epochs": 5, "max_minutes": 0},
+    "pe_lsa": {"max_updates": 300, "max_epochs": 0, "max_minutes": 2},
+    "gate": {"max_updates": 500, "max_epochs": 0, "max_minutes": 2},
+}
+TRAIN_ROWS = {
+    ("transformer", "nist"): [(100, 6.5, None, None, 30.5), (100, None, 6.1, 2.5, 33.0), (200, 5.25, None, None, 61.0),
+                              (300, 4.75, None, None, 90.25), (300, None, 4.9, 7.75, 95.5)],
+    ("transformer", "iwslt"): [(100, 6.0, None, None, 40.0), (200, 5.0, None, None, 80.0),
+                               (210, None, 5.5, None, 121.5)],          # 2-minute cap fired at 210 updates
+    ("lpe", "nist"): [(100, 6.25, None, None, 31.0), (200, 5.5, None, None, 62.0), (300, 4.5, 4.6, 8.5, 94.0)],
+    ("lpe", "iwslt"): [(150, 5.5, None, None, 70.0), (250, None, 5.0, None, 125.0)],   # cap fired at 250
+    ("lsa", "nist"): [(100, 7.0, None, None, 20.0), (180, None, 6.0, 3.0, 41.0)],    # 5 epochs done
+    ("pe_lsa", "nist"): [(100, 6.75, None, None, 35.0), (300, 4.25, 4.5, 9.0, 99.0)],
+    ("gate", "iwslt"): [(250, 5.75, None, None, 50.0), (500, 4.0, 4.25, None, 100.0)],
+}
+STOPS = {
+    ("transformer", "nist"): (300, 95.5, "max_updates"),
+    ("transformer", "iwslt"): (210, 121.5, "max_minutes (cap fired)"),
+    ("lpe", "nist"): (300, 94.0, "max_updates"),
+    ("lpe", "iwslt"): (250, 125.0, "max_minutes (cap fired)"),
+    ("lsa", "nist"): (180, 41.0, "max_epochs"),
+    ("pe_lsa", "nist"): (300, 99.0, "max_updates"),
+    ("gate", "iwslt"): (500, 100.0, "max_updates"),
+}
+METRIC_COLUMNS = ("update", "epoch", "loss", "nll", "lr", "tokens_per_s", "grad_norm",
+                  "valid_loss", "valid_nll", "valid_bleu", "elapsed")
+
+
+def build_training_runs(root: Path, config: dict) -> None:
+    """experiment.yaml and train/metrics.csv of every run (:data:`BUDGETS`, :data:`TRAIN_ROWS`),
+    as the experiment_config and train rules write them."""
+    import csv
+
+    import yaml
+
+    for experiment, corpus in runs.experiment_runs(config):
+        run = root / "results/experiments" / experiment / corpus
+        (run / "train").mkdir(parents=True, exist_ok=True)
+        settings = {"model": {"family": config["experiments"][experiment]["family"], "preset": "tiny"},
+                    "train": {"lr": 0.0015, "warmup_updates": 50, "max_tokens": 1024, **BUDGETS[experiment]},
+                    "decode": {"beam": 4}}
+        (run / "experiment.yaml").write_text(yaml.safe_dump(settings, sort_keys=False), encoding="utf-8")
+        with open(run / "train/metrics.csv", "w", encoding="utf-8", newline="") as handle:
+            writer = csv.DictWriter(handle, fieldnames=METRIC_COLUMNS)
+            writer.writeheader()
+            for update, loss, valid_loss, valid_bleu, elapsed in TRAIN_ROWS[experiment, corpus]:
+                values = {"update": update, "epoch": 1, "loss": loss, "valid_loss": valid_loss, "valid_bleu": valid_bleu,
+                          "elapsed": elapsed, "tokens_per_s": 1000.0 if loss is not None else None}
+                writer.writerow({k: "" if v is None else v for k, v in values.items()})

@@ -212,6 +212,14 @@ def test_miniature_ends_with_results_table_length_plots_and_report(miniature):
         scores = yaml.safe_load((run_dir / f"{row['test_set']}.scores.json").read_text())
         assert row["score"] == pytest.approx(scores["bleu"]["score"])
     assert list(miniature.glob("results/report/length/*/*.png"))
+    # `all` ends with the results summary and one learning-curve plot per corpus (ev.report_targets)
+    summary = (miniature / "results/report/summary.md").read_text(encoding="utf-8")
+    signature = yaml.safe_load((miniature / "results/experiments/baseline/multi30k_en_de/test_2016_flickr.scores.json")
+                               .read_text())["bleu"]["signature"]
+    assert "`" + signature.replace("|", "\\|") + "`" in summary  # pipes escaped for GitHub tables
+    assert (miniature / "results/report/summary.json").is_file()
+    for corpus in set(table["corpus"]):
+        assert (miniature / f"results/report/curves/{corpus}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     report = miniature / "report.html"
     snakemake(miniature, "--report", str(report), "--configfile", str(ROOT / "configs/ci.yaml"))
     assert report.stat().st_size > 10_000

@@ -26,6 +26,7 @@ Layout (relative to the working directory)::
     results/data/C/concat/N.refK.L                               references of N (K = 1, 2, ...: reference K - 1)
     results/data/C/concat/N.tok.L, N.tok.refK.L                  tokenised references 0 and K = 1, 2, ... of N
     results/report/results.csv, tables/P.{md,tex,html}, length/C/T.{csv,png}
+    results/report/summary.{md,json}, curves/C.png                results summary, learning curves
 """
 from __future__ import annotations
 
@@ -295,11 +296,43 @@ def report_inputs(config: dict[str, Any]) -> list[str]:
     return files
 
 
+def run_files(experiment: str, corpus: str) -> dict[str, str]:
+    """The files of one training run the results summary reads: resolved settings, the
+    trainer's metrics.csv and the model information."""
+    run = f"{EXPERIMENTS_ROOT}/{experiment}/{corpus}"
+    return {"experiment": f"{run}/experiment.yaml", "metrics": f"{run}/train/metrics.csv",
+            "model_info": model_info_path(experiment, corpus)}
+
+
+def summary_inputs(config: dict[str, Any]) -> dict[str, Any]:
+    """Inputs of the results summary, by role (for ``unpack`` in the rule)."""
+    files = [run_files(e, c) for e, c in experiment_runs(config)]
+    return {"results": f"{REPORT_ROOT}/results.csv", **{role: [f[role] for f in files]
+                                                         for role in ("experiment", "metrics", "model_info")}}
+
+
+def curve_corpora(config: dict[str, Any]) -> list[str]:
+    """Corpora with at least one training run: one learning-curve plot each."""
+    return list(dict.fromkeys(c for _, c in experiment_runs(config)))
+
+
+def curve_inputs(config: dict[str, Any], corpus: str) -> list[str]:
+    """The metrics.csv of every run on the corpus, in :func:`length_systems` order."""
+    return [run_files(e, corpus)["metrics"] for e in length_systems(config, corpus)]
+
+
+def summary_targets(config: dict[str, Any]) -> list[str]:
+    """The results summary and one learning-curve plot per corpus."""
+    return [f"{REPORT_ROOT}/summary.md", f"{REPORT_ROOT}/summary.json"] + [
+        f"{REPORT_ROOT}/curves/{corpus}.png" for corpus in curve_corpora(config)]
+
+
 def report_targets(config: dict[str, Any]) -> list[str]:
-    """The end of `all`: the results table, paper tables and length plots."""
+    """The end of `all`: the results table, paper tables, length plots, results summary and
+    learning curves."""
     targets = [f"{REPORT_ROOT}/results.csv"]
     for paper in paper_tables_present(config):
         targets += [f"{REPORT_ROOT}/tables/{paper}.{ext}" for ext in ("md", "tex", "html")]
     for corpus, test_set in length_analyses(config):
         targets += [f"{REPORT_ROOT}/length/{corpus}/{test_set}.{ext}" for ext in ("csv", "png")]
-    return targets
+    return targets + summary_targets(config)

@@ -1,0 +1,378 @@
+"""The results summary: what ran where, how long each model trained and why it stopped, every
+score with its sacreBLEU signature and significance marker, and whether compared systems
+had the same budget, as Markdown (``summary.md``, readable on GitHub) and JSON
+(``summary.json``, the same facts).  Nothing in it is typed by hand.
+
+* Header: when it was made (UTC); the machine (OS, CPU model and logical cores, memory, GPUs
+  through torch, Python/torch/sacrebleu/snakemake versions; no host name); the workflow's
+  git commit (``git rev-parse HEAD`` in ``--workflow-dir``, "+ uncommitted changes" when
+  ``git status --porcelain`` lists anything, "unknown" outside git) and the config files.
+* Training runs (``--metadata``: :func:`workflow_scripts.dag.evaluation.report_metadata`):
+  budget from the run's ``experiment.yaml`` (``train.max_updates``, ``max_epochs``,
+  ``max_minutes``; 0 = no limit), updates done and wall-clock seconds from the last row of
+  ``train/metrics.csv`` (its ``update`` and ``elapsed`` columns), parameters and training
+  speed from ``model_info.json``.  Why it stopped is derived by :func:`stop_reason`, in this
+  order: ``updates >= max_updates`` (max_updates set) -> "max_updates"; else ``max_minutes``
+  set and ``elapsed >= 60 * max_minutes`` -> "max_minutes (cap fired)"; else ``max_epochs``
+  set -> "max_epochs"; else "other" (e.g. early stopping).  The trainer validates once more when
+  it stops, so the last row holds its final update and elapsed time (summed over resumed runs).
+* Scores: every row of ``results.csv`` grouped by corpus and test set, with the marker of
+  ``--marker-test`` in the convention of the experiment's paper tables
+  (:data:`workflow_scripts.evaluation.tables.LAYOUTS`; experiments without a paper: the
+  lattice paper's †/‡) and :data:`~workflow_scripts.evaluation.tables.DISAGREEMENT` where the
+  marker's direction and the score difference disagree.
+* Fair comparison, per (experiment, baseline, corpus): the budgets (``train.max_*``) equal or
+  their differences, the updates each did, and every other resolved ``model``/``train``/``decode``
+  setting of the two ``experiment.yaml`` files that differs (the method keys ``model.family``
+  and ``model.options`` aside; training threads aside).
+
+    python -m workflow_scripts.evaluation.summary --metadata JSON --results results.csv
+        [--marker-test sign] [--workflow-dir DIR] [--configfile FILE ...] [--configfiles-json JSON]
+        --markdown summary.md --json summary.json
+"""
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import math
+import os
+import platform
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from nmtmodels.textio import DataError, atomic_outputs
+from workflow_scripts.dag import evaluation as ev
+from workflow_scripts.evaluation import tables
+from workflow_scripts.evaluation.curves import read_metrics
+
+# The checkout this script belongs to (the workflow directory: jobs run it from there).
+WORKFLOW_DIR = Path(__file__).resolve().parents[2]
+BUDGET_KEYS = ("max_updates", "max_epochs", "max_minutes")
+# Settings that do not change what is trained (left out of the fair-comparison differences).
+IGNORED_SETTINGS = frozenset({"model.family", "model.options", "train.num_threads"})
+
+
+# ----------------------------------------------------------------------------- machine
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace").splitlines():
+            if line.lower().startswith(("model name", "hardware", "cpu model")):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine() or "unknown"
+
+
+def _memory_gib() -> float | None:
+    try:
+        return round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1)
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def _version(package: str) -> str:
+    from importlib import metadata
+
+    try:
+        return metadata.version(package)
+    except metadata.PackageNotFoundError:
+        return "not installed"
+
+
+def machine_facts() -> dict[str, Any]:
+    """Facts about the machine and software (nothing that names the host)."""
+    try:
+        import torch
+
+        torch_version = torch.__version__
+        gpus = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())] if torch.cuda.is_available() else []
+    except ImportError:
+        torch_version, gpus = "not installed", []
+    return {
+        "platform": platform.platform(),
+        "cpu": _cpu_model(),
+        "logical_cores": os.cpu_count(),
+        "memory_gib": _memory_gib(),
+        "gpus": gpus or ["none"],
+        "python": platform.python_version(),
+        "torch": torch_version,
+        "sacrebleu": _version("sacrebleu"),
+        "snakemake": _version("snakemake"),
+    }
+
+
+def workflow_commit(directory: str | Path) -> str:
+    """``git rev-parse HEAD`` of ``directory`` (+ " + uncommitted changes" when ``git status
+    --porcelain`` lists anything); "unknown" outside a git work tree or without git."""
+    def git(*args: str) -> str:
+        return subprocess.run(["git", "-C", str(directory), *args], capture_output=True, text=True, check=True,
+                              timeout=60).stdout.strip()
+
+    try:
+        commit = git("rev-parse", "HEAD")
+        dirty = git("status", "--porcelain")
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return commit + (" + uncommitted changes" if dirty else "")
+
+
+# ----------------------------------------------------------------------------- runs
+def _read_yaml(path: Path) -> dict[str, Any]:
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise DataError(path, "no such file") from None
+    except (yaml.YAMLError, UnicodeDecodeError) as exc:
+        raise DataError(path, f"not valid YAML ({' '.join(str(exc).split())})") from None
+    if not isinstance(data, dict) or not isinstance(data.get("train"), dict):
+        raise DataError(path, "not an experiment.yaml: no 'train' section")
+    return data
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise DataError(path, "no such file") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise DataError(path, f"not valid JSON ({exc})") from None
+
+
+def stop_reason(updates: int, elapsed_s: float, budget: dict[str, Any]) -> str:
+    """Why a run stopped, from its budget and its last metrics row (see the module docstring)."""
+    if budget.get("max_updates") and updates >= budget["max_updates"]:
+        return "max_updates"
+    if budget.get("max_minutes") and elapsed_s >= 60 * float(budget["max_minutes"]):
+        return "max_minutes (cap fired)"
+    if budget.get("max_epochs"):
+        return "max_epochs"
+    return "other"
+
+
+def training_run(experiment: str, corpus: str, root: str | Path = ".") -> dict[str, Any]:
+    """Budget, updates, time, stop reason, parameters and speed of one run (files below ``root``)."""
+    root = Path(root)
+    files = ev.run_files(experiment, corpus)
+    settings = _read_yaml(root / files["experiment"])
+    metrics_path = root / files["metrics"]
+    last = read_metrics(metrics_path)[-1]
+    try:
+        updates = int(float(last["update"]))
+        elapsed = float(last.get("elapsed") or "nan")
+    except ValueError as exc:
+        raise DataError(metrics_path, f"last row: {exc}") from None
+    if math.isnan(elapsed):
+        raise DataError(metrics_path, "last row has no elapsed time")
+    info = _read_json(root / files["model_info"])
+    budget = {key: settings["train"].get(key, 0) or 0 for key in BUDGET_KEYS}
+    return {
+        "experiment": experiment, "corpus": corpus,
+        "family": (settings.get("model") or {}).get("family") or info.get("family"),
+        "budget": budget, "updates": updates, "elapsed_s": elapsed,
+        "stop_reason": stop_reason(updates, elapsed, budget),
+        "parameters": info.get("parameters"), "train_tokens_per_s": info.get("train_tokens_per_s"),
+    }
+
+
+def _flat(settings: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    flat: dict[str, Any] = {}
+    for key, value in settings.items():
+        if isinstance(value, dict) and not (prefix == "model." and key == "options"):
+            flat.update(_flat(value, f"{prefix}{key}."))
+        else:
+            flat[f"{prefix}{key}"] = value
+    return flat
+
+
+def fair_comparison(experiment: str, baseline: str, corpus: str, runs: dict[tuple[str, str], dict[str, Any]],
+                    root: str | Path = ".") -> dict[str, Any]:
+    """Budgets, updates done and setting differences of one compared pair (see the module docstring)."""
+    root = Path(root)
+    system, base = runs[experiment, corpus], runs[baseline, corpus]
+    budget_diff = {k: [system["budget"][k], base["budget"][k]] for k in BUDGET_KEYS if system["budget"][k] != base["budget"][k]}
+    flats = [_flat(_read_yaml(root / ev.run_files(name, corpus)["experiment"])) for name in (experiment, baseline)]
+    other = {k: [flats[0].get(k), flats[1].get(k)] for k in sorted(set(flats[0]) | set(flats[1]))
+             if k not in IGNORED_SETTINGS and k.removeprefix("train.") not in BUDGET_KEYS and flats[0].get(k) != flats[1].get(k)}
+    return {"experiment": experiment, "baseline": baseline, "corpus": corpus, "equal_budgets": not budget_diff,
+            "budget": system["budget"], "budget_differences": budget_diff,
+            "updates": [system["updates"], base["updates"]], "setting_differences": other}
+
+
+def comparison_line(c: dict[str, Any]) -> str:
+    """One sentence per compared pair (the Markdown's fair-comparison list)."""
+    pair = f"{c['experiment']} vs {c['baseline']} on {c['corpus']}"
+    if c["equal_budgets"]:
+        text = f"{pair}: equal budgets ({_budget_text(c['budget'])})"
+    else:
+        text = f"{pair}: different budgets (" + "; ".join(f"{k} {a} vs {b}" for k, (a, b) in c["budget_differences"].items()) + ")"
+    a, b = c["updates"]
+    text += f"; updates done {a} vs {b}" + (" (equal)" if a == b else "")
+    if c["setting_differences"]:
+        text += "; other settings differ: " + "; ".join(f"{k} {a!r} vs {b!r}" for k, (a, b) in c["setting_differences"].items())
+    else:
+        text += "; all other experiment.yaml settings equal"
+    return text
+
+
+def _budget_text(budget: dict[str, Any]) -> str:
+    return ", ".join(f"{k} {v}" for k, v in budget.items() if v) or "no limit"
+
+
+# ----------------------------------------------------------------------------- scores
+def _markers_of(paper: str) -> tables.Markers:
+    layouts = tables.LAYOUTS.get(paper)
+    return layouts[0].markers if layouts else tables.DAGGER
+
+
+def score_marker(row: Any, marker_test: str) -> str:
+    """The tables' marker of one results row (plus DISAGREEMENT when its direction and the
+    score difference disagree)."""
+    direction = tables.verdict_direction(row, marker_test)
+    marker = _markers_of(row["paper"]).mark(row[f"p_{marker_test}"], direction)
+    delta = row["delta"]
+    if marker and (tables._missing(delta) or (delta > 0) != (direction > 0) or delta == 0):
+        marker += tables.DISAGREEMENT
+    return marker
+
+
+def _plain(value: Any) -> Any:
+    """A JSON-able value (NaN/NA -> None, numpy scalars -> Python)."""
+    if tables._missing(value):
+        return None
+    return value.item() if hasattr(value, "item") else value
+
+
+SCORE_FIELDS = ("experiment", "variant", "paper", "corpus", "test_set", "metric", "score", "signature", "baseline",
+                "baseline_score", "delta", "p_sign", "p_paired_bs", "p_paired_ar")
+
+
+def score_rows(results_csv: str | Path, marker_test: str) -> list[dict[str, Any]]:
+    """Every row of results.csv (:data:`SCORE_FIELDS` and its ``marker``), in file order."""
+    if not Path(results_csv).is_file():
+        raise DataError(results_csv, "no such file")
+    frame = tables.read_results(results_csv)
+    rows = [{**{k: _plain(r[k]) for k in SCORE_FIELDS}, "marker": score_marker(r, marker_test)} for _, r in frame.iterrows()]
+    for row in rows:
+        row["baseline"] = row["baseline"] or None
+    return rows
+
+
+# ----------------------------------------------------------------------------- summary
+def make_summary(metadata: dict[str, Any], results_csv: str | Path, marker_test: str = "sign",
+                 workflow_dir: str | Path = ".", configfiles: list[str] | None = None,
+                 root: str | Path = ".") -> dict[str, Any]:
+    """All facts of the summary (the JSON); files below ``root``."""
+    runs = {(name, corpus): training_run(name, corpus, root)
+            for name, exp in metadata["experiments"].items() for corpus in exp["corpora"]}
+    comparisons = [fair_comparison(name, baseline, corpus, runs, root)
+                   for name, exp in metadata["experiments"].items() for corpus in exp["corpora"]
+                   for baseline in exp["baselines"] if (baseline, corpus) in runs]
+    return {
+        "generated_utc": dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "machine": machine_facts(),
+        "workflow": {"commit": workflow_commit(workflow_dir), "config_files": list(configfiles or [])},
+        "marker_test": marker_test,
+        "runs": list(runs.values()),
+        "scores": score_rows(results_csv, marker_test),
+        "comparisons": comparisons,
+    }
+
+
+def _cell(value: Any, digits: int = 2) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        return f"{value:.{digits}f}" if abs(value) >= 10 ** -digits or value == 0 else f"{value:.2g}"
+    return str(value).replace("|", "\\|")
+
+
+def _code(text: str) -> str:
+    """Code in a GitHub table cell: a pipe is escaped even inside backticks (GitHub shows ``|``)."""
+    return "`" + text.replace("|", "\\|") + "`"
+
+
+def _table(headers: list[str], rows: list[list[str]]) -> list[str]:
+    return (["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
+            + ["| " + " | ".join(row) + " |" for row in rows] + [""])
+
+
+def to_markdown(summary: dict[str, Any]) -> str:
+    m, w = summary["machine"], summary["workflow"]
+    lines = ["# Results summary", "",
+             f"Made {summary['generated_utc']} by `python -m workflow_scripts.evaluation.summary`; no number here is typed by hand.",
+             "", "## Machine and workflow", "",
+             f"- Platform: {m['platform']}",
+             f"- CPU: {m['cpu']}, {m['logical_cores']} logical cores",
+             f"- Memory: {m['memory_gib']} GiB" if m["memory_gib"] is not None else "- Memory: unknown",
+             f"- GPU: {', '.join(m['gpus'])}",
+             f"- Python {m['python']}, torch {m['torch']}, sacrebleu {m['sacrebleu']}, snakemake {m['snakemake']}",
+             f"- Workflow commit: `{w['commit']}`",
+             "- Config files: " + (", ".join(f"`{c}`" for c in w["config_files"]) or "none given"),
+             "", "## Training runs", "",
+             "Budget from each run's experiment.yaml (0: no limit); updates and time from the last row of "
+             "train/metrics.csv; stop reason: max_updates if updates >= max_updates, else the minutes cap if "
+             "elapsed >= max_minutes, else max_epochs if set, else other.", ""]
+    lines += _table(["experiment", "corpus", "family", "max_updates", "max_epochs", "max_minutes", "updates", "time (s)",
+                     "stopped by", "parameters", "train tok/s"],
+                    [[r["experiment"], r["corpus"], _cell(r["family"]), *(_cell(r["budget"][k]) for k in BUDGET_KEYS),
+                      str(r["updates"]), f"{r['elapsed_s']:.0f}", r["stop_reason"],
+                      f"{r['parameters']:,}" if isinstance(r["parameters"], int) else _cell(r["parameters"]),
+                      _cell(r["train_tokens_per_s"], 0)] for r in summary["runs"]])
+    lines += ["## Scores", "",
+              f"Markers: {summary['marker_test']} test against the (best) baseline, in each paper's convention "
+              f"(experiments without a paper: †/‡ at p < 0.01); {tables.DISAGREEMENT}: the marker's direction and the score "
+              "difference disagree. Signatures are sacrebleu's.", ""]
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for s in summary["scores"]:
+        groups.setdefault((s["corpus"], s["test_set"]), []).append(s)
+    for (corpus, test_set), rows in groups.items():
+        lines += [f"### {corpus} / {test_set}", ""]
+        lines += _table(["experiment", "metric", "score", "baseline", "difference", "p (sign)", "p (paired BS)",
+                         "p (paired AR)", "signature"],
+                        [[s["experiment"], s["metric"], _cell(s["score"]) + s["marker"], _cell(s["baseline"]),
+                          _cell(s["delta"]), _cell(s["p_sign"], 4), _cell(s["p_paired_bs"], 4), _cell(s["p_paired_ar"], 4),
+                          _code(s["signature"])] for s in rows])
+    lines += ["## Fair comparison", ""]
+    lines += [f"- {comparison_line(c)}" for c in summary["comparisons"]] or ["- no compared systems"]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m workflow_scripts.evaluation.summary", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--metadata", required=True, help="JSON of workflow_scripts.dag.evaluation.report_metadata")
+    parser.add_argument("--results", required=True, help="results/report/results.csv")
+    parser.add_argument("--marker-test", default="sign", choices=sorted(tables.TEST_NAMES))
+    parser.add_argument("--workflow-dir", default=str(WORKFLOW_DIR),
+                        help="where to ask git for the commit (default: the checkout holding this script)")
+    parser.add_argument("--configfile", nargs="*", default=[], help="the config files of the run")
+    parser.add_argument("--configfiles-json", help="the config files of the run as a JSON list (added to --configfile)")
+    parser.add_argument("--markdown", required=True)
+    parser.add_argument("--json", required=True)
+    args = parser.parse_args(argv)
+    try:
+        configfiles = list(args.configfile) + (json.loads(args.configfiles_json) if args.configfiles_json else [])
+    except json.JSONDecodeError as exc:
+        print(f"error: --configfiles-json: not a JSON list ({exc})", file=sys.stderr)
+        return 1
+    try:
+        summary = make_summary(json.loads(args.metadata), args.results, args.marker_test, args.workflow_dir, configfiles)
+    except DataError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    except (json.JSONDecodeError, KeyError) as exc:
+        print(f"error: --metadata: not the JSON of report_metadata ({exc})", file=sys.stderr)
+        return 1
+    with atomic_outputs(args.markdown, args.json) as (markdown, data):
+        markdown.write(to_markdown(summary))
+        json.dump(summary, data, indent=2, ensure_ascii=False)
+        data.write("\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
