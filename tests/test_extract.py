@@ -1,4 +1,4 @@
-"""Tests of workflow_scripts.data.corpus_spec (spec helpers, readers, holdout) and the extract CLI."""
+"""Tests of workflow_scripts.data.corpus_spec (spec checks, holdout), the readers of workflow_scripts.data.formats, and the extract CLI."""
 from __future__ import annotations
 
 import collections

@@ -9,6 +9,8 @@ the rule files (tested in tests/test_dag.py and beside each feature's tests).
     esc          explicit sentence compression (rules/compress.smk)
     lattices     lattice inputs (rules/lattice.smk)
     cluster      resources, launcher and PYTHONPATH of jobs (rules/train.smk, profiles)
+    evaluation   what is scored and tested: test sets, significance pairs, report targets
+    keys         misspelt config keys: one line with a did-you-mean, before the schema runs
 
 The JSON schema (schemas/config.schema.yaml) checks keys and types; these modules check what a
 schema cannot: cross-references between keys.  Every error names the key path.

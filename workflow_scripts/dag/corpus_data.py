@@ -44,7 +44,7 @@ def corpus_spec_json(config: dict[str, Any], corpus: str, part: Callable[[dict],
 
 
 def split_extraction_spec_json(config: dict[str, Any], corpus: str, split: str) -> str:
-    """What extracting one split reads (:func:`corpora.extraction_part`), as canonical JSON:
+    """What extracting one split reads (:func:`workflow_scripts.data.corpus_spec.extraction_part`), as canonical JSON:
     a new test set or download of the corpus leaves the other splits' parameter unchanged."""
     return json.dumps(corpus_specs.extraction_part(config["corpora"][corpus], split, where=f"corpora.{corpus}"), sort_keys=True)
 
