@@ -2,6 +2,10 @@
 # and time of a CPU job); placement on a cluster comes from config `cluster` (CPU_JOB) and
 # config `train_resources` (docs/cluster.md).
 
+# Scheduling priority of the long jobs (trainings, compressor training and compression): among
+# the jobs ready at one time, Snakemake starts these first (the default priority is 0).
+TRAIN_PRIORITY = 50
+
 
 def cpu_job(mem_mb, runtime):
     """Resources of a job without GPUs: memory (MB), time limit (minutes), placement."""

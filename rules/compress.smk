@@ -158,6 +158,7 @@ rule train_compressor:
         "results/benchmarks/train_compressor/{compressor}/{corpus}.tsv"
     conda:
         "../envs/train.yaml"
+    priority: TRAIN_PRIORITY  # on the ESC systems' critical path
     threads: config["train_resources"].get("cpus", 1)
     resources:
         **train_job(),
@@ -183,6 +184,7 @@ rule compress:
         "results/benchmarks/compress/{compressor}/{corpus}/{split}.tsv"
     conda:
         "../envs/train.yaml"
+    priority: TRAIN_PRIORITY  # on the ESC systems' critical path
     threads: config["train_resources"].get("cpus", 1)
     resources:
         **decode_job(),

@@ -41,6 +41,9 @@ rule train:
         "results/benchmarks/train/{experiment}/{corpus}.tsv"
     conda:
         "../envs/train.yaml"
+    # trainings are the long jobs: start each as soon as its data is ready, before the short
+    # data and scoring jobs that are ready at the same time (TRAIN_PRIORITY, rules/common.smk)
+    priority: TRAIN_PRIORITY
     threads: config["train_resources"].get("cpus", 1)
     resources:
         **train_job(),

@@ -202,7 +202,18 @@ import yaml  # noqa: E402
 
 from workflow_scripts.dag import checks, esc, sources  # noqa: E402
 
-CONFIG = yaml.safe_load((Path(__file__).parent.parent / "config.yaml").read_text())
+
+def _config_with_ablations() -> dict:
+    """config.yaml with configs/ablations.yaml merged over it (as --configfile does): all four ESC rows."""
+    from snakemake.utils import update_config
+
+    root = Path(__file__).parent.parent
+    config = yaml.safe_load((root / "config.yaml").read_text())
+    update_config(config, yaml.safe_load((root / "configs/ablations.yaml").read_text()))
+    return config
+
+
+CONFIG = _config_with_ablations()
 
 
 def test_esc_experiments_read_the_compressed_source_of_their_compressor() -> None:

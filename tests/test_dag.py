@@ -154,7 +154,8 @@ def test_a_system_that_all_does_not_train_is_not_checked():
     checks.check_fair_comparisons(config)
 
 
-@pytest.mark.parametrize("name", ["config.yaml", "configs/ci.yaml", "configs/full.yaml", "configs/gpu.yaml", "configs/quality.yaml"])
+@pytest.mark.parametrize("name", ["config.yaml", "configs/ablations.yaml", "configs/ci.yaml", "configs/full.yaml", "configs/gpu.yaml",
+                                  "configs/quality.yaml"])
 def test_every_shipped_config_compares_like_with_like(name):
     from snakemake.utils import update_config
 

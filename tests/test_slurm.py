@@ -61,9 +61,9 @@ SUBWORDS = "bpe300"
 GPU_JOBS = {"train": 2, "translate": 1, "translate_swap_noise": 1}
 # Training time of the miniature (wall clock, summed over resumed jobs): more than a job with a
 # 1-minute limit can do (SLURM ends it 60-90 s after its start: it checks limits every 30 s, later
-# on a loaded machine; at 1.5 minutes a first job was once seen to spend the whole budget), little
-# enough for a retry or two to finish.
-TRAIN_MINUTES = 2.0
+# on a loaded machine, and it waits KillWait before SIGKILL; at 1.5 and at 2 minutes a first job
+# was seen to spend the whole budget), little enough for a retry or two to finish.
+TRAIN_MINUTES = 3.0
 
 # ----------------------------------------------------------------------------- helpers
 def _pid_alive(pid_file: Path) -> bool:

@@ -1,0 +1,111 @@
+"""Progress of a running workflow in trainings and time, not in jobs: how many trainings are
+done, how far each running one is through its budget, and an estimated time to the end of
+the trainings.  Run it beside ``snakemake`` (another terminal, same directory):
+
+    python -m workflow_scripts.evaluation.progress [--log LOG]
+
+* Trainings planned, started and finished: the ``train`` and ``train_compressor`` jobs of the
+  Snakemake log (:func:`workflow_scripts.evaluation.timeline.parse_log`).
+* A running training's position: the last row of its ``train/metrics.csv`` (``update``,
+  ``elapsed``) against ``train.max_updates`` of its ``experiment.yaml``.  Its seconds per
+  update give its remaining time, ``(max_updates - update) * elapsed / update``; without
+  ``max_updates``, its ``max_minutes`` does.
+* Trainings not started yet: the mean of the finished and running trainings' durations per
+  training (their budgets in updates are equal within a comparison).
+* The estimate divides the remaining training time by the trainings that run at once
+  (``--parallel``, default: the trainings running now, at least 1).  It leaves out the data,
+  decoding and scoring jobs, so it is a lower bound that gets better as trainings finish.
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import datetime as dt
+import sys
+from pathlib import Path
+
+import yaml
+
+from nmtmodels.textio import DataError
+from workflow_scripts.evaluation.timeline import LONG_RULES, Job, newest_log, parse_log
+
+
+def run_position(job: Job, workdir: Path) -> tuple[int, float, float] | None:
+    """(update, elapsed seconds, estimated total seconds) of a training from its files, or
+    None when it has logged no update yet."""
+    if not job.outputs:
+        return None
+    train_dir = (workdir / job.outputs[0]).parent
+    metrics = train_dir / "metrics.csv"
+    if not metrics.is_file():
+        return None
+    with open(metrics, encoding="utf-8", newline="") as handle:
+        rows = [r for r in csv.DictReader(handle) if r.get("update") and r.get("elapsed")]
+    if not rows:
+        return None
+    update, elapsed = int(float(rows[-1]["update"])), float(rows[-1]["elapsed"])
+    settings = yaml.safe_load((train_dir.parent / "experiment.yaml").read_text(encoding="utf-8")) \
+        if (train_dir.parent / "experiment.yaml").is_file() else {}
+    train = (settings or {}).get("train", {})
+    if train.get("max_updates") and update:
+        total = elapsed * train["max_updates"] / update
+        if train.get("max_minutes"):
+            total = min(total, 60 * train["max_minutes"])
+    elif train.get("max_minutes"):
+        total = 60 * train["max_minutes"]
+    else:
+        total = elapsed
+    return update, elapsed, max(total, elapsed)
+
+
+def report(jobs: list[Job], planned: dict[str, int], workdir: Path, now: dt.datetime, parallel: int = 0) -> str:
+    trainings = [j for j in jobs if j.rule in LONG_RULES]
+    total = sum(planned.get(rule, 0) for rule in LONG_RULES)
+    finished = [j for j in trainings if j.end is not None]
+    running = [j for j in trainings if j.end is None]
+    lines = [f"trainings: {len(finished)} of {total} done, {len(running)} running, {total - len(trainings)} not started"]
+    durations = [j.seconds for j in finished]
+    remaining = []
+    for job in running:
+        position = run_position(job, workdir)
+        if position is None:
+            lines.append(f"  {job.label}: started, no update logged yet")
+            continue
+        update, elapsed, estimate = position
+        durations.append(estimate)
+        remaining.append(estimate - elapsed)
+        lines.append(f"  {job.label}: update {update}, {elapsed / 60:.1f} min, about {(estimate - elapsed) / 60:.1f} min left")
+    pending = total - len(trainings)
+    if durations:
+        mean = sum(durations) / len(durations)
+        slots = parallel or max(1, len(running))
+        left = (sum(remaining) + pending * mean) / slots
+        finish = now + dt.timedelta(seconds=left)
+        lines.append(f"trainings end in about {left / 60:.0f} min (around {finish:%H:%M}); {slots} at a time, "
+                     f"{mean / 60:.1f} min per training; data, decoding and scoring not counted")
+    elif total:
+        lines.append("no training has logged an update yet: no estimate")
+    first = min((j.start for j in jobs), default=now)
+    lines.append(f"running for {(now - first).total_seconds() / 60:.0f} min; jobs: "
+                 f"{sum(1 for j in jobs if j.end)} of {sum(planned.values())} done")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--log", help="a Snakemake log (default: the newest in .snakemake/log)")
+    parser.add_argument("--parallel", type=int, default=0, help="trainings that run at once (default: as many as now)")
+    args = parser.parse_args(argv)
+    try:
+        workdir = Path.cwd()
+        log = Path(args.log) if args.log else newest_log(workdir)
+        jobs, planned = parse_log(log.read_text(encoding="utf-8"), str(log))
+        print(report(jobs, planned, workdir, dt.datetime.now(), args.parallel))
+    except (DataError, OSError, yaml.YAMLError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
