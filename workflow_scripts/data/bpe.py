@@ -8,8 +8,9 @@ Merges stop early when no pair occurs at least twice (subword-nmt's default
 ``--min-frequency 2``).
 
 ``apply`` reproduces ``subword-nmt apply-bpe --codes C --vocabulary V
---vocabulary-threshold T`` byte for byte: a merge that would produce a subword seen fewer
-than T times in V is reverted (Sennrich et al.'s recipe for consistent joint BPE).
+--vocabulary-threshold T`` byte for byte with :func:`nmtmodels.preprocessing.load_bpe`
+(the BPE that nmt-translate applies to raw input): a merge that would produce a subword
+seen fewer than T times in V is reverted (Sennrich et al.'s recipe for consistent joint BPE).
 
 CLI::
 
@@ -22,16 +23,15 @@ from __future__ import annotations
 import argparse
 import collections
 import io
-import os
 import sys
 from collections.abc import Callable, Iterable
 
-from subword_nmt import apply_bpe, learn_bpe
+from subword_nmt import learn_bpe
 
+from nmtmodels.preprocessing import bpe_from_codes, load_bpe
 from nmtmodels.textio import DataError, atomic_output, atomic_outputs, read_lines
 from workflow_scripts.data.parallel import WorkerError, add_threads_argument, parallel_map
 
-SEPARATOR = "@@"
 MIN_PAIR_FREQUENCY = 2
 
 
@@ -51,33 +51,6 @@ def learn_codes(counts: collections.Counter, merges: int) -> str:
 def vocabulary_text(counts: collections.Counter) -> str:
     """"subword count" lines, most frequent first (as learn-joint-bpe-and-vocab writes them)."""
     return "".join(f"{word} {count}\n" for word, count in sorted(counts.items(), key=lambda item: item[1], reverse=True))
-
-
-def bpe_from_codes(codes_text: str, vocabulary: set[str] | None = None) -> apply_bpe.BPE:
-    return apply_bpe.BPE(io.StringIO(codes_text), separator=SEPARATOR, vocab=vocabulary)
-
-
-def load_bpe(codes_path: str | os.PathLike, vocab_path: str | os.PathLike, threshold: int | None) -> apply_bpe.BPE:
-    """subword-nmt's BPE from a codes file and a vocabulary filtered by ``threshold``.
-
-    Both files are checked first, so that a malformed line raises DataError naming
-    file and line (subword-nmt itself would exit the process).
-    """
-    codes_lines = list(read_lines(codes_path))
-    merges = codes_lines[1:] if codes_lines and codes_lines[0].startswith("#version:") else codes_lines
-    if not merges:
-        raise DataError(codes_path, "contains no merge operations")
-    first_merge_line = len(codes_lines) - len(merges) + 1
-    for number, line in enumerate(merges, start=first_merge_line):
-        if len(line.strip("\r\n ").split(" ")) != 2:
-            raise DataError(codes_path, f"expected a merge 'left right', got {line!r}", number)
-    vocab_lines = list(read_lines(vocab_path))
-    for number, line in enumerate(vocab_lines, start=1):
-        fields = line.strip("\r\n ").split(" ")
-        if len(fields) != 2 or not (fields[1].isascii() and fields[1].isdigit()):
-            raise DataError(vocab_path, f"expected 'subword count', got {line!r}", number)
-    vocabulary = apply_bpe.read_vocabulary(vocab_lines, threshold)
-    return bpe_from_codes("".join(line + "\n" for line in codes_lines), vocabulary)
 
 
 def learn(

@@ -1,21 +1,10 @@
 """Normalise and tokenise one split of a parallel corpus; clean and deduplicate training data.
 
-Per language, in this order:
-
-1. Unicode normalisation (``--unicode-form``, default NFKC).
-2. ``tokenizer: moses`` only: sacremoses ``MosesPunctNormalizer(lang)`` (Moses
-   normalize-punctuation.perl).
-3. Whitespace collapse (every run of whitespace becomes one space, ends stripped); with
-   ``join_pretokenized: true`` all whitespace is removed instead (for zh/ja text that
-   upstream already segmented with another tool, which we segment again).
-4. Tokenisation by ``preprocess.LANG.tokenizer``: ``moses`` = sacremoses
-   ``MosesTokenizer(lang)`` with ``aggressive_dash_splits=True`` (Moses ``-a``) and
-   ``escape=False``; ``jieba``/``thulac``/``snownlp`` (zh) or ``fugashi`` (ja) = word
-   segmentation (:mod:`workflow_scripts.data.segment`); ``whitespace`` = keep the tokens.
-5. ``lowercase: true``: lowercase (after tokenisation, as Moses lowercase.perl is run
-   after tokenizer.perl, so that case-sensitive non-breaking prefixes still apply).
-
-The NORM outputs hold steps 1-3 (and 5), the TOK outputs steps 1-5, line-aligned.
+Each line goes through :class:`nmtmodels.preprocessing.TextProcessor` (unicode
+normalisation, Moses punctuation normalisation, whitespace, tokeniser or word segmenter,
+lowercase: the steps are listed there), one per language, with the settings of
+``preprocess.LANG`` of the corpus spec.  The NORM outputs hold steps 1-3 (and 5), the TOK
+outputs steps 1-5, line-aligned.
 
 With ``--train`` pairs are then cleaned as Moses ``clean-corpus-n.perl`` does, on the
 token counts of the TOK lines (``n`` = number of space-separated tokens):
@@ -56,34 +45,17 @@ import itertools
 import json
 import os
 import sys
-import unicodedata
 from collections.abc import Callable, Iterator
 from typing import Any
 
 from nmtmodels.config import ConfigError
+from nmtmodels.preprocessing import UNICODE_FORMS, LanguageSettings, SegmentationError, TextProcessor, check_type, language_settings
 from nmtmodels.textio import DataError, atomic_outputs, read_lines
 from workflow_scripts.data.parallel import WorkerError, add_threads_argument, parallel_map
-from workflow_scripts.data.segment import SEGMENTERS, SegmentationError, WordSegmenter
 
-UNICODE_FORMS = ("NFC", "NFKC", "NFD", "NFKD")
-GENERIC_TOKENIZERS = ("moses", "whitespace")
 DROP_REASONS = ("empty", "too_long", "too_short", "ratio", "duplicate")
 BLANK_POLICIES = ("warn", "fail")
 SHOWN_LINES = 20
-
-
-def tokenizers_for(lang: str) -> tuple[str, ...]:
-    return GENERIC_TOKENIZERS + SEGMENTERS.get(lang, ())
-
-
-@dataclasses.dataclass(frozen=True)
-class LanguageSettings:
-    """How one language is normalised and tokenised (``preprocess.LANG`` of a corpus spec)."""
-
-    lang: str
-    tokenizer: str
-    join_pretokenized: bool = False
-    lowercase: bool = False
 
 
 @dataclasses.dataclass(frozen=True)
@@ -95,33 +67,6 @@ class CleanSettings:
     max_ratio: float
 
 
-def _typed(value: Any, kind: type | tuple[type, ...], where: str) -> Any:
-    if isinstance(value, bool) and kind is not bool:
-        raise ConfigError(f"{where}: expected a number, got {value!r}")
-    if not isinstance(value, kind):
-        raise ConfigError(f"{where}: expected {getattr(kind, '__name__', 'a number')}, got {value!r}")
-    return value
-
-
-def language_settings(spec: dict[str, Any], lang: str) -> LanguageSettings:
-    """Read ``spec.preprocess.LANG`` (and ``spec.lowercase``); errors name the key."""
-    where = f"spec.preprocess.{lang}"
-    entry = spec.get("preprocess", {}).get(lang)
-    if not isinstance(entry, dict):
-        raise ConfigError(f"{where}: missing (a mapping with at least 'tokenizer')")
-    if "tokenizer" not in entry:
-        raise ConfigError(f"{where}.tokenizer: required key is missing")
-    tokenizer = entry["tokenizer"]
-    if tokenizer not in tokenizers_for(lang):
-        raise ConfigError(f"{where}.tokenizer: unknown tokenizer {tokenizer!r} for '{lang}' (known: {', '.join(tokenizers_for(lang))})")
-    return LanguageSettings(
-        lang=lang,
-        tokenizer=tokenizer,
-        join_pretokenized=_typed(entry.get("join_pretokenized", False), bool, f"{where}.join_pretokenized"),
-        lowercase=_typed(spec.get("lowercase", False), bool, "spec.lowercase"),
-    )
-
-
 def clean_settings(spec: dict[str, Any]) -> CleanSettings:
     """Read ``spec.clean``; errors name the key."""
     clean = spec.get("clean")
@@ -131,51 +76,15 @@ def clean_settings(spec: dict[str, Any]) -> CleanSettings:
         if key not in clean:
             raise ConfigError(f"spec.clean.{key}: required key is missing")
     settings = CleanSettings(
-        min_tokens=_typed(clean["min_tokens"], int, "spec.clean.min_tokens"),
-        max_tokens=_typed(clean["max_tokens"], int, "spec.clean.max_tokens"),
-        max_ratio=float(_typed(clean["max_ratio"], (int, float), "spec.clean.max_ratio")),
+        min_tokens=check_type(clean["min_tokens"], int, "spec.clean.min_tokens"),
+        max_tokens=check_type(clean["max_tokens"], int, "spec.clean.max_tokens"),
+        max_ratio=float(check_type(clean["max_ratio"], (int, float), "spec.clean.max_ratio")),
     )
     if not 0 <= settings.min_tokens <= settings.max_tokens:
         raise ConfigError(f"spec.clean: need 0 <= min_tokens <= max_tokens, got {settings.min_tokens} and {settings.max_tokens}")
     if settings.max_ratio < 1:
         raise ConfigError(f"spec.clean.max_ratio: must be at least 1, got {settings.max_ratio}")
     return settings
-
-
-class TextProcessor:
-    """Normaliser and tokeniser of one language; building it loads the tokeniser's model."""
-
-    def __init__(self, settings: LanguageSettings, unicode_form: str = "NFKC"):
-        self.settings = settings
-        self.unicode_form = unicode_form
-        self._punctuation = None
-        if settings.tokenizer == "moses":
-            from sacremoses import MosesPunctNormalizer, MosesTokenizer
-
-            self._punctuation = MosesPunctNormalizer(lang=settings.lang)
-            moses = MosesTokenizer(lang=settings.lang)
-            self._tokenize: Callable[[str], str] = lambda text: moses.tokenize(
-                text, aggressive_dash_splits=True, escape=False, return_str=True
-            )
-        elif settings.tokenizer == "whitespace":
-            self._tokenize = lambda text: text
-        else:
-            self._tokenize = WordSegmenter(settings.lang, settings.tokenizer).segment_line
-
-    def normalise(self, line: str) -> str:
-        """Steps 1-3 of the module docstring (the NORM text, before lowercasing)."""
-        text = unicodedata.normalize(self.unicode_form, line)
-        if self._punctuation is not None:
-            text = self._punctuation.normalize(text)
-        return ("" if self.settings.join_pretokenized else " ").join(text.split())
-
-    def process(self, line: str) -> tuple[str, str]:
-        """Return (NORM, TOK) for one raw line."""
-        normalised = self.normalise(line)
-        tokenised = " ".join(self._tokenize(normalised).split())
-        if self.settings.lowercase:
-            return normalised.lower(), tokenised.lower()
-        return normalised, tokenised
 
 
 def pair_processor(
@@ -312,7 +221,7 @@ def main(argv: list[str] | None = None) -> None:
         src = language_settings(spec, args.src_lang)
         tgt = language_settings(spec, args.tgt_lang)
         clean = clean_settings(spec) if args.train else None
-        dedupe = args.train and _typed(spec.get("dedupe", False), bool, "spec.dedupe")
+        dedupe = args.train and check_type(spec.get("dedupe", False), bool, "spec.dedupe")
         blank_references = None if args.train else spec.get("blank_references", "warn")
         if blank_references not in (None, *BLANK_POLICIES):
             raise ConfigError(f"spec.blank_references: expected one of {', '.join(BLANK_POLICIES)}, got {blank_references!r}")

@@ -1,10 +1,9 @@
-"""Chinese and Japanese word segmentation behind one interface.
+"""Segment a file of Chinese or Japanese text into words, in parallel.
 
-Segmenters: jieba, thulac, snownlp (zh) and fugashi with the unidic-lite dictionary (ja).
-Every segmenter returns words whose concatenation is the input without its whitespace:
-the text is split at whitespace first, each piece is segmented, and a segmenter that
-changes a character raises :class:`SegmentationError` (the lattice step aligns the
-segmentations of one sentence character by character, so this must hold).
+The segmenters (jieba, thulac, snownlp for zh; fugashi with unidic-lite for ja) and their
+guarantee (the words spell the input without its whitespace, else
+:class:`~nmtmodels.preprocessing.SegmentationError`) are
+:class:`nmtmodels.preprocessing.WordSegmenter`'s.
 
 CLI::
 
@@ -13,91 +12,12 @@ CLI::
 from __future__ import annotations
 
 import argparse
-import contextlib
-import logging
 import sys
 from collections.abc import Callable
 
+from nmtmodels.preprocessing import SEGMENTERS, SegmentationError, WordSegmenter, check_segmenter
 from nmtmodels.textio import DataError, atomic_output, read_lines
 from workflow_scripts.data.parallel import WorkerError, add_threads_argument, parallel_map
-
-# Known segmenters per language.
-SEGMENTERS: dict[str, tuple[str, ...]] = {"zh": ("jieba", "thulac", "snownlp"), "ja": ("fugashi",)}
-
-
-class SegmentationError(RuntimeError):
-    """A segmenter returned words that do not spell the input."""
-
-
-def _jieba() -> Callable[[str], list[str]]:
-    import jieba
-
-    jieba.setLogLevel(logging.WARNING)
-    tokenizer = jieba.Tokenizer()
-    tokenizer.initialize()
-    return tokenizer.lcut
-
-
-def _thulac() -> Callable[[str], list[str]]:
-    import thulac
-
-    with contextlib.redirect_stdout(sys.stderr):  # thulac prints "Model loaded succeed"
-        model = thulac.thulac(seg_only=True)
-    return lambda text: [word for word, _tag in model.cut(text)]
-
-
-def _snownlp() -> Callable[[str], list[str]]:
-    from snownlp import SnowNLP
-
-    return lambda text: SnowNLP(text).words
-
-
-def _fugashi() -> Callable[[str], list[str]]:
-    import fugashi
-    import unidic_lite
-
-    tagger = fugashi.Tagger(f'-d "{unidic_lite.DICDIR}"')
-    return lambda text: [word.surface for word in tagger(text)]
-
-
-_BACKENDS: dict[str, Callable[[], Callable[[str], list[str]]]] = {
-    "jieba": _jieba,
-    "thulac": _thulac,
-    "snownlp": _snownlp,
-    "fugashi": _fugashi,
-}
-
-
-def check_segmenter(lang: str, name: str) -> None:
-    """Raise ValueError unless ``name`` is a known segmenter for ``lang``."""
-    if lang not in SEGMENTERS:
-        raise ValueError(f"no segmenter for language '{lang}' (known languages: {', '.join(sorted(SEGMENTERS))})")
-    if name not in SEGMENTERS[lang]:
-        raise ValueError(f"unknown {lang} segmenter '{name}' (known: {', '.join(SEGMENTERS[lang])})")
-
-
-class WordSegmenter:
-    """One segmenter; loading it loads its model (do it once per process)."""
-
-    def __init__(self, lang: str, name: str):
-        check_segmenter(lang, name)
-        self.lang = lang
-        self.name = name
-        self._cut = _BACKENDS[name]()
-
-    def segment(self, text: str) -> list[str]:
-        """Split ``text`` into words; whitespace in ``text`` is always a word boundary."""
-        words: list[str] = []
-        for piece in text.split():
-            piece_words = [word for word in self._cut(piece) if word]
-            if "".join(piece_words) != piece:
-                raise SegmentationError(f"{self.name} segmented {piece!r} into {piece_words!r}")
-            words.extend(piece_words)
-        return words
-
-    def segment_line(self, text: str) -> str:
-        """The words of ``text`` joined by single spaces."""
-        return " ".join(self.segment(text))
 
 
 def line_segmenter(lang: str, name: str) -> Callable[[str], str]:
