@@ -20,7 +20,7 @@ from workflow_scripts.analyses import attention_plots
 from workflow_scripts.dag import evaluation as ev
 from workflow_scripts.analyses import swap_noise
 from workflow_scripts.analyses import graph_analyses
-from workflow_scripts.dag import checks, cluster, corpus_data, esc, keys, lattices, paths, runs, sources
+from workflow_scripts.dag import checks, cluster, corpus_data, esc, keys, lattices, packages, paths, runs, sources
 
 min_version("9.0")
 
@@ -84,6 +84,7 @@ rule all:
     input:
         corpus_data.data_targets(config),
         runs.model_targets(config),
+        packages.package_targets(config),
         esc.compression_targets(config),
         ev.report_targets(config),
         attention_plots.attention_targets(config),

@@ -65,7 +65,8 @@ def read_lines(path: str | os.PathLike, *, strip_bom: bool = True) -> Iterator[s
         raise DataError(path, f"corrupt or truncated compressed file ({exc})") from None
 
 
-def _umask() -> int:
+def current_umask() -> int:
+    """The process umask (read by setting it and putting it back)."""
     mask = os.umask(0)
     os.umask(mask)
     return mask
@@ -81,7 +82,7 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     os.close(fd)
     try:
         yield Path(tmp)
-        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp creates 0600; follow the umask like open()
+        os.chmod(tmp, 0o666 & ~current_umask())  # mkstemp creates 0600; follow the umask like open()
         os.replace(tmp, target)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):

@@ -3,7 +3,7 @@
 
 rule attention_plot:
     input:
-        checkpoint=f"{EXPERIMENTS}/{{experiment}}/{{corpus}}/train/checkpoint_best.pt",
+        checkpoint=paths.BEST_CHECKPOINT,
         source=lambda w: attention_plots.attention_source(config, w.corpus),
     output:
         png=report(

@@ -3,7 +3,7 @@
 
 rule translate:
     input:
-        checkpoint=f"{EXPERIMENTS}/{{experiment}}/{{corpus}}/train/checkpoint_best.pt",
+        checkpoint=paths.BEST_CHECKPOINT,
         source=lambda w: sources.test_source(config, w.experiment, w.corpus, w.test_set),
         extras=lambda w: sources.test_extra_inputs(config, w.experiment, w.corpus, w.test_set),
     output:

@@ -45,7 +45,7 @@ use rule apply_bpe as swap_noise_bpe with:
 
 use rule translate as translate_swap_noise with:
     input:
-        checkpoint=f"{EXPERIMENTS}/{{experiment}}/{{corpus}}/train/checkpoint_best.pt",
+        checkpoint=paths.BEST_CHECKPOINT,
         source=lambda w: swap_noise.experiment_source(config, w.experiment, w.corpus, w.test_set, w.percent),
         extras=[],
     output:

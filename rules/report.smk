@@ -91,7 +91,7 @@ use rule score as score_concatenation with:
 
 rule model_info:
     input:
-        checkpoint=f"{EXPERIMENTS}/{{experiment}}/{{corpus}}/train/checkpoint_best.pt",
+        checkpoint=paths.BEST_CHECKPOINT,
         metrics=f"{EXPERIMENTS}/{{experiment}}/{{corpus}}/train/metrics.csv",
     output:
         f"{EXPERIMENTS}/{{experiment}}/{{corpus}}/model_info.json",

@@ -26,7 +26,7 @@ rule train:
         unpack(lambda w: sources.model_inputs(config, w.experiment, w.corpus)),
         config=f"{EXPERIMENTS}/{{experiment}}/{{corpus}}/experiment.yaml",
     output:
-        best=f"{EXPERIMENTS}/{{experiment}}/{{corpus}}/train/checkpoint_best.pt",
+        best=paths.BEST_CHECKPOINT,
         metrics=f"{EXPERIMENTS}/{{experiment}}/{{corpus}}/train/metrics.csv",
     params:
         out_dir=lambda w, output: os.path.dirname(output.best),
@@ -54,3 +54,27 @@ rule train:
         " --src-vocab {input.src_vocab:q} --tgt-vocab {input.tgt_vocab:q}"
         " --tgt-lang {params.tgt_lang} --tgt-format {params.tgt_format} {params.extras}"
         " --set train.num_threads={params.num_threads} --out-dir {params.out_dir:q} > {log:q} 2>&1"
+
+
+# The model package (nmtmodels/package.py): best checkpoint, preprocess.json and the source
+# BPE codes, so that nmt-translate and nmtmodels.translator.Translator read raw text.  Only
+# runs that read plain subwords get one (workflow_scripts/dag/packages.py).
+rule model_package:
+    input:
+        unpack(lambda w: packages.package_inputs(config, w.experiment, w.corpus)),
+    output:
+        directory(paths.MODEL_PACKAGE),
+    params:
+        settings=lambda w: packages.package_settings_json(config, w.experiment, w.corpus),
+        bpe=lambda w, input: f"--codes {shlex.quote(input.codes)} --vocab {shlex.quote(input.vocab)}" if "codes" in input.keys() else "",
+    log:
+        "logs/model_package/{experiment}/{corpus}.log",
+    benchmark:
+        "results/benchmarks/model_package/{experiment}/{corpus}.tsv"
+    conda:
+        "../envs/train.yaml"
+    resources:
+        **cpu_job(mem_mb=1000, runtime=10),
+    shell:
+        "python -m nmtmodels.package --checkpoint {input.checkpoint:q} --settings {params.settings:q} {params.bpe}"
+        " --out-dir {output:q} > {log:q} 2>&1"

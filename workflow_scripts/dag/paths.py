@@ -23,6 +23,9 @@ VOCAB = DATA_ROOT + "/{corpus}/{units}/vocab.{src}-{tgt}.{lang}"
 CODES = DATA_ROOT + "/{corpus}/{units}/codes.{src}-{tgt}.{lang}"
 TOKENIZED_REFERENCE = DATA_ROOT + "/{corpus}/tok/{split}.ref{ref}.{src}-{tgt}.{lang}"
 EXPERIMENT = EXPERIMENTS_ROOT + "/{experiment}/{corpus}"
+# A run's best checkpoint, and its model package (nmtmodels.package: what raw text needs).
+BEST_CHECKPOINT = EXPERIMENT + "/train/checkpoint_best.pt"
+MODEL_PACKAGE = EXPERIMENT + "/model"
 COMPRESSOR = COMPRESSION_ROOT + "/{compressor}/{corpus}"
 
 

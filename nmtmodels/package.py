@@ -1,0 +1,210 @@
+"""A model package: one directory with what a model needs to read raw text and write plain text.
+
+Layout (written by the workflow's rule ``model_package`` into
+``results/experiments/EXPERIMENT/CORPUS/model/``, or by :func:`write_package`)::
+
+    checkpoint_best.pt   the checkpoint (a hard link where the filesystem allows one)
+    preprocess.json      languages, normaliser and tokeniser settings, subword units
+    bpe.codes            source BPE codes (subwords bpeN only)
+    bpe.vocab            source BPE vocabulary, "subword count" lines, read with the threshold
+
+``preprocess.json`` holds the source and target :class:`~nmtmodels.preprocessing.LanguageSettings`
+of the corpus' ``preprocess`` spec (``lang``, ``tokenizer``, ``join_pretokenized``,
+``lowercase``), the unicode form, the subword units (``bpeN`` or ``char``) and, for BPE,
+the vocabulary threshold that the workflow's ``apply_bpe`` used.  The target settings name
+the language of the detokeniser.  Source text then goes through the steps that made the
+training source (:class:`~nmtmodels.preprocessing.TextProcessor`, then subword-nmt BPE with
+codes, vocabulary and threshold, or characters with ▁ for spaces); the target side is
+undone by :func:`nmtmodels.postprocess.postprocess`.
+
+CLI (the rule's command)::
+
+    python -m nmtmodels.package --checkpoint CKPT --settings JSON [--codes C --vocab V] --out-dir DIR
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import re
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from nmtmodels.checkpoint import copy_checkpoint
+from nmtmodels.config import ConfigError
+from nmtmodels.preprocessing import UNICODE_FORMS, LanguageSettings, check_type, language_settings
+from nmtmodels.textio import DataError, current_umask
+
+PREPROCESS_FILE = "preprocess.json"
+CHECKPOINT_FILE = "checkpoint_best.pt"
+CODES_FILE = "bpe.codes"
+VOCAB_FILE = "bpe.vocab"
+FORMAT = 1
+SUBWORDS = re.compile(r"bpe[0-9]+|char")
+
+
+@dataclasses.dataclass(frozen=True)
+class PackageSettings:
+    """The content of ``preprocess.json`` (module docstring)."""
+
+    source: LanguageSettings
+    target: LanguageSettings
+    unicode_form: str
+    subwords: str
+    vocabulary_threshold: int | None = None
+
+    @property
+    def is_bpe(self) -> bool:
+        return self.subwords.startswith("bpe")
+
+    def to_dict(self) -> dict[str, Any]:
+        def side(settings: LanguageSettings) -> dict[str, Any]:
+            return {"lang": settings.lang, "tokenizer": settings.tokenizer, "join_pretokenized": settings.join_pretokenized}
+
+        data = {"format": FORMAT, "source": side(self.source), "target": side(self.target),
+                "lowercase": self.source.lowercase, "unicode_form": self.unicode_form, "subwords": self.subwords}
+        if self.is_bpe:
+            data["bpe"] = {"codes": CODES_FILE, "vocabulary": VOCAB_FILE, "vocabulary_threshold": self.vocabulary_threshold}
+        return data
+
+    @classmethod
+    def from_dict(cls, data: Any, where: str) -> PackageSettings:
+        """Settings from ``preprocess.json`` (or the rule's ``--settings``); ConfigError naming ``where`` and the key."""
+        if not isinstance(data, dict):
+            raise ConfigError(f"{where}: expected a JSON object")
+        if data.get("format", FORMAT) != FORMAT:
+            raise ConfigError(f"{where}: format {data.get('format')!r} is not supported (this nmtmodels reads format {FORMAT})")
+        for key in ("source", "target", "subwords"):
+            if key not in data:
+                raise ConfigError(f"{where}: {key}: required key is missing")
+        sides = []
+        for key in ("source", "target"):
+            entry = check_type(data[key], dict, f"{where}: {key}")
+            lang = check_type(entry.get("lang"), str, f"{where}: {key}.lang")
+            spec = {"preprocess": {lang: entry}, "lowercase": data.get("lowercase", False)}
+            try:
+                sides.append(language_settings(spec, lang))
+            except ConfigError as exc:
+                raise ConfigError(f"{where}: {key}: {str(exc).removeprefix('spec.')}") from None
+        unicode_form = data.get("unicode_form", "NFKC")
+        if unicode_form not in UNICODE_FORMS:
+            raise ConfigError(f"{where}: unicode_form: expected one of {', '.join(UNICODE_FORMS)}, got {unicode_form!r}")
+        subwords = check_type(data["subwords"], str, f"{where}: subwords")
+        if not SUBWORDS.fullmatch(subwords):
+            raise ConfigError(f"{where}: subwords: expected bpeN or char, got {subwords!r}")
+        threshold = None
+        if subwords.startswith("bpe"):
+            bpe = check_type(data.get("bpe", {}), dict, f"{where}: bpe")
+            threshold = check_type(bpe.get("vocabulary_threshold", 1), int, f"{where}: bpe.vocabulary_threshold")
+        return cls(source=sides[0], target=sides[1], unicode_form=unicode_form, subwords=subwords,
+                   vocabulary_threshold=threshold)
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelPackage:
+    """A package directory read by :func:`read_package`: its settings and file paths."""
+
+    directory: Path
+    settings: PackageSettings
+
+    @property
+    def checkpoint(self) -> Path:
+        return self.directory / CHECKPOINT_FILE
+
+    @property
+    def codes(self) -> Path:
+        return self.directory / CODES_FILE
+
+    @property
+    def vocab(self) -> Path:
+        return self.directory / VOCAB_FILE
+
+
+def settings_from_corpus(corpus_spec: dict[str, Any], subwords: str, unicode_form: str, where: str) -> PackageSettings:
+    """Package settings of a workflow corpus spec (``src``, ``tgt``, ``preprocess``,
+    ``lowercase``, ``bpe.vocabulary_threshold``) for a model trained on ``subwords``."""
+    try:
+        src, tgt = (language_settings(corpus_spec, corpus_spec[side]) for side in ("src", "tgt"))
+    except ConfigError as exc:
+        raise ConfigError(f"{where}.{str(exc).removeprefix('spec.')}") from None
+    threshold = corpus_spec.get("bpe", {}).get("vocabulary_threshold", 1) if subwords.startswith("bpe") else None
+    return PackageSettings(source=src, target=tgt, unicode_form=unicode_form, subwords=subwords, vocabulary_threshold=threshold)
+
+
+def package_directory(path: str | os.PathLike) -> Path | None:
+    """The package directory of ``path`` (the directory itself, or a checkpoint in it), or
+    None when there is no ``preprocess.json`` there."""
+    path = Path(path)
+    directory = path if path.is_dir() else path.parent
+    return directory if (directory / PREPROCESS_FILE).is_file() else None
+
+
+def read_package(directory: str | os.PathLike) -> ModelPackage:
+    """Read ``DIRECTORY/preprocess.json``; ConfigError or DataError naming the file."""
+    directory = Path(directory)
+    settings_path = directory / PREPROCESS_FILE
+    try:
+        data = json.loads(settings_path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise DataError(settings_path, f"not valid JSON ({exc.msg})", exc.lineno) from None
+    package = ModelPackage(directory, PackageSettings.from_dict(data, where=str(settings_path)))
+    if package.settings.is_bpe:
+        for path in (package.codes, package.vocab):
+            if not path.is_file():
+                raise ConfigError(f"{settings_path}: subwords {package.settings.subwords} need {path.name} beside it; it is missing")
+    return package
+
+
+def write_package(out_dir: str | os.PathLike, checkpoint: str | os.PathLike, settings: PackageSettings,
+                  codes: str | os.PathLike | None = None, vocab: str | os.PathLike | None = None) -> Path:
+    """Write a package directory (it replaces ``out_dir`` whole, or leaves it as it was on failure)."""
+    if settings.is_bpe != (codes is not None and vocab is not None):
+        raise ValueError(f"subwords {settings.subwords}: " + ("need" if settings.is_bpe else "take no") + " codes and vocabulary")
+    out_dir = Path(out_dir)
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
+    try:
+        copy_checkpoint(checkpoint, tmp / CHECKPOINT_FILE)
+        if settings.is_bpe:
+            shutil.copyfile(codes, tmp / CODES_FILE)
+            shutil.copyfile(vocab, tmp / VOCAB_FILE)
+        (tmp / PREPROCESS_FILE).write_text(json.dumps(settings.to_dict(), indent=2, sort_keys=True) + "\n", encoding="utf-8")
+        os.chmod(tmp, 0o777 & ~current_umask())  # mkdtemp makes 0700; follow the umask like mkdir
+        if out_dir.exists():
+            shutil.rmtree(out_dir)
+        os.replace(tmp, out_dir)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return out_dir
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m nmtmodels.package", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--checkpoint", required=True)
+    parser.add_argument("--settings", required=True, help="the content of preprocess.json, as JSON")
+    parser.add_argument("--codes", help="source BPE codes (subwords bpeN)")
+    parser.add_argument("--vocab", help="source BPE vocabulary (subwords bpeN)")
+    parser.add_argument("--out-dir", required=True)
+    args = parser.parse_args(argv)
+    try:
+        settings = PackageSettings.from_dict(json.loads(args.settings), where="--settings")
+    except (json.JSONDecodeError, ConfigError) as exc:
+        parser.error(f"--settings: {exc}")
+    if settings.is_bpe != bool(args.codes and args.vocab) or bool(args.codes) != bool(args.vocab):
+        parser.error(f"subwords {settings.subwords}: " + ("--codes and --vocab are required" if settings.is_bpe
+                                                          else "--codes and --vocab do not apply"))
+    try:
+        write_package(args.out_dir, args.checkpoint, settings, args.codes, args.vocab)
+    except OSError as exc:
+        parser.exit(1, f"{parser.prog}: error: {exc}\n")
+    print(f"model package {args.out_dir}: {settings.source.lang}-{settings.target.lang}, {settings.subwords}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
