@@ -26,6 +26,10 @@ is split at whitespace first, each piece is segmented, and a segmenter that chan
 character raises :class:`SegmentationError` (the lattice step aligns the segmentations of
 one sentence character by character, so this must hold).
 
+Characters (the char2word paper's units, :mod:`workflow_scripts.data.chars`): a sentence is
+its characters separated by spaces, each run of whitespace written as ``▁`` (U+2581,
+:data:`nmtmodels.postprocess.SPACE_SYMBOL`).
+
 BPE: subword-nmt's ``apply_bpe.BPE`` with separator ``"@@"``; :func:`load_bpe` reads codes
 and a vocabulary filtered by a threshold, as ``subword-nmt apply-bpe --codes C
 --vocabulary V --vocabulary-threshold T`` does (a merge that would produce a subword seen
@@ -46,6 +50,7 @@ from typing import Any
 from subword_nmt import apply_bpe
 
 from nmtmodels.config import ConfigError
+from nmtmodels.postprocess import SPACE_SYMBOL
 from nmtmodels.textio import DataError, read_lines
 
 UNICODE_FORMS = ("NFC", "NFKC", "NFD", "NFKD")
@@ -243,3 +248,9 @@ def load_bpe(codes_path: str | os.PathLike, vocab_path: str | os.PathLike, thres
             raise DataError(vocab_path, f"expected 'subword count', got {line!r}", number)
     vocabulary = apply_bpe.read_vocabulary(vocab_lines, threshold)
     return bpe_from_codes("".join(line + "\n" for line in codes_lines), vocabulary)
+
+
+# ---------------------------------------------------------------------- characters
+def sentence_characters(line: str) -> list[str]:
+    """The characters of a sentence, each run of whitespace as one ▁ (none at the ends)."""
+    return list(SPACE_SYMBOL.join(line.split()))

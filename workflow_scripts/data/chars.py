@@ -33,17 +33,11 @@ import os
 import sys
 from collections.abc import Callable, Iterable
 
+from nmtmodels.preprocessing import sentence_characters
 from nmtmodels.symbols import UNK
 from nmtmodels.textio import DataError, atomic_output, atomic_outputs, read_lines
 from workflow_scripts.data.parallel import WorkerError, add_threads_argument, parallel_map, positive_int
 from workflow_scripts.data.preprocess import read_parallel
-
-SPACE = "\u2581"
-
-
-def sentence_characters(line: str) -> list[str]:
-    """The characters of a sentence, each run of whitespace as one ▁ (none at the ends)."""
-    return list(SPACE.join(line.split()))
 
 
 def character_counts(lines: Iterable[str]) -> collections.Counter:
