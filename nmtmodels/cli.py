@@ -1,10 +1,12 @@
 """Command-line entry points: nmt-train, nmt-translate, nmt-average, nmt-vocab.
 
 Also ``python -m nmtmodels.cli train|translate|average|vocab ...`` (and under torchrun:
-``torchrun --nproc_per_node=N -m nmtmodels.cli train ...``).  Input text is already
-tokenised and BPE-encoded (or character-separated); post-processing is
-:func:`nmtmodels.postprocess.postprocess`, which ``nmt-translate --postprocess LANG`` applies
-inline.
+``torchrun --nproc_per_node=N -m nmtmodels.cli train ...``).  Training text is already
+tokenised and BPE-encoded (or character-separated).  ``nmt-translate`` reads raw text and
+writes detokenised text with a model package (:mod:`nmtmodels.package`), through
+:class:`nmtmodels.translator.Translator`; with ``--pretokenized`` it reads encoded text with
+any checkpoint and writes the model's tokens (the workflow's rules), which
+``--postprocess LANG`` turns into plain text (:func:`nmtmodels.postprocess.postprocess`).
 
 Exit codes: 0 success; 2 bad configuration, data or checkpoint (the message names the
 key, file and line), training diverged (:class:`nmtmodels.train.TrainingDiverged`), another
@@ -20,6 +22,11 @@ checkpoint whose parameters hold NaN or inf, and warns when more than
 :data:`UNKNOWN_WARNING_RATE` of the source tokens are not in the vocabulary.  Input and
 output are UTF-8 whatever the locale: standard input is read as bytes and decoded line by
 line, an invalid line giving the same ``<stdin>:LINE: invalid UTF-8`` error as ``--input``.
+Standard input is read whole and decoded in batches like ``--input`` unless it is a terminal
+(or ``--interactive``), where each line is answered before the next is read.  Decoding a
+file or piped input reports progress on stderr: a tqdm bar on a terminal, else a line every
+``--log-interval`` seconds with the sentence count and speed; then a closing line with the
+totals.
 """
 from __future__ import annotations
 
@@ -27,6 +34,7 @@ import argparse
 import errno
 import shutil
 import sys
+import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -58,6 +66,7 @@ from nmtmodels.vocab import Vocabulary, check_fingerprint
 SECTIONS = ("model", "train", "decode")
 EXIT_USAGE = 2
 UNKNOWN_WARNING_RATE = 0.10  # warn when more source tokens than this are <unk>
+PROGRESS_INTERVAL = 30.0  # seconds between progress lines of nmt-translate on a non-terminal stderr
 
 
 def _fail(prog: str, message: str) -> int:
@@ -276,10 +285,18 @@ def _train(args: argparse.Namespace) -> int:
 def translate_main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="nmt-translate",
-        description="Translate encoded source lines; without --input, translate stdin line by line (interactive).")
-    parser.add_argument("--checkpoint", required=True)
-    parser.add_argument("--input", help="source file (encoded like the training source); default: interactive stdin")
+        description="Translate raw text with a model package (plain text out), or with --pretokenized encoded lines "
+                    "with any checkpoint.  Without --input: standard input, line by line on a terminal (or with "
+                    "--interactive), else read whole and decoded in batches.")
+    parser.add_argument("--checkpoint", required=True,
+                        help="a model package directory or a checkpoint in one (with --pretokenized: any checkpoint)")
+    parser.add_argument("--pretokenized", action="store_true",
+                        help="input is already encoded like the training source (tokenised, BPE or characters) and "
+                             "output is the model's tokens; what the workflow's rules pass")
+    parser.add_argument("--input", help="source file; default: standard input")
     parser.add_argument("--output", help="output file (written atomically); default: stdout")
+    parser.add_argument("--interactive", action="store_true",
+                        help="answer each line of standard input before reading the next, even when it is not a terminal")
     parser.add_argument("--beam", type=int)
     parser.add_argument("--lenpen", type=float, help="GNMT length penalty alpha")
     parser.add_argument("--max-len-a", type=float)
@@ -294,26 +311,33 @@ def translate_main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--batch-tokens", type=int, default=4096, help="token budget per batch (default 4096)")
     parser.add_argument("--src-vocab", help="check this vocabulary against the checkpoint's")
     parser.add_argument("--tgt-vocab", help="check this vocabulary against the checkpoint's")
-    parser.add_argument("--extra", action="append", default=[], metavar="NAME=FILE")
-    parser.add_argument("--extra-tokens", action="append", default=[], metavar="NAME=FILE")
-    parser.add_argument("--postprocess", metavar="LANG", help="remove BPE and detokenise the output for LANG")
+    parser.add_argument("--extra", action="append", default=[], metavar="NAME=FILE", help="with --pretokenized")
+    parser.add_argument("--extra-tokens", action="append", default=[], metavar="NAME=FILE", help="with --pretokenized")
+    parser.add_argument("--postprocess", metavar="LANG",
+                        help="with --pretokenized: remove BPE and detokenise the output for LANG")
     parser.add_argument("--tgt-format", choices=("bpe", "char", "plain"), default="bpe",
                         help="target encoding, for --postprocess (default bpe)")
     parser.add_argument("--truncate", action="store_true", help="cut over-long sentences instead of failing")
+    parser.add_argument("--log-interval", type=float, default=PROGRESS_INTERVAL, metavar="SECONDS",
+                        help=f"progress line on stderr every SECONDS when stderr is not a terminal (default {PROGRESS_INTERVAL:g})")
     parser.add_argument("--device", default="auto")
     parser.add_argument("--amp", choices=("bf16", "none"), default="none")
     args = parser.parse_args(argv)
     if args.batch_tokens < 1:
         parser.error("--batch-tokens must be >= 1")
+    if not args.pretokenized and args.postprocess:
+        parser.error("--postprocess goes with --pretokenized (raw input is detokenised for the package's target language)")
+    if args.interactive and args.input:
+        parser.error("--interactive reads standard input; it does not go with --input")
     return _run("nmt-translate", lambda: _translate(args))
 
 
 def _translate(args: argparse.Namespace) -> int:
-    from nmtmodels.inference import load_model_from_checkpoint, translate_dataset
-    from nmtmodels.search import DecodeConfig
+    from nmtmodels.translator import Translator
 
     device = _device(args.device)
-    model, src_vocab, tgt_vocab, state = load_model_from_checkpoint(args.checkpoint, device)
+    translator = Translator.from_checkpoint(args.checkpoint, device=device, pretokenized=args.pretokenized)
+    model, src_vocab, tgt_vocab, state = translator.model, translator.src_vocab, translator.tgt_vocab, translator.state
     for flag, path, side in (("--src-vocab", args.src_vocab, "src"), ("--tgt-vocab", args.tgt_vocab, "tgt")):
         if path:
             given = Vocabulary.from_file(path)
@@ -321,42 +345,52 @@ def _translate(args: argparse.Namespace) -> int:
                 check_fingerprint(given, state["vocab"][f"{side}_fingerprint"], side, path)
             except ValueError as exc:
                 raise ConfigError(f"{flag}: {exc}") from None
-    overrides = {"beam": args.beam, "length_penalty": args.lenpen, "max_len_a": args.max_len_a, "max_len_b": args.max_len_b,
-                 "min_len": args.min_len, "coverage_penalty": args.coverage_penalty, "nbest": args.nbest,
-                 "max_len_ratio": args.max_len_ratio, "early_stop": args.early_stop}
-    decode = {**(state.get("decode_config") or {}), **{k: v for k, v in overrides.items() if v is not None}}
-    decode_cfg = from_dict(DecodeConfig, decode, where="decode")
-    family = state["model_config"].get("family", "?")
+    decode_cfg = translator.decode_config(
+        beam=args.beam, length_penalty=args.lenpen, max_len_a=args.max_len_a, max_len_b=args.max_len_b,
+        min_len=args.min_len, coverage_penalty=args.coverage_penalty, nbest=args.nbest,
+        max_len_ratio=args.max_len_ratio, early_stop=args.early_stop)
+    family = translator.family
     extras = _parse_extras(args.extra, args.extra_tokens, 1, "--extra")
     pads = _check_extras(model, extras, family, "--extra")
     too_long = "truncate" if args.truncate else "error"
+    hint = ("is the input tokenised and BPE-encoded like the training source?" if translator.pretokenized
+            else f"is the input in the model's source language ({translator.package.settings.source.lang})?")
 
     def render(index: int, hyps: list[Any]) -> list[str]:
         lines = []
         for hyp in hyps[: decode_cfg.nbest]:
-            text = " ".join(tgt_vocab.decode(hyp.tokens, keep_unk=True))
-            if args.postprocess:
-                from nmtmodels.postprocess import postprocess
+            if translator.pretokenized:
+                text = " ".join(tgt_vocab.decode(hyp.tokens, keep_unk=True))
+                if args.postprocess:
+                    from nmtmodels.postprocess import postprocess
 
-                text = postprocess(text, args.postprocess, bpe=args.tgt_format == "bpe", char_level=args.tgt_format == "char")
+                    text = postprocess(text, args.postprocess, bpe=args.tgt_format == "bpe", char_level=args.tgt_format == "char")
+            else:
+                text = translator.render(hyp).text
             lines.append(text if decode_cfg.nbest == 1 else f"{index} ||| {text} ||| {hyp.score:.6f}")
         return lines
 
-    def run(dataset: ParallelDataset) -> list[list[Any]]:
-        return translate_dataset(model, dataset, decode_cfg, max_tokens=args.batch_tokens, device=device, amp=args.amp)
+    def run(dataset: ParallelDataset, progress: Callable[[int], None] | None = None) -> list[list[Any]]:
+        return translator.search(dataset, decode_cfg, max_tokens=args.batch_tokens, amp=args.amp, progress=progress)
 
     if args.input is None:
         if pads:
-            raise ConfigError(f"interactive mode cannot take the extra inputs model family {family!r} needs; use --input")
-        return _interactive(model, src_vocab, run, render, too_long)
-    dataset = ParallelDataset.from_files(
-        args.input, None, src_vocab, None,
-        extras={n: ExtraField(paths[0], pads[n], tokens) for n, (tokens, paths) in extras.items()},
-        max_positions=model.max_positions(), too_long=too_long)
-    unknown = _UnknownRate(args.input)
+            raise ConfigError(f"standard input cannot take the extra inputs model family {family!r} needs; use --input")
+        if args.interactive or sys.stdin.isatty():
+            return _interactive(translator, run, render, too_long, hint)
+        return _batched_stdin(translator, run, render, too_long, hint, args)
+    if translator.pretokenized:
+        dataset = ParallelDataset.from_files(
+            args.input, None, src_vocab, None,
+            extras={n: ExtraField(paths[0], pads[n], tokens) for n, (tokens, paths) in extras.items()},
+            max_positions=model.max_positions(), too_long=too_long)
+    else:
+        dataset = translator.dataset(list(read_lines(args.input)), name=args.input, too_long=too_long)
+    unknown = _UnknownRate(args.input, hint)
     unknown.add(dataset)
     unknown.warn()
-    results = run(dataset)
+    with _Progress(len(dataset), args.log_interval) as progress:
+        results = run(dataset, progress.update)
     _warn_unfinished(args.input, results, dataset.line_numbers)
     lines = []
     for i, hyps in enumerate(results):
@@ -372,11 +406,48 @@ def _translate(args: argparse.Namespace) -> int:
     return 0
 
 
+class _Progress:
+    """Sentences translated so far: a tqdm bar when stderr is a terminal, else a line every
+    ``interval`` seconds (``nmt-translate: 1,200 of 3,000 sentences, 45.1 sentences/s``); a
+    closing line with the totals either way."""
+
+    def __init__(self, total: int, interval: float):
+        self.total, self.interval, self.done = total, interval, 0
+        self.start = self.last = time.monotonic()
+        self.bar = None
+        if sys.stderr.isatty():
+            from tqdm import tqdm
+
+            self.bar = tqdm(total=total, unit="sent", file=sys.stderr, leave=False)
+
+    def __enter__(self) -> _Progress:
+        return self
+
+    def update(self, sentences: int) -> None:
+        self.done += sentences
+        if self.bar is not None:
+            self.bar.update(sentences)
+            return
+        now = time.monotonic()
+        if now - self.last >= self.interval and self.done < self.total:
+            self.last = now
+            print(f"nmt-translate: {self.done:,} of {self.total:,} sentences, {self.done / max(now - self.start, 1e-9):.1f} "
+                  "sentences/s", file=sys.stderr, flush=True)
+
+    def __exit__(self, kind: Any, *_: Any) -> None:
+        if self.bar is not None:
+            self.bar.close()
+        if kind is None:
+            elapsed = time.monotonic() - self.start
+            print(f"nmt-translate: translated {self.done:,} sentences in {elapsed:.1f} s "
+                  f"({self.done / max(elapsed, 1e-9):.1f} sentences/s)", file=sys.stderr, flush=True)
+
+
 class _UnknownRate:
     """Counts source tokens that map to <unk> (the appended EOS not counted); warns once."""
 
-    def __init__(self, name: str):
-        self.name, self.unknown, self.tokens, self.warned = name, 0, 0, False
+    def __init__(self, name: str, hint: str):
+        self.name, self.hint, self.unknown, self.tokens, self.warned = name, hint, 0, 0, False
 
     def add(self, dataset: ParallelDataset) -> None:
         data = dataset.src.data
@@ -388,8 +459,7 @@ class _UnknownRate:
             return
         self.warned = True
         _warn("nmt-translate", f"{self.name}: {self.unknown / self.tokens:.1%} of the source tokens "
-                               f"({self.unknown:,} of {self.tokens:,}) are not in the checkpoint's vocabulary; "
-                               "is the input tokenised and BPE-encoded like the training source?")
+                               f"({self.unknown:,} of {self.tokens:,}) are not in the checkpoint's vocabulary; {self.hint}")
 
 
 def _warn_unfinished(name: str, results: list[list[Any]], line_numbers: Sequence[int]) -> None:
@@ -421,23 +491,27 @@ def _stdin_lines() -> Iterator[bytes]:
             yield line.encode("utf-8", "surrogateescape")
 
 
-def _interactive(model: torch.nn.Module, src_vocab: Vocabulary, run: Callable, render: Callable, too_long: str) -> int:
+def _stdin_line(raw: bytes, number: int) -> str:
+    """One line of standard input as text; DataError ``<stdin>:LINE`` when it is not UTF-8."""
+    try:
+        line = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise DataError("<stdin>", f"invalid UTF-8 ({exc.reason} at byte {exc.start})", number) from None
+    if number == 1 and line.startswith("\ufeff"):
+        line = line[1:]
+    return line.rstrip("\r\n")
+
+
+def _interactive(translator: Any, run: Callable, render: Callable, too_long: str, hint: str) -> int:
     """One line in, its translation out (flushed); a bad line (invalid UTF-8, too long) gives
     an error naming ``<stdin>:LINE`` on stderr and an empty output line, so input and output
     stay aligned; the exit status is then 2 (after the last line)."""
     failed = total = 0
-    unknown = _UnknownRate("<stdin>")
+    unknown = _UnknownRate("<stdin>", hint)
     for number, raw in enumerate(_stdin_lines(), start=1):
         total = number
         try:
-            try:
-                line = raw.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                raise DataError("<stdin>", f"invalid UTF-8 ({exc.reason} at byte {exc.start})", number) from None
-            if number == 1 and line.startswith("\ufeff"):
-                line = line[1:]
-            dataset = ParallelDataset.from_lines([line.rstrip("\r\n")], src_vocab, max_positions=model.max_positions(),
-                                                 too_long=too_long, name="<stdin>", first_line=number)
+            dataset = translator.dataset([_stdin_line(raw, number)], too_long=too_long, name="<stdin>", first_line=number)
         except DataError as exc:
             failed += 1
             print(f"nmt-translate: error: {exc}", file=sys.stderr, flush=True)
@@ -448,6 +522,47 @@ def _interactive(model: torch.nn.Module, src_vocab: Vocabulary, run: Callable, r
         results = run(dataset)
         _warn_unfinished("<stdin>", results, [number])
         _write_stdout(render(number - 1, results[0]) or [""])
+    if failed:
+        return _fail("nmt-translate", f"{failed} of {total} input lines could not be translated "
+                                      "(their output lines are empty)")
+    return 0
+
+
+def _batched_stdin(translator: Any, run: Callable, render: Callable, too_long: str, hint: str, args: argparse.Namespace) -> int:
+    """Standard input read whole and decoded in batches like ``--input``; bad lines are
+    handled as in :func:`_interactive` (an error naming ``<stdin>:LINE``, an empty output
+    line, exit status 2 at the end)."""
+    sentences: list[str] = []  # encoded
+    good: list[int] = []  # 0-based input line of each sentence translated
+    failed = total = 0
+    for number, raw in enumerate(_stdin_lines(), start=1):
+        total = number
+        try:
+            line = translator.encode_line(_stdin_line(raw, number), "<stdin>", number)
+            translator.encoded_dataset([line], too_long=too_long, name="<stdin>", first_line=number)  # this line alone
+        except DataError as exc:
+            failed += 1
+            print(f"nmt-translate: error: {exc}", file=sys.stderr, flush=True)
+            continue
+        sentences.append(line)
+        good.append(number - 1)
+    outputs: list[list[str]] = [[""] for _ in range(total)]
+    if sentences:
+        dataset = translator.encoded_dataset(sentences, too_long=too_long, name="<stdin>")
+        unknown = _UnknownRate("<stdin>", hint)
+        unknown.add(dataset)
+        unknown.warn()
+        with _Progress(len(dataset), args.log_interval) as progress:
+            results = run(dataset, progress.update)
+        _warn_unfinished("<stdin>", results, [index + 1 for index in good])
+        for index, hyps in zip(good, results):
+            outputs[index] = render(index, hyps) or [""]
+    lines = [line for rendered in outputs for line in rendered]
+    if args.output:
+        with atomic_output(args.output) as handle:
+            handle.writelines(f"{line}\n" for line in lines)
+    else:
+        _write_stdout(lines)
     if failed:
         return _fail("nmt-translate", f"{failed} of {total} input lines could not be translated "
                                       "(their output lines are empty)")

@@ -64,9 +64,11 @@ def translate_dataset(
     max_tokens: int,
     device: torch.device | str = "cpu",
     amp: Literal["bf16", "none"] = "none",
+    progress: Callable[[int], None] | None = None,
 ) -> list[list[Any]]:
     """Hypotheses (``nmtmodels.search.Hypothesis``, best first) for every example of
-    ``dataset``, in dataset order.  Beam 1 with nbest 1 runs greedy search."""
+    ``dataset``, in dataset order.  Beam 1 with nbest 1 runs greedy search.  ``progress``
+    is called with the number of sentences of each batch when it is done."""
     device = torch.device(device)
     if device.type == "cuda":
         avoid_per_shape_attention_kernels()
@@ -83,11 +85,14 @@ def translate_dataset(
             with autocast:
                 if decode_cfg.beam == 1 and decode_cfg.nbest == 1:
                     hyps = [[h] for h in greedy_search(model, batch, decode_cfg.max_len_a, decode_cfg.max_len_b,
-                                                       min_len=decode_cfg.min_len)]
+                                                       min_len=decode_cfg.min_len,
+                                                       return_attention=decode_cfg.return_attention)]
                 else:
                     hyps = beam_search(model, batch, decode_cfg)
             for row, row_hyps in zip(indices.tolist(), hyps):
                 results[row] = row_hyps
+            if progress is not None:
+                progress(len(indices))
     finally:
         model.train(was_training)
     return results

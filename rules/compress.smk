@@ -189,7 +189,7 @@ rule compress:
     resources:
         **decode_job(),
     shell:
-        "OMP_NUM_THREADS={threads} python -m nmtmodels.cli translate --checkpoint {input.checkpoint:q}"
+        "OMP_NUM_THREADS={threads} python -m nmtmodels.cli translate --pretokenized --checkpoint {input.checkpoint:q}"
         " --input {input.source:q} --output {output:q} {params.search} --truncate > {log:q} 2>&1"
 
 

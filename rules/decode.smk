@@ -22,7 +22,7 @@ rule translate:
     resources:
         **decode_job(),
     shell:
-        "OMP_NUM_THREADS={threads} python -m nmtmodels.cli translate --checkpoint {input.checkpoint:q}"
+        "OMP_NUM_THREADS={threads} python -m nmtmodels.cli translate --pretokenized --checkpoint {input.checkpoint:q}"
         " --input {input.source:q} --output {output:q} --beam {params.decode[beam]}"
         " --lenpen {params.decode[length_penalty]} --max-len-a {params.decode[max_len_a]}"
         " --max-len-b {params.decode[max_len_b]} --tgt-format {params.tgt_format} {params.extras} > {log:q} 2>&1"

@@ -284,7 +284,7 @@ def test_nmt_train_records_the_space_id_and_nmt_translate_uses_it(tmp_path):
     checkpoint = tmp_path / "out" / "checkpoint_last.pt"
     model, src_vocab, _, _ = load_model_from_checkpoint(str(checkpoint), torch.device("cpu"))
     assert int(model.encoder.space_id) == src_vocab.index(SPACE_SYMBOL) == 7
-    assert translate_main(["--checkpoint", str(checkpoint), "--input", str(tmp_path / "train.src"),
+    assert translate_main(["--pretokenized", "--checkpoint", str(checkpoint), "--input", str(tmp_path / "train.src"),
                            "--output", str(tmp_path / "hyp"), "--beam", "2", "--max-len-a", "0", "--max-len-b", "3",
                            "--device", "cpu"]) == 0
     assert len((tmp_path / "hyp").read_text(encoding="utf-8").splitlines()) == len(src)

@@ -72,7 +72,8 @@ def copy_run(tmp_path_factory):
 
 
 def translate(args: list[str], capsys) -> tuple[int, str, str]:
-    rc = cli.translate_main(args)
+    """nmt-translate --pretokenized (the copy task's text is its own encoding)."""
+    rc = cli.translate_main(["--pretokenized", *args])
     captured = capsys.readouterr()
     return rc, captured.out, captured.err
 
@@ -133,7 +134,8 @@ def test_early_stop_flag_reaches_the_search(copy_run, capsys, monkeypatch):
 
 def test_interactive_stdin_answers_line_by_line(copy_run):
     d = copy_run
-    proc = subprocess.Popen([sys.executable, "-m", "nmtmodels.cli", "translate", "--checkpoint", str(d / "out/checkpoint_last.pt")],
+    proc = subprocess.Popen([sys.executable, "-m", "nmtmodels.cli", "translate", "--pretokenized", "--interactive",
+                             "--checkpoint", str(d / "out/checkpoint_last.pt")],
                             cwd=REPO, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         answers = []
@@ -157,7 +159,7 @@ def test_interactive_stdin_answers_line_by_line(copy_run):
 def test_stdin_bytes_that_are_not_utf8_are_an_error_naming_the_line_whatever_the_locale(copy_run, env):
     d = copy_run
     stdin = b"a b c d\nh \xff\xfe i\nh h i\n"
-    proc = subprocess.run([sys.executable, "-m", "nmtmodels.cli", "translate", "--checkpoint",
+    proc = subprocess.run([sys.executable, "-m", "nmtmodels.cli", "translate", "--pretokenized", "--checkpoint",
                            str(d / "out/checkpoint_last.pt")], cwd=REPO, input=stdin, capture_output=True, timeout=120,
                           env={"PATH": os.environ.get("PATH", ""), **env}, check=False)
     err = proc.stderr.decode("utf-8")
@@ -367,7 +369,7 @@ def test_high_unknown_token_rate_on_stdin_is_one_warning(copy_run, capsys, monke
     """Interactive input (another language, say): one warning once 100 tokens are read."""
     import io
 
-    args = ["--checkpoint", str(copy_run / "out/checkpoint_last.pt")]
+    args = ["--interactive", "--checkpoint", str(copy_run / "out/checkpoint_last.pt")]
     monkeypatch.setattr(sys, "stdin", io.StringIO("a b Zürich c d e f g h i j\n" * 40))  # 1 in 11 unknown
     rc, out, err = translate(args, capsys)
     assert rc == 0 and len(out.splitlines()) == 40 and "vocabulary" not in err

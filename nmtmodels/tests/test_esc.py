@@ -363,7 +363,8 @@ def test_cli_trains_fusion_model_initialises_from_checkpoint_and_caps_by_ratio(t
                                "--init-from", str(tmp_path / "a" / "checkpoint_last.pt")]) == 2
         assert "--init-from" in capsys.readouterr().err
         # translation with the compressed input and gamma: every output within floor(0.5 |x|)
-        assert cli.translate_main(["--checkpoint", str(tmp_path / "a" / "checkpoint_last.pt"), "--input", str(tmp_path / "train.src"),
+        assert cli.translate_main(["--pretokenized", "--checkpoint", str(tmp_path / "a" / "checkpoint_last.pt"),
+                                   "--input", str(tmp_path / "train.src"),
                                    "--extra-tokens", f"compressed={tmp_path / 'train.c'}", "--max-len-ratio", "0.5",
                                    "--min-len", "100", "--output", str(tmp_path / "out")]) == 0
         out = (tmp_path / "out").read_text().splitlines()

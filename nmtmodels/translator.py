@@ -1,0 +1,218 @@
+"""Translate raw text with a trained model: the Python API behind ``nmt-translate``.
+
+::
+
+    from nmtmodels.translator import Translator
+
+    translator = Translator.from_checkpoint("results/experiments/baseline/multi30k_en_de/model")
+    for translation in translator.translate(["Two dogs are playing in the snow."], beam=4, nbest=2):
+        print(translation.text, [(h.text, h.score) for h in translation.hypotheses])
+
+``from_checkpoint`` takes a model package directory (:mod:`nmtmodels.package`, written by
+the workflow's rule ``model_package``) or a checkpoint inside one.  Raw input then goes
+through the steps that made the training source (:class:`nmtmodels.preprocessing.TextProcessor`
+with the corpus' settings, then subword-nmt BPE with the package's codes, vocabulary and
+threshold, or characters), and each hypothesis is turned back into plain text
+(:func:`nmtmodels.postprocess.postprocess`: BPE removal or character joining, Moses
+detokenisation or the CJK space rule for the target language).
+
+``pretokenized=True`` takes any checkpoint and reads input that is already encoded like the
+training source (what the workflow's rules pass); hypotheses are then the model's tokens
+joined by spaces, as ``nmt-translate --pretokenized`` writes them.
+
+Model families with ``extra_inputs`` (lattice models: lattice spans; ESC models: the
+compressed source) read inputs that the workflow builds from the corpus; they cannot read raw
+text, and ``from_checkpoint`` says so in one line instead of guessing.
+"""
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import torch
+
+from nmtmodels import inference
+from nmtmodels.checkpoint import CheckpointError
+from nmtmodels.config import ConfigError, from_dict
+from nmtmodels.data import ParallelDataset, TooLong
+from nmtmodels.package import CHECKPOINT_FILE, ModelPackage, package_directory, read_package
+from nmtmodels.postprocess import postprocess
+from nmtmodels.preprocessing import SegmentationError, TextProcessor, load_bpe, sentence_characters
+from nmtmodels.search import DecodeConfig
+from nmtmodels.search import Hypothesis as SearchHypothesis
+from nmtmodels.textio import DataError
+from nmtmodels.vocab import Vocabulary
+
+
+@dataclass(frozen=True)
+class Hypothesis:
+    """One translation of a sentence.
+
+    ``text``: plain (detokenised) text, or the model's tokens joined by spaces with
+    ``pretokenized``; ``score``: the search score (log-probability with the length penalty
+    and other terms of the decode settings); ``tokens``: the target tokens the model wrote
+    (BPE or characters, ``<unk>`` kept); ``attention``: (len(tokens) + 1, source tokens + 1)
+    cross-attention weights when asked for, else None; ``finished``: False when no beam
+    reached ``</s>`` within the length limit (see :mod:`nmtmodels.search`).
+    """
+
+    text: str
+    score: float
+    tokens: list[str]
+    attention: torch.Tensor | None = None
+    finished: bool = True
+
+
+@dataclass(frozen=True)
+class Translation:
+    """The hypotheses of one input sentence, best first; ``source_tokens`` is what the model read."""
+
+    source: str
+    source_tokens: list[str]
+    hypotheses: list[Hypothesis]
+
+    @property
+    def text(self) -> str:
+        return self.hypotheses[0].text
+
+    @property
+    def score(self) -> float:
+        return self.hypotheses[0].score
+
+
+def raw_text_refusal(family: str, extra_inputs: Sequence[str]) -> str:
+    """The one-line reason why a family with extra inputs cannot translate raw text."""
+    return (f"model family {family!r} reads inputs that the workflow builds from the corpus (extra inputs: "
+            f"{', '.join(sorted(extra_inputs))}), so it cannot translate raw text; translate the workflow's encoded "
+            "source with --pretokenized --input FILE and the --extra/--extra-tokens files of its translate rule")
+
+
+class Translator:
+    """A model with its vocabularies, decode defaults and (unless ``pretokenized``) its
+    preprocessing; build it with :meth:`from_checkpoint`."""
+
+    def __init__(self, model: torch.nn.Module, src_vocab: Vocabulary, tgt_vocab: Vocabulary, state: dict[str, Any], *,
+                 package: ModelPackage | None, device: torch.device | str = "cpu", name: str = "<checkpoint>"):
+        self.model, self.src_vocab, self.tgt_vocab, self.state = model, src_vocab, tgt_vocab, state
+        self.package = package
+        self.device = torch.device(device)
+        self.name = name
+        self.family = state["model_config"].get("family", "?")
+        self._source: TextProcessor | None = None
+        self._bpe = None
+        if package is not None:
+            settings = package.settings
+            self._source = TextProcessor(settings.source, settings.unicode_form)
+            if settings.is_bpe:
+                self._bpe = load_bpe(package.codes, package.vocab, settings.vocabulary_threshold)
+
+    @classmethod
+    def from_checkpoint(cls, path: str | os.PathLike, *, device: torch.device | str = "cpu",
+                        pretokenized: bool = False) -> Translator:
+        """Load a package directory or a checkpoint (in a package directory unless
+        ``pretokenized``); CheckpointError / ConfigError in one line naming the path."""
+        path = Path(path)
+        checkpoint = path / CHECKPOINT_FILE if path.is_dir() else path
+        if not checkpoint.is_file():
+            raise CheckpointError(f"{checkpoint}: no such checkpoint" + (" (is the directory a model package?)" if path.is_dir() else ""))
+        model, src_vocab, tgt_vocab, state = inference.load_model_from_checkpoint(str(checkpoint), device)
+        package = None
+        if not pretokenized:
+            extras = dict(getattr(type(model), "extra_inputs", {}) or {})
+            if extras:
+                raise ConfigError(f"{checkpoint}: {raw_text_refusal(state['model_config'].get('family', '?'), list(extras))}")
+            directory = package_directory(checkpoint)
+            if directory is None:
+                raise ConfigError(f"{checkpoint}: no preprocess.json beside the checkpoint, so raw text cannot be "
+                                  "preprocessed; use the run's model package (results/experiments/EXPERIMENT/CORPUS/model/, "
+                                  "rule model_package) or pass --pretokenized for input encoded like the training source")
+            package = read_package(directory)
+        return cls(model, src_vocab, tgt_vocab, state, package=package, device=device, name=str(checkpoint))
+
+    @property
+    def pretokenized(self) -> bool:
+        return self.package is None
+
+    @property
+    def target_lang(self) -> str | None:
+        return self.package.settings.target.lang if self.package else None
+
+    # ------------------------------------------------------------------ source side
+    def encode(self, sentence: str) -> str:
+        """The model input for one raw sentence (tokens separated by spaces): normalised and
+        tokenised like the training source, then BPE or characters.  With ``pretokenized``
+        the sentence is returned as it is."""
+        if self._source is None:
+            return sentence
+        tokens = self._source.tokenize(sentence)
+        if self._bpe is not None:
+            return self._bpe.process_line(tokens)
+        return " ".join(sentence_characters(tokens))
+
+    def encode_line(self, sentence: str, name: str = "<input>", number: int = 1) -> str:
+        """:meth:`encode`, with a segmenter's failure as a DataError naming ``name`` and line ``number``."""
+        try:
+            return self.encode(sentence)
+        except SegmentationError as exc:
+            raise DataError(name, str(exc), number) from None
+
+    def encoded_dataset(self, encoded: Sequence[str], *, name: str = "<input>", first_line: int = 1,
+                        too_long: TooLong = "error") -> ParallelDataset:
+        """The source dataset of lines already encoded (by :meth:`encode`, or ``pretokenized``
+        input); errors name ``name`` and the line counted from ``first_line``."""
+        return ParallelDataset.from_lines(encoded, self.src_vocab, max_positions=self.model.max_positions(),
+                                          too_long=too_long, name=name, first_line=first_line)
+
+    def dataset(self, sentences: Sequence[str], *, name: str = "<input>", first_line: int = 1,
+                too_long: TooLong = "error") -> ParallelDataset:
+        """The source dataset of ``sentences`` (encoded with :meth:`encode`)."""
+        encoded = [self.encode_line(sentence, name, number) for number, sentence in enumerate(sentences, start=first_line)]
+        return self.encoded_dataset(encoded, name=name, first_line=first_line, too_long=too_long)
+
+    # ------------------------------------------------------------------ search
+    def decode_config(self, **overrides: Any) -> DecodeConfig:
+        """The checkpoint's decode settings (those of training) with ``overrides`` that are not None."""
+        decode = {**(self.state.get("decode_config") or {}), **{k: v for k, v in overrides.items() if v is not None}}
+        return from_dict(DecodeConfig, decode, where="decode")
+
+    def search(self, dataset: ParallelDataset, decode_cfg: DecodeConfig, *, max_tokens: int = 4096,
+               amp: Literal["bf16", "none"] = "none", progress: Callable[[int], None] | None = None) -> list[list[SearchHypothesis]]:
+        """Search hypotheses (token ids) for every example of ``dataset``, in order;
+        ``progress`` is called with the number of sentences of each finished batch."""
+        return inference.translate_dataset(self.model, dataset, decode_cfg, max_tokens=max_tokens, device=self.device, amp=amp,
+                                 progress=progress)
+
+    # ------------------------------------------------------------------ target side
+    def target_tokens(self, hypothesis: SearchHypothesis) -> list[str]:
+        return self.tgt_vocab.decode(hypothesis.tokens, keep_unk=True)
+
+    def render(self, hypothesis: SearchHypothesis) -> Hypothesis:
+        """A search hypothesis as text: detokenised plain text, or (``pretokenized``) the tokens."""
+        tokens = self.target_tokens(hypothesis)
+        text = " ".join(tokens)
+        if self.package is not None:
+            settings = self.package.settings
+            text = postprocess(text, settings.target.lang, bpe=settings.is_bpe, char_level=not settings.is_bpe)
+        return Hypothesis(text=text, score=float(hypothesis.score), tokens=tokens, attention=hypothesis.attention,
+                          finished=getattr(hypothesis, "finished", True))
+
+    def translate(self, sentences: Sequence[str], *, beam: int | None = None, nbest: int = 1, return_attention: bool = False,
+                  max_tokens: int = 4096, too_long: TooLong = "error", **decode: Any) -> list[Translation]:
+        """Translate ``sentences`` (raw text; encoded text with ``pretokenized``), in order.
+
+        ``beam`` (default: the checkpoint's decode settings) and ``nbest`` (hypotheses per
+        sentence, at most ``beam``); ``return_attention`` keeps each hypothesis' attention;
+        other keywords are :class:`~nmtmodels.search.DecodeConfig` fields (``length_penalty``,
+        ``max_len_a``, ...).  ``max_tokens``: the token budget of a batch.
+        """
+        if isinstance(sentences, str):
+            raise TypeError("translate takes a list of sentences, not one string")
+        decode_cfg = self.decode_config(beam=beam, nbest=nbest, return_attention=return_attention, **decode)
+        dataset = self.dataset(list(sentences), too_long=too_long)
+        results = self.search(dataset, decode_cfg, max_tokens=max_tokens)
+        return [Translation(source=sentence, source_tokens=self.src_vocab.decode(dataset.src[i], keep_unk=True),
+                            hypotheses=[self.render(h) for h in hyps[:decode_cfg.nbest]])
+                for i, (sentence, hyps) in enumerate(zip(sentences, results))]
