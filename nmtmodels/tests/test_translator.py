@@ -1,0 +1,236 @@
+"""Raw text in, plain text out: a tiny model trained on a real Multi30k sample (the corpus
+mirror), packaged with nmtmodels.package, translated through Translator and nmt-translate.
+
+The expected model input is made by hand with sacremoses and subword-nmt (not with
+nmtmodels.preprocessing), and the expected search results with nmtmodels.inference as the
+old nmt-translate used it."""
+from __future__ import annotations
+
+import gzip
+import io
+import itertools
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from sacremoses import MosesPunctNormalizer, MosesTokenizer
+from subword_nmt import apply_bpe, learn_bpe
+
+from nmtmodels import cli
+from nmtmodels.checkpoint import save_checkpoint
+from nmtmodels.config import ConfigError, ModelConfig
+from nmtmodels.data import ParallelDataset
+from nmtmodels.inference import load_model_from_checkpoint, translate_dataset
+from nmtmodels.package import PackageSettings, read_package, write_package
+from nmtmodels.postprocess import postprocess
+from nmtmodels.preprocessing import LanguageSettings
+from nmtmodels.registry import build_model
+from nmtmodels.search import DecodeConfig
+from nmtmodels.translator import Translator
+from nmtmodels.vocab import Vocabulary
+
+REPO = Path(__file__).resolve().parents[2]
+MIRROR = Path(os.environ.get("NMT_DATA_MIRROR") or REPO.parent / "shared" / "data")
+TRAIN_PAIRS = 600
+MERGES = 600
+SENTENCE = "Two dogs are playing in the snow."
+EXPERIMENT = """\
+model: {preset: tiny, d_model: 32, heads: 2, ffn_dim: 64, encoder_layers: 1, decoder_layers: 1, dropout: 0.0,
+        max_source_positions: 128, max_target_positions: 128}
+train: {max_tokens: 2000, lr: 0.005, warmup_updates: 5, max_updates: 12, log_interval: 100,
+        label_smoothing: 0.0, num_threads: 1, keep_last: 1}
+decode: {beam: 2, max_len_a: 0.5, max_len_b: 4}
+"""
+
+
+def by_hand(line: str, bpe: apply_bpe.BPE) -> str:
+    """Moses punctuation normalisation, tokenisation (-a, no escaping) and BPE, as the
+    workflow's corpus settings for Multi30k en say (NFKC first; ASCII input is unchanged)."""
+    normalised = " ".join(MosesPunctNormalizer(lang="en").normalize(line).split())
+    tokens = MosesTokenizer(lang="en").tokenize(normalised, aggressive_dash_splits=True, escape=False, return_str=True)
+    return bpe.process_line(tokens)
+
+
+def head(path: Path, count: int) -> list[str]:
+    with gzip.open(path, "rt", encoding="utf-8") as handle:
+        return [line.rstrip("\n") for line in itertools.islice(handle, count)]
+
+
+@pytest.fixture(scope="module")
+def package(tmp_path_factory):
+    """(package directory, subword-nmt BPE of the source, run directory)."""
+    if not (MIRROR / "multi30k" / "train.en.gz").is_file():
+        pytest.skip(f"no corpus mirror at {MIRROR} (set NMT_DATA_MIRROR)")
+    d = tmp_path_factory.mktemp("raw")
+    raw = {lang: head(MIRROR / "multi30k" / f"train.{lang}.gz", TRAIN_PAIRS) for lang in ("en", "de")}
+    tokenizers = {lang: MosesTokenizer(lang=lang) for lang in raw}
+    normalisers = {lang: MosesPunctNormalizer(lang=lang) for lang in raw}
+    tok = {lang: [tokenizers[lang].tokenize(" ".join(normalisers[lang].normalize(line).split()),
+                                            aggressive_dash_splits=True, escape=False, return_str=True) for line in lines]
+           for lang, lines in raw.items()}
+    codes = {}
+    for lang, lines in tok.items():  # separate BPE per side, subword-nmt's own functions
+        out = io.StringIO()
+        learn_bpe.learn_bpe(lines, out, MERGES, 2)
+        codes[lang] = out.getvalue()
+        (d / f"codes.{lang}").write_text(codes[lang], encoding="utf-8")
+    for lang, lines in tok.items():
+        encoded = [apply_bpe.BPE(io.StringIO(codes[lang]), separator="@@").process_line(line) for line in lines]
+        (d / f"train.{lang}").write_text("".join(line + "\n" for line in encoded), encoding="utf-8")
+        counts = learn_bpe.get_vocabulary(encoded)
+        (d / f"vocab.{lang}").write_text("".join(f"{w} {c}\n" for w, c in counts.most_common()), encoding="utf-8")
+    (d / "exp.yaml").write_text(EXPERIMENT)
+    threads = torch.get_num_threads()
+    try:
+        for lang in ("en", "de"):
+            assert cli.vocab_main(["--inputs", str(d / f"vocab.{lang}"), "--from-counts", "--output", str(d / f"dict.{lang}")]) == 0
+        assert cli.train_main(["--config", str(d / "exp.yaml"), "--train-src", str(d / "train.en"), "--train-tgt", str(d / "train.de"),
+                               "--src-vocab", str(d / "dict.en"), "--tgt-vocab", str(d / "dict.de"), "--out-dir", str(d / "train"),
+                               "--device", "cpu"]) == 0
+    finally:
+        torch.set_num_threads(threads)
+    settings = PackageSettings(source=LanguageSettings("en", "moses"), target=LanguageSettings("de", "moses"),
+                               unicode_form="NFKC", subwords=f"bpe{MERGES}", vocabulary_threshold=1)
+    directory = write_package(d / "model", d / "train" / "checkpoint_last.pt", settings, d / "codes.en", d / "vocab.en")
+    bpe = apply_bpe.BPE(io.StringIO(codes["en"]), separator="@@",
+                        vocab=apply_bpe.read_vocabulary((d / "vocab.en").open(encoding="utf-8"), 1))
+    return directory, bpe, d
+
+
+def run_cli(args: list[str], stdin: str | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "nmtmodels.cli", "translate", *args], cwd=REPO, input=stdin,
+                          capture_output=True, text=True, timeout=300, check=False)
+
+
+def test_package_round_trips_its_settings(package):
+    directory, _, _ = package
+    read = read_package(directory)
+    assert read.settings.source == LanguageSettings("en", "moses") and read.settings.target.lang == "de"
+    assert read.settings.subwords == f"bpe{MERGES}" and read.settings.vocabulary_threshold == 1
+    assert read.checkpoint.is_file() and read.codes.is_file() and read.vocab.is_file()
+
+
+def test_raw_sentence_is_read_like_the_training_source_without_unknown_words(package):
+    directory, bpe, _ = package
+    translator = Translator.from_checkpoint(directory / "checkpoint_best.pt")
+    expected = by_hand(SENTENCE, bpe).split()
+    assert expected[-2:] == ["snow", "."]  # the trailing period is its own token, "snow" a word of the sample
+    assert all(token in translator.src_vocab for token in expected)
+    [translation] = translator.translate([SENTENCE], beam=2)
+    assert translation.source_tokens == expected and "<unk>" not in translation.source_tokens
+    # the old behaviour, kept with pretokenized: the untokenised "snow." is not a word the model knows
+    raw = Translator.from_checkpoint(directory / "checkpoint_best.pt", pretokenized=True)
+    [untokenised] = raw.translate([SENTENCE], beam=2)
+    assert untokenised.source_tokens[-1] == "<unk>"
+
+
+def test_translate_returns_scored_nbest_lists_and_attention(package):
+    directory, _, _ = package
+    translator = Translator.from_checkpoint(directory)  # the directory itself
+    sentences = [SENTENCE, "A man is riding a bike.", "A little girl in a pink dress."]
+    results = translator.translate(sentences, beam=3, nbest=3, return_attention=True)
+    assert [r.source for r in results] == sentences
+    for result in results:
+        assert len(result.hypotheses) == 3
+        scores = [h.score for h in result.hypotheses]
+        assert scores == sorted(scores, reverse=True) and result.score == scores[0]
+        for hyp in result.hypotheses:
+            assert "@@" not in hyp.text and hyp.text == postprocess(" ".join(hyp.tokens), "de")
+            assert hyp.attention.shape == (len(hyp.tokens) + 1, len(result.source_tokens) + 1)
+    with pytest.raises(TypeError):
+        translator.translate(SENTENCE)
+
+
+def test_cli_raw_output_is_the_pretokenized_output_of_the_hand_pipeline_postprocessed(package, tmp_path):
+    directory, bpe, _ = package
+    sentences = head(MIRROR / "multi30k" / "val.en.gz", 12) + [SENTENCE]
+    (tmp_path / "raw.en").write_text("".join(s + "\n" for s in sentences), encoding="utf-8")
+    (tmp_path / "enc.en").write_text("".join(by_hand(s, bpe) + "\n" for s in sentences), encoding="utf-8")
+    raw = run_cli(["--checkpoint", str(directory / "checkpoint_best.pt"), "--input", str(tmp_path / "raw.en")])
+    assert raw.returncode == 0, raw.stderr
+    old = run_cli(["--pretokenized", "--checkpoint", str(directory / "checkpoint_best.pt"), "--input", str(tmp_path / "enc.en"),
+                   "--postprocess", "de"])
+    assert old.returncode == 0, old.stderr
+    assert raw.stdout.splitlines() == old.stdout.splitlines() and len(raw.stdout.splitlines()) == len(sentences)
+    assert "@@" not in raw.stdout
+
+
+def test_pretokenized_output_is_what_the_search_returns_as_before(package, tmp_path):
+    """--pretokenized writes the search's best tokens joined by spaces, as nmt-translate always did."""
+    _, _, d = package
+    checkpoint = d / "model" / "checkpoint_best.pt"
+    encoded = tmp_path / "encoded.en"
+    encoded.write_text("".join(line + "\n" for line in (d / "train.en").read_text(encoding="utf-8").splitlines()[:60]))
+    out = run_cli(["--pretokenized", "--checkpoint", str(checkpoint), "--input", str(encoded), "--beam", "2"])
+    assert out.returncode == 0, out.stderr
+    model, src_vocab, tgt_vocab, state = load_model_from_checkpoint(str(checkpoint))
+    dataset = ParallelDataset.from_files(encoded, None, src_vocab, None, max_positions=model.max_positions())
+    decode = DecodeConfig(**{**state["decode_config"], "beam": 2})
+    expected = [" ".join(tgt_vocab.decode(hyps[0].tokens, keep_unk=True))
+                for hyps in translate_dataset(model, dataset, decode, max_tokens=4096)]
+    assert out.stdout.splitlines() == expected and len(expected) == 60
+
+
+def test_piped_stdin_is_batched_and_equals_input_line_by_line_with_progress(package, tmp_path):
+    directory, _, _ = package
+    sentences = head(MIRROR / "multi30k" / "val.en.gz", 40)
+    (tmp_path / "raw.en").write_text("".join(s + "\n" for s in sentences), encoding="utf-8")
+    common = ["--checkpoint", str(directory), "--batch-tokens", "200", "--log-interval", "0"]
+    from_file = run_cli([*common, "--input", str(tmp_path / "raw.en")])
+    piped = run_cli(common, stdin="".join(s + "\n" for s in sentences))
+    assert from_file.returncode == piped.returncode == 0, piped.stderr
+    assert piped.stdout.splitlines() == from_file.stdout.splitlines() and len(piped.stdout.splitlines()) == 40
+    for err in (from_file.stderr, piped.stderr):
+        progress = re.findall(r"nmt-translate: ([\d,]+) of 40 sentences, [\d.]+ sentences/s", err)
+        assert progress and [int(n) for n in progress] == sorted(int(n) for n in progress)  # several batches, counted up
+        assert re.search(r"nmt-translate: translated 40 sentences in [\d.]+ s \([\d.]+ sentences/s\)\n$", err), err
+
+
+def test_piped_stdin_is_read_whole_before_answering(package, monkeypatch, capsys):
+    """One search over all lines (batched like --input), not one per line."""
+    import nmtmodels.inference
+
+    directory, _, _ = package
+    calls = []
+    real = nmtmodels.inference.translate_dataset
+    monkeypatch.setattr(nmtmodels.inference, "translate_dataset", lambda model, data, cfg, **kw: calls.append(len(data)) or
+                        real(model, data, cfg, **kw))
+    monkeypatch.setattr(sys, "stdin", io.StringIO("A dog.\nTwo men.\nA girl is running.\n"))
+    assert cli.translate_main(["--checkpoint", str(directory)]) == 0
+    assert calls == [3] and len(capsys.readouterr().out.splitlines()) == 3
+    monkeypatch.setattr(sys, "stdin", io.StringIO("A dog.\nTwo men.\nA girl is running.\n"))
+    calls.clear()
+    assert cli.translate_main(["--checkpoint", str(directory), "--interactive"]) == 0
+    assert calls == [1, 1, 1]
+
+
+def test_a_checkpoint_without_package_needs_pretokenized(package, capsys):
+    _, _, d = package
+    assert cli.translate_main(["--checkpoint", str(d / "train" / "checkpoint_last.pt"), "--input", str(d / "train.en")]) == 2
+    [line] = capsys.readouterr().err.splitlines()
+    assert line.startswith("nmt-translate: error: ") and "no preprocess.json beside the checkpoint" in line
+    assert "--pretokenized" in line
+
+
+@pytest.mark.parametrize("family, needs", [("lattice_transformer", "ends, starts"), ("bsfnmt", "compressed"),
+                                           ("bbfnmt", "compressed")])
+def test_lattice_and_esc_checkpoints_refuse_raw_text_in_one_line(tmp_path, capsys, family, needs):
+    vocab = Vocabulary(["a", "b", "c"])
+    config = ModelConfig.from_dict({"family": family, "d_model": 16, "heads": 2, "ffn_dim": 32, "encoder_layers": 1,
+                                    "decoder_layers": 1})
+    model = build_model(config, len(vocab), len(vocab))
+    state = {"model": model.state_dict(), "model_config": config.to_dict(), "decode_config": {},
+             "vocab": {"src": vocab.tokens, "tgt": vocab.tokens, "src_fingerprint": vocab.fingerprint(),
+                       "tgt_fingerprint": vocab.fingerprint()}}
+    save_checkpoint(tmp_path / "checkpoint_best.pt", state)
+    (tmp_path / "in.txt").write_text("a b\n")
+    assert cli.translate_main(["--checkpoint", str(tmp_path / "checkpoint_best.pt"), "--input", str(tmp_path / "in.txt")]) == 2
+    [line] = capsys.readouterr().err.splitlines()
+    assert f"model family '{family}' reads inputs that the workflow builds from the corpus (extra inputs: {needs})" in line
+    assert "--pretokenized" in line
+    with pytest.raises(ConfigError, match="cannot translate raw text"):
+        Translator.from_checkpoint(tmp_path)
