@@ -31,12 +31,22 @@ import re
 import shutil
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from nmtmodels.checkpoint import copy_checkpoint
 from nmtmodels.config import ConfigError
-from nmtmodels.preprocessing import UNICODE_FORMS, LanguageSettings, check_type, language_settings
+from nmtmodels.postprocess import postprocess
+from nmtmodels.preprocessing import (
+    UNICODE_FORMS,
+    LanguageSettings,
+    TextProcessor,
+    check_type,
+    language_settings,
+    load_bpe,
+    sentence_characters,
+)
 from nmtmodels.textio import DataError, current_umask
 
 PREPROCESS_FILE = "preprocess.json"
@@ -122,6 +132,22 @@ class ModelPackage:
     @property
     def vocab(self) -> Path:
         return self.directory / VOCAB_FILE
+
+    def source_encoder(self) -> Callable[[str], str]:
+        """Raw source sentence -> model input (tokens separated by spaces): the corpus'
+        normalisation and tokenisation, then BPE (codes, vocabulary, threshold) or characters.
+        Building it loads the tokeniser and the codes."""
+        settings = self.settings
+        tokenize = TextProcessor(settings.source, settings.unicode_form).tokenize
+        if settings.is_bpe:
+            bpe = load_bpe(self.codes, self.vocab, settings.vocabulary_threshold)
+            return lambda sentence: bpe.process_line(tokenize(sentence))
+        return lambda sentence: " ".join(sentence_characters(tokenize(sentence)))
+
+    def postprocess(self, text: str) -> str:
+        """Model output tokens -> plain text: BPE or characters joined, then detokenised for the target language."""
+        settings = self.settings
+        return postprocess(text, settings.target.lang, bpe=settings.is_bpe, char_level=not settings.is_bpe)
 
 
 def settings_from_corpus(corpus_spec: dict[str, Any], subwords: str, unicode_form: str, where: str) -> PackageSettings:

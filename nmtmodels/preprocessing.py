@@ -119,7 +119,11 @@ class WordSegmenter:
         check_segmenter(lang, name)
         self.lang = lang
         self.name = name
-        self._cut = _BACKENDS[name]()
+        try:
+            self._cut = _BACKENDS[name]()
+        except ModuleNotFoundError as exc:
+            raise ConfigError(f"the {lang} segmenter {name} needs the Python package {exc.name!r}: "
+                              f"pip install 'structnmt[{lang}]' (the {lang} extra)") from None
 
     def segment(self, text: str) -> list[str]:
         """Split ``text`` into words; whitespace in ``text`` is always a word boundary."""

@@ -39,8 +39,7 @@ from nmtmodels.checkpoint import CheckpointError
 from nmtmodels.config import ConfigError, from_dict
 from nmtmodels.data import ParallelDataset, TooLong
 from nmtmodels.package import CHECKPOINT_FILE, ModelPackage, package_directory, read_package
-from nmtmodels.postprocess import postprocess
-from nmtmodels.preprocessing import SegmentationError, TextProcessor, load_bpe, sentence_characters
+from nmtmodels.preprocessing import SegmentationError
 from nmtmodels.search import DecodeConfig
 from nmtmodels.search import Hypothesis as SearchHypothesis
 from nmtmodels.textio import DataError
@@ -101,13 +100,7 @@ class Translator:
         self.device = torch.device(device)
         self.name = name
         self.family = state["model_config"].get("family", "?")
-        self._source: TextProcessor | None = None
-        self._bpe = None
-        if package is not None:
-            settings = package.settings
-            self._source = TextProcessor(settings.source, settings.unicode_form)
-            if settings.is_bpe:
-                self._bpe = load_bpe(package.codes, package.vocab, settings.vocabulary_threshold)
+        self._encode = package.source_encoder() if package is not None else None
 
     @classmethod
     def from_checkpoint(cls, path: str | os.PathLike, *, device: torch.device | str = "cpu",
@@ -142,15 +135,10 @@ class Translator:
 
     # ------------------------------------------------------------------ source side
     def encode(self, sentence: str) -> str:
-        """The model input for one raw sentence (tokens separated by spaces): normalised and
-        tokenised like the training source, then BPE or characters.  With ``pretokenized``
-        the sentence is returned as it is."""
-        if self._source is None:
-            return sentence
-        tokens = self._source.tokenize(sentence)
-        if self._bpe is not None:
-            return self._bpe.process_line(tokens)
-        return " ".join(sentence_characters(tokens))
+        """The model input for one raw sentence (tokens separated by spaces):
+        :meth:`nmtmodels.package.ModelPackage.source_encoder`.  With ``pretokenized`` the
+        sentence is returned as it is."""
+        return sentence if self._encode is None else self._encode(sentence)
 
     def encode_line(self, sentence: str, name: str = "<input>", number: int = 1) -> str:
         """:meth:`encode`, with a segmenter's failure as a DataError naming ``name`` and line ``number``."""
@@ -194,8 +182,7 @@ class Translator:
         tokens = self.target_tokens(hypothesis)
         text = " ".join(tokens)
         if self.package is not None:
-            settings = self.package.settings
-            text = postprocess(text, settings.target.lang, bpe=settings.is_bpe, char_level=not settings.is_bpe)
+            text = self.package.postprocess(text)
         return Hypothesis(text=text, score=float(hypothesis.score), tokens=tokens, attention=hypothesis.attention,
                           finished=getattr(hypothesis, "finished", True))
 

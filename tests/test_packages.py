@@ -3,6 +3,7 @@ and what the rule's command (python -m nmtmodels.package) writes."""
 from __future__ import annotations
 
 import copy
+import gzip
 import json
 import os
 import subprocess
@@ -95,3 +96,53 @@ def test_the_rule_command_writes_a_package_that_reads_back(tmp_path):
     proc = package_command("--checkpoint", str(tmp_path / "best.pt"), "--settings", json.dumps(bad), "--out-dir", str(tmp_path / "x"))
     assert proc.returncode == 2 and "--settings: subwords: expected bpeN or char, got 'bpe'" in proc.stderr.splitlines()[-1]
     assert not (tmp_path / "x").exists()
+
+
+def raw_pairs(corpus: str, count: int) -> dict[str, list[str]]:
+    """The first ``count`` raw sentence pairs of a corpus in the mirror (skip when absent)."""
+    mirror = Path(os.environ.get("NMT_DATA_MIRROR") or ROOT.parent / "shared" / "data")
+    if corpus == "multi30k_en_de":
+        files = {lang: mirror / "multi30k" / f"val.{lang}.gz" for lang in ("en", "de")}
+        if not all(path.is_file() for path in files.values()):
+            pytest.skip(f"no Multi30k in the mirror {mirror}")
+        return {lang: gzip.open(path, "rt", encoding="utf-8").read().splitlines()[:count] for lang, path in files.items()}
+    path = mirror / "zh-en" / "cmn.txt.gz"
+    if not path.is_file():
+        pytest.skip(f"no Tatoeba cmn.txt in the mirror {mirror}")
+    rows = [line.split("\t") for line in gzip.open(path, "rt", encoding="utf-8").read().splitlines()[:count]]
+    return {"en": [row[0] for row in rows], "zh": [row[1] for row in rows]}
+
+
+@pytest.mark.parametrize("corpus, subwords", [("multi30k_en_de", "bpe300"), ("tatoeba_zh_en", "bpe300"),
+                                              ("multi30k_en_de", "char")])
+def test_a_package_reads_raw_text_as_the_workflow_rules_made_the_source(tmp_path, corpus, subwords):
+    """The package's source encoder equals the workflow's preprocess + apply_bpe (or
+    char_encode) files line by line, on real sentences, with a vocabulary threshold of 2."""
+    from nmtmodels.package import settings_from_corpus, write_package
+    from workflow_scripts.data import bpe, chars
+    from workflow_scripts.data.preprocess import language_settings, preprocess_files
+
+    spec = copy.deepcopy(CONFIG["corpora"][corpus]) | {"bpe": {"merges": [300], "joint": True, "vocabulary_threshold": 2}}
+    src, tgt = spec["src"], spec["tgt"]
+    raw = raw_pairs(corpus, 150)
+    for lang in (src, tgt):
+        (tmp_path / f"raw.{lang}").write_text("".join(line + "\n" for line in raw[lang]), encoding="utf-8")
+    tok = (str(tmp_path / f"tok.{src}"), str(tmp_path / f"tok.{tgt}"), str(tmp_path / "norm.src"), str(tmp_path / "norm.tgt"))
+    raw_files = (str(tmp_path / f"raw.{src}"), str(tmp_path / f"raw.{tgt}"))
+    preprocess_files(language_settings(spec, src), language_settings(spec, tgt), raw_files, tok, unicode_form=CONFIG["unicode_form"])
+    (tmp_path / "best.pt").write_bytes(b"checkpoint")
+    settings = settings_from_corpus(spec, subwords, CONFIG["unicode_form"], where=f"corpora.{corpus}")
+    if subwords == "char":
+        chars.build_vocabulary(tok[0], 300, tmp_path / "chars")
+        chars.apply(str(tmp_path / "chars"), tok[0], str(tmp_path / "encoded"))
+        directory = write_package(tmp_path / "model", tmp_path / "best.pt", settings)
+    else:
+        outputs = [str(tmp_path / name) for name in ("codes.src", "codes.tgt", "vocab.src", "vocab.tgt")]
+        bpe.learn(300, True, tok[:2], outputs[:2], outputs[2:])
+        bpe.apply(outputs[0], outputs[2], 2, tok[0], str(tmp_path / "encoded"))
+        directory = write_package(tmp_path / "model", tmp_path / "best.pt", settings, outputs[0], outputs[2])
+    package = read_package(directory)
+    encode = package.source_encoder()
+    expected = (tmp_path / "encoded").read_text(encoding="utf-8").splitlines()
+    assert [encode(line) for line in raw[src]] == expected
+    assert any(line != encoded for line, encoded in zip(raw[src], expected))  # the encoding did something
