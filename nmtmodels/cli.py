@@ -172,7 +172,7 @@ def _parse_extras(items: Sequence[str], token_items: Sequence[str], files_per_na
 
 def _check_extras(model: torch.nn.Module, given: dict[str, Any], family: str, flag: str) -> dict[str, int]:
     """The family's ``extra_inputs`` (name -> pad); every one must be given, no other."""
-    wanted: dict[str, int] = dict(getattr(type(model), "extra_inputs", {}) or {})
+    wanted: dict[str, int] = dict(getattr(model, "extra_inputs", {}) or {})
     missing = sorted(set(wanted) - set(given))
     unknown = sorted(set(given) - set(wanted))
     if missing:
@@ -288,8 +288,10 @@ def translate_main(argv: Sequence[str] | None = None) -> int:
         description="Translate raw text with a model package (plain text out), or with --pretokenized encoded lines "
                     "with any checkpoint.  Without --input: standard input, line by line on a terminal (or with "
                     "--interactive), else read whole and decoded in batches.")
-    parser.add_argument("--checkpoint", required=True,
-                        help="a model package directory or a checkpoint in one (with --pretokenized: any checkpoint)")
+    parser.add_argument("--checkpoint", required=True, nargs="+",
+                        help="a model package directory or a checkpoint in one (with --pretokenized: any checkpoint); "
+                             "several: an ensemble that averages their log-probabilities at each step (the first one's "
+                             "package and decode settings)")
     parser.add_argument("--pretokenized", action="store_true",
                         help="input is already encoded like the training source (tokenised, BPE or characters) and "
                              "output is the model's tokens; what the workflow's rules pass")
@@ -336,7 +338,8 @@ def _translate(args: argparse.Namespace) -> int:
     from nmtmodels.translator import Translator
 
     device = _device(args.device)
-    translator = Translator.from_checkpoint(args.checkpoint, device=device, pretokenized=args.pretokenized)
+    checkpoint = args.checkpoint[0] if len(args.checkpoint) == 1 else args.checkpoint
+    translator = Translator.from_checkpoint(checkpoint, device=device, pretokenized=args.pretokenized)
     model, src_vocab, tgt_vocab, state = translator.model, translator.src_vocab, translator.tgt_vocab, translator.state
     for flag, path, side in (("--src-vocab", args.src_vocab, "src"), ("--tgt-vocab", args.tgt_vocab, "tgt")):
         if path:

@@ -38,6 +38,7 @@ from nmtmodels import inference
 from nmtmodels.checkpoint import CheckpointError
 from nmtmodels.config import ConfigError, from_dict
 from nmtmodels.data import ParallelDataset, TooLong
+from nmtmodels.ensemble import Ensemble, check_members
 from nmtmodels.package import CHECKPOINT_FILE, ModelPackage, package_directory, read_package
 from nmtmodels.preprocessing import SegmentationError
 from nmtmodels.search import DecodeConfig
@@ -103,18 +104,31 @@ class Translator:
         self._encode = package.source_encoder() if package is not None else None
 
     @classmethod
-    def from_checkpoint(cls, path: str | os.PathLike, *, device: torch.device | str = "cpu",
+    def from_checkpoint(cls, path: str | os.PathLike | Sequence[str | os.PathLike], *, device: torch.device | str = "cpu",
                         pretokenized: bool = False) -> Translator:
         """Load a package directory or a checkpoint (in a package directory unless
-        ``pretokenized``); CheckpointError / ConfigError in one line naming the path."""
-        path = Path(path)
-        checkpoint = path / CHECKPOINT_FILE if path.is_dir() else path
-        if not checkpoint.is_file():
-            raise CheckpointError(f"{checkpoint}: no such checkpoint" + (" (is the directory a model package?)" if path.is_dir() else ""))
-        model, src_vocab, tgt_vocab, state = inference.load_model_from_checkpoint(str(checkpoint), device)
+        ``pretokenized``); several paths: an :class:`~nmtmodels.ensemble.Ensemble` of their
+        models, with the first one's package and decode settings.  CheckpointError /
+        ConfigError in one line naming the path."""
+        paths = [path] if isinstance(path, (str, os.PathLike)) else list(path)
+        if not paths:
+            raise ValueError("from_checkpoint needs at least one path")
+        checkpoints = []
+        for given in map(Path, paths):
+            checkpoint = given / CHECKPOINT_FILE if given.is_dir() else given
+            if not checkpoint.is_file():
+                hint = " (is the directory a model package?)" if given.is_dir() else ""
+                raise CheckpointError(f"{checkpoint}: no such checkpoint{hint}")
+            checkpoints.append(checkpoint)
+        loaded = [inference.load_model_from_checkpoint(str(checkpoint), device) for checkpoint in checkpoints]
+        model, src_vocab, tgt_vocab, state = loaded[0]
+        checkpoint = checkpoints[0]
+        if len(loaded) > 1:
+            check_members([entry[3] for entry in loaded], [entry[0] for entry in loaded], [str(c) for c in checkpoints])
+            model = Ensemble([entry[0] for entry in loaded])
         package = None
         if not pretokenized:
-            extras = dict(getattr(type(model), "extra_inputs", {}) or {})
+            extras = dict(getattr(model, "extra_inputs", {}) or {})
             if extras:
                 raise ConfigError(f"{checkpoint}: {raw_text_refusal(state['model_config'].get('family', '?'), list(extras))}")
             directory = package_directory(checkpoint)
@@ -123,7 +137,8 @@ class Translator:
                                   "preprocessed; use the run's model package (results/experiments/EXPERIMENT/CORPUS/model/, "
                                   "rule model_package) or pass --pretokenized for input encoded like the training source")
             package = read_package(directory)
-        return cls(model, src_vocab, tgt_vocab, state, package=package, device=device, name=str(checkpoint))
+        return cls(model, src_vocab, tgt_vocab, state, package=package, device=device,
+                   name=" ".join(str(c) for c in checkpoints))
 
     @property
     def pretokenized(self) -> bool:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import gzip
 import io
 import itertools
+import math
 import os
 import re
 import subprocess
@@ -21,6 +22,7 @@ from sacremoses import MosesPunctNormalizer, MosesTokenizer
 from subword_nmt import apply_bpe, learn_bpe
 
 from nmtmodels import cli
+from nmtmodels.batch import BOS_ID, EOS_ID, PAD_ID
 from nmtmodels.checkpoint import save_checkpoint
 from nmtmodels.config import ConfigError, ModelConfig
 from nmtmodels.data import ParallelDataset
@@ -234,3 +236,82 @@ def test_lattice_and_esc_checkpoints_refuse_raw_text_in_one_line(tmp_path, capsy
     assert "--pretokenized" in line
     with pytest.raises(ConfigError, match="cannot translate raw text"):
         Translator.from_checkpoint(tmp_path)
+
+
+@pytest.fixture(scope="module")
+def second_model(package):
+    """Another model on the same data and vocabularies (another seed): an ensemble member."""
+    _, _, d = package
+    threads = torch.get_num_threads()
+    try:
+        assert cli.train_main(["--config", str(d / "exp.yaml"), "--train-src", str(d / "train.en"), "--train-tgt", str(d / "train.de"),
+                               "--src-vocab", str(d / "dict.en"), "--tgt-vocab", str(d / "dict.de"), "--out-dir", str(d / "train2"),
+                               "--set", "train.seed=7", "--device", "cpu"]) == 0
+    finally:
+        torch.set_num_threads(threads)
+    return d / "train2" / "checkpoint_last.pt"
+
+
+@torch.no_grad()
+def greedy_by_hand(models, encoded: str, src_vocab, a: float, b: int) -> tuple[list[int], float]:
+    """Greedy search over the mean of the models' log-probabilities, renormalised, each step
+    recomputed from the whole prefix without a cache (nmtmodels.search.greedy_search's rules:
+    no PAD/BOS, no EOS at step 1, EOS forced after floor(a * |x| + b) tokens)."""
+    batch = ParallelDataset.from_lines([encoded], src_vocab).collate(torch.tensor([0]))
+    source_length = len(encoded.split())
+    limit = min(math.floor(a * source_length + b), min(m.max_positions()[1] for m in models) - 1)
+    encoded_out = [model.encode(batch) for model in models]
+    prefix, score = [BOS_ID], 0.0
+    for step in itertools.count(1):
+        mean = torch.stack([torch.log_softmax(model.decode(torch.tensor([prefix]), out)[0][0, -1].float(), -1)
+                            for model, out in zip(models, encoded_out)]).mean(0)
+        lprobs = torch.log_softmax(mean, -1)
+        lprobs[[PAD_ID, BOS_ID]] = -math.inf
+        if step == 1:
+            lprobs[EOS_ID] = -math.inf
+        choice = EOS_ID if step > limit else int(lprobs.argmax())
+        score += float(lprobs[choice])
+        if choice == EOS_ID:
+            return prefix[1:], score
+        prefix.append(choice)
+
+
+def test_an_ensemble_decodes_the_mean_of_its_members_log_probabilities(package, second_model):
+    directory, bpe, _ = package
+    translator = Translator.from_checkpoint([directory / "checkpoint_best.pt", second_model])
+    members = [load_model_from_checkpoint(str(path))[0] for path in (directory / "checkpoint_best.pt", second_model)]
+    sentences = head(MIRROR / "multi30k" / "val.en.gz", 6)
+    results = translator.translate(sentences, beam=1, max_len_a=0.5, max_len_b=4)
+    for sentence, result in zip(sentences, results):
+        tokens, score = greedy_by_hand(members, by_hand(sentence, bpe), translator.src_vocab, 0.5, 4)
+        assert result.hypotheses[0].tokens == translator.tgt_vocab.decode(tokens + [EOS_ID], keep_unk=True)
+        assert result.score == pytest.approx(score, abs=1e-4)
+
+
+def test_an_ensemble_of_one_model_twice_equals_the_model_in_beam_search(package):
+    directory, _, _ = package
+    sentences = head(MIRROR / "multi30k" / "val.en.gz", 8)
+    single = Translator.from_checkpoint(directory).translate(sentences, beam=3, nbest=3)
+    double = Translator.from_checkpoint([directory, directory]).translate(sentences, beam=3, nbest=3)
+    for one, two in zip(single, double):
+        assert [h.text for h in one.hypotheses] == [h.text for h in two.hypotheses]
+        assert [h.score for h in one.hypotheses] == pytest.approx([h.score for h in two.hypotheses], abs=1e-4)
+
+
+def test_cli_takes_several_checkpoints_and_refuses_other_vocabularies(package, second_model, tmp_path, capsys):
+    directory, _, _ = package
+    (tmp_path / "in.en").write_text("A dog runs.\nTwo men.\n")
+    out = run_cli(["--checkpoint", str(directory), str(second_model), "--input", str(tmp_path / "in.en"), "--beam", "2"])
+    assert out.returncode == 0, out.stderr
+    assert len(out.stdout.splitlines()) == 2
+    vocab = Vocabulary(["a", "b"])
+    config = ModelConfig.from_dict({"family": "transformer", "d_model": 16, "heads": 2, "ffn_dim": 32, "encoder_layers": 1,
+                                    "decoder_layers": 1})
+    model = build_model(config, len(vocab), len(vocab))
+    save_checkpoint(tmp_path / "other.pt", {"model": model.state_dict(), "model_config": config.to_dict(), "decode_config": {},
+                                            "vocab": {"src": vocab.tokens, "tgt": vocab.tokens, "src_fingerprint": vocab.fingerprint(),
+                                                      "tgt_fingerprint": vocab.fingerprint()}})
+    assert cli.translate_main(["--checkpoint", str(directory), str(tmp_path / "other.pt"), "--input", str(tmp_path / "in.en")]) == 2
+    [line] = capsys.readouterr().err.splitlines()
+    assert line == (f"nmt-translate: error: {tmp_path / 'other.pt'}: its src vocabulary differs from that of "
+                    f"{directory / 'checkpoint_best.pt'}; an ensemble's members must share both vocabularies")
