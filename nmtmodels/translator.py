@@ -185,8 +185,8 @@ class Translator:
                amp: Literal["bf16", "none"] = "none", progress: Callable[[int], None] | None = None) -> list[list[SearchHypothesis]]:
         """Search hypotheses (token ids) for every example of ``dataset``, in order;
         ``progress`` is called with the number of sentences of each finished batch."""
-        return inference.translate_dataset(self.model, dataset, decode_cfg, max_tokens=max_tokens, device=self.device, amp=amp,
-                                 progress=progress)
+        return inference.translate_dataset(self.model, dataset, decode_cfg, max_tokens=max_tokens, device=self.device,
+                                           amp=amp, progress=progress)
 
     # ------------------------------------------------------------------ target side
     def target_tokens(self, hypothesis: SearchHypothesis) -> list[str]:

@@ -497,3 +497,13 @@ def test_high_unknown_token_rate_is_a_warning(copy_run, capsys, tmp_path):
     rc, _, err = translate(["--checkpoint", str(copy_run / "out/checkpoint_last.pt"), "--input",
                             str(copy_run / "test.src")], capsys)
     assert rc == 0 and "vocabulary" not in err
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--postprocess", "de"], "--postprocess goes with --pretokenized"),
+    (["--interactive", "--input", "x.txt"], "--interactive reads standard input; it does not go with --input"),
+])
+def test_translate_options_that_do_not_go_together_are_usage_errors(capsys, args, message):
+    with pytest.raises(SystemExit) as exit_info:
+        cli.translate_main(["--checkpoint", "model", *args])
+    assert exit_info.value.code == 2 and message in capsys.readouterr().err
