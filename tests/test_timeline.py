@@ -90,3 +90,16 @@ def test_progress_counts_trainings_and_estimates_the_time_left(tmp_path):
     assert text.splitlines()[0] == "trainings: 0 of 2 done, 1 running, 1 not started"
     assert "train (experiment=A): update 100, 1.0 min, about 3.0 min left" in text
     assert "trainings end in about 7 min (around 10:08)" in text
+
+
+def test_a_running_training_without_an_update_counts_as_the_mean_less_its_time(tmp_path):
+    # A finished in 600 s; B running for 120 s without a logged update -> 480 s left
+    log = HEADER + "".join([
+        block("10:00:00", "train", 3, "runs/A/train/checkpoint_best.pt", "experiment=A"),
+        finished("10:10:00", 3, "train"),
+        block("10:10:00", "train", 4, "runs/B/train/checkpoint_best.pt", "experiment=B"),
+    ])
+    jobs, planned = timeline.parse_log(log)
+    text = progress.report(jobs, planned, tmp_path, dt.datetime(2026, 11, 25, 10, 12))
+    assert "train (experiment=B): started 2.0 min ago, no update logged yet" in text
+    assert "trainings end in about 8 min (around 10:20)" in text

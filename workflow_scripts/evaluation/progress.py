@@ -11,7 +11,8 @@ the trainings.  Run it beside ``snakemake`` (another terminal, same directory):
   update give its remaining time, ``(max_updates - update) * elapsed / update``; without
   ``max_updates``, its ``max_minutes`` does.
 * Trainings not started yet: the mean of the finished and running trainings' durations per
-  training (their budgets in updates are equal within a comparison).
+  training (their budgets in updates are equal within a comparison); running ones that have
+  logged no update yet: that mean less the time since they started.
 * The estimate divides the remaining training time by the trainings that run at once
   (``--parallel``, default: the trainings running now, at least 1).  It leaves out the data,
   decoding and scoring jobs, so it is a lower bound that gets better as trainings finish.
@@ -66,10 +67,12 @@ def report(jobs: list[Job], planned: dict[str, int], workdir: Path, now: dt.date
     lines = [f"trainings: {len(finished)} of {total} done, {len(running)} running, {total - len(trainings)} not started"]
     durations = [j.seconds for j in finished]
     remaining = []
+    unknown = []  # running, no update logged yet: seconds since they started
     for job in running:
         position = run_position(job, workdir)
         if position is None:
-            lines.append(f"  {job.label}: started, no update logged yet")
+            unknown.append((now - job.start).total_seconds())
+            lines.append(f"  {job.label}: started {unknown[-1] / 60:.1f} min ago, no update logged yet")
             continue
         update, elapsed, estimate = position
         durations.append(estimate)
@@ -79,7 +82,7 @@ def report(jobs: list[Job], planned: dict[str, int], workdir: Path, now: dt.date
     if durations:
         mean = sum(durations) / len(durations)
         slots = parallel or max(1, len(running))
-        left = (sum(remaining) + pending * mean) / slots
+        left = (sum(remaining) + sum(max(0.0, mean - since) for since in unknown) + pending * mean) / slots
         finish = now + dt.timedelta(seconds=left)
         lines.append(f"trainings end in about {left / 60:.0f} min (around {finish:%H:%M}); {slots} at a time, "
                      f"{mean / 60:.1f} min per training; data, decoding and scoring not counted")
