@@ -3,7 +3,9 @@
 Layout (written by the workflow's rule ``model_package`` into
 ``results/experiments/EXPERIMENT/CORPUS/model/``, or by :func:`write_package`)::
 
-    checkpoint_best.pt   the checkpoint (a hard link where the filesystem allows one)
+    checkpoint.pt        the checkpoint the run decodes: train/checkpoint_best.pt, or with
+                         average_checkpoints: N the average of its last N (a hard link where
+                         the filesystem allows one)
     preprocess.json      languages, normaliser and tokeniser settings, subword units
     bpe.codes            source BPE codes (subwords bpeN only)
     bpe.vocab            source BPE vocabulary, "subword count" lines, read with the threshold
@@ -50,7 +52,7 @@ from nmtmodels.preprocessing import (
 from nmtmodels.textio import DataError, current_umask
 
 PREPROCESS_FILE = "preprocess.json"
-CHECKPOINT_FILE = "checkpoint_best.pt"
+CHECKPOINT_FILE = "checkpoint.pt"
 CODES_FILE = "bpe.codes"
 VOCAB_FILE = "bpe.vocab"
 FORMAT = 1

@@ -3,7 +3,7 @@
 
 rule translate:
     input:
-        checkpoint=paths.BEST_CHECKPOINT,
+        checkpoint=lambda w: runs.decode_checkpoint(config, w.experiment, w.corpus),
         source=lambda w: sources.test_source(config, w.experiment, w.corpus, w.test_set),
         extras=lambda w: sources.test_extra_inputs(config, w.experiment, w.corpus, w.test_set),
     output:

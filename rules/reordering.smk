@@ -45,7 +45,7 @@ use rule apply_bpe as swap_noise_bpe with:
 
 use rule translate as translate_swap_noise with:
     input:
-        checkpoint=paths.BEST_CHECKPOINT,
+        checkpoint=lambda w: runs.decode_checkpoint(config, w.experiment, w.corpus),
         source=lambda w: swap_noise.experiment_source(config, w.experiment, w.corpus, w.test_set, w.percent),
         extras=[],
     output:

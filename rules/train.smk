@@ -56,7 +56,7 @@ rule train:
         " --set train.num_threads={params.num_threads} --out-dir {params.out_dir:q} > {log:q} 2>&1"
 
 
-# The model package (nmtmodels/package.py): best checkpoint, preprocess.json and the source
+# The model package (nmtmodels/package.py): the decoded checkpoint, preprocess.json and the source
 # BPE codes, so that nmt-translate and nmtmodels.translator.Translator read raw text.  Only
 # runs that read plain subwords get one (workflow_scripts/dag/packages.py).
 rule model_package:
@@ -78,3 +78,26 @@ rule model_package:
     shell:
         "python -m nmtmodels.package --checkpoint {input.checkpoint:q} --settings {params.settings:q} {params.bpe}"
         " --out-dir {output:q} > {log:q} 2>&1"
+
+
+# experiments.E.average_checkpoints: N decodes (and packages) the parameter average of the
+# run's last N numbered checkpoints (workflow_scripts/dag/runs.py decode_checkpoint).
+rule average_checkpoints:
+    input:
+        paths.BEST_CHECKPOINT,  # the training run has finished
+    output:
+        paths.AVERAGED_CHECKPOINT,
+    wildcard_constraints:
+        last="[0-9]+",
+    params:
+        train_dir=lambda w, input: os.path.dirname(input[0]),
+    log:
+        "logs/average_checkpoints/{experiment}/{corpus}.avg{last}.log",
+    benchmark:
+        "results/benchmarks/average_checkpoints/{experiment}/{corpus}.avg{last}.tsv"
+    conda:
+        "../envs/train.yaml"
+    resources:
+        **cpu_job(mem_mb=4000, runtime=30),
+    shell:
+        "python -m nmtmodels.cli average --last {wildcards.last} --dir {params.train_dir:q} --output {output:q} > {log:q} 2>&1"

@@ -118,14 +118,14 @@ def test_package_round_trips_its_settings(package):
 
 def test_raw_sentence_is_read_like_the_training_source_without_unknown_words(package):
     directory, bpe, _ = package
-    translator = Translator.from_checkpoint(directory / "checkpoint_best.pt")
+    translator = Translator.from_checkpoint(directory / "checkpoint.pt")
     expected = by_hand(SENTENCE, bpe).split()
     assert expected[-2:] == ["snow", "."]  # the trailing period is its own token, "snow" a word of the sample
     assert all(token in translator.src_vocab for token in expected)
     [translation] = translator.translate([SENTENCE], beam=2)
     assert translation.source_tokens == expected and "<unk>" not in translation.source_tokens
     # the old behaviour, kept with pretokenized: the untokenised "snow." is not a word the model knows
-    raw = Translator.from_checkpoint(directory / "checkpoint_best.pt", pretokenized=True)
+    raw = Translator.from_checkpoint(directory / "checkpoint.pt", pretokenized=True)
     [untokenised] = raw.translate([SENTENCE], beam=2)
     assert untokenised.source_tokens[-1] == "<unk>"
 
@@ -152,9 +152,9 @@ def test_cli_raw_output_is_the_pretokenized_output_of_the_hand_pipeline_postproc
     sentences = head(MIRROR / "multi30k" / "val.en.gz", 12) + [SENTENCE]
     (tmp_path / "raw.en").write_text("".join(s + "\n" for s in sentences), encoding="utf-8")
     (tmp_path / "enc.en").write_text("".join(by_hand(s, bpe) + "\n" for s in sentences), encoding="utf-8")
-    raw = run_cli(["--checkpoint", str(directory / "checkpoint_best.pt"), "--input", str(tmp_path / "raw.en")])
+    raw = run_cli(["--checkpoint", str(directory / "checkpoint.pt"), "--input", str(tmp_path / "raw.en")])
     assert raw.returncode == 0, raw.stderr
-    old = run_cli(["--pretokenized", "--checkpoint", str(directory / "checkpoint_best.pt"), "--input", str(tmp_path / "enc.en"),
+    old = run_cli(["--pretokenized", "--checkpoint", str(directory / "checkpoint.pt"), "--input", str(tmp_path / "enc.en"),
                    "--postprocess", "de"])
     assert old.returncode == 0, old.stderr
     assert raw.stdout.splitlines() == old.stdout.splitlines() and len(raw.stdout.splitlines()) == len(sentences)
@@ -164,7 +164,7 @@ def test_cli_raw_output_is_the_pretokenized_output_of_the_hand_pipeline_postproc
 def test_pretokenized_output_is_what_the_search_returns_as_before(package, tmp_path):
     """--pretokenized writes the search's best tokens joined by spaces, as nmt-translate always did."""
     _, _, d = package
-    checkpoint = d / "model" / "checkpoint_best.pt"
+    checkpoint = d / "model" / "checkpoint.pt"
     encoded = tmp_path / "encoded.en"
     encoded.write_text("".join(line + "\n" for line in (d / "train.en").read_text(encoding="utf-8").splitlines()[:60]))
     out = run_cli(["--pretokenized", "--checkpoint", str(checkpoint), "--input", str(encoded), "--beam", "2"])
@@ -228,9 +228,9 @@ def test_lattice_and_esc_checkpoints_refuse_raw_text_in_one_line(tmp_path, capsy
     state = {"model": model.state_dict(), "model_config": config.to_dict(), "decode_config": {},
              "vocab": {"src": vocab.tokens, "tgt": vocab.tokens, "src_fingerprint": vocab.fingerprint(),
                        "tgt_fingerprint": vocab.fingerprint()}}
-    save_checkpoint(tmp_path / "checkpoint_best.pt", state)
+    save_checkpoint(tmp_path / "checkpoint.pt", state)
     (tmp_path / "in.txt").write_text("a b\n")
-    assert cli.translate_main(["--checkpoint", str(tmp_path / "checkpoint_best.pt"), "--input", str(tmp_path / "in.txt")]) == 2
+    assert cli.translate_main(["--checkpoint", str(tmp_path / "checkpoint.pt"), "--input", str(tmp_path / "in.txt")]) == 2
     [line] = capsys.readouterr().err.splitlines()
     assert f"model family '{family}' reads inputs that the workflow builds from the corpus (extra inputs: {needs})" in line
     assert "--pretokenized" in line
@@ -278,8 +278,8 @@ def greedy_by_hand(models, encoded: str, src_vocab, a: float, b: int) -> tuple[l
 
 def test_an_ensemble_decodes_the_mean_of_its_members_log_probabilities(package, second_model):
     directory, bpe, _ = package
-    translator = Translator.from_checkpoint([directory / "checkpoint_best.pt", second_model])
-    members = [load_model_from_checkpoint(str(path))[0] for path in (directory / "checkpoint_best.pt", second_model)]
+    translator = Translator.from_checkpoint([directory / "checkpoint.pt", second_model])
+    members = [load_model_from_checkpoint(str(path))[0] for path in (directory / "checkpoint.pt", second_model)]
     sentences = head(MIRROR / "multi30k" / "val.en.gz", 6)
     results = translator.translate(sentences, beam=1, max_len_a=0.5, max_len_b=4)
     for sentence, result in zip(sentences, results):
@@ -314,4 +314,4 @@ def test_cli_takes_several_checkpoints_and_refuses_other_vocabularies(package, s
     assert cli.translate_main(["--checkpoint", str(directory), str(tmp_path / "other.pt"), "--input", str(tmp_path / "in.en")]) == 2
     [line] = capsys.readouterr().err.splitlines()
     assert line == (f"nmt-translate: error: {tmp_path / 'other.pt'}: its src vocabulary differs from that of "
-                    f"{directory / 'checkpoint_best.pt'}; an ensemble's members must share both vocabularies")
+                    f"{directory / 'checkpoint.pt'}; an ensemble's members must share both vocabularies")

@@ -17,6 +17,7 @@ from workflow_scripts.dag.esc import check_compression
 from workflow_scripts.dag.lattices import check_lattices
 from workflow_scripts.dag.runs import (
     baselines_of,
+    check_averaging,
     check_run_sections,
     comparable_settings,
     experiment_runs,
@@ -112,6 +113,7 @@ def check_experiments(config: dict[str, Any]) -> None:
                     f"{config['corpora'][corpus]['bpe']['merges']}"
                 )
         check_run_sections(experiment_settings(config, name), where)
+        check_averaging(config, name)
     check_shared_embeddings(config)
     check_fair_comparisons(config)
 

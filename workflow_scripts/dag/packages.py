@@ -14,7 +14,7 @@ import json
 from typing import Any
 
 from workflow_scripts.dag import paths
-from workflow_scripts.dag.runs import experiment_runs
+from workflow_scripts.dag.runs import decode_checkpoint, experiment_runs
 from workflow_scripts.dag.sources import reads_plain_subwords
 
 
@@ -29,8 +29,9 @@ def package_targets(config: dict[str, Any]) -> list[str]:
 
 
 def package_inputs(config: dict[str, Any], experiment: str, corpus: str) -> dict[str, str]:
-    """The best checkpoint and, for BPE, the source side's codes and vocabulary."""
-    inputs = {"checkpoint": paths.fill(paths.BEST_CHECKPOINT, experiment=experiment, corpus=corpus)}
+    """The checkpoint the run decodes (:func:`~workflow_scripts.dag.runs.decode_checkpoint`)
+    and, for BPE, the source side's codes and vocabulary."""
+    inputs = {"checkpoint": decode_checkpoint(config, experiment, corpus)}
     subwords = config["experiments"][experiment]["subwords"]
     if subwords.startswith("bpe"):
         spec = config["corpora"][corpus]

@@ -25,6 +25,8 @@ TOKENIZED_REFERENCE = DATA_ROOT + "/{corpus}/tok/{split}.ref{ref}.{src}-{tgt}.{l
 EXPERIMENT = EXPERIMENTS_ROOT + "/{experiment}/{corpus}"
 # A run's best checkpoint, and its model package (nmtmodels.package: what raw text needs).
 BEST_CHECKPOINT = EXPERIMENT + "/train/checkpoint_best.pt"
+# The average of the run's last {last} numbered checkpoints (experiments.E.average_checkpoints).
+AVERAGED_CHECKPOINT = EXPERIMENT + "/train/checkpoint_avg{last}.pt"
 MODEL_PACKAGE = EXPERIMENT + "/model"
 COMPRESSOR = COMPRESSION_ROOT + "/{compressor}/{corpus}"
 

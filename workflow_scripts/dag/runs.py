@@ -86,6 +86,7 @@ def comparable_settings(config: dict[str, Any], experiment: str) -> dict[str, An
     }
     flat = {f"{section}.{key}": value for section, values in sections.items() for key, value in values.items()}
     flat["subwords"] = config["experiments"][experiment]["subwords"]
+    flat["average_checkpoints"] = config["experiments"][experiment].get("average_checkpoints")
     return {key: value for key, value in flat.items() if key not in METHOD_KEYS}
 
 
@@ -97,6 +98,26 @@ def shares_embeddings(config: dict[str, Any], experiment: str) -> bool:
     # The key alone, not a full parse: a family registered later (a plug-in) may not be known yet.
     default = next(f.default for f in dataclasses.fields(ModelConfig) if f.name == "share_embeddings")
     return bool(experiment_settings(config, experiment)["model"].get("share_embeddings", default))
+
+
+def decode_checkpoint(config: dict[str, Any], experiment: str, corpus: str) -> str:
+    """The checkpoint a run decodes and packages: the average of its last N numbered
+    checkpoints with ``average_checkpoints: N``, else its best checkpoint."""
+    count = config["experiments"][experiment].get("average_checkpoints")
+    template = paths.BEST_CHECKPOINT if count is None else paths.fill(paths.AVERAGED_CHECKPOINT, last=count)
+    return paths.fill(template, experiment=experiment, corpus=corpus)
+
+
+def check_averaging(config: dict[str, Any], experiment: str) -> None:
+    """``average_checkpoints: N`` needs the trainer to keep N numbered checkpoints (``train.keep_last``)."""
+    from nmtmodels.train import TrainConfig
+
+    count = config["experiments"][experiment].get("average_checkpoints")
+    default = next(f.default for f in dataclasses.fields(TrainConfig) if f.name == "keep_last")
+    keep_last = experiment_settings(config, experiment)["train"].get("keep_last", default)
+    if count is not None and keep_last != -1 and keep_last < count:
+        raise WorkflowConfigError(f"experiments.{experiment}.average_checkpoints: averages the last {count} checkpoints "
+                                  f"but train.keep_last keeps {keep_last} (set keep_last >= {count}, or -1)")
 
 
 def is_char_level(config: dict[str, Any], experiment: str) -> bool:
