@@ -49,6 +49,15 @@ decode: {beam: 2, max_len_a: 0.5, max_len_b: 4}
 """
 
 
+@pytest.fixture(autouse=True)
+def _one_thread():
+    """One intra-op thread per test process (pytest runs two workers on two cores), restored after."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
 def by_hand(line: str, bpe: apply_bpe.BPE) -> str:
     """Moses punctuation normalisation, tokenisation (-a, no escaping) and BPE, as the
     workflow's corpus settings for Multi30k en say (NFKC first; ASCII input is unchanged)."""
@@ -105,7 +114,7 @@ def package(tmp_path_factory):
 
 def run_cli(args: list[str], stdin: str | None = None) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "nmtmodels.cli", "translate", *args], cwd=REPO, input=stdin,
-                          capture_output=True, text=True, timeout=300, check=False)
+                          capture_output=True, text=True, timeout=300, check=False, env={**os.environ, "OMP_NUM_THREADS": "1"})
 
 
 def test_package_round_trips_its_settings(package):
