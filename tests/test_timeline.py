@@ -103,3 +103,17 @@ def test_a_running_training_without_an_update_counts_as_the_mean_less_its_time(t
     text = progress.report(jobs, planned, tmp_path, dt.datetime(2026, 11, 25, 10, 12))
     assert "train (experiment=B): started 2.0 min ago, no update logged yet" in text
     assert "trainings end in about 8 min (around 10:20)" in text
+
+
+def test_the_estimate_is_no_shorter_than_the_longest_running_training(tmp_path):
+    # A: 100 of 600 updates in 60 s -> 300 s left; B: 300 of 400 in 60 s -> 20 s left; two at
+    # a time: (300 + 20) / 2 = 160 s, but A alone needs 300 s
+    log = HEADER + "".join(block("10:00:00", "train", i, f"runs/{n}/train/checkpoint_best.pt", f"experiment={n}")
+                           for i, n in ((3, "A"), (4, "B")))
+    for name, updates, budget in (("A", 100, 600), ("B", 300, 400)):
+        (tmp_path / f"runs/{name}/train").mkdir(parents=True)
+        (tmp_path / f"runs/{name}/train/metrics.csv").write_text(f"update,elapsed\n{updates},60\n")
+        (tmp_path / f"runs/{name}/experiment.yaml").write_text(f"train: {{max_updates: {budget}}}\n")
+    jobs, planned = timeline.parse_log(log)
+    text = progress.report(jobs, planned, tmp_path, dt.datetime(2026, 11, 25, 10, 1))
+    assert "trainings end in about 5 min (around 10:06)" in text

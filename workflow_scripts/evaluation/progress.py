@@ -14,7 +14,8 @@ the trainings.  Run it beside ``snakemake`` (another terminal, same directory):
   training (their budgets in updates are equal within a comparison); running ones that have
   logged no update yet: that mean less the time since they started.
 * The estimate divides the remaining training time by the trainings that run at once
-  (``--parallel``, default: the trainings running now, at least 1).  It leaves out the data,
+  (``--parallel``, default: the trainings running now, at least 1), and is never shorter than
+  the longest running training's time left.  It leaves out the data,
   decoding and scoring jobs, so it is a lower bound that gets better as trainings finish.
 """
 from __future__ import annotations
@@ -82,7 +83,9 @@ def report(jobs: list[Job], planned: dict[str, int], workdir: Path, now: dt.date
     if durations:
         mean = sum(durations) / len(durations)
         slots = parallel or max(1, len(running))
-        left = (sum(remaining) + sum(max(0.0, mean - since) for since in unknown) + pending * mean) / slots
+        running_left = remaining + [max(0.0, mean - since) for since in unknown]
+        # no sooner than the longest running training ends
+        left = max(max(running_left, default=0.0), (sum(running_left) + pending * mean) / slots)
         finish = now + dt.timedelta(seconds=left)
         lines.append(f"trainings end in about {left / 60:.0f} min (around {finish:%H:%M}); {slots} at a time, "
                      f"{mean / 60:.1f} min per training; data, decoding and scoring not counted")
