@@ -1,6 +1,7 @@
 """Lattice files (workflow side): building from segmentations, validator, format round trip."""
 from __future__ import annotations
 
+import copy
 import random
 from pathlib import Path
 
@@ -239,7 +240,7 @@ def test_one_best_transformer_on_a_segmentation_takes_no_spans() -> None:
 @pytest.mark.parametrize("lattice, corpus, message", [
     (None, "tatoeba_zh_en", r"experiments\.probe\.lattice: family 'lattice_transformer' needs"),
     (["jieba", "fugashi"], "tatoeba_zh_en", r"experiments\.probe\.lattice\[1\]: 'fugashi' is not prepared"),
-    (["bpe2000", "bpe16000"], "multi30k_en_de", r"experiments\.probe\.lattice\[1\]: 'bpe16000' is not prepared"),
+    (["bpe8000", "bpe16000"], "multi30k_en_de", r"experiments\.probe\.lattice\[1\]: 'bpe16000' is not prepared"),
 ])
 def test_check_lattices_names_the_key(lattice, corpus: str, message: str) -> None:
     config = config_with("lattice_transformer", lattice, corpus)
@@ -247,10 +248,18 @@ def test_check_lattices_names_the_key(lattice, corpus: str, message: str) -> Non
         lattices.check_lattices(config)
 
 
-def test_embedded_default_lattices_are_prepared() -> None:
-    lattices.check_lattices(CONFIG)
-    assert {lattices.lattice_name(CONFIG["experiments"][e]["lattice"]) for e, _ in runs.experiment_runs(CONFIG)
-            if CONFIG["experiments"][e].get("lattice")} == {"jieba+thulac+snownlp", "bpe2000+bpe4000+bpe8000"}
+def test_embedded_default_and_ablation_lattices_are_prepared() -> None:
+    from snakemake.utils import update_config
+
+    def lattices_of(config: dict) -> set[str]:
+        lattices.check_lattices(config)
+        return {lattices.lattice_name(config["experiments"][e]["lattice"]) for e, _ in runs.experiment_runs(config)
+                if config["experiments"][e].get("lattice")}
+
+    assert lattices_of(CONFIG) == {"jieba+thulac+snownlp"}
+    ablations = copy.deepcopy(CONFIG)
+    update_config(ablations, yaml.safe_load((Path(__file__).parent.parent / "configs/ablations.yaml").read_text()))
+    assert lattices_of(ablations) == {"jieba+thulac+snownlp", "bpe2000+bpe4000+bpe8000"}
 
 
 def test_subword_lattices_of_real_bpe_segmentations_contain_every_segmentation() -> None:
