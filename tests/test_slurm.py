@@ -355,20 +355,20 @@ def test_training_past_its_time_limit_resumes_in_the_next_attempt(workflow):
     assert {records[job]["Timelimit"] for job in trains} == {"00:01:00"}
 
     train_dir = workdir / "results/experiments/baseline" / CORPUS / "train"
+    # The rule's log holds the last attempt only (each attempt rewrites it): that attempt resumed.
+    # It may have resumed at the final update (a job killed after the budget was spent but before
+    # the end-of-training validation finished leaves nothing but that validation to the next one),
+    # so that attempts before it trained on is shown by the training time: more than one job can
+    # train (SLURM ends a job with a 1-minute limit within about 2 minutes of its start).
     log = (workdir / "logs/train/baseline" / f"{CORPUS}.log").read_text()
-    # A later attempt may resume at the final update: when a job is killed after the time budget
-    # is spent but before the end-of-training validation finishes, the next one only finishes it.
-    # The first resume must have trained on.
     resumes = [int(update) for update in re.findall(r"resumed from \S+checkpoint_last\.pt at update (\d+)", log)]
     final = load_checkpoint(train_dir / "checkpoint_last.pt")
-    assert resumes == sorted(resumes) and resumes[-1] <= final["update"]
-    resumed_at = resumes[0]
-    assert 0 < resumed_at < final["update"]
-    assert final["trainer"]["elapsed"] >= TRAIN_MINUTES * 60  # more than one job's time limit allows
+    assert resumes and 0 < resumes[0] <= final["update"]
+    assert final["trainer"]["elapsed"] >= TRAIN_MINUTES * 60 > 120  # more than one job's time limit allows
     assert len(final["trainer"]["rng"]) == 2  # one RNG state per torchrun process
     assert (train_dir / "checkpoint_best.pt").is_file()
     updates = [int(row.split(",")[0]) for row in lines(train_dir / "metrics.csv")[1:]]
-    assert updates == sorted(updates) and min(updates) <= resumed_at < max(updates), "metrics of every attempt"
+    assert updates == sorted(updates) and min(updates) < resumes[0] <= max(updates), "metrics of every attempt"
 
 
 @pytest.mark.slurm
