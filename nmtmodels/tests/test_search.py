@@ -452,7 +452,7 @@ def test_gnmt_length_penalty_values():
     assert GNMTLengthPenalty(0.5)(lengths).tolist() == pytest.approx([1.0, 1.5**0.5, 2.0])
 
 
-# --- with the real Transformer (helper C's), in float64 so near-ties cannot flip -----------
+# --- with the real Transformer, in float64 so near-ties cannot flip -----------------------
 
 
 @pytest.fixture(scope="module")
