@@ -21,7 +21,6 @@ the trainings.  Run it beside ``snakemake`` (another terminal, same directory):
 from __future__ import annotations
 
 import argparse
-import csv
 import datetime as dt
 import sys
 from pathlib import Path
@@ -29,6 +28,7 @@ from pathlib import Path
 import yaml
 
 from nmtmodels.textio import DataError
+from workflow_scripts.evaluation.curves import read_metrics
 from workflow_scripts.evaluation.timeline import LONG_RULES, Job, newest_log, parse_log
 
 
@@ -38,11 +38,10 @@ def run_position(job: Job, workdir: Path) -> tuple[int, float, float] | None:
     if not job.outputs:
         return None
     train_dir = (workdir / job.outputs[0]).parent
-    metrics = train_dir / "metrics.csv"
-    if not metrics.is_file():
+    try:
+        rows = [r for r in read_metrics(train_dir / "metrics.csv") if r.get("update") and r.get("elapsed")]
+    except DataError:  # not written yet
         return None
-    with open(metrics, encoding="utf-8", newline="") as handle:
-        rows = [r for r in csv.DictReader(handle) if r.get("update") and r.get("elapsed")]
     if not rows:
         return None
     update, elapsed = int(float(rows[-1]["update"])), float(rows[-1]["elapsed"])
