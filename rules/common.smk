@@ -2,9 +2,17 @@
 # and time of a CPU job); placement on a cluster comes from config `cluster` (CPU_JOB) and
 # config `train_resources` (docs/cluster.md).
 
-# Scheduling priority of the long jobs (trainings, compressor training and compression): among
-# the jobs ready at one time, Snakemake starts these first (the default priority is 0).
+# Scheduling priorities: among the jobs ready at one time, Snakemake starts those of highest
+# priority first (the default is 0: decoding, scoring, analyses, reports).
+# - Data preparation first: its jobs are short, and every training waits for them.  With
+#   trainings first, a 2-core run once kept a corpus' tokenisation waiting 9 minutes behind two
+#   trainings of another corpus.
+# - Then the trainings, so that evaluation jobs do not hold cores while a training could run.
+# - The ESC compressor's training and the compression before them: the ESC systems' training
+#   can only start after both, so this chain is the longest (docs/pipeline.md, "Scheduling").
+DATA_PRIORITY = 100
 TRAIN_PRIORITY = 50
+CHAIN_PRIORITY = TRAIN_PRIORITY + 10
 
 
 def cpu_job(mem_mb, runtime):

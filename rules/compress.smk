@@ -34,6 +34,7 @@ rule fetch_compression_set:
         "results/benchmarks/fetch_compression_set/{compression_set}.tsv"
     resources:
         **cpu_job(mem_mb=500, runtime=30),
+    priority: DATA_PRIORITY
     shell:
         "python -m workflow_scripts.data.fetch --spec {params.spec:q} --name {wildcards.compression_set:q}"
         " --output {output:q} > {log:q} 2>&1"
@@ -57,6 +58,7 @@ rule compression_denoise_pairs:
         "../envs/data.yaml"
     resources:
         **cpu_job(mem_mb=2000, runtime=30),
+    priority: DATA_PRIORITY
     shell:
         "python -m workflow_scripts.data.compression denoise --input {input.text:q} --codes {input.codes:q}"
         " --vocab {input.vocab:q} --threshold {params.threshold} --seed {params.noise[seed]}"
@@ -87,6 +89,7 @@ rule compression_supervised_pairs:
         "../envs/data.yaml"
     resources:
         **cpu_job(mem_mb=2000, runtime=30),
+    priority: DATA_PRIORITY
     shell:
         "python -m workflow_scripts.data.compression pairs --sets {input.sets:q} --lang {params.lang}"
         " --preprocess {params.preprocess:q} --unicode-form {params.unicode_form} {params.limits}"
@@ -136,6 +139,7 @@ rule compressor_config:
         "../envs/data.yaml"
     resources:
         **cpu_job(mem_mb=200, runtime=5),
+    priority: DATA_PRIORITY
     shell:
         "python -m workflow_scripts.data.experiment --settings {params.settings:q} --output {output:q} > {log:q} 2>&1"
 
@@ -158,7 +162,7 @@ rule train_compressor:
         "results/benchmarks/train_compressor/{compressor}/{corpus}.tsv"
     conda:
         "../envs/train.yaml"
-    priority: TRAIN_PRIORITY  # on the ESC systems' critical path
+    priority: CHAIN_PRIORITY
     threads: config["train_resources"].get("cpus", 1)
     resources:
         **train_job(),
@@ -184,7 +188,7 @@ rule compress:
         "results/benchmarks/compress/{compressor}/{corpus}/{split}.tsv"
     conda:
         "../envs/train.yaml"
-    priority: TRAIN_PRIORITY  # on the ESC systems' critical path
+    priority: CHAIN_PRIORITY
     threads: config["train_resources"].get("cpus", 1)
     resources:
         **decode_job(),

@@ -29,6 +29,7 @@ rule fetch:
         "results/benchmarks/fetch/{corpus}/{download}.tsv"
     resources:
         **cpu_job(mem_mb=500, runtime=60),
+    priority: DATA_PRIORITY
     shell:
         "python -m workflow_scripts.data.fetch --spec {params.spec:q} --name {wildcards.download:q}"
         " --output {output:q} > {log:q} 2>&1"
@@ -50,6 +51,7 @@ rule extract:
         "results/benchmarks/extract/{corpus}/{split}.{lang}.tsv"
     resources:
         **cpu_job(mem_mb=2000, runtime=60),
+    priority: DATA_PRIORITY
     shell:
         "python -m workflow_scripts.data.extract --spec {params.spec:q} --split {wildcards.split}"
         " --lang {wildcards.lang} --downloads-dir {params.downloads:q} --output {output:q} > {log:q} 2>&1"
@@ -71,6 +73,7 @@ rule extract_reference:
         "results/benchmarks/extract/{corpus}/{split}.ref{ref}.{lang}.tsv"
     resources:
         **cpu_job(mem_mb=2000, runtime=60),
+    priority: DATA_PRIORITY
     shell:
         "python -m workflow_scripts.data.extract --spec {params.spec:q} --split {wildcards.split}"
         " --lang {wildcards.lang} --ref {wildcards.ref} --downloads-dir {params.downloads:q}"

@@ -18,6 +18,7 @@ rule lattice:
         "results/benchmarks/lattice/{corpus}/{lattice}/{split}.{src}-{tgt}.tsv"
     resources:
         **cpu_job(mem_mb=2000, runtime=60),
+    priority: DATA_PRIORITY
     shell:
         "python -m workflow_scripts.data.lattice build --inputs {input:q} --output {output:q} > {log:q} 2>&1"
 
@@ -42,6 +43,7 @@ rule lattice_inputs:
         "results/benchmarks/lattice_inputs/{corpus}/{lattice}/{split}.{src}-{tgt}.tsv"
     resources:
         **cpu_job(mem_mb=2000, runtime=30),
+    priority: DATA_PRIORITY
     shell:
         "python -m workflow_scripts.data.lattice inputs --lattice {input:q} --position-unit {params.position_unit}"
         " --tokens {output.tokens:q}"
@@ -63,5 +65,6 @@ rule lattice_vocab:
         "results/benchmarks/lattice_vocab/{corpus}/{lattice}/{src}-{tgt}.tsv"
     resources:
         **cpu_job(mem_mb=2000, runtime=30),
+    priority: DATA_PRIORITY
     shell:
         "python -m nmtmodels.cli vocab --inputs {input:q} {params.max_size} --output {output:q} > {log:q} 2>&1"

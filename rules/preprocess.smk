@@ -21,9 +21,10 @@ rule preprocess:
         "logs/preprocess/{corpus}/{split}.{src}-{tgt}.log",
     benchmark:
         "results/benchmarks/preprocess/{corpus}/{split}.{src}-{tgt}.tsv"
-    threads: 2
+    threads: config["data_threads"]
     resources:
         **cpu_job(mem_mb=4000, runtime=240),
+    priority: DATA_PRIORITY
     shell:
         "python -m workflow_scripts.data.preprocess --src-lang {wildcards.src} --tgt-lang {wildcards.tgt}"
         " --src-in {input.src:q} --tgt-in {input.tgt:q} --src-out {output.src:q} --tgt-out {output.tgt:q}"
@@ -60,9 +61,10 @@ rule segment:
         "logs/segment/{corpus}/{segmenter}/{split}.{src}-{tgt}.{lang}.log",
     benchmark:
         "results/benchmarks/segment/{corpus}/{segmenter}/{split}.{src}-{tgt}.{lang}.tsv"
-    threads: 2
+    threads: config["data_threads"]
     resources:
         **cpu_job(mem_mb=4000, runtime=240),
+    priority: DATA_PRIORITY
     shell:
         "python -m workflow_scripts.data.segment --lang {wildcards.lang} --segmenter {wildcards.segmenter}"
         " --input {input:q} --output {output:q} --threads {threads} > {log:q} 2>&1"

@@ -21,6 +21,7 @@ rule learn_bpe:
         "results/benchmarks/learn_bpe/{corpus}/bpe{merges}.{src}-{tgt}.tsv"
     resources:
         **cpu_job(mem_mb=4000, runtime=240),
+    priority: DATA_PRIORITY
     shell:
         "python -m workflow_scripts.data.bpe learn --merges {wildcards.merges} {params.mode}"
         " --vocabulary-threshold {params.threshold}"
@@ -44,9 +45,10 @@ rule apply_bpe:
         "logs/apply_bpe/{corpus}/bpe{merges}/{split}.{src}-{tgt}.{lang}.log",
     benchmark:
         "results/benchmarks/apply_bpe/{corpus}/bpe{merges}/{split}.{src}-{tgt}.{lang}.tsv"
-    threads: 2
+    threads: config["data_threads"]
     resources:
         **cpu_job(mem_mb=2000, runtime=120),
+    priority: DATA_PRIORITY
     shell:
         "python -m workflow_scripts.data.bpe apply --codes {input.codes:q} --vocab {input.vocab:q}"
         " --vocabulary-threshold {params.threshold} --input {input.text:q} --output {output:q}"
@@ -69,6 +71,7 @@ rule joint_vocab:
         "results/benchmarks/joint_vocab/{corpus}/bpe{merges}.{src}-{tgt}.tsv"
     resources:
         **cpu_job(mem_mb=2000, runtime=60),
+    priority: DATA_PRIORITY
     shell:
         "python -m nmtmodels.cli vocab --inputs {input.src:q} {input.tgt:q} --output {output:q} > {log:q} 2>&1"
 
@@ -88,6 +91,7 @@ rule char_vocab:
         "results/benchmarks/char_vocab/{corpus}/{src}-{tgt}.{lang}.tsv"
     resources:
         **cpu_job(mem_mb=2000, runtime=60),
+    priority: DATA_PRIORITY
     shell:
         "python -m workflow_scripts.data.chars vocab --input {input:q} --size {params.size}"
         " --output {output:q} > {log:q} 2>&1"
@@ -115,6 +119,7 @@ rule char_encode:
         "results/benchmarks/char_encode/{corpus}/{split}.{src}-{tgt}.{lang}.tsv"
     resources:
         **cpu_job(mem_mb=2000, runtime=60),
+    priority: DATA_PRIORITY
     shell:
         CHAR_APPLY
 
@@ -133,6 +138,7 @@ rule char_encode_train:
         "results/benchmarks/char_encode/{corpus}/train.{src}-{tgt}.{lang}.tsv"
     resources:
         **cpu_job(mem_mb=2000, runtime=60),
+    priority: DATA_PRIORITY
     shell:
         CHAR_APPLY
 
@@ -155,6 +161,7 @@ rule char_filter_train:
         "results/benchmarks/char_filter/{corpus}/train.{src}-{tgt}.tsv"
     resources:
         **cpu_job(mem_mb=2000, runtime=60),
+    priority: DATA_PRIORITY
     shell:
         "python -m workflow_scripts.data.chars filter --src-in {input.src:q} --tgt-in {input.tgt:q}"
         " --max-src {params.max_src} --max-tgt {params.max_tgt}"

@@ -17,6 +17,7 @@ rule experiment_config:
         "../envs/data.yaml"
     resources:
         **cpu_job(mem_mb=200, runtime=5),
+    priority: DATA_PRIORITY
     shell:
         "python -m workflow_scripts.data.experiment --settings {params.settings:q} --output {output:q} > {log:q} 2>&1"
 
