@@ -12,9 +12,8 @@ not the jobs it starts) and of the whole machine (``/proc/stat``).  At the end i
   column ``cpu_time``, written by Snakemake for every job of the run);
 
 and prints a table.  With ``--py-spy`` it also samples Snakemake's Python stacks with py-spy
-(``pip install py-spy``; needs permission to ptrace the process) and sorts the samples by
-where the time went: the scheduler (ILP or greedy), DAG updates after each finished job, job
-metadata and provenance records, output checks, starting jobs, and the rest.
+(``pip install py-spy``; needs permission to ptrace the process), only while a thread holds
+the GIL (that is, runs Python), and sorts the samples by where the time went (CATEGORIES).
 
 The job CPU of the benchmark files does not include interpreter start-up before Snakemake's
 benchmark starts measuring, and the last sample of Snakemake's own CPU is at most a second
@@ -37,16 +36,15 @@ from pathlib import Path
 
 TICK = os.sysconf("SC_CLK_TCK")
 
-# Where Snakemake spends its own time, by the first matching frame of a stack (outermost
-# first in py-spy's collapsed format, so the match nearest the leaf wins; see classify()).
+# Where Snakemake spends its own time: a sample goes to the first category (in this order)
+# with a frame of its stack containing one of the names (frames as py-spy writes them).
 CATEGORIES = (
-    ("scheduler: ILP solver (pulp, waiting for CBC)", ("pulp", "_solve_ilp", "job_selector_ilp")),
-    ("scheduler: job selection", ("scheduler", "job_selector", "select_jobs")),
-    ("DAG update after a finished job", ("dag.py:finish", "update_ready", "handle_pipes", "update_checkpoint", "postprocess")),
-    ("job metadata and provenance (.snakemake/metadata)", ("persistence.py",)),
-    ("output checks (existence, mtime, size)", ("io.py", "check_and_touch_output", "wait_for_files")),
-    ("starting jobs (shell, environment)", ("executors", "shell.py", "subprocess.py", "run_jobs", "spawn")),
-    ("logging and progress", ("logging.py", "logger", "log_handler")),
+    ("job benchmarks: polling each job's processes (psutil)", ("BenchmarkTimer", "psutil")),
+    ("start-up: reading the workflow, building the DAG", ("_build_dag", "WorkflowApi._workflow", "_load_unlocked")),
+    ("scheduler: selecting jobs (ILP or greedy)", ("job_selector", "select_jobs", "pulp")),
+    ("finishing jobs: DAG update, metadata, output checks", ("_finish_jobs", "handle_job_success", "persistence")),
+    ("starting jobs: threads, shells, subprocesses", ("run_jobs", "shell.__new__", "Popen", "Thread.start", "_schedule_reevalutation")),
+    ("scheduler: main loop", ("JobScheduler",)),
 )
 
 
@@ -83,11 +81,9 @@ def jobs_cpu_seconds(pattern: str, since: float) -> tuple[int, float]:
 
 
 def classify(stack: str) -> str:
-    frames = stack.split(";")
-    for frame in reversed(frames):  # leaf first: the most specific match wins
-        for name, needles in CATEGORIES:
-            if any(needle in frame for needle in needles):
-                return name
+    for name, needles in CATEGORIES:
+        if any(needle in stack for needle in needles):
+            return name
     return "other"
 
 
@@ -124,7 +120,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.py_spy:
         profile = args.out / "snakemake.pyspy.txt"
         spy = subprocess.Popen(["py-spy", "record", "--pid", str(process.pid), "--rate", str(args.rate),
-                                "--format", "raw", "--nonblocking", "--output", str(profile)],
+                                "--format", "raw", "--gil", "--nonblocking", "--output", str(profile)],
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     own, samples = 0.0, []
     while process.poll() is None:
@@ -165,7 +161,7 @@ def main(argv: list[str] | None = None) -> int:
     if spy is not None and (args.out / "snakemake.pyspy.txt").exists():
         counts = read_collapsed(args.out / "snakemake.pyspy.txt")
         total = sum(counts.values()) or 1
-        print(f"\nWhere Snakemake's own time went (py-spy, {total} samples at {args.rate}/s of active stacks):\n")
+        print(f"\nWhere Snakemake's own time went (py-spy, {total} samples at {args.rate}/s of the thread holding the GIL):\n")
         print("| part | share of samples |")
         print("|---|---:|")
         for name, count in counts.most_common():

@@ -71,6 +71,20 @@ def test_runs_have_the_hand_written_updates_time_and_stop_reason(tree, made):
     assert by_run["gate", "iwslt"]["parameters"] == 987_654 and "987,654" in markdown
 
 
+def test_runs_have_their_best_dev_loss_and_bleu(made):
+    markdown, data = made
+    by_run = {(r["experiment"], r["corpus"]): r for r in data["runs"]}
+    for key, rows in TRAIN_ROWS.items():
+        dev = [(valid_loss, update) for update, _, valid_loss, _, _ in rows if valid_loss is not None]
+        bleus = [bleu for *_, bleu, _ in rows if bleu is not None]
+        best_loss, at = min(dev)
+        run = by_run[key]
+        assert (run["best_dev_loss"], run["best_dev_loss_update"]) == (best_loss, at), key
+        assert run["best_dev_bleu"] == (max(bleus) if bleus else None), key
+        assert f"| {best_loss:.3f} ({at}) |" in markdown
+    assert by_run["transformer", "nist"]["best_dev_loss"] == 4.9  # by hand: 6.1 at 100, 4.9 at 300
+
+
 def test_stop_reason_rule():
     budget = {"max_updates": 100, "max_epochs": 3, "max_minutes": 1}
     assert summary.stop_reason(100, 10.0, budget) == "max_updates"

@@ -11,7 +11,9 @@ had the same budget, as Markdown (``summary.md``, readable on GitHub) and JSON
   budget from the run's ``experiment.yaml`` (``train.max_updates``, ``max_epochs``,
   ``max_minutes``; 0 = no limit), updates done and wall-clock seconds from the last row of
   ``train/metrics.csv`` (its ``update`` and ``elapsed`` columns), parameters and training
-  speed from ``model_info.json``.  Why it stopped is derived by :func:`stop_reason`, in this
+  speed from ``model_info.json``, and the best dev-set loss (with its update) and dev BLEU
+  (when ``train.valid_bleu`` is on) of the validations in ``metrics.csv``: the numbers to
+  choose settings by, never the test scores below.  Why it stopped is derived by :func:`stop_reason`, in this
   order: ``updates >= max_updates`` (max_updates set) -> "max_updates"; else ``max_minutes``
   set and ``elapsed >= 60 * max_minutes`` -> "max_minutes (cap fired)"; else ``max_epochs``
   set -> "max_epochs"; else "other" (e.g. early stopping).  The trainer validates once more when
@@ -48,7 +50,7 @@ import yaml
 from nmtmodels.textio import DataError, atomic_outputs
 from workflow_scripts.dag import evaluation as ev
 from workflow_scripts.evaluation import tables
-from workflow_scripts.evaluation.curves import read_metrics
+from workflow_scripts.evaluation.curves import curve_series, read_metrics
 
 # The checkout this script belongs to (the workflow directory: jobs run it from there).
 WORKFLOW_DIR = Path(__file__).resolve().parents[2]
@@ -170,12 +172,18 @@ def training_run(experiment: str, corpus: str, root: str | Path = ".") -> dict[s
         raise DataError(metrics_path, "last row has no elapsed time")
     info = _read_json(root / files["model_info"])
     budget = {key: settings["train"].get(key, 0) or 0 for key in BUDGET_KEYS}
+    series = curve_series(metrics_path)
+    dev_loss = min(zip(*series["dev loss"]), key=lambda point: point[1]) if "dev loss" in series else None
+    dev_bleu = max(series["dev BLEU"][1]) if "dev BLEU" in series else None
     return {
         "experiment": experiment, "corpus": corpus,
         "family": (settings.get("model") or {}).get("family") or info.get("family"),
         "budget": budget, "updates": updates, "elapsed_s": elapsed,
         "stop_reason": stop_reason(updates, elapsed, budget),
         "parameters": info.get("parameters"), "train_tokens_per_s": info.get("train_tokens_per_s"),
+        "best_dev_loss": dev_loss[1] if dev_loss else None,
+        "best_dev_loss_update": int(dev_loss[0]) if dev_loss else None,
+        "best_dev_bleu": dev_bleu,
     }
 
 
@@ -316,13 +324,16 @@ def to_markdown(summary: dict[str, Any]) -> str:
              "", "## Training runs", "",
              "Budget from each run's experiment.yaml (0: no limit); updates and time from the last row of "
              "train/metrics.csv; stop reason: max_updates if updates >= max_updates, else the minutes cap if "
-             "elapsed >= max_minutes, else max_epochs if set, else other.", ""]
+             "elapsed >= max_minutes, else max_epochs if set, else other. Best dev loss and dev BLEU: over the run's "
+             "validations on the dev set, the numbers to choose settings by (never the test scores below).", ""]
     lines += _table(["experiment", "corpus", "family", "max_updates", "max_epochs", "max_minutes", "updates", "time (s)",
-                     "stopped by", "parameters", "train tok/s"],
+                     "stopped by", "parameters", "train tok/s", "best dev loss (update)", "best dev BLEU"],
                     [[r["experiment"], r["corpus"], _cell(r["family"]), *(_cell(r["budget"][k]) for k in BUDGET_KEYS),
                       str(r["updates"]), f"{r['elapsed_s']:.0f}", r["stop_reason"],
                       f"{r['parameters']:,}" if isinstance(r["parameters"], int) else _cell(r["parameters"]),
-                      _cell(r["train_tokens_per_s"], 0)] for r in summary["runs"]])
+                      _cell(r["train_tokens_per_s"], 0),
+                      f"{r['best_dev_loss']:.3f} ({r['best_dev_loss_update']})" if r["best_dev_loss"] is not None else "",
+                      _cell(r["best_dev_bleu"])] for r in summary["runs"]])
     lines += ["## Scores", "",
               f"Markers: {summary['marker_test']} test against the (best) baseline, in each paper's convention "
               f"(experiments without a paper: †/‡ at p < 0.01); {tables.DISAGREEMENT}: the marker's direction and the score "
