@@ -1,10 +1,16 @@
 """Exact versions live once, in requirements/lock.txt; pyproject.toml declares ranges the lock
 satisfies; the conda env files repeat the lock's pins; CI installs the way the README says;
-LICENSE and CITATION.cff carry pyproject's licence and version."""
+LICENSE and CITATION.cff carry pyproject's licence and version; ``pip install .`` (the core
+dependencies alone) is enough to import every nmtmodels module (docs/install.md)."""
 from __future__ import annotations
 
+import ast
 import re
+import subprocess
+import sys
 import tomllib
+from importlib import metadata
+from importlib.metadata import packages_distributions
 from pathlib import Path
 
 import pytest
@@ -68,6 +74,93 @@ def test_package_and_extras():
     assert set(project()["optional-dependencies"]) == {"workflow", "zh", "ja", "test"}
     setuptools = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
     assert setuptools["packages"]["find"]["include"] == ["nmtmodels*"]  # workflow_scripts stays in the repository
+
+
+# Installed by the workflow extra or the repository only: nmtmodels must import without them.
+NOT_IN_THE_PACKAGE = ("pandas", "snakemake", "matplotlib", "jsonschema", "workflow_scripts", "benchmarks")
+
+
+def third_party_imports(path: Path) -> list[tuple[str, int, bool]]:
+    """(top-level module, line, imported at module level rather than in a function) of every
+    absolute import of ``path`` that is not the standard library or nmtmodels."""
+    found: list[tuple[str, int, bool]] = []
+
+    def visit(node: ast.AST, in_function: bool) -> None:
+        for child in ast.iter_child_nodes(node):
+            names = ([alias.name for alias in child.names] if isinstance(child, ast.Import)
+                     else [child.module] if isinstance(child, ast.ImportFrom) and child.level == 0 and child.module else [])
+            for name in names:
+                top = name.partition(".")[0]
+                if top not in sys.stdlib_module_names and top != "nmtmodels":
+                    found.append((top, child.lineno, not in_function))
+            visit(child, in_function or isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda))
+
+    visit(ast.parse(path.read_text(encoding="utf-8"), str(path)), False)
+    return found
+
+
+def package_modules() -> list[Path]:
+    return sorted(p for p in (ROOT / "nmtmodels").rglob("*.py") if "tests" not in p.relative_to(ROOT / "nmtmodels").parts)
+
+
+def test_nmtmodels_imports_only_its_core_dependencies_at_module_level():
+    """A module-level import of a package outside pyproject's core dependencies would break
+    ``pip install .``; an extra's package (a segmenter) is imported in the function that needs it."""
+    core = {canonicalize_name(r.name) for where, r in declared() if where == "dependencies"}
+    extras = {canonicalize_name(r.name) for where, r in declared() if where != "dependencies"}
+    distributions = packages_distributions()
+    problems = []
+    for path in package_modules():
+        for module, line, module_level in third_party_imports(path):
+            where = f"{path.relative_to(ROOT)}:{line}: import {module}"
+            dists = {canonicalize_name(d) for d in distributions.get(module, [])}
+            if module in NOT_IN_THE_PACKAGE:
+                problems.append(f"{where} (workflow or repository only)")
+            elif not dists:
+                problems.append(f"{where} (no installed distribution provides it; add it to pyproject.toml)")
+            elif not dists & core and (module_level or not dists & extras):
+                problems.append(f"{where} ({', '.join(sorted(dists))}: " + (
+                    "an extra's package, import it inside the function that needs it)" if dists & extras
+                    else "not in pyproject.toml's dependencies)"))
+    assert not problems, "\n".join(problems)
+
+
+def installed_closure(names: set[str]) -> set[str]:
+    """``names`` and every distribution they require, transitively, as installed here
+    (an extra's package that a core dependency also needs, e.g. tabulate for sacrebleu, stays importable)."""
+    seen, stack = set(), list(names)
+    while stack:
+        name = stack.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        try:
+            requires = metadata.requires(name) or []
+        except metadata.PackageNotFoundError:
+            continue
+        for text in requires:
+            requirement = Requirement(text)
+            if requirement.marker is None or requirement.marker.evaluate({"extra": ""}):
+                stack.append(canonicalize_name(requirement.name))
+    return seen
+
+
+def test_every_nmtmodels_module_imports_without_the_workflow_and_the_extras():
+    """In a fresh interpreter with the workflow's packages, the repository's other code and
+    every extra's packages made unimportable (``sys.modules[name] = None``)."""
+    core = installed_closure({canonicalize_name(r.name) for where, r in declared() if where == "dependencies"})
+    extras = {canonicalize_name(r.name) for where, r in declared() if where != "dependencies"} - core
+    blocked = set(NOT_IN_THE_PACKAGE) | {module for module, dists in packages_distributions().items()
+                                         if {canonicalize_name(d) for d in dists} <= extras and module.isidentifier()}
+    assert {"jieba", "fugashi", "pandas", "snakemake"} <= blocked
+    modules = [".".join(p.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__") for p in package_modules()
+               if p.name != "__main__.py"]
+    code = ("import importlib, sys\n"
+            f"for name in {sorted(blocked)!r}:\n    sys.modules[name] = None\n"
+            f"for module in {modules!r}:\n    importlib.import_module(module)\n"
+            "print(len(sys.modules))\n")
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
 
 
 def test_requires_python_is_the_version_ci_and_the_envs_use():
