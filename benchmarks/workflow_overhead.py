@@ -43,8 +43,10 @@ CATEGORIES = (
     ("start-up: reading the workflow, building the DAG", ("_build_dag", "WorkflowApi._workflow", "_load_unlocked")),
     ("scheduler: selecting jobs (ILP or greedy)", ("job_selector", "select_jobs", "pulp")),
     ("finishing jobs: DAG update, metadata, output checks", ("_finish_jobs", "handle_job_success", "persistence")),
-    ("starting jobs: threads, shells, subprocesses", ("run_jobs", "shell.__new__", "Popen", "Thread.start", "_schedule_reevalutation")),
+    ("starting jobs: threads, shells, subprocesses", ("run_jobs", "shell.__new__", "Popen", "Thread.start",
+                                                      "_schedule_reevalutation", "Thread._bootstrap", "Timer.run")),
     ("scheduler: main loop", ("JobScheduler",)),
+    ("file checks: existence, sizes, times", ("_IOFile", "iocache")),
 )
 
 
@@ -81,6 +83,8 @@ def jobs_cpu_seconds(pattern: str, since: float) -> tuple[int, float]:
 
 
 def classify(stack: str) -> str:
+    if not stack.strip():
+        return "native code (no Python frame)"
     for name, needles in CATEGORIES:
         if any(needle in stack for needle in needles):
             return name
@@ -92,7 +96,7 @@ def read_collapsed(path: Path) -> collections.Counter:
     counts: collections.Counter = collections.Counter()
     for line in path.read_text().splitlines():
         stack, _, number = line.rpartition(" ")
-        if stack and number.isdigit():
+        if number.isdigit():
             counts[classify(stack)] += int(number)
     return counts
 
