@@ -201,7 +201,7 @@ def train_main(argv: Sequence[str] | None = None) -> int:
                         help="raw (detokenised) dev reference(s) for sacreBLEU (all of a multi-reference set); "
                              "else tokenised BLEU")
     parser.add_argument("--tgt-lang", default="en", help="target language for post-processing (default en)")
-    parser.add_argument("--tgt-format", choices=("bpe", "char", "plain"), default="bpe",
+    parser.add_argument("--tgt-format", choices=("bpe", "spm", "char", "plain"), default="bpe",
                         help="how target tokens are encoded (for validation BLEU)")
     parser.add_argument("--src-vocab", required=True, help="vocabulary file (one token per line, or subword-nmt 'token count')")
     parser.add_argument("--tgt-vocab", required=True)
@@ -316,8 +316,8 @@ def translate_main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--extra", action="append", default=[], metavar="NAME=FILE", help="with --pretokenized")
     parser.add_argument("--extra-tokens", action="append", default=[], metavar="NAME=FILE", help="with --pretokenized")
     parser.add_argument("--postprocess", metavar="LANG",
-                        help="with --pretokenized: remove BPE and detokenise the output for LANG")
-    parser.add_argument("--tgt-format", choices=("bpe", "char", "plain"), default="bpe",
+                        help="with --pretokenized: undo the subwords (--tgt-format) and detokenise the output for LANG")
+    parser.add_argument("--tgt-format", choices=("bpe", "spm", "char", "plain"), default="bpe",
                         help="target encoding, for --postprocess (default bpe)")
     parser.add_argument("--truncate", action="store_true", help="cut over-long sentences instead of failing")
     parser.add_argument("--log-interval", type=float, default=PROGRESS_INTERVAL, metavar="SECONDS",
@@ -365,9 +365,9 @@ def _translate(args: argparse.Namespace) -> int:
             if translator.pretokenized:
                 text = " ".join(tgt_vocab.decode(hyp.tokens, keep_unk=True))
                 if args.postprocess:
-                    from nmtmodels.postprocess import postprocess
+                    from nmtmodels.postprocess import format_options, postprocess
 
-                    text = postprocess(text, args.postprocess, bpe=args.tgt_format == "bpe", char_level=args.tgt_format == "char")
+                    text = postprocess(text, args.postprocess, **format_options(args.tgt_format))
             else:
                 text = translator.render(hyp).text
             lines.append(text if decode_cfg.nbest == 1 else f"{index} ||| {text} ||| {hyp.score:.6f}")

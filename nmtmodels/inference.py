@@ -109,19 +109,20 @@ def make_bleu_fn(
     max_tokens: int = 4096,
     device: torch.device | str = "cpu",
     amp: Literal["bf16", "none"] = "none",
-    text_format: Literal["bpe", "char", "plain"] = "bpe",
+    text_format: Literal["bpe", "spm", "char", "plain"] = "bpe",
 ) -> Callable[[Seq2SeqModel], float]:
     """A ``bleu_fn`` for :class:`nmtmodels.train.Trainer`: decode the dev set with ``decode_cfg`` and score it.
 
     With raw ``references`` (one or more detokenised reference streams, e.g. the four of a
-    NIST dev set) hypotheses are post-processed (BPE removal or character joining per
+    NIST dev set) hypotheses are post-processed (BPE or SentencePiece removal, or character joining per
     ``text_format``, then detokenisation in ``lang``) and scored with sacreBLEU against all
     of them; otherwise the BLEU of the BPE-removed hypotheses against
     ``tokenized_references`` (the dev targets, BPE removed the same way) with no further
     tokenisation (multi-bleu.perl style) is returned.
     """
-    from nmtmodels.postprocess import (
-        postprocess,  # sacremoses and sacrebleu: only when scoring
+    from nmtmodels.postprocess import (  # sacremoses and sacrebleu: only when scoring
+        format_options,
+        postprocess,
     )
     from nmtmodels.scoring import detokenized_bleu, tokenized_bleu
 
@@ -129,7 +130,7 @@ def make_bleu_fn(
     if any(count != len(valid_data) for count in counts):
         raise ValueError(f"the dev set has {len(valid_data)} examples but the tokenised reference and the "
                          f"{len(references or ())} raw reference streams have {counts}")
-    options = {"bpe": text_format == "bpe", "char_level": text_format == "char"}
+    options = format_options(text_format)
     detokenize = references is not None
     if detokenize:
         metric, reference_streams = detokenized_bleu(lang), [list(stream) for stream in references]

@@ -9,19 +9,21 @@ Layout (written by the workflow's rule ``model_package`` into
     preprocess.json      languages, normaliser and tokeniser settings, subword units
     bpe.codes            source BPE codes (subwords bpeN only)
     bpe.vocab            source BPE vocabulary, "subword count" lines, read with the threshold
+    spm.model            source SentencePiece model (subwords spmN only, :mod:`nmtmodels.spm`)
 
 ``preprocess.json`` holds the source and target :class:`~nmtmodels.preprocessing.LanguageSettings`
 of the corpus' ``preprocess`` spec (``lang``, ``tokenizer``, ``join_pretokenized``,
-``lowercase``), the unicode form, the subword units (``bpeN`` or ``char``) and, for BPE,
-the vocabulary threshold that the workflow's ``apply_bpe`` used.  The target settings name
-the language of the detokeniser.  Source text then goes through the steps that made the
-training source (:class:`~nmtmodels.preprocessing.TextProcessor`, then subword-nmt BPE with
-codes, vocabulary and threshold, or characters with ▁ for spaces); the target side is
-undone by :func:`nmtmodels.postprocess.postprocess`.
+``lowercase``), the unicode form, the subword units (``bpeN``, ``spmN`` or ``char``) and, for
+BPE, the vocabulary threshold that the workflow's ``apply_bpe`` used (``"bpe": {...}``), for
+SentencePiece the model file (``"sentencepiece": {"model": "spm.model"}``).  The target
+settings name the language of the detokeniser.  Source text then goes through the steps that
+made the training source (:class:`~nmtmodels.preprocessing.TextProcessor`, then subword-nmt
+BPE with codes, vocabulary and threshold, SentencePiece with the model, or characters with ▁
+for spaces); the target side is undone by :func:`nmtmodels.postprocess.postprocess`.
 
 CLI (the rule's command)::
 
-    python -m nmtmodels.package --checkpoint CKPT --settings JSON [--codes C --vocab V] --out-dir DIR
+    python -m nmtmodels.package --checkpoint CKPT --settings JSON [--codes C --vocab V | --spm-model M] --out-dir DIR
 """
 from __future__ import annotations
 
@@ -55,8 +57,9 @@ PREPROCESS_FILE = "preprocess.json"
 CHECKPOINT_FILE = "checkpoint.pt"
 CODES_FILE = "bpe.codes"
 VOCAB_FILE = "bpe.vocab"
+SPM_MODEL_FILE = "spm.model"
 FORMAT = 1
-SUBWORDS = re.compile(r"bpe[0-9]+|char")
+SUBWORDS = re.compile(r"bpe[0-9]+|spm[0-9]+|char")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -73,6 +76,14 @@ class PackageSettings:
     def is_bpe(self) -> bool:
         return self.subwords.startswith("bpe")
 
+    @property
+    def is_spm(self) -> bool:
+        return self.subwords.startswith("spm")
+
+    @property
+    def is_char(self) -> bool:
+        return self.subwords == "char"
+
     def to_dict(self) -> dict[str, Any]:
         def side(settings: LanguageSettings) -> dict[str, Any]:
             return {"lang": settings.lang, "tokenizer": settings.tokenizer, "join_pretokenized": settings.join_pretokenized}
@@ -81,6 +92,8 @@ class PackageSettings:
                 "lowercase": self.source.lowercase, "unicode_form": self.unicode_form, "subwords": self.subwords}
         if self.is_bpe:
             data["bpe"] = {"codes": CODES_FILE, "vocabulary": VOCAB_FILE, "vocabulary_threshold": self.vocabulary_threshold}
+        if self.is_spm:
+            data["sentencepiece"] = {"model": SPM_MODEL_FILE}
         return data
 
     @classmethod
@@ -107,7 +120,7 @@ class PackageSettings:
             raise ConfigError(f"{where}: unicode_form: expected one of {', '.join(UNICODE_FORMS)}, got {unicode_form!r}")
         subwords = check_type(data["subwords"], str, f"{where}: subwords")
         if not SUBWORDS.fullmatch(subwords):
-            raise ConfigError(f"{where}: subwords: expected bpeN or char, got {subwords!r}")
+            raise ConfigError(f"{where}: subwords: expected bpeN, spmN or char, got {subwords!r}")
         threshold = None
         if subwords.startswith("bpe"):
             bpe = check_type(data.get("bpe", {}), dict, f"{where}: bpe")
@@ -135,26 +148,43 @@ class ModelPackage:
     def vocab(self) -> Path:
         return self.directory / VOCAB_FILE
 
+    @property
+    def spm_model(self) -> Path:
+        return self.directory / SPM_MODEL_FILE
+
+    def subword_files(self) -> list[Path]:
+        """The files beside ``preprocess.json`` that the subword units need."""
+        if self.settings.is_bpe:
+            return [self.codes, self.vocab]
+        return [self.spm_model] if self.settings.is_spm else []
+
     def source_encoder(self) -> Callable[[str], str]:
         """Raw source sentence -> model input (tokens separated by spaces): the corpus'
-        normalisation and tokenisation, then BPE (codes, vocabulary, threshold) or characters.
-        Building it loads the tokeniser and the codes."""
+        normalisation and tokenisation, then BPE (codes, vocabulary, threshold), SentencePiece
+        (the model) or characters.  Building it loads the tokeniser and the codes or model."""
         settings = self.settings
         tokenize = TextProcessor(settings.source, settings.unicode_form).tokenize
         if settings.is_bpe:
             bpe = load_bpe(self.codes, self.vocab, settings.vocabulary_threshold)
             return lambda sentence: bpe.process_line(tokenize(sentence))
+        if settings.is_spm:
+            from nmtmodels.spm import SentencePieceEncoder
+
+            pieces = SentencePieceEncoder(self.spm_model)
+            return lambda sentence: pieces.encode_line(tokenize(sentence))
         return lambda sentence: " ".join(sentence_characters(tokenize(sentence)))
 
     def postprocess(self, text: str) -> str:
-        """Model output tokens -> plain text: BPE or characters joined, then detokenised for the target language."""
+        """Model output tokens -> plain text: BPE, SentencePiece pieces or characters joined,
+        then detokenised for the target language."""
         settings = self.settings
-        return postprocess(text, settings.target.lang, bpe=settings.is_bpe, char_level=not settings.is_bpe)
+        return postprocess(text, settings.target.lang, bpe=settings.is_bpe, spm=settings.is_spm, char_level=settings.is_char)
 
 
 def settings_from_corpus(corpus_spec: dict[str, Any], subwords: str, unicode_form: str, where: str) -> PackageSettings:
     """Package settings of a workflow corpus spec (``src``, ``tgt``, ``preprocess``,
-    ``lowercase``, ``bpe.vocabulary_threshold``) for a model trained on ``subwords``."""
+    ``lowercase``, ``bpe.vocabulary_threshold``) for a model trained on ``subwords``
+    (``spmN``: everything else is in the SentencePiece model file)."""
     try:
         src, tgt = (language_settings(corpus_spec, corpus_spec[side]) for side in ("src", "tgt"))
     except ConfigError as exc:
@@ -180,18 +210,20 @@ def read_package(directory: str | os.PathLike) -> ModelPackage:
     except json.JSONDecodeError as exc:
         raise DataError(settings_path, f"not valid JSON ({exc.msg})", exc.lineno) from None
     package = ModelPackage(directory, PackageSettings.from_dict(data, where=str(settings_path)))
-    if package.settings.is_bpe:
-        for path in (package.codes, package.vocab):
-            if not path.is_file():
-                raise ConfigError(f"{settings_path}: subwords {package.settings.subwords} need {path.name} beside it; it is missing")
+    for path in package.subword_files():
+        if not path.is_file():
+            raise ConfigError(f"{settings_path}: subwords {package.settings.subwords} need {path.name} beside it; it is missing")
     return package
 
 
 def write_package(out_dir: str | os.PathLike, checkpoint: str | os.PathLike, settings: PackageSettings,
-                  codes: str | os.PathLike | None = None, vocab: str | os.PathLike | None = None) -> Path:
+                  codes: str | os.PathLike | None = None, vocab: str | os.PathLike | None = None,
+                  spm_model: str | os.PathLike | None = None) -> Path:
     """Write a package directory (it replaces ``out_dir`` whole, or leaves it as it was on failure)."""
     if settings.is_bpe != (codes is not None and vocab is not None):
         raise ValueError(f"subwords {settings.subwords}: " + ("need" if settings.is_bpe else "take no") + " codes and vocabulary")
+    if settings.is_spm != (spm_model is not None):
+        raise ValueError(f"subwords {settings.subwords}: " + ("need" if settings.is_spm else "take no") + " SentencePiece model")
     out_dir = Path(out_dir)
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
@@ -200,6 +232,8 @@ def write_package(out_dir: str | os.PathLike, checkpoint: str | os.PathLike, set
         if settings.is_bpe:
             shutil.copyfile(codes, tmp / CODES_FILE)
             shutil.copyfile(vocab, tmp / VOCAB_FILE)
+        if settings.is_spm:
+            shutil.copyfile(spm_model, tmp / SPM_MODEL_FILE)
         (tmp / PREPROCESS_FILE).write_text(json.dumps(settings.to_dict(), indent=2, sort_keys=True) + "\n", encoding="utf-8")
         os.chmod(tmp, 0o777 & ~current_umask())  # mkdtemp makes 0700; follow the umask like mkdir
         if out_dir.exists():
@@ -217,6 +251,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--settings", required=True, help="the content of preprocess.json, as JSON")
     parser.add_argument("--codes", help="source BPE codes (subwords bpeN)")
     parser.add_argument("--vocab", help="source BPE vocabulary (subwords bpeN)")
+    parser.add_argument("--spm-model", help="source SentencePiece model (subwords spmN)")
     parser.add_argument("--out-dir", required=True)
     args = parser.parse_args(argv)
     try:
@@ -226,8 +261,11 @@ def main(argv: list[str] | None = None) -> int:
     if settings.is_bpe != bool(args.codes and args.vocab) or bool(args.codes) != bool(args.vocab):
         parser.error(f"subwords {settings.subwords}: " + ("--codes and --vocab are required" if settings.is_bpe
                                                           else "--codes and --vocab do not apply"))
+    if settings.is_spm != bool(args.spm_model):
+        parser.error(f"subwords {settings.subwords}: " + ("--spm-model is required" if settings.is_spm
+                                                          else "--spm-model does not apply"))
     try:
-        write_package(args.out_dir, args.checkpoint, settings, args.codes, args.vocab)
+        write_package(args.out_dir, args.checkpoint, settings, args.codes, args.vocab, args.spm_model)
     except OSError as exc:
         parser.exit(1, f"{parser.prog}: error: {exc}\n")
     print(f"model package {args.out_dir}: {settings.source.lang}-{settings.target.lang}, {settings.subwords}", file=sys.stderr)

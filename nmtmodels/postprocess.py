@@ -2,6 +2,9 @@
 
 * BPE (subword-nmt): ``"@@ "`` joins a piece to the next one; a ``"@@"`` at the end of the
   line (a truncated hypothesis) is dropped.
+* SentencePiece pieces (:mod:`nmtmodels.spm`): the pieces are joined and each ``▁``
+  (U+2581) that starts a word becomes a space, as ``SentencePieceProcessor.decode_pieces``
+  does; the result is the tokenised text that the pieces were made from.
 * European languages: sacremoses' ``MosesDetokenizer(lang)`` (it also unescapes ``&amp;``
   and friends produced by the Moses tokenizer).
 * Chinese and Japanese (``zh``, ``ja``, also ``zh-cn`` style codes): the segmenter put a space
@@ -14,7 +17,7 @@
 
 CLI::
 
-    python -m nmtmodels.postprocess --lang de [--no-bpe] [--no-detokenize] [--char-level] INPUT OUTPUT
+    python -m nmtmodels.postprocess --lang de [--no-bpe | --spm | --char-level] [--no-detokenize] INPUT OUTPUT
 """
 from __future__ import annotations
 
@@ -29,14 +32,22 @@ from sacremoses.util import is_cjk
 from nmtmodels.textio import atomic_output, read_lines
 
 BPE_JOINER = re.compile(r"@@(?: |$)")
-SPACE_SYMBOL = "\u2581"  # ▁ stands for an original space in character-level text
+SPACE_SYMBOL = "\u2581"  # ▁ stands for an original space in character-level text and SentencePiece pieces
 UNK_SYMBOL = "<unk>"
 CJK_LANGUAGES = ("zh", "ja")
+# How target tokens are encoded (nmt-train / nmt-translate --tgt-format): subword-nmt BPE,
+# SentencePiece pieces, characters, or words as they are.
+TEXT_FORMATS = ("bpe", "spm", "char", "plain")
 
 
 def remove_bpe(line: str) -> str:
     """Undo subword-nmt segmentation: ``"Ver@@ such"`` -> ``"Versuch"``."""
     return BPE_JOINER.sub("", line)
+
+
+def remove_spm(line: str) -> str:
+    """Undo SentencePiece segmentation: ``"▁Ver such ▁und"`` -> ``"Versuch und"``."""
+    return " ".join("".join(line.split()).replace(SPACE_SYMBOL, " ").split())
 
 
 def _is_cjk_like(char: str) -> bool:
@@ -78,10 +89,20 @@ def detokenize_text(line: str, lang: str) -> str:
     return _detokenizer(base).detokenize(line.split())
 
 
-def postprocess(line: str, lang: str, *, bpe: bool = True, detokenize: bool = True, char_level: bool = False) -> str:
-    """Plain text from one output line: character format or BPE undone, then detokenised."""
+def format_options(text_format: str) -> dict[str, bool]:
+    """:func:`postprocess` keywords for a :data:`TEXT_FORMATS` name."""
+    if text_format not in TEXT_FORMATS:
+        raise ValueError(f"unknown text format {text_format!r} (known: {', '.join(TEXT_FORMATS)})")
+    return {"bpe": text_format == "bpe", "spm": text_format == "spm", "char_level": text_format == "char"}
+
+
+def postprocess(line: str, lang: str, *, bpe: bool = True, detokenize: bool = True, char_level: bool = False,
+                spm: bool = False) -> str:
+    """Plain text from one output line: character format, SentencePiece or BPE undone, then detokenised."""
     if char_level:
         line = chars_to_text(line)
+    elif spm:
+        line = remove_spm(line)
     elif bpe:
         line = remove_bpe(line)
     if detokenize:
@@ -100,11 +121,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--lang", required=True, help="target language code (zh/ja get the CJK space rule)")
     parser.add_argument("--no-bpe", dest="bpe", action="store_false", help="input has no subword-nmt joiners")
     parser.add_argument("--no-detokenize", dest="detokenize", action="store_false")
+    parser.add_argument("--spm", action="store_true", help="input is SentencePiece pieces (▁ starts a word)")
     parser.add_argument("--char-level", action="store_true", help="input is space-separated characters with ▁ for spaces")
     parser.add_argument("input")
     parser.add_argument("output")
     args = parser.parse_args(argv)
-    options = dict(bpe=args.bpe, detokenize=args.detokenize, char_level=args.char_level)
+    if args.spm and args.char_level:
+        parser.error("--spm and --char-level exclude each other")
+    options = dict(bpe=args.bpe, detokenize=args.detokenize, char_level=args.char_level, spm=args.spm)
     with atomic_output(args.output) as out:
         for line in postprocess_lines(read_lines(args.input), args.lang, **options):
             out.write(line + "\n")
