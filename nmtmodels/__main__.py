@@ -1,4 +1,4 @@
-"""``python -m nmtmodels train|translate|average|vocab ...`` (see :mod:`nmtmodels.cli`)."""
+"""``python -m nmtmodels train|translate|average|vocab|export ...`` (see :mod:`nmtmodels.cli`)."""
 import sys
 
 from nmtmodels.cli import main

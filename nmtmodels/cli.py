@@ -1,12 +1,13 @@
-"""Command-line entry points: nmt-train, nmt-translate, nmt-average, nmt-vocab.
+"""Command-line entry points: nmt-train, nmt-translate, nmt-average, nmt-vocab, nmt-export.
 
-Also ``python -m nmtmodels.cli train|translate|average|vocab ...`` (and under torchrun:
+Also ``python -m nmtmodels.cli train|translate|average|vocab|export ...`` (and under torchrun:
 ``torchrun --nproc_per_node=N -m nmtmodels.cli train ...``).  Training text is already
 tokenised and BPE-encoded (or character-separated).  ``nmt-translate`` reads raw text and
 writes detokenised text with a model package (:mod:`nmtmodels.package`), through
 :class:`nmtmodels.translator.Translator`; with ``--pretokenized`` it reads encoded text with
 any checkpoint and writes the model's tokens (the workflow's rules), which
 ``--postprocess LANG`` turns into plain text (:func:`nmtmodels.postprocess.postprocess`).
+``nmt-export`` writes a Transformer baseline as a CTranslate2 model (:mod:`nmtmodels.export`).
 
 Exit codes: 0 success; 2 bad configuration, data or checkpoint (the message names the
 key, file and line), training diverged (:class:`nmtmodels.train.TrainingDiverged`), another
@@ -623,7 +624,32 @@ def vocab_main(argv: Sequence[str] | None = None) -> int:
     return _run("nmt-vocab", body)
 
 
-COMMANDS = {"train": train_main, "translate": translate_main, "average": average_main, "vocab": vocab_main}
+# ---------------------------------------------------------------------- export
+def export_main(argv: Sequence[str] | None = None) -> int:
+    from nmtmodels.export import QUANTIZATIONS
+
+    parser = argparse.ArgumentParser(prog="nmt-export", description="Export a Transformer baseline (family transformer) "
+                                     "to a CTranslate2 model directory.")
+    parser.add_argument("--checkpoint", required=True,
+                        help="a model package directory (its preprocessing files are copied too) or a checkpoint")
+    parser.add_argument("--output-dir", required=True, help="the CTranslate2 model directory to write")
+    parser.add_argument("--quantization", choices=QUANTIZATIONS,
+                        help="CTranslate2 weight type (default: float32, the checkpoint's weights as they are)")
+    parser.add_argument("--force", action="store_true", help="replace --output-dir if it exists and is not empty")
+    args = parser.parse_args(argv)
+
+    def body() -> int:
+        from nmtmodels.export import export_ctranslate2
+
+        out = export_ctranslate2(args.checkpoint, args.output_dir, args.quantization, force=args.force)
+        print(f"exported {args.checkpoint} to {out} (CTranslate2, {args.quantization or 'float32'})", file=sys.stderr)
+        return 0
+
+    return _run("nmt-export", body)
+
+
+COMMANDS = {"train": train_main, "translate": translate_main, "average": average_main, "vocab": vocab_main,
+            "export": export_main}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -70,8 +70,8 @@ def test_package_and_extras():
     """nmtmodels needs no workflow or segmenter package; those are extras."""
     core = {canonicalize_name(r.name) for where, r in declared() if where == "dependencies"}
     assert {"torch", "sacrebleu", "pyyaml"} <= core
-    assert not core & {"snakemake", "pandas", "matplotlib", "jieba", "fugashi", "pytest"}
-    assert set(project()["optional-dependencies"]) == {"workflow", "zh", "ja", "test"}
+    assert not core & {"snakemake", "pandas", "matplotlib", "jieba", "fugashi", "pytest", "ctranslate2"}
+    assert set(project()["optional-dependencies"]) == {"workflow", "zh", "ja", "export", "test"}
     setuptools = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
     assert setuptools["packages"]["find"]["include"] == ["nmtmodels*"]  # workflow_scripts stays in the repository
 

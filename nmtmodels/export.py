@@ -1,0 +1,302 @@
+"""Export the Transformer baseline to CTranslate2 (``nmt-export``), through its model-spec API.
+
+::
+
+    from nmtmodels.export import export_ctranslate2
+
+    export_ctranslate2("results/experiments/baseline/multi30k_en_de/model", "ct2-model", quantization="int8")
+
+The input is a checkpoint of family ``"transformer"`` or a model package directory
+(:mod:`nmtmodels.package`; a checkpoint inside one counts as the package). The output is a
+CTranslate2 model directory (``model.bin``, ``config.json``, the vocabularies) that
+``ctranslate2.Translator`` loads, plus ``export.json`` (what was exported, the length limits
+and the decoding options that reproduce our search) and, for a package, the package's
+other files (``preprocess.json`` and its subword files, e.g. ``bpe.codes`` and ``bpe.vocab``), so :func:`nmtmodels.package.read_package`
+on the output directory gives the raw-text preprocessing (docs/translate.md, "Export to
+CTranslate2").
+
+How our model maps onto ``ctranslate2.specs.TransformerSpec``:
+
+* ``normalize_before`` is CTranslate2's ``pre_norm`` for both stacks; a pre-norm model's final
+  layer norms are the spec's ``encoder.layer_norm`` / ``decoder.layer_norm`` (post-norm models
+  have none, as in CTranslate2).
+* Positions: CTranslate2 generates its own sinusoids with the sines and cosines in two halves,
+  ours interleave them (``PE(p, 2i) = sin``, ``PE(p, 2i+1) = cos``), so the table is written
+  out: rows ``0 .. max_positions-1`` of our :class:`~nmtmodels.modules.embedding.SinusoidalPositions`
+  (or the learned table), one per side. Row ``p`` is the ``p``-th token's, counted from 0 on
+  both sides (the decoder's ``<s>`` has position 0), which is how CTranslate2 indexes the table.
+* Token embeddings are scaled by sqrt(d_model) (``scale_embeddings``); the output projection
+  has no bias and is the target embedding table when ``tie_output`` (the saved model stores it
+  once), and ``share_embeddings`` gives one table and one vocabulary file (``shared_vocabulary``).
+* Attention: our query projection and fused key/value projection become CTranslate2's fused
+  query/key/value projection (self-attention) or query + fused key/value (encoder attention).
+* Activation ``relu`` is ``Activation.RELU``, ``gelu`` (torch's exact erf form) ``Activation.GELU``;
+  layer-norm epsilon 1e-5 (torch's default, what every norm of the model uses) is written into
+  the config rather than left to CTranslate2's default (also 1e-5 in 4.6).
+* Special symbols: the vocabularies are the checkpoint's, in id order (``<pad> <s> </s> <unk>``
+  first); ``config.json`` names ``<s>`` as the decoder start token and ``bos_token``, ``</s>``
+  as ``eos_token``, ``<unk>`` as ``unk_token``, and sets ``add_source_eos`` because our model
+  reads every source ending with ``</s>``; the caller passes BPE tokens without it.
+
+What our search does and CTranslate2 does not by default (``export.json`` lists the options):
+we never emit ``<pad>`` or ``<s>`` (``suppress_sequences=[["<pad>"], ["<s>"]]``), and the length
+limit is per sentence, ``floor(max_len_a * |x| + max_len_b)`` tokens, where CTranslate2's
+``max_decoding_length`` is one number per call. With those two, greedy decoding gives our
+greedy search's tokens (nmtmodels/tests/test_export.py).
+
+Refused, with a one-line :class:`ExportError`: every other family (:data:`REFUSED_FAMILIES`
+says why for each), a model whose modules are not exactly the baseline's (a subclass, or a
+parameter the mapping does not place), and layer norms with another epsilon.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+
+from nmtmodels.checkpoint import load_checkpoint
+from nmtmodels.config import ConfigError
+from nmtmodels.package import CHECKPOINT_FILE, PREPROCESS_FILE, package_directory
+from nmtmodels.symbols import BOS, EOS, PAD, UNK
+from nmtmodels.textio import current_umask
+
+FAMILY = "transformer"
+LAYER_NORM_EPSILON = 1e-5
+EXPORT_FILE = "export.json"
+# ctranslate2.specs.model_spec.ACCEPTED_MODEL_TYPES of ctranslate2 4.x (a test checks they agree),
+# here so that the command line can offer them without importing ctranslate2.
+QUANTIZATIONS = ("int8", "int8_float32", "int8_float16", "int8_bfloat16", "int16", "float16", "bfloat16", "float32")
+# What our search never emits: CTranslate2 needs to be told (suppress_sequences).
+SUPPRESSED = [[PAD], [BOS]]
+
+REFUSED_FAMILIES = {
+    "reordering": "every layer gates the position encodings with a penalty computed from its own input and "
+                  "self-attention output (reordering embeddings), or adds relative-position keys and values to "
+                  "absolute positions (control relative_pe); CTranslate2's Transformer layers have neither",
+    "graph_transformer": "its encoder layers run several attention groups over the previous and incremental "
+                         "representations and fuse them by sum or gates; a CTranslate2 encoder layer has one "
+                         "self-attention and one feed-forward block",
+    "lattice_transformer": "its encoder reads lattice spans (extra inputs starts, ends) for lattice positions and "
+                           "relation-aware self-attention; a CTranslate2 encoder reads one token sequence with "
+                           "positions 0, 1, 2, ...",
+    "char2char": "it is a GRU encoder-decoder with additive attention, not a Transformer",
+    "char2word": "it is a GRU encoder-decoder with additive attention that pools characters into words, "
+                 "not a Transformer",
+    **{family: "it reads a second, compressed source (extra input compressed) through the same encoder and "
+               "fuses it with extra attention layers; CTranslate2's Transformer reads one source"
+       for family in ("bsfnmt", "btfnmt", "bbfnmt")},
+}
+
+
+class ExportError(ConfigError):
+    """The model cannot be exported as it is (one line: the path and the reason)."""
+
+
+def export_ctranslate2(checkpoint_or_package: str | os.PathLike, out_dir: str | os.PathLike,
+                       quantization: str | None = None, *, force: bool = False) -> Path:
+    """Write the CTranslate2 model of a ``transformer`` checkpoint or model package to ``out_dir``.
+
+    ``quantization``: one of :data:`QUANTIZATIONS` (CTranslate2's weight types), or None for
+    float32. An existing non-empty ``out_dir`` is replaced only with ``force``; the directory
+    appears whole or not at all. ExportError (a ConfigError) for a model that cannot be
+    exported, CheckpointError for an unreadable checkpoint. Returns ``out_dir``."""
+    given = Path(checkpoint_or_package)
+    checkpoint = given / CHECKPOINT_FILE if given.is_dir() else given
+    if given.is_dir() and not checkpoint.is_file():
+        raise ExportError(f"{given}: no {CHECKPOINT_FILE} in the directory (is it a model package?)")
+    if quantization is not None and quantization not in QUANTIZATIONS:
+        raise ExportError(f"quantization {quantization!r}: expected one of {', '.join(QUANTIZATIONS)}")
+    out_dir = Path(out_dir)
+    if out_dir.exists() and (not out_dir.is_dir() or any(out_dir.iterdir())) and not force:
+        raise ExportError(f"{out_dir}: exists and is not empty; pass --force (force=True) to replace it")
+    state = load_checkpoint(checkpoint, map_location="cpu")
+    family = (state.get("model_config") or {}).get("family", FAMILY)
+    if family != FAMILY:
+        reason = REFUSED_FAMILIES.get(family, "only the Transformer baseline maps onto CTranslate2's TransformerSpec")
+        raise ExportError(f"{checkpoint}: model family {family!r} cannot be exported to CTranslate2: {reason}; "
+                          f"only family {FAMILY!r} can")
+    ctranslate2 = _import_ctranslate2()
+    from nmtmodels.inference import load_model_from_checkpoint
+
+    model, src_vocab, tgt_vocab, state = load_model_from_checkpoint(str(checkpoint), "cpu")
+    spec = build_spec(model, src_vocab.tokens, tgt_vocab.tokens, where=str(checkpoint))
+    spec.validate()
+    spec.optimize(quantization=quantization)
+    package = package_directory(checkpoint)
+    cfg = model.cfg
+    info = {
+        "format": 1,
+        "exported_from": str(checkpoint),
+        "family": FAMILY,
+        "ctranslate2": ctranslate2.__version__,
+        "quantization": quantization or "float32",
+        "max_source_positions": cfg.max_source_positions,
+        "max_target_positions": cfg.max_target_positions,
+        "decode": state.get("decode_config") or {},
+        "translate_options": {"suppress_sequences": SUPPRESSED, "max_input_length": cfg.max_source_positions - 1,
+                              "max_decoding_length": cfg.max_target_positions - 1},
+        "preprocessing": PREPROCESS_FILE if package is not None else None,
+    }
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
+    try:
+        spec.save(str(tmp))
+        for path in _preprocessing_files(package):
+            shutil.copyfile(path, tmp / path.name)
+        (tmp / EXPORT_FILE).write_text(json.dumps(info, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+        os.chmod(tmp, 0o777 & ~current_umask())  # mkdtemp makes 0700; follow the umask like mkdir
+        if out_dir.exists():
+            shutil.rmtree(out_dir) if out_dir.is_dir() else out_dir.unlink()
+        os.replace(tmp, out_dir)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return out_dir
+
+
+def _preprocessing_files(package: Path | None) -> list[Path]:
+    """Every file of a package directory but the checkpoint: ``preprocess.json`` and the
+    subword model files it names (BPE codes and vocabulary, or others of later formats)."""
+    if package is None:
+        return []
+    return sorted(path for path in package.iterdir() if path.is_file() and path.name != CHECKPOINT_FILE
+                  and not path.name.startswith("."))
+
+
+def _import_ctranslate2() -> Any:
+    try:
+        import ctranslate2
+    except ImportError:
+        raise ExportError("the ctranslate2 package is not installed: python -m pip install 'ctranslate2>=4.0,<5' "
+                          "(or the project's 'export' extra)") from None
+    return ctranslate2
+
+
+# ---------------------------------------------------------------------- the mapping
+class _Weights:
+    """Reads tensors as float32 numpy arrays and records which parameters were placed."""
+
+    def __init__(self, model: nn.Module):
+        self.names = {id(p): name for name, p in model.named_parameters(remove_duplicate=False)}
+        self.placed: set[str] = set()
+
+    def __call__(self, tensor: torch.Tensor) -> Any:
+        if id(tensor) in self.names:
+            self.placed.add(self.names[id(tensor)])
+        return tensor.detach().to(torch.float32).cpu().numpy().copy()
+
+    def fused(self, tensors: Iterable[torch.Tensor]) -> Any:
+        import numpy as np
+
+        return np.concatenate([self(t) for t in tensors])
+
+
+def build_spec(model: nn.Module, src_tokens: list[str], tgt_tokens: list[str], where: str = "model") -> Any:
+    """The ``ctranslate2.specs.TransformerSpec`` of a ``transformer`` model (eval mode, on any
+    device), its vocabularies registered and its config set; ExportError for anything the
+    spec cannot express."""
+    _import_ctranslate2()  # a clear error when it is missing
+    from ctranslate2.specs import common_spec, transformer_spec
+
+    from nmtmodels.models.transformer import TransformerDecoder, TransformerEncoder, TransformerModel
+    from nmtmodels.modules.embedding import LearnedPositions, SinusoidalPositions
+    from nmtmodels.modules.layers import TransformerDecoderLayer, TransformerEncoderLayer
+
+    cfg = model.cfg
+    parts = [(model, TransformerModel), (model.encoder, TransformerEncoder), (model.decoder, TransformerDecoder),
+             *((layer, TransformerEncoderLayer) for layer in model.encoder.layers),
+             *((layer, TransformerDecoderLayer) for layer in model.decoder.layers)]
+    for module, expected in parts:
+        if type(module) is not expected:
+            raise ExportError(f"{where}: {type(module).__name__} is not the baseline's {expected.__name__}; "
+                              "only the plain Transformer maps onto CTranslate2's TransformerSpec")
+    if cfg.options:
+        raise ExportError(f"{where}: model.options {sorted(cfg.options)} have no CTranslate2 counterpart")
+    activations = {"relu": common_spec.Activation.RELU, "gelu": common_spec.Activation.GELU}
+    if cfg.activation not in activations:
+        raise ExportError(f"{where}: activation {cfg.activation!r} has no CTranslate2 counterpart (known: relu, gelu)")
+    for name, module in model.named_modules():
+        if isinstance(module, nn.LayerNorm) and (module.eps != LAYER_NORM_EPSILON or not module.elementwise_affine):
+            raise ExportError(f"{where}: layer norm {name} has eps {module.eps} (or no affine parameters); "
+                              f"CTranslate2 takes one epsilon per model and this export writes {LAYER_NORM_EPSILON}")
+
+    spec = transformer_spec.TransformerSpec.from_config(
+        (cfg.encoder_layers, cfg.decoder_layers), cfg.heads, pre_norm=cfg.normalize_before,
+        activation=activations[cfg.activation])
+    weights = _Weights(model)
+
+    def linear(target: Any, module: nn.Linear) -> None:
+        target.weight = weights(module.weight)
+        if module.bias is not None:
+            target.bias = weights(module.bias)
+
+    def layer_norm(target: Any, module: nn.LayerNorm) -> None:
+        target.gamma, target.beta = weights(module.weight), weights(module.bias)
+
+    def positions(module: nn.Module, rows: int) -> Any:
+        if isinstance(module, SinusoidalPositions):
+            with torch.no_grad():
+                return weights(module(torch.arange(rows)))
+        if isinstance(module, LearnedPositions):
+            return weights(module.weight)
+        raise ExportError(f"{where}: position module {type(module).__name__} has no CTranslate2 counterpart")
+
+    def attention(target: Any, module: nn.Module, self_attention: bool) -> None:
+        if module.inner_dim != cfg.d_model:
+            raise ExportError(f"{where}: attention of inner size {module.inner_dim} != d_model {cfg.d_model}")
+        q, kv, out = module.q_proj, module.kv_proj, module.out_proj
+        if self_attention:  # one fused projection: queries, keys, values (our kv_proj is keys then values)
+            target.linear[0].weight = weights.fused([q.weight, kv.weight])
+            target.linear[0].bias = weights.fused([q.bias, kv.bias])
+        else:  # queries, then fused keys and values
+            linear(target.linear[0], q)
+            linear(target.linear[1], kv)
+        linear(target.linear[-1], out)
+
+    def ffn(target: Any, layer: nn.Module) -> None:
+        layer_norm(target.layer_norm, layer.ffn_residual.norm)
+        linear(target.linear_0, layer.ffn.fc1)
+        linear(target.linear_1, layer.ffn.fc2)
+
+    def inputs(target: Any, embedding: nn.Module, rows: int) -> None:
+        table = weights(embedding.tokens.weight)
+        (target.embeddings[0] if isinstance(target.embeddings, list) else target.embeddings).weight = table
+        target.scale_embeddings = True  # our TokenEmbedding multiplies by sqrt(d_model)
+        target.position_encodings.encodings = positions(embedding.positions, rows)
+
+    encoder, decoder = model.encoder, model.decoder
+    inputs(spec.encoder, encoder.embedding, cfg.max_source_positions)
+    for target, layer in zip(spec.encoder.layer, encoder.layers):
+        attention(target.self_attention, layer.self_attn, self_attention=True)
+        layer_norm(target.self_attention.layer_norm, layer.self_attn_residual.norm)
+        ffn(target.ffn, layer)
+    inputs(spec.decoder, decoder.embedding, cfg.max_target_positions)
+    for target, layer in zip(spec.decoder.layer, decoder.layers):
+        attention(target.self_attention, layer.self_attn, self_attention=True)
+        layer_norm(target.self_attention.layer_norm, layer.self_attn_residual.norm)
+        attention(target.attention, layer.cross_attn, self_attention=False)
+        layer_norm(target.attention.layer_norm, layer.cross_attn_residual.norm)
+        ffn(target.ffn, layer)
+    if cfg.normalize_before:
+        layer_norm(spec.encoder.layer_norm, encoder.final_norm)
+        layer_norm(spec.decoder.layer_norm, decoder.final_norm)
+    linear(spec.decoder.projection, decoder.output_projection)
+
+    unplaced = sorted(set(weights.names.values()) - weights.placed)
+    if unplaced:
+        raise ExportError(f"{where}: parameters with no place in CTranslate2's TransformerSpec: {', '.join(unplaced[:5])}")
+    spec.register_source_vocabulary(list(src_tokens))
+    spec.register_target_vocabulary(list(tgt_tokens))
+    config = spec.config
+    config.bos_token, config.eos_token, config.unk_token = BOS, EOS, UNK
+    config.decoder_start_token = BOS
+    config.add_source_bos, config.add_source_eos = False, True
+    config.layer_norm_epsilon = LAYER_NORM_EPSILON
+    return spec

@@ -1,0 +1,231 @@
+"""CTranslate2 export (nmtmodels/export.py, nmt-export): tiny Transformers trained for a few
+seconds on a copy task, exported, then decoded greedily by ctranslate2.Translator and by our
+greedy search, which must write the same tokens; the refusals of other families."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+from nmtmodels import cli
+from nmtmodels.checkpoint import save_checkpoint
+from nmtmodels.config import ConfigError
+from nmtmodels.data import ParallelDataset
+from nmtmodels.inference import translate_dataset
+from nmtmodels.package import PackageSettings, read_package, write_package
+from nmtmodels.preprocessing import LanguageSettings
+from nmtmodels.search import DecodeConfig, LinearLengthLimit
+from nmtmodels.tests.copy_task_fixtures import LETTERS, copy_task, tiny_model, write_lines
+from nmtmodels.vocab import Vocabulary
+
+ctranslate2 = pytest.importorskip("ctranslate2")
+
+from nmtmodels.export import QUANTIZATIONS, SUPPRESSED, ExportError, build_spec, export_ctranslate2  # noqa: E402
+
+TARGET_LETTERS = [letter.upper() for letter in LETTERS]
+# Our greedy search's settings; the decoded set holds sentences of 3-12 tokens, so the limits
+# floor(0.8 |x| + 2) differ between sentences and some sentences end at the limit.
+DECODE = DecodeConfig(beam=1, length_penalty=0.0, max_len_a=0.8, max_len_b=2)
+# (id, model settings, shared vocabulary): every ModelConfig field the mapping reads changes
+# at least once between the three.
+MODELS = [
+    ("post-norm, separate vocabularies, tied output, sinusoidal, relu",
+     dict(normalize_before=False, tie_output=True, positional="sinusoidal", activation="relu"), False),
+    ("pre-norm, shared embeddings, learned positions, gelu, 2+1 layers",
+     dict(normalize_before=True, share_embeddings=True, positional="learned", activation="gelu", encoder_layers=2,
+          max_source_positions=40, max_target_positions=30), True),
+    ("pre-norm, separate vocabularies, untied output, 1+2 layers",
+     dict(normalize_before=True, tie_output=False, decoder_layers=2, max_target_positions=64), False),
+]
+
+
+@pytest.fixture(autouse=True)
+def _one_thread():
+    """One intra-op thread per test process (pytest runs two workers on two cores), restored after."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def reversed_upper(lines: list[str]) -> list[str]:
+    return [" ".join(reversed(line.upper().split())) for line in lines]
+
+
+def train_checkpoint(path: Path, overrides: dict, shared: bool, updates: int = 120, seed: int = 0) -> Path:
+    """A checkpoint of a tiny Transformer trained ``updates`` Adam steps on reversing and
+    upper-casing letter sequences (copying into the same letters with ``shared``): enough for
+    outputs of varying length that end with </s>."""
+    src, tgt = copy_task(400, seed=seed + 11, max_len=10)
+    tgt = src if shared else reversed_upper(src)
+    src_vocab = Vocabulary(LETTERS)
+    tgt_vocab = src_vocab if shared else Vocabulary([*reversed(TARGET_LETTERS), "X", "Y"])  # another size and order
+    model, cfg = tiny_model(len(src_vocab), len(tgt_vocab), seed=seed, dropout=0.0, **overrides)
+    data = ParallelDataset.from_files(write_lines(path.with_suffix(".src"), src), write_lines(path.with_suffix(".tgt"), tgt),
+                                      src_vocab, tgt_vocab)
+    optimizer = torch.optim.Adam(model.parameters(), lr=3e-3)
+    generator = torch.Generator().manual_seed(seed)
+    model.train()
+    for _ in range(updates):
+        batch = data.collate(torch.randperm(len(data), generator=generator)[:32])
+        logits = model(batch)
+        loss = torch.nn.functional.cross_entropy(logits.flatten(0, 1), batch.tgt_out.flatten(), ignore_index=0)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    model.eval()
+    save_checkpoint(path, {
+        "model_config": cfg.to_dict(), "model": model.state_dict(),
+        "vocab": {"src": src_vocab.tokens, "tgt": tgt_vocab.tokens,
+                  "src_fingerprint": src_vocab.fingerprint(), "tgt_fingerprint": tgt_vocab.fingerprint()},
+        "decode_config": {"beam": 4, "max_len_a": DECODE.max_len_a, "max_len_b": DECODE.max_len_b},
+    })
+    return path
+
+
+def test_sentences() -> list[str]:
+    src, _ = copy_task(40, seed=99, min_len=3, max_len=12)
+    return src
+
+
+test_sentences.__test__ = False  # a helper, not a test
+
+
+def ours(checkpoint: Path, sentences: list[str]) -> list[list[str]]:
+    """Our greedy search's target tokens (DECODE), through nmtmodels.inference as nmt-translate runs it."""
+    from nmtmodels.inference import load_model_from_checkpoint
+
+    model, src_vocab, tgt_vocab, _ = load_model_from_checkpoint(str(checkpoint))
+    dataset = ParallelDataset.from_lines(sentences, src_vocab, max_positions=model.max_positions())
+    return [tgt_vocab.decode(row[0].tokens, keep_unk=True) for row in translate_dataset(model, dataset, DECODE, max_tokens=256)]
+
+
+def ctranslate2_greedy(model_dir: Path, sentences: list[str], max_target_positions: int) -> list[list[str]]:
+    """ctranslate2.Translator with beam 1 and our per-sentence length limit (sentences are
+    grouped by their limit, since max_decoding_length is one number per call)."""
+    translator = ctranslate2.Translator(str(model_dir), device="cpu", intra_threads=1)
+    tokens = [line.split() for line in sentences]
+    limits = LinearLengthLimit(DECODE.max_len_a, DECODE.max_len_b)(torch.tensor([len(t) for t in tokens]))
+    limits = limits.clamp(max=max_target_positions - 1).tolist()
+    out: list[list[str]] = [[] for _ in tokens]
+    for limit in sorted(set(limits)):
+        rows = [i for i, value in enumerate(limits) if value == limit]
+        results = translator.translate_batch([tokens[i] for i in rows], beam_size=1, max_decoding_length=limit,
+                                             suppress_sequences=SUPPRESSED)
+        for i, result in zip(rows, results):
+            out[i] = result.hypotheses[0]
+    return out
+
+
+@pytest.mark.parametrize(("overrides", "shared"), [m[1:] for m in MODELS], ids=[m[0] for m in MODELS])
+def test_ctranslate2_greedy_writes_our_greedy_tokens(tmp_path, overrides, shared):
+    checkpoint = train_checkpoint(tmp_path / "checkpoint.pt", overrides, shared)
+    out = export_ctranslate2(checkpoint, tmp_path / "ct2")
+    sentences = test_sentences()
+    expected = ours(checkpoint, sentences)
+    max_target = overrides.get("max_target_positions", 1024)
+    assert ctranslate2_greedy(out, sentences, max_target) == expected
+    # a model that has learnt something: not one output repeated, and some end before the limit
+    assert len({" ".join(tokens) for tokens in expected}) > 10
+    limits = LinearLengthLimit(DECODE.max_len_a, DECODE.max_len_b)(torch.tensor([len(s.split()) for s in sentences]))
+    assert any(len(tokens) < limit for tokens, limit in zip(expected, limits.tolist()))
+    config = json.loads((out / "config.json").read_text())
+    assert (config["decoder_start_token"], config["add_source_eos"], config["layer_norm_epsilon"]) == ("<s>", True, 1e-5)
+    vocabularies = sorted(p.name for p in out.glob("*vocabulary*"))
+    assert vocabularies == (["shared_vocabulary.json"] if shared else ["source_vocabulary.json", "target_vocabulary.json"])
+    target = json.loads((out / vocabularies[-1]).read_text())
+    assert target[:4] == ["<pad>", "<s>", "</s>", "<unk>"]
+
+
+def test_package_export_carries_the_preprocessing_and_translates_raw_text(tmp_path):
+    """A package's preprocess.json and BPE files come along; read_package on the export gives
+    the raw-text encoder, and CTranslate2 on its output equals Translator (beam 1)."""
+    from nmtmodels.translator import Translator
+
+    checkpoint = train_checkpoint(tmp_path / "checkpoint.pt", MODELS[0][1], shared=False, updates=100)
+    write_lines(tmp_path / "codes", ["#version: 0.2", "x y"])  # a merge no input has: every token stays whole
+    write_lines(tmp_path / "vocab", [f"{letter} 5" for letter in LETTERS])
+    settings = PackageSettings(source=LanguageSettings("en", "whitespace"), target=LanguageSettings("en", "whitespace"),
+                               unicode_form="NFKC", subwords="bpe10", vocabulary_threshold=1)
+    package = write_package(tmp_path / "package", checkpoint, settings, tmp_path / "codes", tmp_path / "vocab")
+    assert cli.main(["export", "--checkpoint", str(package), "--output-dir", str(tmp_path / "ct2")]) == 0
+    out = tmp_path / "ct2"
+    for name in ("preprocess.json", "bpe.codes", "bpe.vocab"):
+        assert (out / name).read_bytes() == (package / name).read_bytes()
+    assert not (out / "checkpoint.pt").exists()
+    info = json.loads((out / "export.json").read_text())
+    assert info["preprocessing"] == "preprocess.json" and info["translate_options"]["suppress_sequences"] == SUPPRESSED
+    raw = ["a b  c d e", "j i h", "a a b b c c d"]
+    encode = read_package(out).source_encoder()
+    translator = ctranslate2.Translator(str(out), device="cpu", intra_threads=1)
+    results = translator.translate_batch([encode(line).split() for line in raw], beam_size=1, max_decoding_length=6,
+                                         suppress_sequences=SUPPRESSED)
+    ours_ = Translator.from_checkpoint(package).translate(raw, beam=1, max_len_a=0.0, max_len_b=6)
+    assert [r.hypotheses[0] for r in results] == [t.hypotheses[0].tokens for t in ours_]
+
+
+def test_int8_export_loads_and_translates(tmp_path):
+    checkpoint = train_checkpoint(tmp_path / "checkpoint.pt", MODELS[0][1], shared=False, updates=20)
+    assert cli.export_main(["--checkpoint", str(checkpoint), "--output-dir", str(tmp_path / "ct2"),
+                            "--quantization", "int8"]) == 0
+    assert json.loads((tmp_path / "ct2" / "export.json").read_text())["quantization"] == "int8"
+    assert (tmp_path / "ct2" / "model.bin").stat().st_size < export_ctranslate2(
+        checkpoint, tmp_path / "fp32").joinpath("model.bin").stat().st_size  # the position tables stay float32
+    translator = ctranslate2.Translator(str(tmp_path / "ct2"), device="cpu", intra_threads=1)
+    results = translator.translate_batch([["a", "b"]], beam_size=1, max_decoding_length=4)
+    assert len(results[0].hypotheses[0]) <= 4
+
+
+def test_the_quantizations_offered_are_ctranslate2s():
+    from ctranslate2.specs.model_spec import ACCEPTED_MODEL_TYPES
+
+    assert set(QUANTIZATIONS) == set(ACCEPTED_MODEL_TYPES)
+
+
+@pytest.mark.parametrize(("family", "options", "why"), [
+    ("reordering", {}, "reordering embeddings"),
+    ("graph_transformer", {}, "attention groups"),
+    ("char2char", {"preset": "tiny"}, "GRU encoder-decoder"),
+    ("bbfnmt", {}, "compressed source"),
+])
+def test_other_families_are_refused_in_one_line(tmp_path, capsys, family, options, why):
+    vocab = Vocabulary(LETTERS)
+    model, cfg = tiny_model(len(vocab), len(vocab), family=family, options=options)
+    checkpoint = tmp_path / "checkpoint.pt"
+    save_checkpoint(checkpoint, {"model_config": cfg.to_dict(), "model": model.state_dict(),
+                                 "vocab": {"src": vocab.tokens, "tgt": vocab.tokens, "src_fingerprint": vocab.fingerprint(),
+                                           "tgt_fingerprint": vocab.fingerprint()}})
+    with pytest.raises(ExportError, match=f"model family '{family}' cannot be exported to CTranslate2: .*{why}"):
+        export_ctranslate2(checkpoint, tmp_path / "ct2")
+    assert cli.export_main(["--checkpoint", str(checkpoint), "--output-dir", str(tmp_path / "ct2")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"nmt-export: error: {checkpoint}: model family '{family}'") and err.count("\n") == 1
+    assert not (tmp_path / "ct2").exists()
+    if family == "reordering":  # a model object of another family is refused by the mapping too
+        with pytest.raises(ExportError, match="not the baseline's"):
+            build_spec(model, vocab.tokens, vocab.tokens)
+
+
+def test_what_the_spec_cannot_express_is_refused(tmp_path):
+    vocab = Vocabulary(LETTERS)
+    model, _ = tiny_model(len(vocab), len(vocab))
+    model.encoder.layers[0].self_attn_residual.norm.eps = 1e-6
+    with pytest.raises(ExportError, match="eps 1e-06"):
+        build_spec(model, vocab.tokens, vocab.tokens)
+    model, _ = tiny_model(len(vocab), len(vocab))
+    model.decoder.extra = torch.nn.Parameter(torch.zeros(3))
+    with pytest.raises(ExportError, match="no place in CTranslate2's TransformerSpec: decoder.extra"):
+        build_spec(model, vocab.tokens, vocab.tokens)
+
+
+def test_an_existing_output_directory_is_replaced_only_with_force(tmp_path):
+    checkpoint = train_checkpoint(tmp_path / "checkpoint.pt", MODELS[0][1], shared=False, updates=1)
+    (tmp_path / "ct2").mkdir()
+    (tmp_path / "ct2" / "keep").write_text("x")
+    with pytest.raises(ConfigError, match="exists and is not empty; pass --force"):
+        export_ctranslate2(checkpoint, tmp_path / "ct2")
+    assert (tmp_path / "ct2" / "keep").exists()
+    export_ctranslate2(checkpoint, tmp_path / "ct2", force=True)
+    assert not (tmp_path / "ct2" / "keep").exists() and (tmp_path / "ct2" / "model.bin").is_file()
