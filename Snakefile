@@ -6,7 +6,7 @@
     snakemake --profile slurm all                 # on a SLURM cluster
 
 The DAG (see README "Layout"): download -> extract -> normalise/tokenise/clean ->
-segment -> BPE / characters -> (models, decoding, scoring in later rule files; ESC
+segment -> BPE / SentencePiece / characters -> (models, decoding, scoring in later rule files; ESC
 compressors and compressed sources in rules/compress.smk).
 """
 import json
@@ -29,6 +29,7 @@ configfile: os.path.join(workflow.basedir, "config.yaml")
 
 
 keys.check_keys(config, os.path.join(workflow.basedir, "schemas/config.schema.yaml"))  # misspelt keys: one line
+checks.check_subword_values(config)  # bad sentencepiece values and subwords names: one line too
 validate(config, "schemas/config.schema.yaml")
 # Cross-references the schema cannot see; cluster jobs re-read this file, so the checks that
 # import torch or look at licensed files run in the main process only.

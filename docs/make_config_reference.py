@@ -108,7 +108,8 @@ SCHEMA_NOTES: dict[str, str] = {
     "experiments": "the systems; each trains one model per listed active corpus",
     "experiments.EXPERIMENT": "one system (the name is yours)",
     "experiments.EXPERIMENT.corpora": "corpora it is trained on (the active ones run)",
-    "experiments.EXPERIMENT.subwords": "`bpeN` (one of the corpus' `bpe.merges`) or `char`; for lattice systems the target side",
+    "experiments.EXPERIMENT.subwords": ("`bpeN` (one of the corpus' `bpe.merges`), `spmN` (one of its `sentencepiece.vocab_sizes`) "
+                                        "or `char`; for lattice systems the target side"),
     "compression.data.SET": "one compression set",
     "compression.data.SET.url": "upstream URL",
     "compression.data.SET.mirror": "path relative to the data mirror",
@@ -198,7 +199,7 @@ FIELD_NOTES: dict[str, dict[str, str]] = {
         "normalize_before": "pre-norm (true) or post-norm (false) layers",
         "positional": "position encodings",
         "share_embeddings": ("one embedding table for source and target: reads one joint vocabulary (rule `joint_vocab`) "
-                             "and needs `corpora.CORPUS.bpe.joint: true`"),
+                             "and needs `corpora.CORPUS.bpe.joint: true` (`sentencepiece.joint` for `subwords: spmN`)"),
         "tie_output": "tie the output projection to the decoder's input embeddings",
         "max_source_positions": "longest source in tokens (with `</s>`)",
         "max_target_positions": "longest target in tokens (with BOS/EOS)",

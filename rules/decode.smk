@@ -1,4 +1,4 @@
-# Beam-search decoding of every test set, then BPE removal / detokenisation.
+# Beam-search decoding of every test set, then subword removal (BPE, SentencePiece or characters) / detokenisation.
 
 
 rule translate:
@@ -10,7 +10,7 @@ rule translate:
         f"{EXPERIMENTS}/{{experiment}}/{{corpus}}/{{test_set}}.out",
     params:
         decode=lambda w: runs.experiment_settings(config, w.experiment)["decode"],
-        tgt_format=lambda w: "char" if runs.is_char_level(config, w.experiment) else "bpe",
+        tgt_format=lambda w: runs.target_format(config, w.experiment),
         extras=lambda w: sources.extra_input_flags(config, w.experiment, w.corpus, (w.test_set,)),
     log:
         "logs/translate/{experiment}/{corpus}/{test_set}.log",
@@ -36,7 +36,7 @@ rule postprocess:
         detokenized=f"{EXPERIMENTS}/{{experiment}}/{{corpus}}/{{test_set}}.hyp",
     params:
         lang=lambda w: CORPORA[w.corpus]["tgt"],
-        unit=lambda w: "--char-level" if runs.is_char_level(config, w.experiment) else "",
+        unit=lambda w: runs.postprocess_flag(config, w.experiment),
     log:
         "logs/postprocess/{experiment}/{corpus}/{test_set}.log",
     benchmark:

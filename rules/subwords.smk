@@ -1,4 +1,5 @@
-# Subword units: BPE at each configured merge size (subword-nmt), and character data.
+# Subword units: BPE at each configured merge size (subword-nmt), SentencePiece at each
+# configured vocabulary size (corpora.C.sentencepiece), and character data.
 
 
 rule learn_bpe:
@@ -74,6 +75,76 @@ rule joint_vocab:
     priority: DATA_PRIORITY
     shell:
         "python -m nmtmodels.cli vocab --inputs {input.src:q} {input.tgt:q} --output {output:q} > {log:q} 2>&1"
+
+
+# SentencePiece (nmtmodels/spm.py), beside BPE: learnt on the same tokenised training text and
+# laid out like bpeN/ (spmN/: models, vocabularies "piece count", encoded splits), so training,
+# the joint vocabulary, decoding and scoring read it the same way (docs/pipeline.md).
+rule learn_spm:
+    input:
+        src=paths.tokenized(split="train", lang="{src}"),
+        tgt=paths.tokenized(split="train", lang="{tgt}"),
+    output:
+        src_model=paths.fill(paths.SPM_MODEL, units="spm{vocab_size}", lang="{src}"),
+        tgt_model=paths.fill(paths.SPM_MODEL, units="spm{vocab_size}", lang="{tgt}"),
+        src_vocab=paths.vocab(units="spm{vocab_size}", lang="{src}"),
+        tgt_vocab=paths.vocab(units="spm{vocab_size}", lang="{tgt}"),
+    wildcard_constraints:
+        vocab_size="[0-9]+",
+    params:
+        options=lambda w: corpus_data.sentencepiece_flags(config, w.corpus),
+    conda:
+        "../envs/data.yaml"
+    log:
+        "logs/learn_spm/{corpus}/spm{vocab_size}.{src}-{tgt}.log",
+    benchmark:
+        "results/benchmarks/learn_spm/{corpus}/spm{vocab_size}.{src}-{tgt}.tsv"
+    threads: config["data_threads"]
+    resources:
+        **cpu_job(mem_mb=4000, runtime=240),
+    priority: DATA_PRIORITY
+    shell:
+        "python -m workflow_scripts.data.spm learn --vocab-size {wildcards.vocab_size} {params.options}"
+        " --src-in {input.src:q} --tgt-in {input.tgt:q}"
+        " --src-model-out {output.src_model:q} --tgt-model-out {output.tgt_model:q}"
+        " --src-vocab-out {output.src_vocab:q} --tgt-vocab-out {output.tgt_vocab:q} --threads {threads} > {log:q} 2>&1"
+
+
+rule apply_spm:
+    input:
+        text=paths.tokenized(),
+        model=paths.fill(paths.SPM_MODEL, units="spm{vocab_size}"),
+    output:
+        paths.encoded(units="spm{vocab_size}"),
+    wildcard_constraints:
+        vocab_size="[0-9]+",
+    conda:
+        "../envs/data.yaml"
+    log:
+        "logs/apply_spm/{corpus}/spm{vocab_size}/{split}.{src}-{tgt}.{lang}.log",
+    benchmark:
+        "results/benchmarks/apply_spm/{corpus}/spm{vocab_size}/{split}.{src}-{tgt}.{lang}.tsv"
+    threads: config["data_threads"]
+    resources:
+        **cpu_job(mem_mb=2000, runtime=120),
+    priority: DATA_PRIORITY
+    shell:
+        "python -m workflow_scripts.data.spm apply --model {input.model:q} --input {input.text:q} --output {output:q}"
+        " --threads {threads} > {log:q} 2>&1"
+
+
+use rule joint_vocab as joint_vocab_spm with:
+    input:
+        src=paths.encoded(units="spm{vocab_size}", split="train", lang="{src}"),
+        tgt=paths.encoded(units="spm{vocab_size}", split="train", lang="{tgt}"),
+    output:
+        paths.vocab(units="spm{vocab_size}", lang="joint"),
+    wildcard_constraints:
+        vocab_size="[0-9]+",
+    log:
+        "logs/joint_vocab/{corpus}/spm{vocab_size}.{src}-{tgt}.log",
+    benchmark:
+        "results/benchmarks/joint_vocab/{corpus}/spm{vocab_size}.{src}-{tgt}.tsv"
 
 
 rule char_vocab:

@@ -34,7 +34,7 @@ rule train:
         launcher=cluster.train_launcher(config),
         num_threads=lambda w, threads: cluster.threads_per_process(config, threads),
         tgt_lang=lambda w: CORPORA[w.corpus]["tgt"],
-        tgt_format=lambda w: "char" if runs.is_char_level(config, w.experiment) else "bpe",
+        tgt_format=lambda w: runs.target_format(config, w.experiment),
         extras=lambda w: sources.extra_input_flags(config, w.experiment, w.corpus, ("train", "dev")),
     log:
         "logs/train/{experiment}/{corpus}.log",
@@ -58,7 +58,7 @@ rule train:
 
 
 # The model package (nmtmodels/package.py): the decoded checkpoint, preprocess.json and the source
-# BPE codes, so that nmt-translate and nmtmodels.translator.Translator read raw text.  Only
+# BPE codes or SentencePiece model, so that nmt-translate and nmtmodels.translator.Translator read raw text.  Only
 # runs that read plain subwords get one (workflow_scripts/dag/packages.py).
 rule model_package:
     input:
@@ -67,7 +67,7 @@ rule model_package:
         directory(paths.MODEL_PACKAGE),
     params:
         settings=lambda w: packages.package_settings_json(config, w.experiment, w.corpus),
-        bpe=lambda w, input: f"--codes {shlex.quote(input.codes)} --vocab {shlex.quote(input.vocab)}" if "codes" in input.keys() else "",
+        subword_files=lambda w: packages.package_subword_flags(packages.package_inputs(config, w.experiment, w.corpus)),
     log:
         "logs/model_package/{experiment}/{corpus}.log",
     benchmark:
@@ -77,7 +77,7 @@ rule model_package:
     resources:
         **cpu_job(mem_mb=1000, runtime=10),
     shell:
-        "python -m nmtmodels.package --checkpoint {input.checkpoint:q} --settings {params.settings:q} {params.bpe}"
+        "python -m nmtmodels.package --checkpoint {input.checkpoint:q} --settings {params.settings:q} {params.subword_files}"
         " --out-dir {output:q} > {log:q} 2>&1"
 
 

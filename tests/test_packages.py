@@ -94,7 +94,7 @@ def test_the_rule_command_writes_a_package_that_reads_back(tmp_path):
     assert missing.returncode == 2 and "--codes and --vocab are required" in missing.stderr.splitlines()[-1]
     bad = json.loads(settings) | {"subwords": "bpe"}
     proc = package_command("--checkpoint", str(tmp_path / "best.pt"), "--settings", json.dumps(bad), "--out-dir", str(tmp_path / "x"))
-    assert proc.returncode == 2 and "--settings: subwords: expected bpeN or char, got 'bpe'" in proc.stderr.splitlines()[-1]
+    assert proc.returncode == 2 and "--settings: subwords: expected bpeN, spmN or char, got 'bpe'" in proc.stderr.splitlines()[-1]
     assert not (tmp_path / "x").exists()
 
 
@@ -114,12 +114,12 @@ def raw_pairs(corpus: str, count: int) -> dict[str, list[str]]:
 
 
 @pytest.mark.parametrize("corpus, subwords", [("multi30k_en_de", "bpe300"), ("tatoeba_zh_en", "bpe300"),
-                                              ("multi30k_en_de", "char")])
+                                              ("multi30k_en_de", "char"), ("tatoeba_zh_en", "spm300")])
 def test_a_package_reads_raw_text_as_the_workflow_rules_made_the_source(tmp_path, corpus, subwords):
     """The package's source encoder equals the workflow's preprocess + apply_bpe (or
-    char_encode) files line by line, on real sentences, with a vocabulary threshold of 2."""
+    char_encode, or apply_spm) files line by line, on real sentences, with a vocabulary threshold of 2."""
     from nmtmodels.package import settings_from_corpus, write_package
-    from workflow_scripts.data import bpe, chars
+    from workflow_scripts.data import bpe, chars, spm
     from workflow_scripts.data.preprocess import language_settings, preprocess_files
 
     spec = copy.deepcopy(CONFIG["corpora"][corpus]) | {"bpe": {"merges": [300], "joint": True, "vocabulary_threshold": 2}}
@@ -136,6 +136,13 @@ def test_a_package_reads_raw_text_as_the_workflow_rules_made_the_source(tmp_path
         chars.build_vocabulary(tok[0], 300, tmp_path / "chars")
         chars.apply(str(tmp_path / "chars"), tok[0], str(tmp_path / "encoded"))
         directory = write_package(tmp_path / "model", tmp_path / "best.pt", settings)
+    elif subwords.startswith("spm"):
+        outputs = [str(tmp_path / name) for name in ("spm.src", "spm.tgt", "vocab.src", "vocab.tgt")]
+        spm.main(["learn", "--vocab-size", "300", "--model-type", "unigram", "--separate", "--src-in", tok[0], "--tgt-in", tok[1],
+                  "--src-model-out", outputs[0], "--tgt-model-out", outputs[1], "--src-vocab-out", outputs[2],
+                  "--tgt-vocab-out", outputs[3]])
+        spm.main(["apply", "--model", outputs[0], "--input", tok[0], "--output", str(tmp_path / "encoded")])
+        directory = write_package(tmp_path / "model", tmp_path / "best.pt", settings, spm_model=outputs[0])
     else:
         outputs = [str(tmp_path / name) for name in ("codes.src", "codes.tgt", "vocab.src", "vocab.tgt")]
         bpe.learn(300, True, tok[:2], outputs[:2], outputs[2:])

@@ -7,6 +7,7 @@ are there.  Every error names the key path (:class:`WorkflowConfigError`).
 """
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -28,11 +29,14 @@ from workflow_scripts.data import corpus_spec as corpus_specs
 
 __all__ = ["WorkflowConfigError", "check"]
 
+SUBWORDS = re.compile(r"(bpe|spm)[0-9]+|char")
+
 
 def check(config: dict[str, Any], environ: Mapping[str, str], *, main_process: bool = True) -> None:
     """Raise WorkflowConfigError on the first inconsistency.  The checks that import torch
     (the model sections) or look at files run in the ``main_process`` only: cluster jobs
     re-read the Snakefile."""
+    check_subword_values(config)
     check_config(config)
     if main_process:
         check_experiments(config)
@@ -41,6 +45,30 @@ def check(config: dict[str, Any], environ: Mapping[str, str], *, main_process: b
         check_licensed_inputs(config, environ)  # every missing licensed file, in one error
     evaluation.check_evaluation_config(config)
     swap_noise.check_swap_noise(config)
+
+
+SUBWORDS_NAMES = "bpeN (subword-nmt BPE, N in corpora.C.bpe.merges), spmN (SentencePiece, N in corpora.C.sentencepiece.vocab_sizes) or char"
+
+
+def check_subword_values(config: dict[str, Any]) -> None:
+    """One line naming the key for a bad ``corpora.C.sentencepiece`` value or ``experiments.E.subwords``
+    name.  The Snakefile runs it before the schema, whose messages for these span several lines;
+    it skips what has the wrong structure (the schema reports that)."""
+    from nmtmodels.config import ConfigError
+    from nmtmodels.spm import SentencePieceSettings
+
+    corpora = config.get("corpora")
+    for name, spec in (corpora.items() if isinstance(corpora, dict) else ()):
+        if isinstance(spec, dict) and "sentencepiece" in spec:
+            try:
+                SentencePieceSettings.from_dict(spec["sentencepiece"], where=f"corpora.{name}.sentencepiece")
+            except ConfigError as exc:
+                raise WorkflowConfigError(str(exc)) from None
+    experiments = config.get("experiments")
+    for name, spec in (experiments.items() if isinstance(experiments, dict) else ()):
+        subwords = spec.get("subwords") if isinstance(spec, dict) else None
+        if subwords is not None and not (isinstance(subwords, str) and SUBWORDS.fullmatch(subwords)):
+            raise WorkflowConfigError(f"experiments.{name}.subwords: expected {SUBWORDS_NAMES}, got {subwords!r}")
 
 
 def check_config(config: dict[str, Any]) -> None:
@@ -91,7 +119,7 @@ def _download_refs(part: dict[str, Any]) -> list[str]:
 
 def check_experiments(config: dict[str, Any]) -> None:
     """Check every experiment's family and sections with nmtmodels' own config classes, and
-    that each active run's BPE size is prepared for its corpus (errors name the key)."""
+    that each active run's BPE or SentencePiece size is prepared for its corpus (errors name the key)."""
     from nmtmodels.registry import model_families
 
     families = model_families()
@@ -103,19 +131,29 @@ def check_experiments(config: dict[str, Any]) -> None:
         for i, corpus in enumerate(spec["corpora"]):
             if corpus not in config["corpora"]:
                 raise WorkflowConfigError(f"{where}.corpora[{i}]: unknown corpus '{corpus}'")
-            # The BPE size must be prepared for the runs `all` makes; an inactive experiment
+            # The subword size must be prepared for the runs `all` makes; an inactive experiment
             # (or corpus) may name a size the current corpus settings leave out.
-            subwords = spec["subwords"]
-            if (name,
-                corpus) in runs and subwords.startswith("bpe") and int(subwords[3:]) not in config["corpora"][corpus]["bpe"]["merges"]:
-                raise WorkflowConfigError(
-                    f"{where}.subwords: {subwords} is not among corpora.{corpus}.bpe.merges "
-                    f"{config['corpora'][corpus]['bpe']['merges']}"
-                )
+            if (name, corpus) in runs:
+                check_subwords_prepared(config, f"{where}.subwords", spec["subwords"], corpus)
         check_run_sections(experiment_settings(config, name), where)
         check_averaging(config, name)
     check_shared_embeddings(config)
     check_fair_comparisons(config)
+
+
+def check_subwords_prepared(config: dict[str, Any], where: str, subwords: str, corpus: str) -> None:
+    """``bpeN`` must be one of ``corpora.CORPUS.bpe.merges``, ``spmN`` one of its ``sentencepiece.vocab_sizes``."""
+    spec = config["corpora"][corpus]
+    if subwords.startswith("bpe") and int(subwords[3:]) not in spec["bpe"]["merges"]:
+        raise WorkflowConfigError(f"{where}: {subwords} is not among corpora.{corpus}.bpe.merges {spec['bpe']['merges']}")
+    if subwords.startswith("spm"):
+        if "sentencepiece" not in spec:
+            raise WorkflowConfigError(f"{where}: {subwords} needs SentencePiece subwords of corpus '{corpus}', but "
+                                      f"corpora.{corpus} has no sentencepiece section (e.g. sentencepiece: "
+                                      f"{{vocab_sizes: [{subwords[3:]}], model_type: unigram}})")
+        sizes = spec["sentencepiece"]["vocab_sizes"]
+        if int(subwords[3:]) not in sizes:
+            raise WorkflowConfigError(f"{where}: {subwords} is not among corpora.{corpus}.sentencepiece.vocab_sizes {sizes}")
 
 
 def check_fair_comparisons(config: dict[str, Any]) -> None:
@@ -153,20 +191,22 @@ def check_fair_comparisons(config: dict[str, Any]) -> None:
 
 def check_shared_embeddings(config: dict[str, Any]) -> None:
     """An experiment that shares embeddings reads one joint vocabulary, so it needs subwords
-    learnt jointly over both languages (``corpora.C.bpe.joint``) as its only source input:
-    not characters (one vocabulary per language) and not a lattice (edge vocabulary)."""
+    learnt jointly over both languages (``corpora.C.bpe.joint``, or ``corpora.C.sentencepiece.joint``
+    for ``spmN``) as its only source input: not characters (one vocabulary per language) and
+    not a lattice (edge vocabulary)."""
     for name, spec in config.get("experiments", {}).items():
         if not shares_embeddings(config, name):
             continue
         where = f"experiments.{name}.model.share_embeddings"
-        if not spec["subwords"].startswith("bpe"):
+        if spec["subwords"] == "char":
             raise WorkflowConfigError(f"{where}: needs one joint vocabulary, but subwords '{spec['subwords']}' has one per language")
         if spec.get("lattice"):
             raise WorkflowConfigError(f"{where}: needs one joint vocabulary, but the source is a lattice with its own edge vocabulary")
+        section, kind = ("sentencepiece", "SentencePiece model") if spec["subwords"].startswith("spm") else ("bpe", "BPE")
         for corpus in spec["corpora"]:
-            if corpus in config["corpora"] and not config["corpora"][corpus]["bpe"].get("joint", True):
+            if corpus in config["corpora"] and not config["corpora"][corpus].get(section, {}).get("joint", True):
                 raise WorkflowConfigError(
-                    f"{where}: needs one joint vocabulary, but corpora.{corpus}.bpe.joint is false (separate BPE per language)"
+                    f"{where}: needs one joint vocabulary, but corpora.{corpus}.{section}.joint is false (separate {kind} per language)"
                 )
 
 

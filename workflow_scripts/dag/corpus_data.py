@@ -21,6 +21,8 @@ def data_targets(config: dict[str, Any]) -> list[str]:
                 targets.append(paths.tokenized(**where))
                 for merges in spec["bpe"]["merges"]:
                     targets.append(paths.encoded(units=f"bpe{merges}", **where))
+                for size in spec.get("sentencepiece", {}).get("vocab_sizes", []):
+                    targets.append(paths.encoded(units=f"spm{size}", **where))
                 targets.append(paths.encoded(units="char", **where))
                 for segmenter in spec["preprocess"][lang].get("lattice_segmenters", []):
                     targets.append(paths.encoded(units=f"seg/{segmenter}", **where))
@@ -36,6 +38,16 @@ def extraction_spec(spec: dict[str, Any]) -> dict[str, Any]:
 def preprocessing_spec(spec: dict[str, Any]) -> dict[str, Any]:
     """The part of a corpus spec that normalisation/tokenisation/cleaning depends on."""
     return {key: spec[key] for key in ("src", "tgt", "preprocess", "clean", "dedupe", "lowercase") if key in spec}
+
+
+def sentencepiece_flags(config: dict[str, Any], corpus: str) -> str:
+    """The training options of ``corpora.CORPUS.sentencepiece`` as flags of
+    ``workflow_scripts.data.spm learn`` (rule ``learn_spm``; defaults filled in)."""
+    from nmtmodels.spm import SentencePieceSettings
+
+    settings = SentencePieceSettings.from_dict(config["corpora"][corpus]["sentencepiece"], where=f"corpora.{corpus}.sentencepiece")
+    return (f"--model-type {settings.model_type} {'--joint' if settings.joint else '--separate'}"
+            f" --character-coverage {settings.character_coverage!r} --input-sentence-size {settings.input_sentence_size}")
 
 
 def corpus_spec_json(config: dict[str, Any], corpus: str, part: Callable[[dict], dict]) -> str:

@@ -2,8 +2,8 @@
 
 Each template is a Snakemake pattern: rules use it as is (its fields are wildcards), or with
 some fields fixed by :func:`fill`; Python code fills every field.  ``units`` is the directory
-of one encoding of a corpus: ``tok`` (tokenised), ``bpeN``, ``char``, ``seg/S`` (a segmenter's
-words) or ``lattice/L``.
+of one encoding of a corpus: ``tok`` (tokenised), ``bpeN`` (subword-nmt), ``spmN``
+(SentencePiece), ``char``, ``seg/S`` (a segmenter's words) or ``lattice/L``.
 """
 from __future__ import annotations
 
@@ -17,10 +17,11 @@ DOWNLOADS_ROOT = "resources/downloads"
 DOWNLOAD = DOWNLOADS_ROOT + "/{corpus}/{download}"
 RAW = DATA_ROOT + "/{corpus}/raw/{split}.{lang}"
 RAW_REFERENCE = DATA_ROOT + "/{corpus}/raw/{split}.ref{ref}.{lang}"
-# One side of a split in some units, and the units' vocabulary and BPE codes.
+# One side of a split in some units, and the units' vocabulary, BPE codes and SentencePiece model.
 ENCODED = DATA_ROOT + "/{corpus}/{units}/{split}.{src}-{tgt}.{lang}"
 VOCAB = DATA_ROOT + "/{corpus}/{units}/vocab.{src}-{tgt}.{lang}"
 CODES = DATA_ROOT + "/{corpus}/{units}/codes.{src}-{tgt}.{lang}"
+SPM_MODEL = DATA_ROOT + "/{corpus}/{units}/spm.{src}-{tgt}.{lang}.model"
 TOKENIZED_REFERENCE = DATA_ROOT + "/{corpus}/tok/{split}.ref{ref}.{src}-{tgt}.{lang}"
 EXPERIMENT = EXPERIMENTS_ROOT + "/{experiment}/{corpus}"
 # A run's best checkpoint, and its model package (nmtmodels.package: what raw text needs).
@@ -64,6 +65,10 @@ def vocab(**fields: Any) -> str:
 
 def codes(**fields: Any) -> str:
     return fill(CODES, **fields)
+
+
+def spm_model(**fields: Any) -> str:
+    return fill(SPM_MODEL, **fields)
 
 
 def download_path(corpus: str, download: str) -> str:

@@ -124,6 +124,18 @@ def is_char_level(config: dict[str, Any], experiment: str) -> bool:
     return config["experiments"][experiment]["subwords"] == "char"
 
 
+def target_format(config: dict[str, Any], experiment: str) -> str:
+    """How the experiment's target tokens are encoded (``nmt-train --tgt-format``): ``bpe``
+    (subword-nmt), ``spm`` (SentencePiece) or ``char``."""
+    subwords = config["experiments"][experiment]["subwords"]
+    return "char" if subwords == "char" else subwords[:3]
+
+
+def postprocess_flag(config: dict[str, Any], experiment: str) -> str:
+    """The ``python -m nmtmodels.postprocess`` flag of the experiment's target units (none for BPE)."""
+    return {"char": "--char-level", "spm": "--spm"}.get(target_format(config, experiment), "")
+
+
 @dataclass(frozen=True)
 class SourceInputs:
     """What a model reads on the source side of one split.
@@ -140,7 +152,7 @@ class SourceInputs:
 
 
 def subword_source(config: dict[str, Any], experiment: str, corpus: str, split: str) -> SourceInputs:
-    """The experiment's subword units (``subwords: bpeN`` or ``char``), no extra inputs."""
+    """The experiment's subword units (``subwords: bpeN``, ``spmN`` or ``char``), no extra inputs."""
     spec = config["corpora"][corpus]
     where = {"corpus": corpus, "units": config["experiments"][experiment]["subwords"], **paths.sides(spec), "lang": spec["src"]}
     return SourceInputs(source=paths.encoded(split=split, **where), vocab=paths.vocab(**where))
