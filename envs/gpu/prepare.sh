@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# Fill the folders that travel to the GPU machine with the `run` tool's `carry` (envs/gpu/README.md):
+#   .whl/       wheels (CPython 3.12, Linux x86_64) of what the workflow needs and the image lacks
+#   .gpu_data/  the corpus mirror files the GPU config reads (layout of ../shared/data)
+# Runs here, with network to PyPI.  Usage, from anywhere:
+#   envs/gpu/prepare.sh                                  # for configs/gpu.yaml
+#   envs/gpu/prepare.sh --configfile configs/gpu.yaml my.yaml
+#   envs/gpu/prepare.sh --extra 'ctranslate2>=4.0,<5'    # more requirements (throughput.py's nmt-export row)
+#   envs/gpu/prepare.sh --peers opennmt-py               # + benchmarks/_peers.py's pins, in .whl/peers/
+# Fails, naming the largest parts, when what travels (the repository's tracked and untracked,
+# not ignored files + .whl + .gpu_data) exceeds the tool's 64 MiB.
+set -euo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+cd "$ROOT"
+PYTHON=${PYTHON:-python3}
+LIMIT=$((64 * 1024 * 1024))
+CONFIGS=(configs/gpu.yaml)
+EXTRA=()
+PEERS=()
+while (($#)); do
+    case $1 in
+        --configfile) shift; CONFIGS=(); while (($#)) && [[ $1 != --* ]]; do CONFIGS+=("$1"); shift; done ;;
+        --extra) shift; while (($#)) && [[ $1 != --* ]]; do EXTRA+=("$1"); shift; done ;;
+        --peers) shift; while (($#)) && [[ $1 != --* ]]; do PEERS+=("$1"); shift; done ;;
+        -h|--help) sed -n '2,11p' "$0"; exit 0 ;;
+        *) echo "prepare.sh: unknown argument '$1' (--help)" >&2; exit 2 ;;
+    esac
+done
+for folder in .whl .gpu_data; do
+    git check-ignore -q "$folder" || { echo "prepare.sh: $folder is not git-ignored (.gitignore); it would travel twice" >&2; exit 1; }
+done
+
+echo "== wheels for ${CONFIGS[*]} (staging in build/gpu-carry/)"
+"$PYTHON" envs/gpu/carry.py wheels --configfile "${CONFIGS[@]}" --out .whl --work build/gpu-carry \
+    ${EXTRA[@]+--extra "${EXTRA[@]}"}
+if ((${#PEERS[@]})); then
+    echo "== peer wheels for ${PEERS[*]} (benchmarks/_peers.py's INSTALL) into .whl/peers/"
+    "$PYTHON" envs/gpu/carry.py peers --peers "${PEERS[@]}" --out .whl/peers --work build/gpu-carry
+fi
+echo "== static check of the carried set"
+"$PYTHON" envs/gpu/check_wheels.py .whl
+
+echo "== corpus mirror subset into .gpu_data/"
+MIRROR=${NMT_DATA_MIRROR:-$ROOT/../shared/data}
+[[ -d $MIRROR ]] || { echo "prepare.sh: no corpus mirror at $MIRROR (set NMT_DATA_MIRROR)" >&2; exit 1; }
+rm -rf .gpu_data && mkdir -p .gpu_data
+mapfile -t FILES < <("$PYTHON" envs/gpu/carry.py mirror --configfile "${CONFIGS[@]}")
+for file in "${FILES[@]}" SOURCES.md; do
+    [[ -f $MIRROR/$file ]] || { echo "prepare.sh: $MIRROR/$file is missing (the config reads it)" >&2; exit 1; }
+    mkdir -p ".gpu_data/$(dirname "$file")" && cp -p "$MIRROR/$file" ".gpu_data/$file"
+done
+echo "  ${#FILES[@]} files from $MIRROR"
+
+echo "== what travels (limit 64 MiB = $LIMIT bytes)"
+bytes() { xargs -0 -r stat -c %s -- 2>/dev/null | awk '{s += $1} END {print s + 0}'; }
+TRACKED=$(git ls-files -z --cached | bytes)
+UNTRACKED=$(git ls-files -z --others --exclude-standard | bytes)
+WHL=$(find .whl -type f -print0 | bytes)
+DATA=$(find .gpu_data -type f -print0 | bytes)
+TOTAL=$((TRACKED + UNTRACKED + WHL + DATA))
+mib() { awk -v b="$1" 'BEGIN {printf "%.1f MiB", b / 1048576}'; }
+printf '  %-38s %s\n' "repository, tracked files" "$(mib "$TRACKED")" "repository, untracked, not ignored" "$(mib "$UNTRACKED")" \
+    ".whl ($(find .whl -name '*.whl' | wc -l) wheels)" "$(mib "$WHL")" ".gpu_data (${#FILES[@]} files)" "$(mib "$DATA")" \
+    "total" "$(mib "$TOTAL") of 64 MiB"
+if ((TOTAL > LIMIT)); then
+    echo "prepare.sh: FAILED: $(mib "$TOTAL") would travel, over the run tool's 64 MiB. Largest wheels:" >&2
+    find .whl -name '*.whl' -printf '%s %p\n' | sort -rn | head -8 | awk '{printf "  %6.1f MiB  %s\n", $1 / 1048576, $2}' >&2
+    echo "Use a config that needs less (e.g. no thulac / snownlp lattice, no ja corpus), or carry less data." >&2
+    exit 1
+fi
+echo "OK: call the run tool with carry [\".whl\", \".gpu_data\"] and command: envs/gpu/run.sh (envs/gpu/README.md)"

@@ -1,0 +1,127 @@
+#!/usr/bin/env bash
+# The one command of a `run` tool call on the GPU machine (envs/gpu/README.md), from the repository
+# root, with carry [".whl", ".gpu_data"] filled here by envs/gpu/prepare.sh:
+#   envs/gpu/run.sh                                   # snakemake gpu_reproduction, configs/gpu.yaml
+#   envs/gpu/run.sh --until-minutes 8 -- snakemake gpu_reproduction --cores 16 --configfile configs/gpu.yaml
+#   envs/gpu/run.sh -- python benchmarks/throughput.py --device cuda --amp bf16 --peers opennmt-py
+#   envs/gpu/run.sh --check-only                      # install and checks, no run
+# Installs the wheels into /tmp/site (skipped when a warm machine has them already), puts
+# /tmp/site and the repository on PYTHONPATH, reads corpora from .gpu_data (NMT_DATA_MIRROR),
+# checks the install (check_wheels.py --installed, snakemake --version, torch.cuda), then runs the
+# command and stops it gracefully --until-minutes after the start (default 9, inside the tool's
+# 10-minute limit): trainings get SIGTERM first (they save checkpoint_last.pt and exit 75), then
+# Snakemake SIGINT.  Whatever happened, the results summary, timeline, tables and a logs tarball
+# go to $OUT (the tool returns at most 8 files).  Exit status: the command's; 75 when stopped at
+# the deadline; 2 when the install or a check failed.
+set -uo pipefail
+START=$(date +%s)
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+cd "$ROOT"
+UNTIL=9
+CHECK_ONLY=0
+SITE=${GPU_SITE:-/tmp/site}
+CONFIGS=(configs/gpu.yaml)
+while (($#)); do
+    case $1 in
+        --until-minutes) UNTIL=$2; shift 2 ;;
+        --check-only) CHECK_ONLY=1; shift ;;
+        --) shift; break ;;
+        -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
+        *) break ;;
+    esac
+done
+if (($#)); then
+    COMMAND=("$@")
+else
+    COMMAND=(snakemake gpu_reproduction --cores 16 --rerun-incomplete --keep-going --configfile "${CONFIGS[@]}")
+fi
+OUT=${OUT:-$ROOT/build/gpu-out}
+mkdir -p "$OUT"
+LOG=$OUT/run.log
+exec > >(tee -a "$LOG") 2>&1
+TEE=$!
+finish() { exec 1>&- 2>&-; wait "$TEE" 2>/dev/null; exit "$1"; }  # run.log complete before the tool takes $OUT
+say() { printf '[run.sh %4ds] %s\n' $(($(date +%s) - START)) "$*"; }
+
+# ---------------------------------------------------------------- install
+PYTHON=$(command -v python3)
+[[ -d .whl ]] || { say "no .whl/ here: run envs/gpu/prepare.sh where PyPI is reachable and carry .whl"; finish 2; }
+STAMP="$SITE/.carried-$(cat .whl/*.whl | sha256sum | cut -c1-16)"
+if [[ -f $STAMP ]]; then
+    say "wheels already installed in $SITE (warm machine)"
+else
+    say "installing $(ls .whl/*.whl | wc -l) wheels into $SITE with $PYTHON ($("$PYTHON" -V 2>&1))"
+    rm -rf "$SITE"
+    "$PYTHON" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$SITE" .whl/*.whl \
+        || { say "pip install of .whl failed"; finish 2; }
+    touch "$STAMP"
+fi
+export PYTHONPATH="$SITE:$ROOT${PYTHONPATH:+:$PYTHONPATH}"
+# console scripts (snakemake) and a `python` for the rules' `python -m ...`, the one with torch
+mkdir -p "$SITE/bin" && [[ -x $SITE/bin/python ]] || ln -sf "$PYTHON" "$SITE/bin/python"
+export PATH="$SITE/bin:$PATH"
+export NMT_DATA_MIRROR="$ROOT/.gpu_data" PYTHONUNBUFFERED=1
+if [[ -d .whl/peers ]]; then  # benchmarks/_peers.py's pip installs find the carried peer wheels, offline
+    export PIP_FIND_LINKS="$ROOT/.whl/peers" PIP_NO_INDEX=1
+fi
+
+# ---------------------------------------------------------------- checks
+env -u PYTHONPATH "$PYTHON" -m pip list --format=freeze > "$OUT/image-pip-list.txt" 2>/dev/null
+FAILED=0
+"$PYTHON" envs/gpu/check_wheels.py .whl --installed --quiet || FAILED=1
+if VERSION=$(snakemake --version 2>&1); then say "snakemake $VERSION at $(command -v snakemake)"; else say "snakemake --version: $VERSION"; FAILED=1; fi
+"$PYTHON" - <<'EOF' || FAILED=1
+import torch, nmtmodels, snakemake, sacremoses, subword_nmt, jsonschema, pandas
+print(f"torch {torch.__version__}, CUDA {torch.version.cuda}, available: {torch.cuda.is_available()}", end="")
+print(f", {torch.cuda.get_device_name(0)}, bf16: {torch.cuda.is_bf16_supported()}" if torch.cuda.is_available() else "")
+assert torch.cuda.is_available(), "torch sees no GPU"
+EOF
+[[ -d .gpu_data ]] || { say "no .gpu_data/: corpora would be downloaded, and this machine has no network"; FAILED=1; }
+if ((FAILED)); then say "checks failed (above); not running"; finish 2; fi
+say "checks passed"
+((CHECK_ONLY)) && finish 0
+
+# ---------------------------------------------------------------- run, stopped before the limit
+if [[ ${COMMAND[0]} == snakemake ]] && [[ -n $(ls -A .snakemake/locks 2>/dev/null) ]]; then
+    say "a stale Snakemake lock (an earlier call was killed): unlocking"; "${COMMAND[@]}" --unlock >/dev/null 2>&1
+fi
+DEADLINE=$((START + UNTIL * 60))
+say "running until $(date -d "@$DEADLINE" +%T) at the latest: ${COMMAND[*]}"
+setsid "${COMMAND[@]}" &
+PID=$!
+descendants() { local c; for c in $(cat /proc/"$1"/task/*/children 2>/dev/null); do echo "$c"; descendants "$c"; done; }
+STOPPED=0
+while kill -0 "$PID" 2>/dev/null; do
+    if (($(date +%s) >= DEADLINE)) && ((STOPPED == 0)); then
+        STOPPED=1
+        say "deadline: SIGTERM to trainings (they save checkpoint_last.pt), then SIGINT to the command"
+        for p in $(descendants "$PID"); do
+            tr '\0' ' ' < /proc/"$p"/cmdline 2>/dev/null | grep -q "nmtmodels.cli train\|nmt-train" && kill -TERM "$p" 2>/dev/null
+        done
+        for _ in $(seq 40); do kill -0 "$PID" 2>/dev/null || break; sleep 1; done
+        kill -INT "$PID" 2>/dev/null
+        for _ in $(seq 20); do kill -0 "$PID" 2>/dev/null || break; sleep 1; done
+        kill -KILL -- -"$PID" 2>/dev/null
+    fi
+    sleep 2
+done
+wait "$PID"; STATUS=$?
+((STOPPED)) && STATUS=75  # EX_TEMPFAIL, as a training stopped by its time limit; not 124 (the tool's own timeout)
+say "command ended with status $STATUS"
+
+# ---------------------------------------------------------------- results into $OUT
+if [[ ${COMMAND[0]} == snakemake ]] && [[ -d .snakemake/log ]]; then
+    timeout 60 python -m workflow_scripts.evaluation.timeline --markdown results/report/timeline.md \
+        --target "$(printf '%s\n' "${COMMAND[@]:1}" | grep -v '^-' | head -1)" --configfile "${CONFIGS[@]}" >/dev/null 2>&1 \
+        || say "no timeline (python -m workflow_scripts.evaluation.timeline failed)"
+fi
+for file in results/report/summary.md results/report/summary.json results/report/timeline.md; do
+    [[ -f $file ]] && cp "$file" "$OUT/"
+done
+[[ -d results/report/tables ]] && tar -czf "$OUT/tables.tar.gz" -C results/report tables
+# logs: Snakemake's, the rules', each run's metrics and training log (no checkpoints)
+find logs .snakemake/log results benchmarks/runs -type f \( -name '*.log' -o -name 'metrics.csv' -o -name '*.scores.json' \
+    -o -name '*.md' -o -name '*.json' -o -name '*.txt' \) -size -4M 2>/dev/null \
+    | tar -czf "$OUT/logs.tar.gz" -T - 2>/dev/null
+say "in \$OUT: $(cd "$OUT" && ls | tr '\n' ' ')"
+finish "$STATUS"
