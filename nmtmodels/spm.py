@@ -27,6 +27,7 @@ from __future__ import annotations
 import collections
 import dataclasses
 import io
+import itertools
 import os
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
@@ -117,8 +118,17 @@ def train_model(inputs: Sequence[str | os.PathLike], vocab_size: int, settings: 
         raise ValueError(f"vocab_size must be at least 1, got {vocab_size}")
     sentencepiece.set_random_generator_seed(SEED)  # the sample of input_sentence_size; EM and merges are deterministic
     model = io.BytesIO()
+    # The lines go in through Python (read_lines: gzip, a byte-order mark, bad UTF-8 named by file and line).
+    read_errors: list[DataError] = []
+
+    def lines() -> Iterator[str]:
+        try:
+            yield from itertools.chain.from_iterable(read_lines(path) for path in inputs)
+        except DataError as exc:  # sentencepiece would report it wrapped in several lines of its own
+            read_errors.append(exc)
+            raise
     options: dict[str, Any] = dict(
-        input=[os.fspath(path) for path in inputs], model_writer=model, vocab_size=vocab_size,
+        sentence_iterator=lines(), model_writer=model, vocab_size=vocab_size,
         model_type=settings.model_type, character_coverage=settings.character_coverage,
         normalization_rule_name="identity", hard_vocab_limit=False, num_threads=max(1, threads), minloglevel=1,
     )
@@ -127,6 +137,8 @@ def train_model(inputs: Sequence[str | os.PathLike], vocab_size: int, settings: 
     try:
         sentencepiece.SentencePieceTrainer.train(**options)
     except RuntimeError as exc:
+        if read_errors:
+            raise read_errors[0] from None
         raise ValueError(f"SentencePiece cannot learn {vocab_size} {settings.model_type} pieces from "
                          f"{', '.join(map(os.fspath, inputs))}: {exc}") from None
     return model.getvalue()

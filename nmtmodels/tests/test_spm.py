@@ -137,6 +137,9 @@ def test_what_sentencepiece_cannot_do_is_one_error_naming_the_input(tok, tmp_pat
     (tmp_path / "empty").write_text("\n")
     with pytest.raises(DataError, match="empty: no text to learn SentencePiece pieces from"):
         train_model([tmp_path / "empty"], 100, SentencePieceSettings())
+    (tmp_path / "latin1").write_bytes("ok\nna\xefve\n".encode("latin-1"))
+    with pytest.raises(DataError, match=r"latin1:2: invalid UTF-8"):
+        train_model([tok["en"], tmp_path / "latin1"], 100, SentencePieceSettings())
     (tmp_path / "bad.model").write_bytes(b"not a model")
     with pytest.raises(DataError, match=r"bad\.model: not a SentencePiece model"):
         SentencePieceEncoder(tmp_path / "bad.model")
