@@ -20,7 +20,7 @@ from workflow_scripts.analyses import attention_plots
 from workflow_scripts.dag import evaluation as ev
 from workflow_scripts.analyses import swap_noise
 from workflow_scripts.analyses import graph_analyses
-from workflow_scripts.dag import checks, cluster, corpus_data, esc, keys, lattices, packages, paths, runs, sources
+from workflow_scripts.dag import checks, cluster, corpus_data, esc, keys, lattices, packages, paths, runs, seeds, sources
 
 min_version("9.0")
 
@@ -31,6 +31,7 @@ configfile: os.path.join(workflow.basedir, "config.yaml")
 keys.check_keys(config, os.path.join(workflow.basedir, "schemas/config.schema.yaml"))  # misspelt keys: one line
 checks.check_subword_values(config)  # bad sentencepiece values and subwords names: one line too
 validate(config, "schemas/config.schema.yaml")
+seeds.expand_seeds(config)  # experiments.X.seeds: X, X_seed<b>, ... (one run per seed), before the checks
 # Cross-references the schema cannot see; cluster jobs re-read this file, so the checks that
 # import torch or look at licensed files run in the main process only.
 checks.check(config, os.environ, main_process=workflow.is_main_process)

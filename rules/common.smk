@@ -20,15 +20,23 @@ def cpu_job(mem_mb, runtime):
     return {**CPU_JOB, "mem_mb": mem_mb, "runtime": runtime}
 
 
+# GPU jobs also take one `gpu_slots`: on a local run, `--resources gpu_slots=N` lets at most N
+# trainings and decodings share the GPU(s) at once.  Without it, `--cores` bounds them (each
+# takes train_resources.cpus cores): `--cores 16` with cpus 2 runs up to 8 at once
+# (docs/gpu.md).  Small models leave most of an H100 idle, so several at once are faster.
+def gpu_slots(gpus):
+    return {"gpu_slots": 1} if gpus > 0 else {}
+
+
 def train_job():
     """Resources of a training job: config `train_resources` (GPUs, memory, time limit)."""
     spec = config["train_resources"]
     return {"mem_mb": spec.get("mem_mb", 8000), "runtime": spec.get("runtime", 60),
-            **cluster.cluster_resources(config, gpus=spec.get("gpus", 0))}
+            **cluster.cluster_resources(config, gpus=spec.get("gpus", 0)), **gpu_slots(spec.get("gpus", 0))}
 
 
 def decode_job():
     """Resources of a decoding job: at most one of the training GPUs, an hour."""
     spec = config["train_resources"]
     return {"mem_mb": spec.get("mem_mb", 8000), "runtime": 60,
-            **cluster.cluster_resources(config, gpus=min(1, spec.get("gpus", 0)))}
+            **cluster.cluster_resources(config, gpus=min(1, spec.get("gpus", 0))), **gpu_slots(spec.get("gpus", 0))}

@@ -287,3 +287,13 @@ rule learning_curves:
 rule report_tables:
     input:
         ev.report_targets(config),
+
+
+# The GPU reproduction (configs/gpu.yaml, docs/gpu.md): every score, significance test, paper
+# table and the results summary of the config, without the model packages and analyses of `all`:
+#   snakemake --cores 16 --configfile configs/gpu.yaml gpu_reproduction
+rule gpu_reproduction:
+    input:
+        runs.model_targets(config),
+        [ev.comparison_path(*comparison) for comparison in ev.comparisons(config)],
+        ev.report_targets(config),

@@ -44,9 +44,9 @@ def test_dry_run_full_scale_plans_every_corpus_without_data(tmp_path):
     assert not list(tmp_path.glob("results/*")), "a dry run must not create outputs"
 
 
-@pytest.mark.parametrize("name", ["quality.yaml", "gpu.yaml"])
+@pytest.mark.parametrize("name", ["quality.yaml", "gpu_quality.yaml"])
 def test_the_readme_quality_configs_plan_their_documented_target(tmp_path, name):
-    """configs/quality.yaml and configs/gpu.yaml pass the config checks and plan the one
+    """configs/quality.yaml and configs/gpu_quality.yaml pass the config checks and plan the one
     training, decoding and scoring chain that their header command names."""
     config_file = ROOT / "configs" / name
     target = next(word for word in config_file.read_text().split() if word.endswith(".scores.json"))

@@ -37,6 +37,7 @@ from workflow_scripts.dag import WorkflowConfigError, paths
 from workflow_scripts.dag.corpus_data import reference_paths, tokenized_references
 from workflow_scripts.dag.paths import DATA_ROOT, EXPERIMENTS_ROOT
 from workflow_scripts.dag.runs import experiment_runs
+from workflow_scripts.dag.seeds import seed_of
 from workflow_scripts.data import corpus_spec as corpus_specs
 
 REPORT_ROOT = "results/report"
@@ -254,7 +255,8 @@ def length_inputs(config: dict[str, Any], corpus: str, test_set: str) -> dict[st
 
 def report_metadata(config: dict[str, Any]) -> dict[str, Any]:
     """What the results table needs from the config (JSON-able; the ``--metadata`` of
-    ``workflow_scripts.evaluation.tables collect``), in config order."""
+    ``workflow_scripts.evaluation.tables collect``), in config order.  ``seed_group`` and
+    ``seed``: the system a run belongs to and its training seed (:func:`.seeds.seed_of`)."""
     runs = experiment_runs(config)
     used = dict.fromkeys(c for _, c in runs)
     settings = evaluation_settings(config)
@@ -269,6 +271,8 @@ def report_metadata(config: dict[str, Any]) -> dict[str, Any]:
                 "tables": list(spec.get("tables") or []),
                 "baselines": baselines_of(config, name),
                 "corpora": [c for e, c in runs if e == name],
+                "seed_group": seed_of(config, name)[0],
+                "seed": seed_of(config, name)[1],
             }
             for name, spec in config["experiments"].items()
         },

@@ -242,7 +242,7 @@ def score_marker(row: Any, marker_test: str) -> str:
     score difference disagree)."""
     direction = tables.verdict_direction(row, marker_test)
     marker = _markers_of(row["paper"]).mark(row[f"p_{marker_test}"], direction)
-    delta = row["delta"]
+    delta = tables.tested_delta(row)
     if marker and (tables._missing(delta) or (delta > 0) != (direction > 0) or delta == 0):
         marker += tables.DISAGREEMENT
     return marker
@@ -270,6 +270,25 @@ def score_rows(results_csv: str | Path, marker_test: str) -> list[dict[str, Any]
     return rows
 
 
+SEED_SCORE_FIELDS = ("experiment", "variant", "paper", "corpus", "test_set", "metric", "score", "score_sd", "n_seeds",
+                     "seeds", "signature", "baseline", "baseline_score", "delta", "reported_run", "reported_seed",
+                     "reported_score", "reported_baseline_score", "reported_delta", "p_sign", "p_paired_bs", "p_paired_ar")
+
+
+def seed_score_rows(results_csv: str | Path, marker_test: str) -> list[dict[str, Any]] | None:
+    """Every system's scores over its seeds (:func:`workflow_scripts.evaluation.tables.aggregate_seeds`:
+    mean, sample standard deviation, the tests of the seed closest to the mean) with the tables'
+    marker; None when no system has more than one seed."""
+    frame = tables.read_results(results_csv)
+    if not tables.is_seeded(frame):
+        return None
+    grouped = tables.aggregate_seeds(frame)
+    rows = [{**{k: _plain(r[k]) for k in SEED_SCORE_FIELDS}, "marker": score_marker(r, marker_test)} for _, r in grouped.iterrows()]
+    for row in rows:
+        row["baseline"] = row["baseline"] or None
+    return rows
+
+
 # ----------------------------------------------------------------------------- summary
 def make_summary(metadata: dict[str, Any], results_csv: str | Path, marker_test: str = "sign",
                  workflow_dir: str | Path = ".", configfiles: list[str] | None = None,
@@ -280,7 +299,7 @@ def make_summary(metadata: dict[str, Any], results_csv: str | Path, marker_test:
     comparisons = [fair_comparison(name, baseline, corpus, runs, root)
                    for name, exp in metadata["experiments"].items() for corpus in exp["corpora"]
                    for baseline in exp["baselines"] if (baseline, corpus) in runs]
-    return {
+    summary = {
         "generated_utc": dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "machine": machine_facts(),
         "workflow": {"commit": workflow_commit(workflow_dir), "config_files": list(configfiles or [])},
@@ -289,6 +308,10 @@ def make_summary(metadata: dict[str, Any], results_csv: str | Path, marker_test:
         "scores": score_rows(results_csv, marker_test),
         "comparisons": comparisons,
     }
+    seeded = seed_score_rows(results_csv, marker_test)
+    if seeded is not None:  # only with seeds: a single-seed summary is as it was
+        summary["seed_scores"] = seeded
+    return summary
 
 
 def _cell(value: Any, digits: int = 2) -> str:
@@ -338,6 +361,10 @@ def to_markdown(summary: dict[str, Any]) -> str:
               f"Markers: {summary['marker_test']} test against the (best) baseline, in each paper's convention "
               f"(experiments without a paper: †/‡ at p < 0.01); {tables.DISAGREEMENT}: the marker's direction and the score "
               "difference disagree. Signatures are sacrebleu's.", ""]
+    if summary.get("seed_scores") is not None:
+        lines += _seed_score_lines(summary["seed_scores"])
+        lines += ["## Scores of every run", "",
+                  "Each seed's run on its own, against its baseline's run of the same seed.", ""]
     groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for s in summary["scores"]:
         groups.setdefault((s["corpus"], s["test_set"]), []).append(s)
@@ -351,6 +378,32 @@ def to_markdown(summary: dict[str, Any]) -> str:
     lines += ["## Fair comparison", ""]
     lines += [f"- {comparison_line(c)}" for c in summary["comparisons"]] or ["- no compared systems"]
     return "\n".join(lines) + "\n"
+
+
+def _seed_score_lines(rows: list[dict[str, Any]]) -> list[str]:
+    """The Markdown of the scores over seeds, grouped by corpus and test set."""
+    lines = ["### Over seeds", "",
+             "Each system's score is the mean ± sample standard deviation (n − 1 in the denominator) over its "
+             "seeds' runs; the difference is that of the means (system minus its baseline system). Marker and "
+             "p-values: the significance tests of the seed whose score is closest to the mean (tie: the lowest "
+             "seed), which compare that seed's run with the baseline's run of the same seed (named in "
+             "'tests of').", ""]
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for s in rows:
+        groups.setdefault((s["corpus"], s["test_set"]), []).append(s)
+    for (corpus, test_set), members in groups.items():
+        lines += [f"#### {corpus} / {test_set} (over seeds)", ""]
+        lines += _table(["system", "metric", "score", "seeds", "baseline", "difference", "tests of", "p (sign)",
+                         "p (paired BS)", "p (paired AR)", "signature"],
+                        [[s["experiment"], s["metric"],
+                          _cell(s["score"]) + (f" ± {_cell(s['score_sd'])}" if s["n_seeds"] > 1 else "") + s["marker"],
+                          f"{s['n_seeds']} ({s['seeds']})" if s["seeds"] else str(s["n_seeds"]), _cell(s["baseline"]),
+                          _cell(s["delta"]),
+                          (f"{s['reported_run']} (seed {s['reported_seed']})" if s["reported_seed"] is not None
+                           else s["reported_run"]) if s["baseline"] else "",
+                          _cell(s["p_sign"], 4), _cell(s["p_paired_bs"], 4), _cell(s["p_paired_ar"], 4),
+                          _code(s["signature"])] for s in members])
+    return lines
 
 
 def main(argv: list[str] | None = None) -> int:

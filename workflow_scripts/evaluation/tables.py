@@ -20,6 +20,13 @@ score difference disagree (possible with the sign test), the cell carries
 the config ran fill it, and a paper's experiments on other language pairs get an extra
 table of the same kind.
 
+Seeds (``experiments.X.seeds``, :mod:`workflow_scripts.dag.seeds`): the results table keeps one
+row per run, with its system (``seed_group``) and ``seed``; :func:`aggregate_seeds` makes one
+row per system for the paper tables and the results summary: the mean score over the seeds
+and its sample standard deviation (n - 1 in the denominator), and the significance tests of
+the seed whose score is closest to the mean (tie: the lowest seed), which compares that
+seed's run with the baseline's run of the same seed.  A system with one run is its run.
+
     python -m workflow_scripts.evaluation.tables collect --metadata JSON --output results.csv
     python -m workflow_scripts.evaluation.tables render --results results.csv --paper lattice
         [--marker-test sign] --markdown lattice.md --latex lattice.tex --html lattice.html
@@ -30,6 +37,7 @@ import argparse
 import html
 import json
 import math
+import statistics
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -47,8 +55,14 @@ RESULT_COLUMNS = (
     "corpus", "pair", "test_set", "concatenation", "metric", "score", "signature",
     "num_sentences", "num_references", "baseline", "baseline_score", "delta",
     "p_sign", "sign_better", "sign_worse", "sign_ties", "p_paired_bs", "p_paired_ar",
-    "parameters", "train_tokens_per_s",
+    "parameters", "train_tokens_per_s", "seed_group", "seed",
 )
+# Columns a results table written before seeds lacks (read_results fills them: each run its own system).
+SEED_COLUMNS = ("seed_group", "seed")
+# What aggregate_seeds adds: the standard deviation over the seeds (NaN for one seed), their number and list,
+# and the run whose significance tests a seeded row reports (the seed closest to the mean) with its own numbers.
+SEED_SUMMARY_COLUMNS = ("score_sd", "n_seeds", "seeds", "reported_run", "reported_seed", "reported_score",
+                        "reported_baseline_score", "reported_delta")
 METRIC_NAMES = {"bleu": "sacreBLEU", "tokenized_bleu": "BLEU (tokenised, multi-bleu.perl style)", "chrf": "chrF2",
                 "ter": "TER (lower is better)"}
 TEST_NAMES = {"sign": "sign test (Collins et al., 2005)", "paired_bs": "paired bootstrap resampling",
@@ -107,13 +121,14 @@ def collect_results(metadata: dict[str, Any], root: str | Path = ".") -> pd.Data
                         "num_references": _reference_count(entry["signature"], scores["num_references"]),
                         "parameters": info["parameters"],
                         "train_tokens_per_s": info["train_tokens_per_s"],
+                        "seed_group": exp.get("seed_group") or name, "seed": exp.get("seed"),
                     }
                     row.update(_versus_best_baseline(load, name, exp["baselines"], corpus, test_set, concatenated, metric,
                                                      entry["score"]))
                     rows.append(row)
     frame = pd.DataFrame(rows, columns=list(RESULT_COLUMNS))
     return frame.astype({"parameters": "Int64", "sign_better": "Int64", "sign_worse": "Int64", "sign_ties": "Int64",
-                         "num_sentences": "Int64", "num_references": "Int64"})
+                         "num_sentences": "Int64", "num_references": "Int64", "seed": "Int64"})
 
 
 def _reference_count(signature: str, default: int) -> int:
@@ -157,11 +172,78 @@ def _versus_best_baseline(load, name: str, baselines: list[str], corpus: str, te
 def read_results(path: str | Path) -> pd.DataFrame:
     """The CSV written by ``collect`` (list columns as space-separated names)."""
     frame = pd.read_csv(path, keep_default_na=False, na_values=[""],
-                        dtype={"tables": str, "baselines": str, "input": str, "paper": str, "baseline": str})
-    missing = [c for c in RESULT_COLUMNS if c not in frame.columns]
+                        dtype={"tables": str, "baselines": str, "input": str, "paper": str, "baseline": str,
+                               "seed_group": str, "seed": "Int64"})
+    missing = [c for c in RESULT_COLUMNS if c not in frame.columns and c not in SEED_COLUMNS]
     if missing:
         raise DataError(path, f"not a results table: no column '{missing[0]}'", 1)
+    if "seed_group" not in frame.columns:  # written before seeds: every run its own system
+        frame["seed_group"] = frame["experiment"]
+    if "seed" not in frame.columns:
+        frame["seed"] = pd.array([pd.NA] * len(frame), dtype="Int64")
+    frame["seed_group"] = frame["seed_group"].fillna(frame["experiment"])
     return frame.fillna({"tables": "", "baselines": "", "input": "", "paper": "", "baseline": ""})
+
+
+def _closest_to_mean(group: pd.DataFrame, mean: float) -> pd.Series:
+    """The row whose score is closest to ``mean``; a tie goes to the lowest seed (then the first row)."""
+    def key(item: tuple[int, pd.Series]) -> tuple[float, float, int]:
+        position, row = item
+        return abs(float(row["score"]) - mean), math.inf if _missing(row["seed"]) else float(row["seed"]), position
+
+    return min(enumerate(row for _, row in group.iterrows()), key=key)[1]
+
+
+def aggregate_seeds(results: pd.DataFrame) -> pd.DataFrame:
+    """One row per (system, corpus, test set, metric): the runs of a system's seeds (rows with
+    the same ``seed_group``) as one, in first-appearance order, named by the system.
+    ``score``: the mean over the seeds; ``score_sd``: their sample standard deviation (n - 1;
+    NaN for one seed); ``n_seeds`` and ``seeds``; the significance columns (``p_*``,
+    ``sign_*``) are those of ``reported_run``, the seed whose score is closest to the mean
+    (tie: the lowest seed), with that run's ``reported_score``, ``reported_baseline_score``
+    and ``reported_delta`` (the difference its tests tested); ``baseline`` is the system of
+    that run's baseline, ``baseline_score`` the baseline system's mean and ``delta`` the
+    difference of the means; ``train_tokens_per_s`` the mean speed.  A system with one run
+    keeps its run's values."""
+    results = results.assign(seed_group=results["seed_group"].fillna(results["experiment"]) if "seed_group" in results
+                             else results["experiment"], seed=results["seed"] if "seed" in results else pd.NA)
+    if results.empty:
+        return results.assign(**{c: pd.Series(dtype=object) for c in SEED_SUMMARY_COLUMNS})
+    system_of = dict(zip(results["experiment"], results["seed_group"], strict=True))
+    keys = ["seed_group", "corpus", "test_set", "metric"]
+    rows = []
+    for _, group in results.groupby(keys, sort=False):
+        scores = [float(s) for s in group["score"]]
+        mean = statistics.fmean(scores)
+        reported = _closest_to_mean(group, mean)
+        row = reported.to_dict()
+        row.update(
+            experiment=reported["seed_group"], score=mean, score_sd=statistics.stdev(scores) if len(scores) > 1 else math.nan,
+            n_seeds=len(scores), seeds=" ".join(str(s) for s in group["seed"] if not _missing(s)),
+            reported_run=reported["experiment"], reported_seed=reported["seed"], reported_score=reported["score"],
+            reported_baseline_score=reported["baseline_score"], reported_delta=reported["delta"],
+            train_tokens_per_s=group["train_tokens_per_s"].mean() if group["train_tokens_per_s"].notna().any() else math.nan,
+        )
+        if not _missing(reported["baseline"]) and reported["baseline"] != "":
+            row["baseline"] = system_of.get(reported["baseline"], reported["baseline"])
+        row["baselines"] = " ".join(dict.fromkeys(system_of.get(b, b) for b in str(reported["baselines"] or "").split()))
+        rows.append(row)
+    frame = pd.DataFrame(rows)
+    means = {tuple(r[k] for k in ("experiment", "corpus", "test_set", "metric")): r["score"] for r in rows}
+    for i, row in enumerate(rows):
+        if row["baseline"] and not _missing(row["baseline"]) and row["n_seeds"] > 1:
+            base = means.get((row["baseline"], row["corpus"], row["test_set"], row["metric"]))
+            if base is not None:
+                frame.at[i, "baseline_score"] = base
+                frame.at[i, "delta"] = row["score"] - base
+    return frame
+
+
+def is_seeded(results: pd.DataFrame) -> bool:
+    """Whether any system of the results has more than one run (seed)."""
+    if results.empty or "seed_group" not in results:
+        return False
+    return bool((results.groupby("seed_group")["experiment"].nunique() > 1).any())
 
 
 # ----------------------------------------------------------------------------- layouts
@@ -194,17 +276,24 @@ def _missing(value: Any) -> bool:
     return value is None or bool(pd.isna(value))
 
 
+def tested_delta(row: pd.Series | dict[str, Any]) -> Any:
+    """The score difference the row's significance tests tested: ``reported_delta`` (the seed
+    closest to the mean, :func:`aggregate_seeds`) where the row has one, else ``delta``."""
+    reported = row.get("reported_delta")
+    return row.get("delta") if reported is None or _missing(reported) else reported
+
+
 def verdict_direction(row: pd.Series | dict[str, Any], test: str) -> float | None:
     """The direction of ``test``'s verdict on one results row (positive: the system is
     better; None without the test's numbers).  The sign test counts sentences
     (``sign_better - sign_worse``), which need not agree with the corpus score difference;
     paired bootstrap and approximate randomisation test the corpus score difference itself
-    (``delta``)."""
+    (:func:`tested_delta`)."""
     if test == "sign":
         better, worse = row.get("sign_better"), row.get("sign_worse")
         return None if _missing(better) or _missing(worse) else float(better) - float(worse)
     if test in ("paired_bs", "paired_ar"):
-        delta = row.get("delta")
+        delta = tested_delta(row)
         return None if _missing(delta) else float(delta)
     raise ValueError(f"unknown test '{test}' (known: {', '.join(TEST_NAMES)})")
 
@@ -285,6 +374,7 @@ class Cell:
     bold: bool = False
     flag: str = ""  # DISAGREEMENT, or empty
     note: str = ""  # what the flag refers to (both numbers), listed under the table
+    value: float | None = None  # the score compared for bold (as shown, rounded)
 
 
 @dataclass
@@ -343,8 +433,11 @@ def _score_cell(rows: pd.DataFrame, experiment: str, corpus: str, test_set: str,
         return Cell("–")
     row = hit.iloc[0]
     direction = verdict_direction(row, marker_test)
-    cell = Cell(f"{row['score']:.2f}", markers.mark(row[f"p_{marker_test}"], direction))
-    delta = row["delta"]
+    text = f"{row['score']:.2f}"
+    if row.get("n_seeds", 1) > 1:
+        text += f" ± {row['score_sd']:.2f}"
+    cell = Cell(text, markers.mark(row[f"p_{marker_test}"], direction), value=float(f"{row['score']:.2f}"))
+    delta = tested_delta(row)
     if cell.marker and (_missing(delta) or _sign(delta) != _sign(direction)):
         cell.flag = DISAGREEMENT
         cell.note = _disagreement_note(rows, row, metric, marker_test, direction)
@@ -363,14 +456,44 @@ def _variant_of(rows: pd.DataFrame, experiment: str) -> str:
 def _disagreement_note(rows: pd.DataFrame, row: pd.Series, metric: str, test: str, direction: float) -> str:
     """Both numbers of a cell whose marker and corpus score difference point different ways."""
     where = f"{row['variant']}, {row['test_set']} ({row['corpus']})"
-    corpus_side = (f"corpus {METRIC_NAMES[metric]} {row['delta']:+.2f} against {_variant_of(rows, row['baseline'])} "
-                   f"({row['score']:.2f} vs {row['baseline_score']:.2f})")
+    score, baseline_score, delta = row["score"], row["baseline_score"], row["delta"]
+    if row.get("n_seeds", 1) > 1:  # the seed whose tests the marker reports
+        where += f", seed {row['reported_seed']}"
+        score, baseline_score, delta = row["reported_score"], row["reported_baseline_score"], row["reported_delta"]
+    corpus_side = (f"corpus {METRIC_NAMES[metric]} {delta:+.2f} against {_variant_of(rows, row['baseline'])} "
+                   f"({score:.2f} vs {baseline_score:.2f})")
     if test == "sign":
         verdict = (f"the sign test counts {int(row['sign_better'])} sentences better and {int(row['sign_worse'])} worse "
                    f"({int(row['sign_ties'])} ties; p = {row['p_sign']:.2g})")
     else:  # not reached while the paired tests' direction is the corpus difference itself
         verdict = f"the {TEST_NAMES[test]} says {'better' if direction > 0 else 'worse'} (p = {row[f'p_{test}']:.2g})"
     return f"{DISAGREEMENT} {where}: {corpus_side}, but {verdict}; the marker follows the test."
+
+
+def _seed_notes(rows: pd.DataFrame, members: list[str], metric: str) -> list[str]:
+    """Under a table with seeded systems: how mean ± sd and the markers are made, and per
+    system its seeds and the seed whose tests each column's marker reports."""
+    if "n_seeds" not in rows.columns:
+        return []
+    seeded = rows[rows["experiment"].isin(members) & (rows["metric"] == metric) & (rows["n_seeds"] > 1)]
+    if seeded.empty:
+        return []
+    notes = ["Seeds: mean ± sample standard deviation (n − 1) over each system's seeds; its markers are the "
+             "significance tests of the seed whose score is closest to the mean (tie: the lowest seed) against "
+             "the baseline's run of the same seed."]
+    for name in members:
+        mine = seeded[seeded["experiment"] == name]
+        if mine.empty:
+            continue
+        reported: dict[str, list[str]] = {}
+        for _, r in mine.iterrows():
+            if not _missing(r["baseline"]) and r["baseline"]:
+                reported.setdefault(str(r["reported_seed"]), []).append(r["test_set"])
+        tests = "; ".join(f"seed {seed} ({', '.join(dict.fromkeys(sets))})" for seed, sets in reported.items())
+        first = mine.iloc[0]
+        notes.append(f"{first['variant']}: {int(first['n_seeds'])} seeds ({', '.join(str(first['seeds']).split())})"
+                     + (f"; tests reported: {tests}." if tests else "."))
+    return notes
 
 
 def _extra_cell(rows: pd.DataFrame, experiment: str, corpus: str, extra: str) -> Cell:
@@ -383,9 +506,9 @@ def _extra_cell(rows: pd.DataFrame, experiment: str, corpus: str, extra: str) ->
 
 def _bold_best(grid: Grid, score_columns: list[int]) -> None:
     for j in score_columns:
-        values = [float(row[j].text) for row in grid.rows if row[j].text != "–"]
+        values = [row[j].value for row in grid.rows if row[j].value is not None]
         for row in grid.rows:
-            row[j].bold = bool(values) and row[j].text != "–" and float(row[j].text) == max(values)
+            row[j].bold = bool(values) and row[j].value is not None and row[j].value == max(values)
 
 
 def _label_cells(rows: pd.DataFrame, experiment: str, corpus: str, labels) -> list[Cell]:
@@ -448,6 +571,7 @@ def layout_grids(results: pd.DataFrame, layout: Layout, marker_test: str = "sign
                 body.append(cells)
             suffix = ""
         notes += [cell.note for cells in body for cell in cells if cell.note]
+        notes += _seed_notes(grid_rows, members, layout.metric)
         grid = Grid(layout.caption + suffix, f"tab:{layout.paper}-{layout.key}" + (f"-{group[0]}" if per_corpus else ""),
                     headers, body, notes, len(layout.labels), layout.markers, marker_test)
         _bold_best(grid, score_columns)
@@ -456,7 +580,9 @@ def layout_grids(results: pd.DataFrame, layout: Layout, marker_test: str = "sign
 
 
 def paper_grids(results: pd.DataFrame, paper: str, marker_test: str = "sign") -> list[Grid]:
-    """Every table of ``paper``; its experiments on pairs none of them covers get one more."""
+    """Every table of ``paper``; its experiments on pairs none of them covers get one more.
+    The runs of a system's seeds are one row (:func:`aggregate_seeds`)."""
+    results = aggregate_seeds(results)
     layouts = list(LAYOUTS[paper])
     covered = {pair for layout in layouts for pair in layout.pairs}
     own_pairs = results.loc[results["paper"] == paper, "pair"]
@@ -492,7 +618,7 @@ def to_markdown(grid: Grid) -> str:
 
 _LATEX_SPECIALS = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
                    "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}", "<": "$<$", ">": "$>$",
-                   "|": r"\textbar{}",
+                   "|": r"\textbar{}", "±": r"$\pm$", "−": "$-$",
                    DISAGREEMENT: r"\S{}"}
 
 
@@ -505,7 +631,7 @@ def to_latex(grid: Grid) -> str:
     def text(j: int, cell: Cell) -> str:
         if j < grid.n_labels:
             return cell.text  # escaped by the Styler below
-        value = cell.text.replace("–", "--")
+        value = cell.text.replace("–", "--").replace(" ± ", r" $\pm$ ")
         value = rf"\textbf{{{value}}}" if cell.bold else value
         return value + _LATEX_MARKERS.get(cell.marker, "") + _LATEX_MARKERS.get(cell.flag, "")
 
