@@ -23,6 +23,12 @@ had the same budget, as Markdown (``summary.md``, readable on GitHub) and JSON
   (:data:`workflow_scripts.evaluation.tables.LAYOUTS`; experiments without a paper: the
   lattice paper's †/‡) and :data:`~workflow_scripts.evaluation.tables.DISAGREEMENT` where the
   marker's direction and the score difference disagree.
+* Seeds (``experiments.X.seeds``): with any system of several runs, the scores start with one
+  row per system over its seeds (:func:`workflow_scripts.evaluation.tables.aggregate_seeds`:
+  mean ± sample standard deviation, n - 1; the difference of the means; marker and p-values of
+  the seed closest to the mean, tie: the lowest seed, whose run is named), then every run's
+  rows as above; ``summary.json`` gets them as ``seed_scores``.  Without seeds the summary is
+  as before.  Training runs and fair comparisons stay per run.
 * Fair comparison, per (experiment, baseline, corpus): the budgets (``train.max_*``) equal or
   their differences, the updates each did, and every other resolved ``model``/``train``/``decode``
   setting of the two ``experiment.yaml`` files that differs (the method keys ``model.family``
