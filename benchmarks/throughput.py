@@ -19,7 +19,9 @@ Measured, in one run, on ``--threads`` CPU threads (or ``--device cuda``):
   ``tokens_per_s`` the Trainer writes to metrics.csv, which leaves out checkpoint saving);
 * decoding: beam 4 on test_2016_flickr with the model just trained, sentences/s and
   output tokens/s (BPE units, EOS not counted; what OpenNMT-py's "Tokens per second"
-  counts), batches of ``--decode-batch-tokens`` source tokens;
+  counts), batches of ``--decode-batch-tokens`` source tokens; our trained weights also
+  exported with ``nmtmodels.export`` (``nmt-export``) and decoded by CTranslate2 4.x in this
+  process (the project's ``export`` extra), unless ``--no-ct2-export``;
 * the fp32 GEMM peak of this machine at the same thread count (best ``torch.mm``
   GFLOP/s over square sizes 512-2048) and each system's model FLOP/s, estimated as
   ``6 * (P_enc * encoder tokens + (P_dec + d*V) * target tokens)`` per second with
@@ -306,6 +308,45 @@ def ours_train_speed(setup: Setup, metrics_csv: Path, counts: list[tuple[int, in
                       "Trainer metrics.csv tokens_per_s + collated batch sizes")
 
 
+def measure_ours_ctranslate2(setup: Setup, work: Path) -> tuple[DecodeSpeed | PeerError, str]:
+    """Export the checkpoint :func:`measure_ours` trained (``nmtmodels.export``, fp32) and decode
+    the test set with ``ctranslate2.Translator`` in this process: beam ``setup.beam``, batches of
+    ``decode_batch_tokens`` tokens, CTranslate2's own length penalty (score / length, its
+    default) and stop rule, ``max_decoding_length`` 250 (as the CTranslate2 peer row), never
+    ``<pad>`` or ``<s>`` (as our search). Returns the speed and a note: the share of sentences
+    whose output equals ours with the exact stop rule."""
+    checkpoint = work / "ours" / "train" / "checkpoint_last.pt"
+    if not checkpoint.is_file():
+        return PeerError("needs our trained checkpoint (our training failed)"), ""
+    try:
+        import ctranslate2
+
+        from nmtmodels.export import SUPPRESSED, export_ctranslate2
+    except ImportError as exc:
+        return PeerError(f"{exc} (pip install -e '.[export]')"), ""
+    out = work / "ours-ctranslate2"
+    try:
+        model_dir = export_ctranslate2(checkpoint, out / "model", force=True)
+        translator = ctranslate2.Translator(str(model_dir), device="cuda" if setup.cuda else "cpu", compute_type="float32",
+                                            intra_threads=setup.threads, inter_threads=1)
+        lines = [line.split() for line in setup.test_src.read_text(encoding="utf-8").splitlines()]
+        start = time.perf_counter()
+        results = translator.translate_batch(lines, beam_size=setup.beam, max_batch_size=setup.decode_batch_tokens,
+                                             batch_type="tokens", max_decoding_length=250, suppress_sequences=SUPPRESSED)
+        seconds = time.perf_counter() - start
+    except Exception as exc:  # noqa: BLE001 - shown in the table like a peer's failure
+        return PeerError(f"{type(exc).__name__}: {exc}"), ""
+    hypotheses = [" ".join(result.hypotheses[0]) for result in results]
+    (out / "test.hyp").write_text("".join(line + "\n" for line in hypotheses), encoding="utf-8")
+    sentences, tokens = count_output(out / "test.hyp")
+    note = ""
+    ours_hyp = work / "ours" / f"test.{OUR_DECODE_RULES[0]}.hyp"
+    if ours_hyp.is_file():
+        same = sum(a == b for a, b in zip(hypotheses, ours_hyp.read_text(encoding="utf-8").splitlines()))
+        note = f"output = ours (exact) on {100 * same / max(1, sentences):.0f}% of sentences"
+    return DecodeSpeed(sentences, seconds, tokens, "timed around translate_batch"), note
+
+
 # ---------------------------------------------------------------------- report
 @dataclass
 class Row:
@@ -314,6 +355,7 @@ class Row:
     decode: DecodeSpeed | PeerError | None
     seconds: float = 0.0
     load: tuple[float, float] = (0.0, 0.0)
+    note: str = ""
 
 
 def _fmt(value: float | None, digits: int = 0) -> str:
@@ -353,9 +395,19 @@ def render_table(rows: list[Row], flops: FlopModel, peak: float) -> str:
             cells += ["—"] * 4
             if isinstance(row.decode, PeerError) and str(row.decode) != str(row.train):
                 notes.append(f"decode: {row.decode}")
+        if row.note:
+            notes.append(row.note)
         cells.append("; ".join(notes).replace("|", "/"))
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
+
+
+def _ctranslate2_version() -> str:
+    try:
+        import ctranslate2
+    except ImportError:
+        return "(not installed)"
+    return ctranslate2.__version__
 
 
 def cpu_name() -> str:
@@ -374,6 +426,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--peers", nargs="*", default=list(PEERS), choices=list(PEERS),
                         help=f"toolkits to compare with (default: all; {BASELINE} is the ratio baseline)")
     parser.add_argument("--no-ours", action="store_true", help="skip our own system (peer debugging)")
+    parser.add_argument("--no-ct2-export", action="store_true",
+                        help="skip decoding our exported weights with CTranslate2 (nmt-export)")
     parser.add_argument("--threads", type=int, default=2, help="CPU threads for every system (default 2)")
     parser.add_argument("--device", default="cpu", help="cpu or cuda")
     parser.add_argument("--amp", choices=["none", "bf16"], default="none",
@@ -419,14 +473,15 @@ def main(argv: list[str] | None = None) -> None:
     peak = gemm_peak(args.threads, args.device, seconds=0.2 if args.quick else 1.0)
     rows: list[Row] = []
 
-    def timed(system: str, body: Callable[[], tuple[Any, Any]]) -> None:
+    def timed(system: str, body: Callable[[], tuple[Any, Any]], note: str = "") -> Row:
         say(f"{system} ...")
         load, start = os.getloadavg()[0], time.perf_counter()
         train, decode = body()
-        rows.append(Row(system, train, decode, time.perf_counter() - start, (load, os.getloadavg()[0])))
+        rows.append(Row(system, train, decode, time.perf_counter() - start, (load, os.getloadavg()[0]), note))
         for part in (train, decode):
             if isinstance(part, PeerError):
                 say(f"  {system}: {part}")
+        return rows[-1]
 
     vocab_size = 0
     if not args.no_ours:
@@ -441,6 +496,16 @@ def main(argv: list[str] | None = None) -> None:
         timed("ours (nmtmodels)" + (", bf16 autocast" if args.amp == "bf16" else ""), ours)
         for rule in OUR_DECODE_RULES[1:]:
             rows.append(Row(f"ours, decode.early_stop: {rule} (OpenNMT-py's stop rule)", None, decodes[rule]))
+        if not args.no_ct2_export:
+            note = ""
+
+            def exported() -> tuple[Any, Any]:
+                nonlocal note
+                decode, note = measure_ours_ctranslate2(setup, work)
+                return None, decode
+
+            row = timed(f"CTranslate2 {_ctranslate2_version()} (our weights, nmt-export)", exported)
+            row.note = note
     for key in [k for k in PEERS if k in args.peers]:
         peer = PEERS[key](setup, work, reinstall=args.reinstall)
 
