@@ -125,7 +125,10 @@ def test_select_leaves_to_the_image_what_it_has_at_a_fitting_version(tmp_path):
                                        "Name: requests\nVersion: 2.34.2\n", "Name: numpy\nVersion: 1.26.4\n",
                                        "Name: attrs\nVersion: 26.1.0\n")}
     top = [Requirement("snakemake>=9")]
-    # requests (version unknown) and attrs (26.1.0 fits) stay the image's; rfc3339 and numpy are not needed
+    # attrs (26.1.0 fits) stays the image's; rfc3339 and numpy are not needed; requests' version is
+    # unknown and snakemake caps it (<3.0): its small wheel is carried
+    assert cw.select(top, found, IMAGE) == {"snakemake", "jsonschema", "pulp", "requests"}
+    found["requests"].size = cw.SMALL_WHEEL + 1  # a large one is left to the image
     assert cw.select(top, found, IMAGE) == {"snakemake", "jsonschema", "pulp"}
     assert cw.select(top, found, IMAGE, force=["requests"]) == {"snakemake", "jsonschema", "pulp", "requests"}
     # a requirement the image's known version misses: the wheel is carried

@@ -56,6 +56,7 @@ class Wheel:
     requires: list[Requirement]
     file: str
     tags: frozenset = field(default_factory=frozenset)
+    size: int = 0
 
 
 def read_metadata(text: str) -> tuple[str, str, list[Requirement]]:
@@ -73,7 +74,7 @@ def read_wheel(path: Path) -> Wheel:
         meta_name, meta_version, requires = read_metadata(archive.read(member).decode("utf-8"))
     if canonicalize_name(meta_name) != name:
         raise ValueError(f"{path.name}: METADATA names {meta_name}")
-    return Wheel(name, version, requires, path.name, frozenset(tags))
+    return Wheel(name, version, requires, path.name, frozenset(tags), path.stat().st_size)
 
 
 def read_image_list(path: Path = IMAGE_LIST) -> dict[str, Version | None]:
@@ -151,14 +152,27 @@ def walk(top: list[Requirement], wheels: Mapping[str, Wheel], carried: set[str],
     return wanted
 
 
+# An image package of unknown version under a requirement with an upper bound (snakemake:
+# packaging<26) may be too new: its wheel is carried when it is small; a larger one (pandas<4)
+# is left to the image, and run.sh's check on the machine names it if it is out of range.
+SMALL_WHEEL = 1 << 20
+
+
+def _upper_bounded(requirement: Requirement) -> bool:
+    return any(spec.operator in ("<", "<=", "==", "~=", "===") for spec in requirement.specifier)
+
+
 def select(top: list[Requirement], wheels: Mapping[str, Wheel], image: Mapping[str, Version | None],
            force: Iterable[str] = ()) -> set[str]:
-    """Names of the wheels to carry: reachable from ``top``, and not met by the image."""
+    """Names of the wheels to carry: reachable from ``top``, and not met by the image (a known
+    version in every range; an unknown version counts as met, except under an upper bound where
+    the wheel is small)."""
     carried = {n for n in wheels if n not in image} | {canonicalize_name(n) for n in force if canonicalize_name(n) in wheels}
     while True:
         wanted = walk(top, wheels, carried)
-        more = {name for name, reqs in wanted.items() if name in wheels and name not in carried
-                and image.get(name) is not None and not all(_contains(r, image[name]) for _, r in reqs)}
+        more = {name for name, reqs in wanted.items() if name in wheels and name not in carried and name in image
+                and (not all(_contains(r, image[name]) for _, r in reqs) if image[name] is not None
+                     else wheels[name].size <= SMALL_WHEEL and any(_upper_bounded(r) for _, r in reqs))}
         if not more:
             return {name for name in carried if name in wanted}
         carried |= more

@@ -27,7 +27,7 @@ while (($#)); do
     esac
 done
 for folder in .whl .gpu_data; do
-    git check-ignore -q "$folder" || { echo "prepare.sh: $folder is not git-ignored (.gitignore); it would travel twice" >&2; exit 1; }
+    git check-ignore -q "$folder/" || { echo "prepare.sh: $folder is not git-ignored (.gitignore); it would travel twice" >&2; exit 1; }
 done
 
 echo "== wheels for ${CONFIGS[*]} (staging in build/gpu-carry/)"
