@@ -33,6 +33,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import platform
 import re
 import shutil
 import site
@@ -154,6 +155,17 @@ class DecodeSpeed:
 
 
 # ---------------------------------------------------------------------- helpers
+def cpu_name() -> str:
+    """The CPU's model name (/proc/cpuinfo), for the machine line of a benchmark table."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
 def child_env(setup: Setup) -> dict[str, str]:
     """Environment for a peer process: the benchmark's thread count, no repo on PYTHONPATH."""
     # The peers predate torch 2.6, whose torch.load defaults to weights_only=True and then

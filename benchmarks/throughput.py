@@ -44,7 +44,6 @@ import csv
 import dataclasses
 import json
 import os
-import platform
 import shutil
 import sys
 import time
@@ -75,6 +74,7 @@ from benchmarks._peers import (  # noqa: E402
     TrainSpeed,
     aggregate_intervals,
     count_output,
+    cpu_name,
 )
 
 CORPUS = "multi30k_en_de"
@@ -408,16 +408,6 @@ def _ctranslate2_version() -> str:
     except ImportError:
         return "(not installed)"
     return ctranslate2.__version__
-
-
-def cpu_name() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 def main(argv: list[str] | None = None) -> None:

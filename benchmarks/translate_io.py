@@ -53,6 +53,8 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # run as a script from anywhere
     sys.path.insert(0, str(ROOT))
 
+from benchmarks._peers import cpu_name  # noqa: E402
+
 WORKFLOW_PACKAGE = ROOT / "results" / "experiments" / "baseline" / "multi30k_en_de" / "model"
 CLOSING = re.compile(r"nmt-translate: translated ([0-9,]+) sentences in ([0-9.]+) s")
 TRAIN_CONFIG = """\
@@ -165,16 +167,6 @@ def run_mode(mode: Mode, command: list[str], env: dict[str, str], log: Path) -> 
     if closing:
         mode.closing = closing[-1]
         mode.decode_seconds.append(float(CLOSING.match(closing[-1]).group(2)))
-
-
-def cpu_name() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -41,13 +41,7 @@ MODELS = [
 ]
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    """One intra-op thread per test process (pytest runs two workers on two cores), restored after."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def reversed_upper(lines: list[str]) -> list[str]:

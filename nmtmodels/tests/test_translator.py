@@ -49,13 +49,7 @@ decode: {beam: 2, max_len_a: 0.5, max_len_b: 4}
 """
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    """One intra-op thread per test process (pytest runs two workers on two cores), restored after."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def by_hand(line: str, bpe: apply_bpe.BPE) -> str:
