@@ -51,6 +51,7 @@ from nmtmodels.checkpoint import (
     parameters_fingerprint,
     save_checkpoint,
 )
+from nmtmodels.compiling import DECODE_COMPILE_MODES
 from nmtmodels.config import (
     ConfigError,
     from_dict,
@@ -311,6 +312,9 @@ def translate_main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--early-stop", choices=EARLY_STOP_RULES,
                         help="when a sentence's search ends: exact (default; same result as searching to the length "
                              "limit), beam (fairseq) or top (OpenNMT-py)")
+    parser.add_argument("--compile", choices=DECODE_COMPILE_MODES,
+                        help="run the decoder step through torch.compile (default: the checkpoint's decode.compile, "
+                             "else none; docs/compilation.md)")
     parser.add_argument("--batch-tokens", type=int, default=4096, help="token budget per batch (default 4096)")
     parser.add_argument("--src-vocab", help="check this vocabulary against the checkpoint's")
     parser.add_argument("--tgt-vocab", help="check this vocabulary against the checkpoint's")
@@ -352,7 +356,7 @@ def _translate(args: argparse.Namespace) -> int:
     decode_cfg = translator.decode_config(
         beam=args.beam, length_penalty=args.lenpen, max_len_a=args.max_len_a, max_len_b=args.max_len_b,
         min_len=args.min_len, coverage_penalty=args.coverage_penalty, nbest=args.nbest,
-        max_len_ratio=args.max_len_ratio, early_stop=args.early_stop)
+        max_len_ratio=args.max_len_ratio, early_stop=args.early_stop, compile=args.compile)
     family = translator.family
     extras = _parse_extras(args.extra, args.extra_tokens, 1, "--extra")
     pads = _check_extras(model, extras, family, "--extra")

@@ -86,7 +86,8 @@ def translate_dataset(
                 if decode_cfg.beam == 1 and decode_cfg.nbest == 1:
                     hyps = [[h] for h in greedy_search(model, batch, decode_cfg.max_len_a, decode_cfg.max_len_b,
                                                        min_len=decode_cfg.min_len,
-                                                       return_attention=decode_cfg.return_attention)]
+                                                       return_attention=decode_cfg.return_attention,
+                                                       compile=decode_cfg.compile)]
                 else:
                     hyps = beam_search(model, batch, decode_cfg)
             for row, row_hyps in zip(indices.tolist(), hyps):

@@ -57,16 +57,18 @@ Conventions
 from __future__ import annotations
 
 import contextlib
+import functools
 import itertools
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import ClassVar, Protocol
+from typing import Any, ClassVar, Protocol
 
 import torch
 from torch import Tensor
 
 from nmtmodels.batch import BOS_ID, EOS_ID, PAD_ID, Batch
+from nmtmodels.compiling import DECODE_COMPILE_MODES, compile_module
 from nmtmodels.config import ConfigError
 from nmtmodels.models.base import Seq2SeqModel, State
 from nmtmodels.modules.attention import STATIC_CACHE
@@ -109,6 +111,7 @@ class DecodeConfig:
     max_len_ratio: float | None = None  # ESC gamma: hard stop at floor(gamma * |S|) tokens
     return_attention: bool = False  # keep each hypothesis' (T, S) attention
     early_stop: str = "exact"  # when a row ends: exact | beam (fairseq) | top (OpenNMT-py); module doc
+    compile: str = "none"  # none | default: the decoder step through torch.compile (docs/compilation.md)
 
     def validate(self, where: str = "decode") -> None:
         if self.beam < 1:
@@ -125,6 +128,8 @@ class DecodeConfig:
             raise ConfigError(f"{where}.min_len: must be >= 0, got {self.min_len}")
         if self.max_len_ratio is not None and self.max_len_ratio <= 0:
             raise ConfigError(f"{where}.max_len_ratio: must be > 0, got {self.max_len_ratio}")
+        if self.compile not in DECODE_COMPILE_MODES:
+            raise ConfigError(f"{where}.compile: must be one of {', '.join(DECODE_COMPILE_MODES)}, got {self.compile!r}")
         if self.early_stop not in EARLY_STOP_RULES:
             raise ConfigError(f"{where}.early_stop: must be one of {', '.join(EARLY_STOP_RULES)}, got {self.early_stop!r}")
 
@@ -276,8 +281,9 @@ def _eval_mode(model: torch.nn.Module) -> Iterator[None]:
 class _IncrementalDecoder:
     """Encoder output and decoder cache of the live hypotheses, one row each."""
 
-    def __init__(self, model: Seq2SeqModel, batch: Batch, need_attention: bool):
+    def __init__(self, model: Seq2SeqModel, batch: Batch, need_attention: bool, compile: str = "none"):
         self.model = model
+        self.decode = compiled_decode(model, compile)
         self.need_attention = need_attention
         self.encoder_out = model.encode(batch)
         if "memory_pad_mask" not in self.encoder_out:
@@ -291,7 +297,7 @@ class _IncrementalDecoder:
     def step(self, last_tokens: Tensor) -> tuple[Tensor, Tensor | None]:
         """Log-probabilities (N, V) of the next token and, if asked for, attention (N, S)."""
         if self.need_attention:
-            logits, attention = self.model.decode(last_tokens, self.encoder_out, self.cache, need_attention=True)
+            logits, attention = self.decode(last_tokens, self.encoder_out, self.cache, need_attention=True)
             if attention is None:
                 raise RuntimeError(f"{type(self.model).__name__}.decode returned no attention although need_attention=True")
             attention = attention[:, -1]
@@ -302,7 +308,7 @@ class _IncrementalDecoder:
                     f"but memory_pad_mask has {self.memory_pad_mask.size(-1)}"
                 )
         else:
-            logits, attention = self.model.decode(last_tokens, self.encoder_out, self.cache)
+            logits, attention = self.decode(last_tokens, self.encoder_out, self.cache)
             attention = None
         logits = logits[:, -1]
         return torch.log_softmax(logits, dim=-1, dtype=torch.promote_types(logits.dtype, torch.float32)), attention
@@ -316,6 +322,23 @@ class _IncrementalDecoder:
         """Continue hypotheses ``index`` while finished rows leave (encoder output shrinks too)."""
         reorder_state(self.encoder_out, index)
         reorder_state(self.cache, index)
+
+
+_COMPILED_DECODE: dict[tuple[type, str], Callable[..., Any]] = {}
+
+
+def compiled_decode(model: Seq2SeqModel, mode: str) -> Callable[..., Any]:
+    """``model.decode``, through ``torch.compile`` unless ``mode`` is "none".  The family's
+    ``decode`` function is compiled once per family and mode and kept, so every batch (and
+    every search call) reuses its graphs (:mod:`nmtmodels.compiling`)."""
+    if mode == "none":
+        return model.decode
+    if mode not in DECODE_COMPILE_MODES:
+        raise ValueError(f"decode compile mode must be one of {', '.join(DECODE_COMPILE_MODES)}, got {mode!r}")
+    key = (type(model), mode)
+    if key not in _COMPILED_DECODE:
+        _COMPILED_DECODE[key] = compile_module(type(model).decode, mode)
+    return functools.partial(_COMPILED_DECODE[key], model)
 
 
 def _max_lengths(model: Seq2SeqModel, batch: Batch, scorer: HypothesisScorer) -> Tensor:
@@ -381,7 +404,7 @@ def beam_search(
 def _beam_search(model: Seq2SeqModel, batch: Batch, cfg: DecodeConfig, scorer: HypothesisScorer) -> list[list[Hypothesis]]:
     k, device = cfg.beam, batch.src.device
     need_coverage = scorer.needs_attention
-    decoder = _IncrementalDecoder(model, batch, need_coverage or cfg.return_attention)
+    decoder = _IncrementalDecoder(model, batch, need_coverage or cfg.return_attention, cfg.compile)
     rows = torch.arange(batch.size, device=device)  # original row of every active row
     max_len = _max_lengths(model, batch, scorer)  # per active row
     tokens = torch.full((batch.size, 1), BOS_ID, dtype=torch.long, device=device)
@@ -512,15 +535,16 @@ def greedy_search(
     *,
     min_len: int = 1,
     return_attention: bool = False,
+    compile: str = "none",
 ) -> list[Hypothesis]:
     """The most probable next token at every step (PAD/BOS never, EOS not before ``min_len``).
 
     ``score`` is the log-probability (no length penalty); equals :func:`beam_search` with
-    beam 1 and ``length_penalty=0``.
+    beam 1 and ``length_penalty=0``.  ``compile``: as ``DecodeConfig.compile``.
     """
     scorer = HypothesisScorer(length_limits=(LinearLengthLimit(max_len_a, max_len_b),))
     with _eval_mode(model):
-        decoder = _IncrementalDecoder(model, batch, return_attention)
+        decoder = _IncrementalDecoder(model, batch, return_attention, compile)
         device = batch.src.device
         rows = torch.arange(batch.size, device=device)
         max_len = _max_lengths(model, batch, scorer)

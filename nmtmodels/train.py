@@ -82,12 +82,14 @@ import torch
 import yaml
 from torch import Tensor, nn
 
+from nmtmodels.batch import Batch
 from nmtmodels.checkpoint import (
     copy_checkpoint,
     load_checkpoint,
     numbered_checkpoints,
     save_checkpoint,
 )
+from nmtmodels.compiling import TrainCompileMode, begin_step, compile_module, pad_to_buckets
 from nmtmodels.config import ConfigError, plain_dict, to_dict
 from nmtmodels.data import BucketBatchSampler, ParallelDataset
 from nmtmodels.distributed import (
@@ -114,7 +116,7 @@ EXIT_REQUEUE = 75  # sysexits.h EX_TEMPFAIL: interrupted by SIGTERM/SIGUSR1, res
 CHANGEABLE_ON_RESUME = frozenset({
     "max_updates", "max_epochs", "max_minutes", "save_interval_updates", "validate_interval_updates",
     "valid_max_tokens", "keep_last", "keep_best", "valid_bleu", "patience", "num_threads", "log_interval",
-    "tensorboard", "max_nonfinite_updates",
+    "tensorboard", "max_nonfinite_updates", "compile", "pad_to_multiple", "pad_rows_to_multiple",
 })
 LOCK_NAME = ".nmt-train.lock"
 
@@ -144,7 +146,11 @@ class TrainConfig:
     ``max_nonfinite_updates``: how many consecutive updates with a NaN/inf loss or gradient
     are skipped before training stops as diverged (0: stop at the first, as fairseq does
     without a loss scaler).  ``weight_decay`` spares parameters with fewer than two
-    dimensions (biases, norms; module doc).
+    dimensions (biases, norms; module doc).  ``compile`` runs the model's forward pass
+    through ``torch.compile`` (``reduce-overhead``: with CUDA graphs), and
+    ``pad_to_multiple`` / ``pad_rows_to_multiple`` pad every training and validation batch's
+    lengths and rows to multiples, so that compiled graphs are reused; neither changes the
+    loss or the gradient (:mod:`nmtmodels.compiling`).
     """
 
     max_tokens: int = 4096
@@ -177,9 +183,13 @@ class TrainConfig:
     log_interval: int = 100
     tensorboard: bool = False
     max_nonfinite_updates: int = 10
+    compile: TrainCompileMode = "none"
+    pad_to_multiple: int = 1
+    pad_rows_to_multiple: int = 1
 
     def validate(self, where: str = "train") -> None:
-        positive = ("max_tokens", "update_freq", "warmup_updates", "log_interval")
+        positive = ("max_tokens", "update_freq", "warmup_updates", "log_interval", "pad_to_multiple",
+                    "pad_rows_to_multiple")
         for name in positive:
             if getattr(self, name) < 1:
                 raise ConfigError(f"{where}.{name}: must be >= 1, got {getattr(self, name)}")
@@ -368,6 +378,10 @@ class Trainer:
         self.net: torch.nn.Module = self.model
         if self.dist.enabled:
             self.net = torch.nn.parallel.DistributedDataParallel(self.model)
+        # the forward pass of training and validation; the parameters stay in self.model
+        self.forward = compile_module(self.net, cfg.compile)
+        # rank 0 validates alone, so never through DDP's forward (it may communicate)
+        self.valid_forward = self.forward if self.net is self.model else compile_module(self.model, cfg.compile)
         self.optimizer = build_optimizer(self.model, cfg, self.device)
         self.schedule = InverseSqrtSchedule(cfg.lr, cfg.warmup_updates, cfg.warmup_init_lr)
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, self.schedule)
@@ -558,7 +572,7 @@ class Trainer:
         Returns (gradient norm, this rank's target tokens, None); when the loss or the
         gradient norm is not finite on some rank, the step is skipped and the third item is
         this rank's loss per target token instead (module doc)."""
-        batches = [self.train_data.collate(indices) for indices in group]
+        batches = [self._collate(self.train_data, indices) for indices in group]
         local_tokens = sum(batch.num_target_tokens for batch in batches)
         if self.dist.enabled:
             total = all_reduce_sum(torch.tensor(float(local_tokens), device=self._collective_device()), self.dist)
@@ -573,8 +587,9 @@ class Trainer:
             last = i == len(batches) - 1
             sync = contextlib.nullcontext() if last or not self.dist.enabled else self.net.no_sync()
             with sync:
+                begin_step(self.cfg.compile, self.device)
                 with self._autocast:
-                    states = self.net(batch, features_only=True)
+                    states = self.forward(batch, features_only=True)
                 loss, nll = label_smoothed_nll_loss(states, self.model.output_layer, batch.tgt_out, self.cfg.label_smoothing)
                 (loss * scale).backward()
             loss = loss.detach()
@@ -597,6 +612,14 @@ class Trainer:
         self._loss_sum = loss_total if self._loss_sum is None else self._loss_sum + loss_total
         self._nll_sum = nll_total if self._nll_sum is None else self._nll_sum + nll_total
         return grad_norm, local_tokens, None
+
+    def _collate(self, data: ParallelDataset, indices: np.ndarray | Sequence[int]) -> Batch:
+        """The batch of ``indices``, padded to the shape buckets of ``pad_to_multiple`` and
+        ``pad_rows_to_multiple`` (no change to its loss; :func:`nmtmodels.compiling.pad_to_buckets`)."""
+        batch = data.collate(indices)
+        if self.cfg.pad_to_multiple > 1 or self.cfg.pad_rows_to_multiple > 1:
+            batch = pad_to_buckets(batch, self.cfg.pad_to_multiple, self.cfg.pad_rows_to_multiple, data.extra_pads)
+        return batch
 
     # ------------------------------------------------------------------ logging
     def _log_train(self, interval: _Interval, grad_norm: Tensor | None, started: float) -> None:
@@ -691,11 +714,12 @@ class Trainer:
             nll_sum = torch.zeros((), dtype=torch.float64, device=self.device)
             tokens = 0
             for indices in sampler.batches():
-                batch = self.valid_data.collate(indices)
+                batch = self._collate(self.valid_data, indices)
                 tokens += batch.num_target_tokens
                 batch = batch.to(self.device)
+                begin_step(self.cfg.compile, self.device)
                 with self._autocast:
-                    states = self.model(batch, features_only=True)
+                    states = self.valid_forward(batch, features_only=True)
                 loss, nll = label_smoothed_nll_loss(states, self.model.output_layer, batch.tgt_out, self.cfg.label_smoothing)
                 loss_sum += loss
                 nll_sum += nll

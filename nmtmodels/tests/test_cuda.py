@@ -4,7 +4,9 @@ Every model family: fp32 logits on the GPU equal the CPU's; a bf16-autocast trai
 (forward, the chunked label-smoothed loss, backward) stays close to fp32 and leaves fp32
 gradients; beam search on the GPU finds the CPU's hypotheses.  The trainer: bf16 training on
 the GPU learns, its checkpoints load on a CPU, and a resumed fp32 run ends where an
-uninterrupted one does.  (Multi-GPU DDP needs two GPUs; the gloo tests in
+uninterrupted one does.  ``torch.compile`` (Inductor, with and without CUDA graphs) on
+bucketed batches gives the eager loss and gradients, in the trainer too, and the compiled
+decoder step finds the eager hypotheses.  (Multi-GPU DDP needs two GPUs; the gloo tests in
 test_distributed.py cover the same trainer code on the CPU.)
 
 Run on a GPU machine with ``python -m pytest nmtmodels/tests/test_cuda.py -n 0``; the last
@@ -17,67 +19,30 @@ import csv
 
 import pytest
 import torch
+import torch._dynamo
 
 from nmtmodels.checkpoint import load_checkpoint
-from nmtmodels.config import ModelConfig
+from nmtmodels.compiling import begin_step, compile_module, pad_to_buckets
 from nmtmodels.inference import translate_dataset
 from nmtmodels.loss import label_smoothed_nll_loss
-from nmtmodels.registry import build_model
 from nmtmodels.search import DecodeConfig, beam_search
-from nmtmodels.tests import (
-    test_char2word,
-    test_esc,
-    test_graph,
-    test_lattice,
-    test_reordering,
-)
 from nmtmodels.tests.copy_task_fixtures import (
     copy_task_corpus,
     tiny_model,
     train_config,
 )
+from nmtmodels.tests.family_cases import FAMILIES, family_case
 from nmtmodels.train import Trainer
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 
 CUDA = torch.device("cuda")
-LENGTHS = [6, 3, 5]
-LATTICE_ROWS = [[(0, 1), (0, 2), (1, 2), (2, 3)], [(0, 1)], [(0, 2), (2, 3), (0, 1), (1, 3)]]
-
-
-def _case(family: str):
-    """(model in eval mode, batch) of one family, from that family's own test builders."""
-    torch.manual_seed(0)
-    if family == "transformer":
-        cfg = ModelConfig.from_dict({**test_esc.SMALL, "family": "transformer"})
-        return build_model(cfg, 23, 27).eval(), test_graph.random_batch(LENGTHS, 4)
-    if family.startswith("graph_transformer"):
-        options = {"graph_transformer": {}, "graph_transformer/gate+half_dim": {"fusion": "gate", "half_dim": True},
-                   "graph_transformer/self_gate": {"fusion": "self_gate"}}[family]
-        return test_graph.model_of(options).eval(), test_graph.random_batch(LENGTHS, 4)
-    if family == "lattice_transformer":
-        model = test_lattice.model_of(positions="lattice", lsa=True)
-        test_lattice.randomise_relations(model)
-        return model.eval(), test_lattice.lattice_batch(LATTICE_ROWS)
-    if family.startswith("reordering"):
-        side = family.split("/")[1]
-        return test_reordering.model_of(side).eval(), test_reordering.random_batch(LENGTHS, 4)
-    if family in test_esc.FAMILIES:
-        return test_esc.model_of(family).eval(), test_esc.random_batch(LENGTHS, [3, 2, 4], 4)
-    if family in ("char2char", "char2word"):
-        model = test_char2word.model(family).float()
-        return model, test_char2word.make_batch(test_char2word.SOURCES, test_char2word.TARGETS)
-    raise AssertionError(family)
-
-
-FAMILIES = ["transformer", "graph_transformer", "graph_transformer/gate+half_dim", "graph_transformer/self_gate",
-            "lattice_transformer", "reordering/both", "reordering/encoder", *test_esc.FAMILIES, "char2char", "char2word"]
 
 
 @pytest.mark.parametrize("family", FAMILIES)
 @torch.no_grad()
 def test_fp32_logits_on_cuda_equal_the_cpu(family):
-    model, batch = _case(family)
+    model, batch = family_case(family)
     on_gpu = copy.deepcopy(model).to(CUDA)
     torch.testing.assert_close(on_gpu(batch.to(CUDA)).cpu(), model(batch), atol=1e-4, rtol=1e-4)
 
@@ -93,7 +58,7 @@ def _loss_and_grads(model, batch, autocast: bool):
 
 @pytest.mark.parametrize("family", FAMILIES)
 def test_bf16_training_step_stays_close_to_fp32_with_fp32_gradients(family):
-    model, batch = _case(family)
+    model, batch = family_case(family)
     model, batch = model.to(CUDA), batch.to(CUDA)  # eval mode: no dropout, so both passes see one function
     if family in ("char2char", "char2word"):
         model.train()  # cuDNN's RNN backward needs training mode; these test models have dropout 0
@@ -109,7 +74,7 @@ def test_bf16_training_step_stays_close_to_fp32_with_fp32_gradients(family):
 
 @pytest.mark.parametrize("family", FAMILIES)
 def test_beam_search_on_cuda_finds_the_cpu_hypotheses(family):
-    model, batch = _case(family)
+    model, batch = family_case(family)
     batch.tgt_in = batch.tgt_out = None
     cfg = DecodeConfig(beam=3, max_len_a=0, max_len_b=6)
     on_cpu = beam_search(model, batch, cfg)
@@ -166,3 +131,73 @@ def test_resumed_fp32_run_on_cuda_ends_where_an_uninterrupted_one_does(corpus, t
     assert resumed.train().update == 24
     for name, value in straight.model.state_dict().items():
         torch.testing.assert_close(resumed.model.state_dict()[name], value, atol=1e-5, rtol=1e-4, msg=name)
+
+
+# ---------------------------------------------------------------------- torch.compile (nmtmodels.compiling)
+COMPILED_FAMILIES = ["transformer", "graph_transformer", "lattice_transformer", "reordering/both", "bbfnmt", "char2word"]
+
+
+@pytest.fixture
+def fresh_dynamo():
+    torch._dynamo.reset()
+    yield
+    torch._dynamo.reset()
+
+
+@pytest.mark.parametrize("mode", ["default", "reduce-overhead"])
+@pytest.mark.parametrize("family", COMPILED_FAMILIES)
+def test_compiled_padded_training_step_on_cuda_equals_eager(family, mode, fresh_dynamo):
+    """Inductor (and CUDA graphs) on bucketed batches: the eager fp32 loss and gradients, over
+    two replays of one shape and a second shape."""
+    model, batch = family_case(family)
+    model = model.to(CUDA)
+    if family == "char2word":
+        model.train()  # cuDNN's RNN backward needs training mode; the test model has dropout 0
+    extra_pads = getattr(model, "extra_inputs", {})
+    first = pad_to_buckets(batch, 8, 4, extra_pads).to(CUDA)
+    second = pad_to_buckets(batch.select(torch.tensor([0, 2])), 16, 8, extra_pads).to(CUDA)
+    compiled = compile_module(model, mode)
+    for padded in (first, first, second):
+        expected_loss, expected_grads = _loss_and_grads(model, padded, autocast=False)
+        expected_grads = {name: g.clone() for name, g in expected_grads.items()}
+        begin_step(mode, CUDA)
+        loss, grads = _compiled_loss_and_grads(model, compiled, padded)
+        torch.testing.assert_close(loss, expected_loss, rtol=1e-4, atol=1e-4)
+        assert grads.keys() == expected_grads.keys()
+        for name in grads:
+            torch.testing.assert_close(grads[name], expected_grads[name], rtol=1e-3, atol=1e-5, msg=name)
+
+
+def _compiled_loss_and_grads(model, compiled, batch):
+    model.zero_grad(set_to_none=True)
+    states = compiled(batch, features_only=True)
+    loss, _ = label_smoothed_nll_loss(states, model.output_layer, batch.tgt_out, 0.1)
+    loss.backward()
+    return loss.detach(), {name: p.grad for name, p in model.named_parameters() if p.grad is not None}
+
+
+@pytest.mark.parametrize("amp", ["none", "bf16"])
+def test_trainer_with_cuda_graphs_and_buckets_logs_the_eager_losses(corpus, tmp_path, amp, fresh_dynamo):
+    settings = dict(max_tokens=256, max_updates=40, lr=3e-3, warmup_updates=10, log_interval=5, amp=amp,
+                    validate_interval_updates=20, pad_to_multiple=8, pad_rows_to_multiple=8)
+    _trainer(corpus, tmp_path / "eager", **settings).train()
+    compiled = _trainer(corpus, tmp_path / "compiled", compile="reduce-overhead", **settings)
+    assert compiled.train().update == 40
+    eager_losses, compiled_losses = _losses(tmp_path / "eager"), _losses(tmp_path / "compiled")
+    assert len(compiled_losses) == len(eager_losses) == 8
+    tolerance = 1e-3 if amp == "none" else 3e-2  # bf16: other fusion, other rounding
+    assert compiled_losses == pytest.approx(eager_losses, rel=tolerance)
+    state = load_checkpoint(tmp_path / "compiled" / "checkpoint_last.pt")
+    assert state["model"].keys() == compiled.model.state_dict().keys()
+
+
+@pytest.mark.parametrize("family", ["transformer", "lattice_transformer", "bbfnmt"])
+def test_compiled_decoder_step_on_cuda_finds_the_eager_hypotheses(family, fresh_dynamo):
+    model, batch = family_case(family)
+    model, batch = model.to(CUDA), batch.to(CUDA)
+    batch.tgt_in = batch.tgt_out = None
+    eager = beam_search(model, batch, DecodeConfig(beam=3, max_len_a=0, max_len_b=6))
+    compiled = beam_search(model, batch, DecodeConfig(beam=3, max_len_a=0, max_len_b=6, compile="default"))
+    assert [[h.tokens for h in row] for row in compiled] == [[h.tokens for h in row] for row in eager]
+    for compiled_row, eager_row in zip(compiled, eager):
+        assert [h.score for h in compiled_row] == pytest.approx([h.score for h in eager_row], abs=1e-4)
