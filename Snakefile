@@ -20,7 +20,7 @@ from workflow_scripts.analyses import attention_plots
 from workflow_scripts.dag import evaluation as ev
 from workflow_scripts.analyses import swap_noise
 from workflow_scripts.analyses import graph_analyses
-from workflow_scripts.dag import checks, cluster, corpus_data, esc, keys, lattices, packages, paths, runs, seeds, sources
+from workflow_scripts.dag import checks, cluster, corpus_data, esc, gpu_parts, keys, lattices, packages, paths, runs, seeds, sources
 
 min_version("9.0")
 

@@ -225,12 +225,9 @@ rule length_analysis:
 # input directories in the Snakefile): as a parameter, adding a config file that changes
 # nothing upstream would rerun the summary.  Its header names the config files and the
 # commit of the run that made it.
-os.environ.update(
-    NMT_WORKFLOW_CONFIG_FILES=json.dumps(
-        [f if os.path.relpath(f, workflow.basedir).startswith("..") else os.path.relpath(f, workflow.basedir)
-         for f in map(os.path.abspath, workflow.configfiles)]
-    )
-)
+CONFIG_FILES = [f if os.path.relpath(f, workflow.basedir).startswith("..") else os.path.relpath(f, workflow.basedir)
+                for f in map(os.path.abspath, workflow.configfiles)]
+os.environ.update(NMT_WORKFLOW_CONFIG_FILES=json.dumps(CONFIG_FILES))
 
 
 rule results_summary:
@@ -297,3 +294,16 @@ rule gpu_reproduction:
         runs.model_targets(config),
         [ev.comparison_path(*comparison) for comparison in ev.comparisons(config)],
         ev.report_targets(config),
+
+
+# The GPU reproduction in parts, one per paper, each within one call of the GPU machine
+# (configs/gpu_parts/, workflow_scripts/dag/gpu_parts.py, docs/gpu.md): what gpu_reproduction
+# builds, for the part's config; the target checks that the part's config files were given:
+#   snakemake --cores 16 gpu_part_lattice --configfile configs/gpu.yaml configs/gpu_parts/lattice.yaml
+for _part in gpu_parts.PARTS:
+
+    rule:
+        name:
+            f"gpu_part_{_part}"
+        input:
+            gpu_parts.part_inputs(_part, config, CONFIG_FILES),

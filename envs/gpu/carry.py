@@ -2,6 +2,8 @@
 
     python envs/gpu/carry.py requirements --configfile configs/gpu.yaml   # one requirement a line
     python envs/gpu/carry.py mirror --configfile configs/gpu.yaml         # mirror paths, one a line
+    python envs/gpu/carry.py segmentations --configfile configs/gpu.yaml  # segment outputs made here
+    python envs/gpu/carry.py tables --configfile configs/gpu.yaml --workdir DIR --out .gpu_data/segmentations
 
 Both read ``config.yaml`` with the config files merged over it as Snakemake merges them (key by
 key, lists replaced) and look only at what that config runs: the active corpora and the active
@@ -12,6 +14,13 @@ experiments (all experiments when ``active_experiments`` is absent) on them.
   package is named as a tokenizer or lattice segmenter by that config.
 * ``mirror``: the ``mirror`` path of every download of the active corpora and of
   ``compression.data`` (relative to the mirror, ``../shared/data`` or ``NMT_DATA_MIRROR``).
+* ``segmentations``: the ``segment`` rule's outputs (``results/data/C/seg/S/SPLIT.SRC-TGT.SRC``, every
+  split) of the *table segmenters*: those that an active experiment's ``lattice`` names and
+  that tokenise no active corpus (thulac and snownlp of the lattice rows; jieba tokenises
+  Tatoeba zh-en, so its wheel travels).  Their wheels are left out of ``wheels``; prepare.sh
+  makes these files here with Snakemake and ``tables`` packs them, with their inputs, into
+  ``LANG.SEGMENTER.jsonl.gz`` tables (:mod:`workflow_scripts.data.segment`), which the
+  ``segment`` rule reads on the GPU machine (``NMT_SEGMENTATIONS``).
 """
 from __future__ import annotations
 
@@ -75,6 +84,25 @@ def _strings(node: Any) -> Iterator[str]:
             yield from _strings(value)
 
 
+def table_segmenters(config: dict[str, Any], root: Path = ROOT) -> dict[str, list[str]]:
+    """Active corpus -> the segmenters whose segmentations travel as tables (see the module
+    docstring): named in an active experiment's ``lattice`` on that corpus, a segmenter of its
+    source language, and the tokenizer of no language of an active corpus."""
+    corpora, experiments = active_parts(config)
+    known = segmenter_names(root)
+    tokenizers = {lang_spec.get("tokenizer") for spec in corpora.values() for lang_spec in spec["preprocess"].values()}
+    found: dict[str, list[str]] = {}
+    for spec in experiments.values():
+        for corpus in spec.get("corpora", []):
+            if corpus not in corpora:
+                continue
+            src = corpora[corpus]["src"]
+            for name in spec.get("lattice") or []:
+                if name in known.get(src, ()) and name not in tokenizers and name not in found.get(corpus, []):
+                    found.setdefault(corpus, []).append(name)
+    return found
+
+
 def requirements(config: dict[str, Any], root: Path = ROOT) -> list[str]:
     project = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))["project"]
     extras = project["optional-dependencies"]
@@ -85,6 +113,7 @@ def requirements(config: dict[str, Any], root: Path = ROOT) -> list[str]:
     wanted += extras["workflow"]
     corpora, experiments = active_parts(config)
     named = {canonicalize_name(s) for s in _strings([corpora, experiments])}
+    named -= {canonicalize_name(name) for names in table_segmenters(config, root).values() for name in names}
     segmenters = {canonicalize_name(name) for names in segmenter_names(root).values() for name in names}
     for extra in SEGMENTER_EXTRAS:
         used = [r for r in extras[extra] if canonicalize_name(Requirement(r).name) in segmenters & named]
@@ -108,6 +137,47 @@ def mirror_paths(config: dict[str, Any]) -> list[str]:
     sections = [spec for corpus in corpora.values() for spec in (corpus.get("downloads") or {}).values()]
     sections += list(((config.get("compression") or {}).get("data") or {}).values())
     return sorted({spec["mirror"] for spec in sections if isinstance(spec, dict) and spec.get("mirror")})
+
+
+def _repository_on_path() -> None:
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
+
+
+def segmentation_files(config: dict[str, Any]) -> list[tuple[str, str, str, str]]:
+    """(language, segmenter, ``segment``'s input, its output) of every split of every table
+    segmenter's corpus (:func:`table_segmenters`), paths relative to the working directory."""
+    _repository_on_path()
+    from workflow_scripts.dag import paths
+    from workflow_scripts.data.corpus_spec import splits_of
+
+    files = []
+    for corpus, names in table_segmenters(config).items():
+        spec = config["corpora"][corpus]
+        for name in names:
+            for split in splits_of(spec, where=f"corpora.{corpus}"):
+                where = {"corpus": corpus, "split": split, **paths.sides(spec), "lang": spec["src"]}
+                files.append((spec["src"], name, f"{paths.DATA_ROOT}/{corpus}/norm/{split}.{spec['src']}-{spec['tgt']}.{spec['src']}",
+                              paths.encoded(units=f"seg/{name}", **where)))
+    return files
+
+
+def tables(args: argparse.Namespace) -> None:
+    """Pack the table segmenters' segmentations made in ``args.workdir`` (by prepare.sh's
+    Snakemake run) into ``args.out``/LANG.SEGMENTER.jsonl.gz, each line with its input line."""
+    _repository_on_path()
+    from workflow_scripts.data.segment import table_path, write_table
+
+    pairs: dict[tuple[str, str], list[tuple[str, str]]] = {}
+    for lang, name, norm, seg in segmentation_files(merged_config(args.configfile)):
+        lines = (args.workdir / norm).read_text(encoding="utf-8").splitlines()
+        words = (args.workdir / seg).read_text(encoding="utf-8").splitlines()
+        if len(lines) != len(words):
+            raise SystemExit(f"{args.workdir / seg}: {len(words)} lines for the {len(lines)} of {norm}")
+        pairs.setdefault((lang, name), []).extend(zip(lines, words, strict=True))
+    for (lang, name), found in pairs.items():
+        path = table_path(args.out, lang, name)
+        print(f"  {path}: {write_table(path, found)} lines segmented by {name}")
 
 
 # pip download for the image's interpreter: CPython 3.12, Linux x86_64, glibc up to 2.39.
@@ -243,7 +313,7 @@ def peers(args: argparse.Namespace) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("what", choices=["requirements", "mirror", "wheels", "peers"])
+    parser.add_argument("what", choices=["requirements", "mirror", "wheels", "peers", "segmentations", "tables"])
     parser.add_argument("--configfile", nargs="*", type=Path, default=[], help="merged over config.yaml, in order")
     parser.add_argument("--out", type=Path, default=ROOT / ".whl", help="wheels: the folder to fill (default: .whl)")
     parser.add_argument("--work", type=Path, default=ROOT / "build" / "gpu-carry",
@@ -252,12 +322,17 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--extra", nargs="*", default=[], help="wheels: more requirements (e.g. 'ctranslate2>=4.0,<5')")
     parser.add_argument("--carry-anyway", nargs="*", default=[],
                         help="wheels: carry these even where the image has the package")
+    parser.add_argument("--workdir", type=Path, default=ROOT / "build" / "gpu-segmentations",
+                        help="tables: the Snakemake working directory that made the segmentations")
     args = parser.parse_args(argv)
-    if args.what in ("wheels", "peers"):
-        (wheels if args.what == "wheels" else peers)(args)
+    if args.what in ("wheels", "peers", "tables"):
+        {"wheels": wheels, "peers": peers, "tables": tables}[args.what](args)
         return
     config = merged_config(args.configfile)
-    lines = requirements(config) if args.what == "requirements" else mirror_paths(config)
+    if args.what == "segmentations":
+        lines = [seg for _, _, _, seg in segmentation_files(config)]
+    else:
+        lines = requirements(config) if args.what == "requirements" else mirror_paths(config)
     sys.stdout.write("".join(line + "\n" for line in lines))
 
 

@@ -2,11 +2,13 @@
 # The one command of a `run` tool call on the GPU machine (envs/gpu/README.md), from the repository
 # root, with carry [".whl", ".gpu_data"] filled here by envs/gpu/prepare.sh:
 #   envs/gpu/run.sh                                   # snakemake gpu_reproduction, configs/gpu.yaml
+#   envs/gpu/run.sh --part lattice                    # snakemake gpu_part_lattice, configs/gpu.yaml configs/gpu_parts/lattice.yaml
 #   envs/gpu/run.sh --until-minutes 8 -- snakemake gpu_reproduction --cores 16 --configfile configs/gpu.yaml
 #   envs/gpu/run.sh -- python benchmarks/throughput.py --device cuda --amp bf16 --peers opennmt-py
 #   envs/gpu/run.sh --check-only                      # install and checks, no run
 # Installs the wheels into /tmp/site (skipped when a warm machine has them already), puts
 # /tmp/site and the repository on PYTHONPATH, reads corpora from .gpu_data (NMT_DATA_MIRROR),
+# and carried segmentations from .gpu_data/segmentations (NMT_SEGMENTATIONS),
 # checks the install (check_wheels.py --installed, snakemake --version, torch.cuda), then runs the
 # command and stops it gracefully --until-minutes after the start (default 9, inside the tool's
 # 10-minute limit): trainings get SIGTERM first (they save checkpoint_last.pt and exit 75), then
@@ -21,19 +23,22 @@ UNTIL=9
 CHECK_ONLY=0
 SITE=${GPU_SITE:-/tmp/site}
 CONFIGS=(configs/gpu.yaml)
+TARGET=gpu_reproduction
 while (($#)); do
     case $1 in
         --until-minutes) UNTIL=$2; shift 2 ;;
+        --part) [[ -f configs/gpu_parts/${2:-}.yaml ]] || { echo "run.sh: no part '${2:-}' (configs/gpu_parts/)" >&2; exit 2; }
+                CONFIGS=(configs/gpu.yaml "configs/gpu_parts/$2.yaml"); TARGET=gpu_part_$2; shift 2 ;;
         --check-only) CHECK_ONLY=1; shift ;;
         --) shift; break ;;
-        -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
         *) break ;;
     esac
 done
 if (($#)); then
     COMMAND=("$@")
 else
-    COMMAND=(snakemake gpu_reproduction --cores 16 --rerun-incomplete --keep-going --configfile "${CONFIGS[@]}")
+    COMMAND=(snakemake "$TARGET" --cores 16 --rerun-incomplete --keep-going --configfile "${CONFIGS[@]}")
 fi
 OUT=${OUT:-$ROOT/build/gpu-out}
 mkdir -p "$OUT"
@@ -61,6 +66,9 @@ export PYTHONPATH="$SITE:$ROOT${PYTHONPATH:+:$PYTHONPATH}"
 mkdir -p "$SITE/bin" && [[ -x $SITE/bin/python ]] || ln -sf "$PYTHON" "$SITE/bin/python"
 export PATH="$SITE/bin:$PATH"
 export NMT_DATA_MIRROR="$ROOT/.gpu_data" PYTHONUNBUFFERED=1
+if [[ -d .gpu_data/segmentations ]]; then  # lattice segmenters run where prepare.sh ran (workflow_scripts/data/segment.py)
+    export NMT_SEGMENTATIONS="$ROOT/.gpu_data/segmentations"
+fi
 if [[ -d .whl/peers ]]; then  # benchmarks/_peers.py's pip installs find the carried peer wheels, offline
     export PIP_FIND_LINKS="$ROOT/.whl/peers" PIP_NO_INDEX=1
 fi

@@ -12,6 +12,7 @@ the rule files (tested in tests/test_dag.py and beside each feature's tests).
     cluster      resources, launcher and PYTHONPATH of jobs (rules/train.smk, profiles)
     evaluation   what is scored and tested: test sets, significance pairs, report targets
     keys         misspelt config keys: one line with a did-you-mean, before the schema runs
+    gpu_parts    the GPU reproduction in parts (configs/gpu_parts/, targets gpu_part_P)
 
 The JSON schema (schemas/config.schema.yaml) checks keys and types; these modules check what a
 schema cannot: cross-references between keys.  Every error names the key path.
