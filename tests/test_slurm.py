@@ -48,9 +48,12 @@ PID_FILES = {
 # The test cluster: partitions named in the config below, 2 fake GPUs, more CPUs than the
 # machine has (jobs are small; a training job must not block every other job).
 CLUSTER_ENV = {"SLURM_LOCAL_PARTITIONS": "cpu gpu", "SLURM_LOCAL_GPUS": "2", "SLURM_LOCAL_CPUS": "8"}
-# Status polls: the first 6 s after a job finished, then 10 s more after each poll in which
-# none did (the plugin's rule), instead of the profile's cluster-friendly 40 s + 10 s steps.
-FAST_POLLING = ("--seconds-between-status-checks", "6", "--slurm-init-seconds-before-status-checks", "6",
+# Status polls every 3 s, instead of the profile's cluster-friendly 40 s + 10 s more after each
+# poll in which no job finished: snakemake runs through tests/snakemake_steady_polling.py, which
+# keeps the plugin's wait at --seconds-between-status-checks (with the plugin's own rule a finished
+# training was noticed up to a minute late).
+SNAKEMAKE = (sys.executable, "-m", "tests.snakemake_steady_polling")
+FAST_POLLING = ("--seconds-between-status-checks", "3", "--slurm-init-seconds-before-status-checks", "3",
                 "--latency-wait", "5")
 CORPUS = "multi30k_en_de"
 PAIR = "en-de"
@@ -153,7 +156,7 @@ class Run:
 
 def start_profile(workdir: Path, targets: list[str], configfiles: list[Path], *options: str) -> subprocess.Popen:
     """Start `snakemake TARGETS --profile slurm` from the repository root, outputs in ``workdir``."""
-    command = [sys.executable, "-m", "snakemake", *targets, "--profile", "slurm", "-d", str(workdir),
+    command = [*SNAKEMAKE, *targets, "--profile", "slurm", "-d", str(workdir),
                *FAST_POLLING, *options, "--configfile", str(ROOT / "configs/ci.yaml"), *map(str, configfiles)]
     return subprocess.Popen(command, cwd=ROOT, env={**os.environ, "NMT_DATA_MIRROR": str(MIRROR)},
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
