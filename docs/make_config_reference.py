@@ -179,8 +179,10 @@ FIELD_NOTES: dict[str, dict[str, str]] = {
         "log_interval": "log and write `metrics.csv` every N updates",
         "tensorboard": "also write TensorBoard logs to `OUT_DIR/tensorboard`",
         "max_nonfinite_updates": "consecutive updates with a NaN/inf loss or gradient that are skipped before training stops as diverged",
-        "compile": "the forward pass through `torch.compile`: Inductor kernel fusion (`default`), plus CUDA graphs (`reduce-overhead`), plus autotuning (`max-autotune`); docs/gpu.md#compilation",
-        "pad_to_multiple": "pad source and target lengths of every batch to a multiple of N, so compiled graphs are reused (loss unchanged)",
+        "compile": ("the forward pass through `torch.compile`: Inductor kernel fusion (`default`), plus CUDA graphs "
+                    "(`reduce-overhead`), plus autotuning (`max-autotune`); docs/compilation.md"),
+        "pad_to_multiple": ("pad source and target lengths of every batch to a multiple of N, so compiled graphs are "
+                            "reused (loss unchanged)"),
         "pad_rows_to_multiple": "pad every batch's rows to a multiple of N with label-free copies (loss unchanged)",
     },
     "DecodeConfig": {
