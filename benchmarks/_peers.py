@@ -61,6 +61,10 @@ INSTALL: dict[str, list[list[str]]] = {
         ["ctranslate2==3.24.0", "pyahocorasick==2.1.0", "rapidfuzz==3.9.7", "fasttext-wheel==0.9.2",
          "spacy==3.8.18", "waitress==3.0.0"],
     ],
+    # OpenNMT-py alone, for machines where the libraries above cannot be carried (the GPU
+    # machine's 64 MiB, envs/gpu/README.md): the modules that onmt.transforms imports at start-up
+    # for transforms this benchmark never uses get empty stand-ins (STAND_INS); no CTranslate2.
+    "opennmt-py-slim": [["--no-deps", "OpenNMT-py==3.5.1", "pyonmttok==1.38.1", "ConfigArgParse==1.9.0"]],
     "sockeye": [["--no-deps", "sockeye==3.1.34", "numpy==1.26.4"]],
     "joeynmt": [["--no-deps", "joeynmt==2.3.0", "importlib_metadata==8.5.0", "zipp==3.21.0", "sentencepiece==0.2.0"]],
     # Built from its source archive (no wheel for Python 3.11): Cython first, then the
@@ -73,9 +77,18 @@ INSTALL: dict[str, list[list[str]]] = {
 }
 IMPORT_CHECK = {
     "opennmt-py": "import onmt.bin.train, onmt.bin.translate, onmt.bin.build_vocab, ctranslate2",
+    "opennmt-py-slim": "import onmt.bin.train, onmt.bin.translate, onmt.bin.build_vocab",
     "sockeye": "import sockeye.train, sockeye.translate",
     "joeynmt": "import joeynmt.training, joeynmt.prediction",
     "fairseq": "import fairseq.options, fairseq_cli.train",
+}
+# Empty modules written into an environment's site-packages (module -> source): onmt.transforms
+# imports terminology (spacy, ahocorasick), inlinetags (ahocorasick), fuzzymatch (rapidfuzz)
+# and clean (fasttext) when it starts; none of them runs in this benchmark.
+_UNUSED = '"""Stand-in: OpenNMT-py imports this at start-up for a transform the benchmark does not use."""\n'
+STAND_INS: dict[str, dict[str, str]] = {
+    "opennmt-py-slim": {"spacy": _UNUSED, "ahocorasick": _UNUSED, "fasttext": _UNUSED,
+                        "rapidfuzz": _UNUSED + "fuzz = process = None\n"},
 }
 
 
@@ -85,7 +98,14 @@ class PeerError(RuntimeError):
 
 @dataclass(frozen=True)
 class Setup:
-    """What every system shares: data, model shape, batching, schedule, measurement."""
+    """What every system shares: data, model shape, batching, schedule, measurement.
+
+    The shape fields (``layers`` encoder and decoder layers each, ``d_model``, ``heads``,
+    ``ffn_dim``, ``dropout``) are those of nmtmodels' model preset ``shape``
+    (``benchmarks/throughput.py``'s ``shape_fields``); the defaults are ``tiny``'s.
+    ``peer_amp="fp16"``: OpenNMT-py trains in mixed precision (its ``model_dtype: fp16`` with
+    ``optim: adam``, i.e. torch autocast and a gradient scaler; CUDA only); the other peers
+    stay fp32."""
 
     train_src: Path
     train_tgt: Path
@@ -94,6 +114,7 @@ class Setup:
     dev_tgt: Path
     src_lang: str
     tgt_lang: str
+    shape: str = "tiny"
     layers: int = 3
     d_model: int = 256
     heads: int = 4
@@ -111,6 +132,8 @@ class Setup:
     threads: int = 2
     device: str = "cpu"
     seed: int = 1
+    peer_amp: str = "none"
+    onmt_env: str = "opennmt-py"  # the INSTALL entry OpenNMT-py runs from ("opennmt-py-slim": no CTranslate2)
 
     @property
     def total_updates(self) -> int:
@@ -248,11 +271,15 @@ class Venv:
         self.name, self.reinstall, self.log = name, reinstall, log
         self.path = VENV_ROOT / name
         self.python = self.path / "bin" / "python"
-        self.spec = json.dumps({"python": sys.version, "install": INSTALL[name], "check": IMPORT_CHECK[name]})
+        self.spec = json.dumps({"python": sys.version, "install": INSTALL[name], "check": IMPORT_CHECK[name],
+                                **({"stand_ins": STAND_INS[name]} if name in STAND_INS else {})})
         self.digest = hashlib.sha256(self.spec.encode()).hexdigest()[:16]
 
     def bin(self, script: str) -> Path:
         return self.path / "bin" / script
+
+    def site_packages(self) -> Path:
+        return self.path / "lib" / f"python{sys.version_info[0]}.{sys.version_info[1]}" / "site-packages"
 
     def ensure(self) -> Path:
         """The environment's python; installs it first if needed (PeerError on failure)."""
@@ -272,10 +299,14 @@ class Venv:
                 # Run from a virtual environment (the GPU machines' python is one): the new one's
                 # "system" site-packages are the base interpreter's, not this one's (torch, pip):
                 # add this one's behind the new environment's own.
-                pth = self.path / "lib" / f"python{sys.version_info[0]}.{sys.version_info[1]}" / "site-packages" / "_parent.pth"
+                pth = self.site_packages() / "_parent.pth"
                 pth.write_text("".join(f"import site; site.addsitedir({p!r})\n" for p in site.getsitepackages()), encoding="utf-8")
             for packages in INSTALL[self.name]:
                 run_logged([self.python, "-m", "pip", "install", "--disable-pip-version-check", *packages], self.log, env)
+            for module, source in STAND_INS.get(self.name, {}).items():
+                package = self.site_packages() / module
+                package.mkdir(parents=True, exist_ok=True)
+                (package / "__init__.py").write_text(source, encoding="utf-8")
             run_logged([self.python, "-c", IMPORT_CHECK[self.name]], self.log, env)
         except PeerError as exc:
             failed.write_text(f"install failed: {exc}\n", encoding="utf-8")
@@ -335,6 +366,10 @@ class OpenNMTPy(Peer):
     AVG_TIME = re.compile(r"Average translation time \(ms\):\s*([\d.]+)")
 
     @property
+    def venv_name(self) -> str:
+        return self.setup.onmt_env
+
+    @property
     def model_path(self) -> Path:
         return self.work / f"model_step_{self.setup.total_updates}.pt"
 
@@ -382,9 +417,14 @@ class OpenNMTPy(Peer):
             "batch_size": s.max_tokens,
             "accum_count": [1],
             "num_workers": 0,
-            "model_dtype": "fp32",
+            "model_dtype": "fp16" if s.peer_amp == "fp16" and s.cuda else "fp32",
             **({"world_size": 1, "gpu_ranks": [0]} if s.cuda else {}),
         }
+
+    def precision_args(self) -> list[str]:
+        """``onmt_translate`` arguments for the precision it trained in: fp16 weights after
+        ``peer_amp="fp16"`` (its translator has no autocast), else its fp32 default."""
+        return ["-precision", "fp16"] if self.setup.peer_amp == "fp16" and self.setup.cuda else []
 
     def train(self) -> TrainSpeed:
         self.venv.ensure()
@@ -421,7 +461,8 @@ class OpenNMTPy(Peer):
         log.unlink(missing_ok=True)
         run_logged([self.venv.bin("onmt_translate"), "-model", self.model_path, "-src", s.test_src, "-output", output,
                     "-beam_size", s.beam, "-batch_type", "tokens", "-batch_size", s.decode_batch_tokens,
-                    "-length_penalty", "wu", "-alpha", "1.0", "-report_time", "-gpu", 0 if s.cuda else -1], log, child_env(s))
+                    "-length_penalty", "wu", "-alpha", "1.0", "-report_time", "-gpu", 0 if s.cuda else -1,
+                    *self.precision_args()], log, child_env(s))
         match = self.AVG_TIME.search(log.read_text(encoding="utf-8"))
         if not match:
             raise PeerError(f"no 'Average translation time' in {_rel(log)}")
