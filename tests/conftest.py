@@ -1,5 +1,32 @@
-"""Workflow test session hooks."""
+"""Workflow test session hooks: no SLURM probe in local snakemake runs, and the trainings covered
+by the shipped-config tests."""
 from __future__ import annotations
+
+import os
+
+import pytest
+
+# SLURM client configuration of the tests' processes (see pytest_configure).
+NO_SLURM = "/dev/null"
+
+
+def pytest_configure(config):
+    """Every snakemake start imports the SLURM executor plugin, which runs `scontrol show config`
+    for a help text; where SLURM is installed but no controller runs (the CI VM, outside
+    tests/test_slurm.py) scontrol retries for 9 s, so every dry run and local run of the tests
+    took 9 s longer.  Those runs use no SLURM: an empty configuration makes scontrol fail at once.
+    A SLURM_CONF of the caller stays; tests/test_slurm.py's cluster gets the machine's own
+    (fixture ``machine_slurm``)."""
+    os.environ.setdefault("SLURM_CONF", NO_SLURM)
+
+
+@pytest.fixture(scope="module")
+def machine_slurm():
+    """The machine's own SLURM client configuration (not NO_SLURM) for the rest of the module."""
+    with pytest.MonkeyPatch.context() as patch:
+        if os.environ.get("SLURM_CONF") == NO_SLURM:
+            patch.delenv("SLURM_CONF")
+        yield
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):

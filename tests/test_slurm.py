@@ -197,8 +197,9 @@ def lines(path: Path) -> list[str]:
 
 # ----------------------------------------------------------------------------- fixtures
 @pytest.fixture(scope="module")
-def cluster():
-    """A running local SLURM cluster; stops, at the end, the daemons that were not running before."""
+def cluster(machine_slurm):
+    """A running local SLURM cluster; stops, at the end, the daemons that were not running before.
+    Its commands read the machine's SLURM configuration (tests/conftest.py ``machine_slurm``)."""
     reason = _unavailable()
     if reason:
         pytest.skip(reason)
