@@ -1,11 +1,13 @@
-"""Workflow test session hooks: no SLURM probe in local snakemake runs, and the trainings covered
-by the shipped-config tests."""
+"""Workflow test session hooks: the long modules first, no SLURM probe in local snakemake runs,
+and the trainings covered by the shipped-config tests."""
 from __future__ import annotations
 
 import os
 
 import pytest
 
+# Marks of the longest tests (pyproject.toml `markers`), in the order their modules start.
+LONG_FIRST = ("slurm", "configs", "slow")
 # SLURM client configuration of the tests' processes (see pytest_configure).
 NO_SLURM = "/dev/null"
 
@@ -27,6 +29,20 @@ def machine_slurm():
         if os.environ.get("SLURM_CONF") == NO_SLURM:
             patch.delenv("SLURM_CONF")
         yield
+
+
+def pytest_collection_modifyitems(session, config, items):
+    """Modules with a test marked slurm, configs or slow first (in that order; the others keep
+    theirs).  With ``--dist loadfile --no-loadscope-reorder`` (pyproject.toml) the two xdist
+    workers start with the SLURM run and the shipped-config trainings, and the short modules
+    fill the time around them, instead of queueing the longest modules behind them at the end."""
+    rank: dict[str, int] = {}
+    for item in items:
+        module = item.nodeid.split("::", 1)[0]
+        marks = {mark.name for mark in item.iter_markers()}
+        first = min((LONG_FIRST.index(name) for name in marks & set(LONG_FIRST)), default=len(LONG_FIRST))
+        rank[module] = min(rank.get(module, first), first)
+    items.sort(key=lambda item: rank[item.nodeid.split("::", 1)[0]])
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
