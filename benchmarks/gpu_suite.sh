@@ -12,6 +12,11 @@
 #   families    family_steps.py: step time of every structure-aware family at base, 4,096 tokens
 #   search      search_gpu.py: beam 4 on newstest2014 (first 1,000 sentences), ours against
 #               OpenNMT-py on the models throughput trained, batch sweep 1k-16k tokens
+# Parts run only when named (--parts cuda-tests launch: the first call of a GPU session):
+#   cuda-tests  pytest nmtmodels/tests/test_cuda.py (every GPU test, the compiled paths included)
+#   launch      throughput.py, ours alone at the launch-bound shape ($LAUNCH_SHAPE, default tiny;
+#               small is configs/gpu.yaml's): fp32 eager, bf16 eager, bf16 with
+#               train.compile: reduce-overhead and 8/8 shape buckets (docs/compilation.md)
 # Each part gets at most its own cap and what is left of --budget seconds (default 480, so that
 # envs/gpu/run.sh's install and checks fit in its 9 minutes); a part stopped at its limit keeps
 # what it wrote.  Output: $OUT/gpu_suite.md (every part's table, its command and seconds) and
@@ -36,7 +41,7 @@ while (($#)); do
         --budget) BUDGET=$2; shift 2 ;;
         --work) WORK=$2; shift 2 ;;
         --parts) shift; PARTS=(); while (($#)) && [[ $1 != --* ]]; do PARTS+=("$1"); shift; done ;;
-        -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
         *) echo "gpu_suite.sh: unknown argument '$1' (--help)" >&2; exit 2 ;;
     esac
 done
@@ -82,11 +87,13 @@ if ((QUICK)); then
     SIZES_P=(--quick --shape tiny)
     SIZES_F=(--quick)
     SIZES_S=(--quick --shape tiny --batch-tokens 300 1000 --fixed-batch-tokens 1000)
+    SIZES_L=(--quick --warmup 4 --updates 8 --log-interval 4)
 else
     SIZES_T=(--shape base --max-tokens 25000 --warmup 20 --updates 100 --log-interval 20 --decode-sentences 1000)
     SIZES_P=(--shape base --max-tokens 25000 --steps 10 --warmup-steps 5)
     SIZES_F=(--preset base --tokens 4096 --batches 8 --rounds 3)
     SIZES_S=(--shape base --sentences 1000 --batch-tokens 1000 2000 4000 8000 16000 --fixed-batch-tokens 4000)
+    SIZES_L=()
 fi
 {
     echo "# GPU benchmark suite ($(date -u +%F), $(git rev-parse --short HEAD 2>/dev/null || echo 'no git'))"
@@ -128,7 +135,24 @@ for name in "${PARTS[@]}"; do
                       --threads "$THREADS" --out "$WORK/families.md" "${SIZES_F[@]}" ;;
         search) part search 200 "$THROUGHPUT/search/table.md" "$PYTHON" benchmarks/search_gpu.py --device "$DEVICE" \
                     "${AMP[@]}" "${PEER_AMP[@]}" --onmt-slim --threads "$THREADS" --work-dir "$THROUGHPUT" "${SIZES_S[@]}" ;;
-        *) echo "gpu_suite.sh: unknown part '$name' (throughput, profile, families, search)" >&2; exit 2 ;;
+        cuda-tests) part cuda-tests 240 "$WORK/cuda-tests.stdout" "$PYTHON" -m pytest -o addopts="" -p no:cacheprovider -q -rs \
+                        nmtmodels/tests/test_cuda.py ;;
+        launch)
+            shape=${LAUNCH_SHAPE:-tiny}
+            for variant in fp32 bf16 bf16-graphs; do
+                dir=$WORK/launch-$shape-$variant
+                mkdir -p "$dir/data" && cp -p "$THROUGHPUT"/data/* "$dir/data/" 2>/dev/null
+                case $variant in
+                    fp32) flags=(); cap=60 ;;
+                    bf16) flags=(--amp bf16); cap=60 ;;
+                    bf16-graphs) flags=(--amp bf16 --compile reduce-overhead --pad-to-multiple 8 --pad-rows-to-multiple 8); cap=100 ;;
+                esac
+                # a long warm-up: compiling and recording the graphs of the buckets happens there
+                part "launch-$shape-$variant" "$cap" "$dir/table.md" "$PYTHON" benchmarks/throughput.py --device "$DEVICE" \
+                    --peers --no-ct2-export --threads "$THREADS" --shape "$shape" --warmup 300 --updates 300 \
+                    --log-interval 50 --decode-sentences 200 --work-dir "$dir" "${flags[@]}" "${SIZES_L[@]}"
+            done ;;
+        *) echo "gpu_suite.sh: unknown part '$name' (throughput, profile, families, search, cuda-tests, launch)" >&2; exit 2 ;;
     esac
 done
 echo "[gpu_suite] done in $(($(date +%s) - START)) s; $REPORT"
