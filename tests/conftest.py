@@ -31,6 +31,7 @@ def machine_slurm():
         yield
 
 
+@pytest.hookimpl(tryfirst=True)  # before -m deselection and --ff/--lf, which keep this order
 def pytest_collection_modifyitems(session, config, items):
     """Modules with a test marked slurm, configs or slow first (in that order; the others keep
     theirs).  With ``--dist loadfile --no-loadscope-reorder`` (pyproject.toml) the two xdist
