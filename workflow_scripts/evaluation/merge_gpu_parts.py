@@ -72,12 +72,7 @@ def read_claims(path: str | Path = CLAIMS_FILE) -> dict[str, dict[str, Any]]:
 def read_part(path: str | Path) -> dict[str, Any]:
     """One part: its summary JSON and, when beside it, its summary.md and timeline.md."""
     path = Path(path)
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise DataError(path, "no such file") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise DataError(path, f"not valid JSON ({exc})") from None
+    data = tables.read_json(path)
     if not isinstance(data, dict) or not {"machine", "workflow", "runs", "scores"} <= set(data):
         raise DataError(path, "not a results summary (python -m workflow_scripts.evaluation.summary)")
     markdown = path.with_suffix(".md")

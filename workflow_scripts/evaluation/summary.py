@@ -142,15 +142,6 @@ def _read_yaml(path: Path) -> dict[str, Any]:
     return data
 
 
-def _read_json(path: Path) -> dict[str, Any]:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise DataError(path, "no such file") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise DataError(path, f"not valid JSON ({exc})") from None
-
-
 def stop_reason(updates: int, elapsed_s: float, budget: dict[str, Any]) -> str:
     """Why a run stopped, from its budget and its last metrics row (see the module docstring)."""
     if budget.get("max_updates") and updates >= budget["max_updates"]:
@@ -176,7 +167,7 @@ def training_run(experiment: str, corpus: str, root: str | Path = ".") -> dict[s
         raise DataError(metrics_path, f"last row: {exc}") from None
     if math.isnan(elapsed):
         raise DataError(metrics_path, "last row has no elapsed time")
-    info = _read_json(root / files["model_info"])
+    info = tables.read_json(root / files["model_info"])
     budget = {key: settings["train"].get(key, 0) or 0 for key in BUDGET_KEYS}
     series = curve_series(metrics_path)
     dev_loss = min(zip(*series["dev loss"]), key=lambda point: point[1]) if "dev loss" in series else None

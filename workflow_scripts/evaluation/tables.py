@@ -75,7 +75,8 @@ DISAGREEMENT = "§"  # a marker whose direction differs from the corpus score di
 
 
 # ----------------------------------------------------------------------------- collect
-def _read_json(path: Path) -> dict[str, Any]:
+def read_json(path: Path) -> Any:
+    """A JSON file's content; DataError naming the file when it is missing or not JSON."""
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
@@ -97,7 +98,7 @@ def collect_results(metadata: dict[str, Any], root: str | Path = ".") -> pd.Data
 
     def load(relative: str) -> dict[str, Any]:
         if relative not in cache:
-            cache[relative] = _read_json(root / relative)
+            cache[relative] = read_json(root / relative)
         return cache[relative]
 
     rows = []
