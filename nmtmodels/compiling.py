@@ -36,7 +36,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import replace
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 import torch
 from torch import Tensor
@@ -44,9 +44,8 @@ from torch import Tensor
 from nmtmodels.batch import Batch
 
 TrainCompileMode = Literal["none", "default", "reduce-overhead", "max-autotune"]
-DecodeCompileMode = Literal["none", "default"]
-TRAIN_COMPILE_MODES: tuple[str, ...] = ("none", "default", "reduce-overhead", "max-autotune")
-DECODE_COMPILE_MODES: tuple[str, ...] = ("none", "default")
+TRAIN_COMPILE_MODES: tuple[str, ...] = get_args(TrainCompileMode)
+DECODE_COMPILE_MODES: tuple[str, ...] = ("none", "default")  # no CUDA graphs for the decoder step (module doc)
 # The torch.compile backend. Inductor generates code; the CPU tests set "aot_eager", which
 # captures the same graphs (Dynamo and AOTAutograd) and runs them eagerly, in seconds instead
 # of a minute of C++ compilation per graph.
