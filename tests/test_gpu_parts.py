@@ -20,6 +20,7 @@ from tests.test_gpu_carry import carry
 from workflow_scripts.dag import WorkflowConfigError, checks, gpu_parts, runs, seeds
 from workflow_scripts.data import segment
 from workflow_scripts.evaluation import merge_gpu_parts as merging
+from workflow_scripts.evaluation import summary as summaries
 
 ROOT = Path(__file__).resolve().parents[1]
 BUDGET_KEYS = {"max_updates", "max_minutes", "warmup_updates", "validate_interval_updates"}
@@ -196,24 +197,47 @@ def part_summary(part: str, system: str, baseline: str, paper: str, metric: str,
             "marker_test": "sign", "runs": [run], "scores": scores, "comparisons": [], "seed_scores": seed_scores}
 
 
-@pytest.mark.parametrize(("paper", "delta", "marker", "expected"), [
-    ("reordering", 0.5, "++", "reproduced"), ("reordering", 0.5, "+", "reproduced"), ("reordering", 0.5, "", "not reproduced"),
-    ("reordering", -0.5, "−", "reversed"), ("reordering", 0.5, "−", "not reproduced"), ("reordering", 0.5, "+§", "not reproduced"),
-    ("lattice", 0.9, "†", "reproduced"), ("lattice", -0.9, "‡", "reversed"), ("lattice", 0.9, "+", "not reproduced"),
-    ("graph", None, "", "not reproduced"),
-])
-def test_the_verdict_rule(paper, delta, marker, expected):
-    assert merging.verdict(paper, delta, marker) == expected
+def write_part(folder: Path, data: dict) -> str:
+    folder.mkdir(parents=True)
+    (folder / "summary.json").write_text(json.dumps(data))
+    (folder / "timeline.md").write_text("- wall time: **6.4 min** (from to)\n")
+    return str(folder / "summary.json")
+
+
+def test_merge_shows_no_win_marker_beside_a_lower_score(tmp_path, capsys):
+    """A lattice part whose sign test favours the system (p = 7.4e-07) while corpus BLEU is 1.40
+    lower: the part's summary has no marker, the merge neither, and the verdict is the summary's."""
+    from tests.test_summary import disagreeing_results, summary_of
+
+    data = summary_of(disagreeing_results(tmp_path, length_ratio=0.93, brevity_penalty=0.925))
+    data["workflow"]["config_files"] = ["configs/gpu.yaml", "configs/gpu_parts/lattice.yaml"]
+    path = write_part(tmp_path / "parts/lattice", data)
+    out = tmp_path / "summary.md"
+    assert merging.main([path, "-o", str(out)]) == 0
+    merged = json.loads(out.with_suffix(".json").read_text())
+    lattice = next(v for v in merged["verdicts"] if v["system"] == "lattice_lpe_lsa_zh")
+    assert (lattice["marker"], lattice["disagreement"], lattice["verdict"]) == (
+        "", "sign test favours the system, score lower", "not reproduced")
+    assert (lattice["baseline"], lattice["length_ratio"], lattice["brevity_penalty"]) == ("lattice_1best_zh", 0.93, 0.925)
+    char = next(v for v in merged["verdicts"] if v["system"] == "char2word")
+    assert char["verdict"] == "not measurable at this budget"
+    # one verdict function: the merge's rows are the part summary's own claims rows
+    assert [{k: v for k, v in row.items() if k != "part"} for row in merged["verdicts"] if "part" in row] == data["claims"]
+    claims_table = out.read_text().split("## Claims and verdicts")[1].split("## Part ")[0]
+    lines = claims_table.splitlines()
+    header = next(line for line in lines if line.startswith("| system |"))
+    row = next(line for line in lines if line.startswith("| lattice_lpe_lsa_zh |"))
+    cells = dict(zip(*([c.strip() for c in line.strip("|").split("|")] for line in (header, row)), strict=True))
+    assert (cells["ours"], cells["marker"], cells["length ratio / BP (ours; baseline)"], cells["verdict"]) == (
+        "9.37", "sign test favours the system, score lower", "0.930 / 0.925; –", "**not reproduced**")
+    assert "1 parts, 11 claims: 1 not reproduced, 1 not measurable at this budget, 9 not run" in capsys.readouterr().out
 
 
 def test_merge_writes_claims_verdicts_and_every_part(tmp_path, capsys):
     for part, system, paper, metric, deltas, marker in (
             ("reordering", "reorder_both", "reordering", "bleu", [0.4, 0.6, 0.8], "++"),
             ("graph", "graph_half_dim_gate", "graph", "tokenized_bleu", [-0.4, -0.6, 0.1], "−")):
-        folder = tmp_path / "parts" / part
-        folder.mkdir(parents=True)
-        (folder / "summary.json").write_text(json.dumps(part_summary(part, system, "baseline", paper, metric, deltas, marker)))
-        (folder / "timeline.md").write_text("- wall time: **6.4 min** (from to)\n")
+        write_part(tmp_path / "parts" / part, part_summary(part, system, "baseline", paper, metric, deltas, marker))
     out = tmp_path / "summary.md"
     paths = [str(p) for p in sorted((tmp_path / "parts").glob("*/summary.json"))]
     assert merging.main([*paths, "-o", str(out)]) == 0
@@ -235,7 +259,7 @@ def test_merge_writes_claims_verdicts_and_every_part(tmp_path, capsys):
 
 def test_every_claim_names_a_system_of_gpu_yaml_with_its_papers_metric():
     whole = merged(gpu_parts.BASE_CONFIG)
-    claims = merging.read_claims()
+    claims = summaries.read_claims()
     for system, claim in claims.items():
         spec = whole["experiments"][system]
         assert spec.get("baseline") and spec["paper"] == claim["paper"], system

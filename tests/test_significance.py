@@ -153,6 +153,34 @@ def test_sign_test_and_corpus_bleu_can_disagree(name):
         assert entry["system_score"] == pytest.approx(100 * (63 / 272 * 54 / 262 * 45 / 252 * 36 / 242) ** 0.25)
 
 
+def test_sign_test_ignores_the_brevity_penalty():
+    """Ten 10-word references.  The baseline gets the first 5 words right and pads with 5 wrong
+    ones; the system outputs the 5 right words alone.  Swapping in one system sentence drops 5
+    wrong words from 100 (precision up, brevity penalty barely moved): every sentence counts
+    "better".  But the system as a whole is half the reference length: BP = exp(1 - 2), which
+    its perfect precisions do not make up for.  No marker may claim it better."""
+    from workflow_scripts.evaluation import tables
+
+    refs = [[f"r{i}w{k}" for k in range(10)] for i in range(10)]
+    baseline = [" ".join(ref[:5] + [f"x{k}" for k in range(5)]) for ref in refs]
+    system = [" ".join(ref[:5]) for ref in refs]
+    streams = [[" ".join(ref) for ref in refs]]
+    entry = sig.compare("en", system, baseline, streams, tokenized=(system, baseline, streams), metrics=["tokenized_bleu"],
+                        tests=["sign"])["metrics"]["tokenized_bleu"]
+    sign = entry["sign"]
+    assert (sign["better"], sign["worse"], sign["ties"], sign["p_value"]) == (10, 0, 0, 2 / 2**10)
+    own = fresh_metric("tokenized_bleu").corpus_score(system, streams)
+    assert (own.sys_len, own.ref_len, own.ratio) == (50, 100, 0.5) and own.bp == pytest.approx(math.exp(-1))
+    # by hand: the system's precisions are all 1, so BLEU = 100 BP; the baseline's are 50/100, 40/90, 30/80, 20/70
+    assert entry["system_score"] == pytest.approx(100 * math.exp(-1))
+    assert entry["baseline_score"] == pytest.approx(100 * (50 / 100 * 40 / 90 * 30 / 80 * 20 / 70) ** 0.25)
+    assert entry["system_score"] < entry["baseline_score"]
+    row = {"p_sign": sign["p_value"], "sign_better": sign["better"], "sign_worse": sign["worse"],
+           "delta": entry["system_score"] - entry["baseline_score"]}
+    assert tables.PLUS.mark(row["p_sign"], 10) == "++"  # what the test alone would have printed
+    assert tables.significance_mark(row, "sign", tables.PLUS) == ("", "sign test favours the system, score lower")
+
+
 def test_sign_test_perfect_system_wins_every_changed_sentence():
     _, baseline, streams = corpus(30, seed=3)
     perfect = list(streams[0])

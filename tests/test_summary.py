@@ -3,20 +3,30 @@ runs (budgets, metrics.csv rows) are written by hand in tests/report_fixtures.py
 from __future__ import annotations
 
 import json
+import math
 import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
+import sacrebleu
 import torch
+import yaml
 
 from tests.report_fixtures import BUDGETS, STOPS, TRAIN_ROWS, build_training_runs, build_tree, fixture_config
+from tests.test_tables import handmade
 from workflow_scripts.dag import evaluation as ev
 from workflow_scripts.dag import runs
 from workflow_scripts.evaluation import curves, summary, tables
 
 ROOT = Path(__file__).resolve().parents[1]
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+# Claims on the fixture's systems (the summary's claims section reads them with --claims).
+FIXTURE_CLAIMS = {
+    "lpe": {"paper": "lattice", "metric": "bleu", "claim": "+LPE beats the 1-best Transformer", "paper_delta": 0.58},
+    "lsa": {"paper": "lattice", "metric": "bleu", "claim": "+LSA beats the 1-best Transformer", "paper_delta": 0.42},
+    "gate": {"paper": "graph", "metric": "tokenized_bleu", "claim": "+half-dim&gate beats the Transformer", "paper_delta": 1.1},
+}
 
 
 @pytest.fixture(scope="module")
@@ -26,12 +36,14 @@ def tree(tmp_path_factory) -> tuple[Path, dict]:
     build_tree(root, config)
     build_training_runs(root, config)
     tables.collect_results(ev.report_metadata(config), root).to_csv(root / "results.csv", index=False)
+    (root / "claims.yaml").write_text(yaml.safe_dump(FIXTURE_CLAIMS), encoding="utf-8")
     return root, config
 
 
 def run_cli(root: Path, config: dict, *extra: str) -> int:
     return summary.main(["--metadata", json.dumps(ev.report_metadata(config)), "--results", str(root / "results.csv"),
-                         "--workflow-dir", str(ROOT), "--configfile", "config.yaml", "configs/ci.yaml",
+                         "--workflow-dir", str(ROOT), "--configfile", "config.yaml", "configs/ci.yaml", "--claims",
+                         str(root / "claims.yaml"),
                          "--markdown", str(root / "out/summary.md"), "--json", str(root / "out/summary.json"), *extra])
 
 
@@ -123,6 +135,140 @@ def test_markers_are_the_tables(tree, made):
     assert entry["marker"] == "†" and f"| lpe | bleu | {lpe.score:.2f}† |" in markdown
     baseline = next(s for s in data["scores"] if s["experiment"] == "transformer")
     assert baseline["marker"] == "" and baseline["baseline"] is None
+
+
+def test_every_score_row_has_its_length_ratio_and_brevity_penalty(tree, made):
+    root, config = tree
+    markdown, data = made
+    refs = [(root / path).read_text(encoding="utf-8").splitlines() for path in ev.reference_files(config, "nist", "mt03")["refs"]]
+    hyps = (root / ev.system_files("lsa", "nist", "mt03", False)["hyp"]).read_text(encoding="utf-8").splitlines()
+    own = sacrebleu.corpus_bleu(hyps, refs)  # en target: the default tokenizer, as the workflow's
+    entry = next(s for s in data["scores"] if (s["experiment"], s["test_set"], s["metric"]) == ("lsa", "mt03", "bleu"))
+    assert (entry["length_ratio"], entry["brevity_penalty"]) == (pytest.approx(own.ratio), pytest.approx(own.bp))
+    section = markdown.split("### nist / mt03\n")[1].split("\n### ")[0]
+    lines = {tuple(line.split(" | ")[:2]): line for line in section.splitlines() if line.startswith("| lsa | ")}
+    assert f" | {own.ratio:.3f} | {own.bp:.3f} | `" in lines["| lsa", "bleu"]
+    assert " |  |  | `" in lines["| lsa", "chrf"]  # chrF has no length ratio or brevity penalty
+
+
+def test_summary_scores_show_a_tiny_examples_sacrebleu_lengths(tmp_path):
+    """5 hypothesis words against 9 reference words: ratio 5/9 = 0.556, BP exp(1 - 9/5) = 0.449."""
+    own = sacrebleu.corpus_bleu(["the cat sat", "a dog"], [["the cat sat on the mat", "a dog barked"]])
+    assert (f"{own.ratio:.3f}", f"{own.bp:.3f}") == ("0.556", "0.449") == (f"{5 / 9:.3f}", f"{math.exp(1 - 9 / 5):.3f}")
+    csv = disagreeing_results(tmp_path, length_ratio=own.ratio, brevity_penalty=own.bp)
+    markdown = summary.to_markdown(summary_of(csv))
+    assert f"| 7.4e-07 | 0.0120 | 0.0127 | {own.ratio:.3f} | {own.bp:.3f} | `sig` |" in markdown
+
+
+def disagreeing_results(tmp_path: Path, **system) -> Path:
+    """A results.csv with the embedded default's lattice comparison as the issue measured it
+    (corpus BLEU 1.40 lower, the sign test "better" at p = 7.4e-07) against the word-level
+    1-best Transformer, and char2word against char2char, both below the quality floor."""
+    common = {"family": "transformer", "pair": "zh-en", "test_set": "test", "signature": "sig", "num_sentences": 1000,
+              "num_references": 1}
+    frame = handmade([
+        {**common, "experiment": "lattice_1best_zh", "paper": "", "variant": "1-best", "corpus": "tatoeba_zh_en",
+         "score": 10.77},
+        {**common, "experiment": "lattice_lpe_lsa_zh", "paper": "lattice", "variant": "+LPE+LSA", "corpus": "tatoeba_zh_en",
+         "baselines": "lattice_1best_zh", "baseline": "lattice_1best_zh", "score": 9.37, "baseline_score": 10.77,
+         "delta": -1.40, "p_sign": 7.4e-07, "sign_better": 480, "sign_worse": 330, "sign_ties": 190, "p_paired_bs": 0.012,
+         "p_paired_ar": 0.0127, **system},
+        {**common, "experiment": "char2char", "paper": "char", "variant": "char2char", "corpus": "multi30k_de_en",
+         "pair": "de-en", "score": 2.60, "metric": "tokenized_bleu"},
+        {**common, "experiment": "char2word", "paper": "char", "variant": "char2word", "corpus": "multi30k_de_en",
+         "pair": "de-en", "baselines": "char2char", "baseline": "char2char", "score": 1.08, "baseline_score": 2.60,
+         "delta": -1.52, "p_sign": 2e-06, "sign_better": 400, "sign_worse": 250, "sign_ties": 350, "p_paired_bs": 0.001,
+         "p_paired_ar": 0.0001, "metric": "tokenized_bleu"},
+    ])
+    path = tmp_path / "results.csv"
+    frame.to_csv(path, index=False)
+    return path
+
+
+def summary_of(results_csv: Path, claims_file: Path = summary.CLAIMS_FILE) -> dict:
+    """A results summary of ``results_csv`` without training runs (make_summary's facts that
+    do not need the run files)."""
+    data = {"generated_utc": "2026-01-01T00:00:00Z",
+            "machine": {"platform": "p", "cpu": "c", "logical_cores": 2, "memory_gib": 1.0, "gpus": ["none"], "python": "3",
+                        "torch": "2", "sacrebleu": "2", "snakemake": "9"},
+            "workflow": {"commit": "abc", "config_files": []}, "marker_test": "sign", "runs": [],
+            "scores": summary.score_rows(results_csv, "sign"), "comparisons": []}
+    data.update(claims_file="claims.yaml", quality_floor=summary.QUALITY_FLOOR,
+                claims=summary.claim_rows(data, summary.read_claims(claims_file)))
+    return data
+
+
+def test_no_win_marker_beside_a_lower_score_in_the_summary(tmp_path):
+    data = summary_of(disagreeing_results(tmp_path))
+    lattice = next(s for s in data["scores"] if s["experiment"] == "lattice_lpe_lsa_zh")
+    # the lattice paper's marker would be † (sign test, p < 0.01, 480 better vs 330 worse), but corpus BLEU is 1.40 lower
+    assert (lattice["marker"], lattice["disagreement"]) == ("", "sign test favours the system, score lower")
+    markdown = summary.to_markdown(data)
+    assert "| lattice_lpe_lsa_zh | bleu | 9.37 (sign test favours the system, score lower) | lattice_1best_zh | -1.40 |" in markdown
+    assert "9.37†" not in markdown and "1.08+" not in markdown and "§" not in markdown
+
+
+def test_claims_section_gives_the_claim_our_difference_and_the_verdict(tmp_path):
+    data = summary_of(disagreeing_results(tmp_path))
+    claims = summary.read_claims()
+    by_system = {v["system"]: v for v in data["claims"]}
+    assert set(by_system) == {"lattice_lpe_lsa_zh", "char2word"}  # the systems of claims.yaml this run has
+    lattice = by_system["lattice_lpe_lsa_zh"]
+    # the baseline the experiment declares (not the config's old BPE "baseline"), and no significance: the test disagrees
+    assert (lattice["baseline"], lattice["delta"], lattice["claim"]) == ("lattice_1best_zh", -1.40, claims["lattice_lpe_lsa_zh"]["claim"])
+    assert lattice["verdict"] == "not reproduced"
+    # char2word 1.08 against char2char 2.60: both below the floor of 5 BLEU
+    assert summary.QUALITY_FLOOR == 5.0 and by_system["char2word"]["verdict"] == "not measurable at this budget"
+    markdown = summary.to_markdown(data)
+    section = markdown.split("## Claims and verdicts")[1].split("## Scores")[0]
+    assert "quality floor of 5 points" in section and "**not measurable at this budget**" in section
+    assert (f"| lattice_lpe_lsa_zh | {claims['lattice_lpe_lsa_zh']['claim']} | 0.91 | tatoeba_zh_en / test | bleu | 9.37 | "
+            "lattice_1best_zh: 10.77 | -1.40 | 7.4e-07 | sign test favours the system, score lower |") in section
+
+
+def test_the_fixtures_claims_and_verdicts(tree, made):
+    root, _ = tree
+    markdown, data = made
+    frame = tables.read_results(root / "results.csv")
+    verdicts = {(v["system"], v["corpus"], v["test_set"]): v for v in data["claims"]}
+    # every claimed system on every test set, on its claim's metric
+    assert set(verdicts) == {(r.experiment, r.corpus, r.test_set) for _, r in frame.iterrows()
+                             if r.experiment in FIXTURE_CLAIMS and r.metric == FIXTURE_CLAIMS[r.experiment]["metric"]}
+    for (system, corpus, test_set), v in verdicts.items():
+        r = frame[(frame.experiment == system) & (frame.corpus == corpus) & (frame.test_set == test_set)
+                  & (frame.metric == FIXTURE_CLAIMS[system]["metric"])].iloc[0]
+        assert (v["baseline"], v["delta"], v["p_sign"]) == (r.baseline, r.delta, r.p_sign)
+    # +LPE copies 95% of the reference words, the Transformer 55%: far above the floor, the sign test at p < 0.01
+    for key in (("lpe", "nist", "mt02"), ("lpe", "nist", "ALL"), ("lpe", "iwslt", "tst13")):
+        v = verdicts[key]
+        assert v["delta"] > 0 and v["p_sign"] < 0.01 and v["marker"] == "†" and v["verdict"] == "reproduced"
+    # +LSA 56% against 55%: not significant
+    assert verdicts["lsa", "nist", "mt02"]["p_sign"] > 0.05 and verdicts["lsa", "nist", "mt02"]["verdict"] == "not reproduced"
+    # the gate's best baseline is +LPE (its config lists the Transformer and +LPE); the project's own "++" counts
+    gate = verdicts["gate", "iwslt", "tst13"]
+    assert (gate["baseline"], gate["marker"], gate["verdict"]) == ("lpe", "++", "reproduced")
+    assert "## Claims and verdicts" in markdown and "| gate | +half-dim&gate beats the Transformer | 1.10 |" in markdown
+
+
+@pytest.mark.parametrize(("paper", "delta", "marker", "score", "baseline_score", "expected"), [
+    # both below the floor of 5: nothing measured, whatever the marker says
+    ("char", -1.52, "", 1.08, 2.60, "not measurable at this budget"),
+    ("char", 1.5, "++", 4.99, 3.49, "not measurable at this budget"),
+    # one of them at or above the floor: measured
+    ("char", 1.5, "+", 5.0, 3.5, "reproduced"),
+    ("graph", -8.11, "−−", 12.71, 20.82, "reversed"),
+    # the paper's markers at its level
+    ("reordering", 0.71, "+", 21.73, 21.02, "reproduced"), ("reordering", 0.77, "", 21.59, 20.82, "not reproduced"),
+    ("reordering", -0.5, "−", 20.5, 21.0, "reversed"), ("reordering", 0.5, "−", 21.0, 20.5, "not reproduced"),
+    ("lattice", 0.91, "†", 41.26, 40.35, "reproduced"), ("lattice", -0.9, "‡", 39.45, 40.35, "reversed"),
+    ("lattice", 0.9, "+", 41.25, 40.35, "not reproduced"),  # "+" is not the lattice paper's marker
+    # the issue's lattice row: the sign test disagreed with the score, so no marker
+    ("lattice", -1.40, "", 9.37, 10.77, "not reproduced"),
+    # an older summary's flagged marker is no marker
+    ("reordering", 0.5, "+§", 21.0, 20.5, "not reproduced"),
+])
+def test_the_verdict_rule(paper, delta, marker, score, baseline_score, expected):
+    assert summary.verdict(paper, delta, marker, score, baseline_score) == expected
 
 
 def test_fair_comparison_lines(made):

@@ -2,10 +2,12 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import pandas as pd
 import pytest
+import sacrebleu
 from sacrebleu.metrics import TER
 
 from nmtmodels.textio import DataError
@@ -88,6 +90,21 @@ def test_collect_has_ter_as_sacrebleu_computes_it(tree, results):
     assert row(results, "gate", "iwslt", "tst13", "ter").score == 0.0  # gate copies the reference
 
 
+def test_collect_has_sacrebleus_length_ratio_and_brevity_penalty(tree, results):
+    root, config = tree
+    refs = [(root / path).read_text(encoding="utf-8").splitlines() for path in ev.reference_files(config, "nist", "ALL")["refs"]]
+    hyps = (root / ev.system_files("lsa", "nist", "ALL", True)["hyp"]).read_text(encoding="utf-8").splitlines()
+    own = sacrebleu.corpus_bleu(hyps, refs)  # en target: sacreBLEU's default tokenizer, as the workflow's
+    r = row(results, "lsa", "nist", "ALL")
+    assert (r.length_ratio, r.brevity_penalty) == (pytest.approx(own.ratio, rel=1e-12), pytest.approx(own.bp, rel=1e-12))
+    for metric in ("chrf", "ter"):  # only BLEU has them
+        assert pd.isna(row(results, "lsa", "nist", "ALL", metric).length_ratio)
+    for _, r in results[results.metric.isin(["bleu", "tokenized_bleu"])].iterrows():
+        concatenated = ev.is_concatenation(config, r.corpus, r.test_set)
+        entry = json.loads((root / ev.system_files(r.experiment, r.corpus, r.test_set, concatenated)["scores"]).read_text())[r.metric]
+        assert (r.length_ratio, r.brevity_penalty) == (entry["length_ratio"], entry["brevity_penalty"])
+
+
 def test_lower_ter_is_the_better_baseline(results):
     r = row(results, "gate", "iwslt", "tst13", "ter")
     lpe, transformer = row(results, "lpe", "iwslt", "tst13", "ter"), row(results, "transformer", "iwslt", "tst13", "ter")
@@ -122,12 +139,15 @@ def test_collect_errors_name_the_file(tree, tmp_path):
 
 # ----------------------------------------------------------------------------- render
 def dagger_by_hand(r: pd.Series) -> str:
-    """The lattice table's marker (p < 0.01) written out from the sign test's own numbers,
-    with the disagreement flag where the corpus score difference points the other way."""
+    """What follows the score in the lattice table (p < 0.01), written out from the sign test's
+    own numbers: its marker, or in words why none where the corpus score difference points the
+    other way."""
     if not r.p_sign < 0.01 or r.sign_better == r.sign_worse:
         return ""
     better = r.sign_better > r.sign_worse
-    return ("†" if better else "‡") + ("" if better == (r.delta > 0) else "§")
+    if better == (r.delta > 0):
+        return "†" if better else "‡"
+    return f" (sign test favours the {'system' if better else 'baseline'}, score {'lower' if better else 'higher'})"
 
 
 def test_lattice_tables_fill_from_the_results(results):
@@ -165,6 +185,8 @@ def test_graph_table_groups_columns_by_pair_with_parameters(results):
     assert gate.baseline == "lpe" and gate.p_sign < 0.01
     assert f"**{gate.score:.2f}++**" in markdown and "987.7K" in markdown
     assert "| Transformer" in markdown and "| +LPE" in markdown  # both baselines shown
+    # the paper reports no significance test: the markers are labelled as the project's own
+    assert "the project's own test, not the paper's (the Graph-Transformer paper reports BLEU differences" in markdown
     latex = documents["latex"]
     assert r"\multicolumn{2}{c}{En-De}" in latex
     assert r"+half-dim\&gate" in latex and r"\textbf{" + f"{gate.score:.2f}" + "}$^{++}$" in latex
@@ -226,24 +248,50 @@ def issue_rows(**system) -> pd.DataFrame:
     ])
 
 
-def test_markers_take_direction_and_p_value_from_the_same_test():
+def score_cells(markdown: str, variant: str) -> list[str]:
+    """The cells of a variant's row in a Markdown table."""
+    line = next(line for line in markdown.splitlines() if line.startswith(f"| {variant} "))
+    return [cell.strip() for cell in line.strip("|").split("|")]
+
+
+def test_no_win_marker_beside_a_lower_score():
+    """Issue 19: the sign test says "better" at p = 1e-177, corpus BLEU is 0.30 lower.  No
+    marker of either direction: the cell says the two disagree, in words."""
     frame = issue_rows(p_paired_bs=0.2, p_paired_ar=0.003)
-    # sign test: 902 better vs 79 worse at p = 1e-177 is "++" (not "−−" from the corpus delta), flagged
     documents = tables.render_paper(frame, "reordering", "sign")
     markdown = documents["markdown"]
-    assert "| +Both REs          | transformer    | 27.00++§ " in markdown
-    note = ("§ +Both REs, nt14 (wmt): corpus sacreBLEU -0.30 against Transformer (base) (27.00 vs 27.30), "
-            "but the sign test counts 902 sentences better and 79 worse (22 ties; p = 1e-177); the marker follows the test.")
+    words = "sign test favours the system, score lower"
+    assert score_cells(markdown, "+Both REs")[2] == f"27.00 ({words})"
+    note = ("+Both REs, nt14 (wmt): corpus sacreBLEU -0.30 against Transformer (base) (27.00 vs 27.30), "
+            "but the sign test counts 902 sentences better and 79 worse (22 ties; p = 1e-177); no marker, as the test "
+            "and the score difference disagree.")
     assert f"- {note}\n" in markdown
     assert "sign test (Collins et al., 2005) against the (best) baseline, direction and p-value both from it" in markdown
-    assert r"27.00$^{++}$$^{\S}$" in documents["latex"] and r"\S{} +Both REs, nt14 (wmt)" in documents["latex"]
-    assert "27.00<sup>++</sup><sup>§</sup>" in documents["html"] and "the marker follows the test." in documents["html"]
-    # paired bootstrap: not significant (p = 0.2), so no marker and nothing to flag
+    for document in documents.values():
+        assert "27.00+" not in document and "27.00$^{+" not in document and "27.00<sup>+" not in document
+        assert "§" not in document and r"\S" not in document
+    assert r"27.00 {\footnotesize (" + words + ")}" in documents["latex"]
+    assert f"27.00 <small>({words})</small>" in documents["html"]
+    # paired bootstrap: not significant (p = 0.2), so no marker and no words
     markdown = tables.render_paper(frame, "reordering", "paired_bs")["markdown"]
-    assert "| 27.00  " in markdown and "§" not in markdown
+    assert score_cells(markdown, "+Both REs")[2] == "27.00"
     # approximate randomisation tests the corpus difference: significant and worse, agreeing with it
     markdown = tables.render_paper(frame, "reordering", "paired_ar")["markdown"]
-    assert "| 27.00−− " in markdown and "§" not in markdown
+    assert score_cells(markdown, "+Both REs")[2] == "27.00−−"
+
+
+def test_no_marker_where_the_tested_seed_agrees_but_the_mean_is_lower():
+    """Seeds: the reported seed's run beats its baseline's run (+0.5, sign test p = 0.001), but
+    the means over the seeds are 0.2 apart the other way: no "++" beside the lower mean."""
+    frame = issue_rows(score=27.10, delta=-0.20, baseline_score=27.30, p_sign=0.001, sign_better=600, sign_worse=400,
+                       sign_ties=3)
+    frame = frame.assign(n_seeds=[1, 3], seeds=["", "1 2 3"], score_sd=[float("nan"), 0.4], reported_delta=[None, 0.5],
+                         reported_seed=[None, 2],
+                         reported_score=[None, 27.6], reported_baseline_score=[None, 27.1])
+    layout = tables.LAYOUTS["reordering"][0]
+    cell = tables.layout_grids(frame, layout)[0].rows[1][2]
+    assert (cell.marker, cell.words) == ("", "sign test favours the system, mean score lower")
+    assert "seed 2: +0.50 (27.60 vs 27.10)" in cell.note
 
 
 def test_sign_marker_on_a_real_comparison_where_corpus_bleu_disagrees():
@@ -255,10 +303,24 @@ def test_sign_marker_on_a_real_comparison_where_corpus_bleu_disagrees():
                        sign_better=sign["better"], sign_worse=sign["worse"], sign_ties=sign["ties"])
     grid = tables.paper_grids(frame, "reordering")[0]
     cell = grid.rows[1][2]
-    # 9 better, 1 worse: p = 22/1024 lies in [0.01, 0.05), one "+"; corpus BLEU fell by more than 40
-    assert (cell.text, cell.marker, cell.flag) == (f"{entry['system_score']:.2f}", "+", "§")
+    # 9 better, 1 worse: p = 22/1024 lies in [0.01, 0.05), a "+" by itself; but corpus BLEU fell by more than 40
+    assert (cell.text, cell.marker, cell.words) == (f"{entry['system_score']:.2f}", "", "sign test favours the system, score lower")
     assert "9 sentences better and 1 worse (0 ties; p = 0.021)" in cell.note and cell.note in grid.notes
     assert f"corpus sacreBLEU {entry['system_score'] - entry['baseline_score']:+.2f} " in cell.note
+
+
+def test_tables_show_sacrebleus_length_ratio_and_brevity_penalty():
+    """A tiny example: 5 hypothesis words against 9 reference words, ratio 5/9 and BP
+    exp(1 - 9/5), as sacrebleu.corpus_bleu computes them."""
+    hypotheses, references = ["the cat sat", "a dog"], [["the cat sat on the mat", "a dog barked"]]
+    own = sacrebleu.corpus_bleu(hypotheses, references)
+    assert (own.sys_len, own.ref_len) == (5, 9) and own.bp == pytest.approx(math.exp(1 - 9 / 5))
+    frame = issue_rows(length_ratio=own.ratio, brevity_penalty=own.bp)
+    markdown = tables.render_paper(frame, "reordering")["markdown"]
+    assert ("- Length ratio (hypothesis/reference) and brevity penalty of +Both REs: nt14 "
+            f"ratio {own.ratio:.3f}, BP {own.bp:.3f}.\n") in markdown
+    assert f"ratio {5 / 9:.3f}, BP {math.exp(1 - 9 / 5):.3f}" == "ratio 0.556, BP 0.449"
+    assert "brevity penalty of Transformer (base)" not in markdown  # no numbers: no note
 
 
 def test_paper_experiments_on_other_pairs_get_their_own_table():

@@ -38,6 +38,7 @@ from workflow_scripts.dag.corpus_data import reference_paths, tokenized_referenc
 from workflow_scripts.dag.paths import DATA_ROOT, EXPERIMENTS_ROOT
 from workflow_scripts.dag.runs import experiment_runs
 from workflow_scripts.dag.seeds import seed_of
+from workflow_scripts.dag.sources import oov_targets
 from workflow_scripts.data import corpus_spec as corpus_specs
 
 REPORT_ROOT = "results/report"
@@ -311,8 +312,8 @@ def run_files(experiment: str, corpus: str) -> dict[str, str]:
 def summary_inputs(config: dict[str, Any]) -> dict[str, Any]:
     """Inputs of the results summary, by role (for ``unpack`` in the rule)."""
     files = [run_files(e, c) for e, c in experiment_runs(config)]
-    return {"results": f"{REPORT_ROOT}/results.csv", **{role: [f[role] for f in files]
-                                                         for role in ("experiment", "metrics", "model_info")}}
+    return {"results": f"{REPORT_ROOT}/results.csv", "claims": paths.CLAIMS, "oov": oov_targets(config),
+            **{role: [f[role] for f in files] for role in ("experiment", "metrics", "model_info")}}
 
 
 def curve_corpora(config: dict[str, Any]) -> list[str]:

@@ -7,18 +7,17 @@ Nothing in it is typed by hand.
   folder) the machine (GPU, CPU cores, torch), the workflow commit, the config files, when the
   summary was made, the wall time of the run (``timeline.md``), its trainings, budgets
   (``max_updates`` / ``max_minutes``) and what stopped them.
-* **Claims and verdicts**: for every claim of :data:`CLAIMS_FILE` (``claims.yaml`` beside this
-  module: one per system, the paper's words and numbers), our measurement on the metric of the
-  paper's table: the system's and its baseline's mean ± sample standard deviation over the
-  seeds, the difference of the means, how many seeds beat their baseline's run of the same
-  seed, and the significance tests of the seed closest to the mean with the summary's marker
-  (its ``marker_test``, default the sign test, at the paper's level: tables.LAYOUTS).  Verdict:
-  **reproduced** when the mean difference is positive and the marker says significantly
-  better; **reversed** when the mean difference is negative and the marker says significantly
-  worse; **not reproduced** otherwise (no significant difference, or the tested seed's
-  direction disagrees with the mean difference); **not run** when no part has the system.
-  The papers' test sets and model sizes differ from ours, so the verdict compares the
-  direction and its significance, not the size of the difference.
+* **Claims and verdicts**: for every claim of ``--claims`` (default
+  :data:`workflow_scripts.evaluation.summary.CLAIMS_FILE`: one per system, the paper's words
+  and numbers), our measurement on the metric of the paper's table, per part and test set, made
+  by the results summary's own :func:`~workflow_scripts.evaluation.summary.claim_rows`: the
+  system's and its baseline's mean ± sample standard deviation over the seeds, the difference
+  of the means, how many seeds beat their baseline's run of the same seed, the significance
+  tests of the seed closest to the mean with the summary's marker (or the disagreement of
+  test and score difference in words), the length ratios and brevity penalties, and the
+  verdict of :func:`~workflow_scripts.evaluation.summary.verdict` (the rule:
+  :data:`~workflow_scripts.evaluation.summary.VERDICT_RULE`, docs/results.md); **not run**
+  when no part has the system.
 * **Each part**: its ``summary.md`` as it came back (else made again from its JSON), headings
   two levels down: every run's budget, updates and stop reason, the scores over seeds with
   their sacreBLEU signatures, every run's scores and the fair-comparison lines.
@@ -38,37 +37,16 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from nmtmodels.textio import DataError, atomic_outputs
 from workflow_scripts.dag import gpu_parts
 from workflow_scripts.evaluation import summary as summaries
 from workflow_scripts.evaluation import tables
 
-CLAIMS_FILE = Path(__file__).with_name("claims.yaml")
-VERDICTS = ("reproduced", "not reproduced", "reversed", "not run")
+VERDICTS = (*summaries.VERDICTS, "not run")
 WALL_TIME = re.compile(r"wall time: \*\*([0-9.]+) min\*\*")
 
 
 # ----------------------------------------------------------------------------- inputs
-def read_claims(path: str | Path = CLAIMS_FILE) -> dict[str, dict[str, Any]]:
-    try:
-        claims = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise DataError(path, "no such file") from None
-    except yaml.YAMLError as exc:
-        raise DataError(path, f"not valid YAML ({' '.join(str(exc).split())})") from None
-    if not isinstance(claims, dict):
-        raise DataError(path, "not a mapping of system -> claim")
-    for system, claim in claims.items():
-        missing = [key for key in ("paper", "metric", "claim") if not isinstance(claim, dict) or key not in claim]
-        if missing:
-            raise DataError(path, f"{system}: no {', '.join(missing)}")
-        if claim["paper"] not in tables.LAYOUTS:
-            raise DataError(path, f"{system}.paper: unknown paper '{claim['paper']}' (known: {', '.join(tables.LAYOUTS)})")
-    return claims
-
-
 def read_part(path: str | Path) -> dict[str, Any]:
     """One part: its summary JSON and, when beside it, its summary.md and timeline.md."""
     path = Path(path)
@@ -88,62 +66,14 @@ def read_part(path: str | Path) -> dict[str, Any]:
 
 
 # ----------------------------------------------------------------------------- verdicts
-def _levels(paper: str) -> tuple[set[str], set[str]]:
-    """The paper's markers for significantly better and significantly worse."""
-    levels = tables.LAYOUTS[paper][0].markers.levels
-    return {better for _, better, _ in levels}, {worse for _, _, worse in levels}
-
-
-def verdict(paper: str, mean_delta: float | None, marker: str) -> str:
-    """The verdict on one claimed improvement (see the module docstring)."""
-    if mean_delta is None:
-        return "not reproduced"
-    better, worse = _levels(paper)
-    if marker.endswith(tables.DISAGREEMENT):
-        return "not reproduced"
-    if mean_delta > 0 and marker in better:
-        return "reproduced"
-    if mean_delta < 0 and marker in worse:
-        return "reversed"
-    return "not reproduced"
-
-
-def _run_of(system: str, run: str) -> bool:
-    return run == system or re.fullmatch(re.escape(system) + r"_seed[0-9]+", run) is not None
-
-
 def part_verdicts(part: dict[str, Any], claims: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
-    """Our measurement and the verdict of every claim whose system this part ran, per test set."""
-    data = part["summary"]
-    rows = data.get("seed_scores") or data["scores"]
-    marker_test = data.get("marker_test", "sign")
-    found = []
-    for row in rows:
-        claim = claims.get(row["experiment"])
-        if claim is None or row["metric"] != claim["metric"] or not row.get("baseline"):
-            continue
-        key = (row["corpus"], row["test_set"], row["metric"])
-        base = next((r for r in rows if r["experiment"] == row["baseline"] and (r["corpus"], r["test_set"], r["metric"]) == key),
-                    None)
-        per_run = [s for s in data["scores"] if _run_of(row["experiment"], s["experiment"])
-                   and (s["corpus"], s["test_set"], s["metric"]) == key and s.get("delta") is not None]
-        found.append({
-            "system": row["experiment"], "paper": claim["paper"], "variant": row.get("variant"), "claim": claim["claim"],
-            "paper_delta": claim.get("paper_delta"), "part": part["part"], "corpus": row["corpus"],
-            "test_set": row["test_set"], "metric": row["metric"], "signature": row.get("signature"),
-            "score": row["score"], "score_sd": row.get("score_sd"), "n_seeds": row.get("n_seeds", 1),
-            "baseline": row["baseline"], "baseline_score": row.get("baseline_score"),
-            "baseline_sd": base.get("score_sd") if base else None, "delta": row.get("delta"),
-            "seeds_better": sum(1 for s in per_run if s["delta"] > 0), "seeds_compared": len(per_run),
-            "reported_run": row.get("reported_run", row["experiment"]), "reported_seed": row.get("reported_seed"),
-            "marker_test": marker_test, "marker": row.get("marker") or "",
-            "p_sign": row.get("p_sign"), "p_paired_bs": row.get("p_paired_bs"), "p_paired_ar": row.get("p_paired_ar"),
-            "verdict": verdict(claim["paper"], row.get("delta"), row.get("marker") or ""),
-        })
-    return found
+    """Our measurement and the verdict of every claim whose system this part ran, per test set
+    (:func:`workflow_scripts.evaluation.summary.claim_rows` of the part's summary)."""
+    return [{**row, "part": part["part"]} for row in summaries.claim_rows(part["summary"], claims)]
 
 
-def merge(parts: list[dict[str, Any]], claims: dict[str, dict[str, Any]], claims_file: str | Path = CLAIMS_FILE) -> dict[str, Any]:
+def merge(parts: list[dict[str, Any]], claims: dict[str, dict[str, Any]],
+          claims_file: str | Path = summaries.CLAIMS_FILE) -> dict[str, Any]:
     """All facts of the merged result (the JSON)."""
     names = [p["part"] for p in parts]
     twice = sorted(name for name, count in Counter(names).items() if count > 1)
@@ -169,22 +99,12 @@ def merge(parts: list[dict[str, Any]], claims: dict[str, dict[str, Any]], claims
             "stopped_by": dict(Counter(r["stop_reason"] for r in runs)),
         })
     return {"generated_utc": dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-            "parts": overview, "verdicts": verdicts, "claims_file": _shown(claims_file)}
-
-
-def _shown(path: str | Path) -> str:
-    """A path relative to the checkout when inside it."""
-    resolved = Path(path).resolve()
-    return str(resolved.relative_to(summaries.WORKFLOW_DIR)) if resolved.is_relative_to(summaries.WORKFLOW_DIR) else str(path)
+            "parts": overview, "verdicts": verdicts, "claims_file": summaries.shown_path(claims_file)}
 
 
 # ----------------------------------------------------------------------------- Markdown
 def _cell(value: Any, digits: int = 2) -> str:
     return summaries._cell(value, digits)
-
-
-def _mean_sd(score: Any, sd: Any) -> str:
-    return _cell(score) + (f" ± {_cell(sd)}" if sd is not None else "") if score is not None else ""
 
 
 def _demoted(markdown: str, levels: int = 2) -> list[str]:
@@ -213,27 +133,27 @@ def to_markdown(merged: dict[str, Any], parts: list[dict[str, Any]], command: st
               "For each system, the paper's claim (its table and test sets, larger models) beside our measurement on the "
               "metric of the paper's table: mean ± sample standard deviation over the seeds, the difference of the means, "
               "the seeds whose run beat the baseline's run of the same seed, and the significance tests of the seed "
-              "closest to the mean with the summary's marker (the paper's convention and level). Verdict: **reproduced** "
-              "when the mean difference is positive and the marker says significantly better; **reversed** when it is "
-              "negative and the marker says significantly worse; **not reproduced** otherwise; **not run** when no part "
-              f"ran the system. Claims: `{merged['claims_file']}`.", ""]
+              "closest to the mean with the summary's marker (the paper's convention and level) or, where the test and "
+              f"the score difference disagree, that in words. Verdict, as in each part's summary: {summaries.VERDICT_RULE} "
+              f"**not run** when no part ran the system. Claims: `{merged['claims_file']}`.", ""]
     for paper in dict.fromkeys(v["paper"] for v in merged["verdicts"]):
         rows = [v for v in merged["verdicts"] if v["paper"] == paper]
         lines += [f"### {paper}", ""]
         lines += summaries._table(
             ["system", "paper's claim", "paper's difference", "part", "test set", "metric", "ours", "baseline",
              "difference of means", "seeds better", "tests of", "p (sign)", "p (paired BS)", "p (paired AR)", "marker",
-             "verdict", "signature"],
+             "length ratio / BP (ours; baseline)", "verdict", "signature"],
             [[v["system"], v["claim"], _cell(v.get("paper_delta")), v.get("part", ""),
               f"{v['corpus']} / {v['test_set']}" if "corpus" in v else "", v["metric"],
-              _mean_sd(v.get("score"), v.get("score_sd")),
-              (f"{v['baseline']}: " + _mean_sd(v.get("baseline_score"), v.get("baseline_sd"))) if v.get("baseline") else "",
+              summaries.mean_sd(v.get("score"), v.get("score_sd")),
+              (f"{v['baseline']}: " + summaries.mean_sd(v.get("baseline_score"), v.get("baseline_sd"))) if v.get("baseline") else "",
               _cell(v.get("delta")),
               f"{v['seeds_better']} of {v['seeds_compared']}" if "seeds_better" in v else "",
               (f"{v['reported_run']} (seed {v['reported_seed']})" if v.get("reported_seed") is not None
                else v.get("reported_run", "")),
               _cell(v.get("p_sign"), 4), _cell(v.get("p_paired_bs"), 4), _cell(v.get("p_paired_ar"), 4),
-              v.get("marker", ""), f"**{v['verdict']}**", summaries._code(v["signature"]) if v.get("signature") else ""]
+              summaries.marker_cell(v), summaries.claim_lengths(v) if "corpus" in v else "", f"**{v['verdict']}**",
+              summaries._code(v["signature"]) if v.get("signature") else ""]
              for v in rows])
     for part in parts:
         files = part["summary"]["workflow"].get("config_files") or []
@@ -252,10 +172,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("summaries", nargs="+", help="each part's summary.json (summary.md and timeline.md beside it are read too)")
     parser.add_argument("-o", "--output", required=True, help="the merged Markdown")
     parser.add_argument("--json", help="the merged facts as JSON (default: the output with .json)")
-    parser.add_argument("--claims", default=str(CLAIMS_FILE), help="the papers' claims (default: %(default)s)")
+    parser.add_argument("--claims", default=str(summaries.CLAIMS_FILE), help="the papers' claims (default: %(default)s)")
     args = parser.parse_args(argv)
     try:
-        claims = read_claims(args.claims)
+        claims = summaries.read_claims(args.claims)
         parts = [read_part(path) for path in args.summaries]
         merged = merge(parts, claims, args.claims)
     except DataError as exc:

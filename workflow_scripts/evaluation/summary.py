@@ -18,11 +18,20 @@ had the same budget, as Markdown (``summary.md``, readable on GitHub) and JSON
   set and ``elapsed >= 60 * max_minutes`` -> "max_minutes (cap fired)"; else ``max_epochs``
   set -> "max_epochs"; else "other" (e.g. early stopping).  The trainer validates once more when
   it stops, so the last row holds its final update and elapsed time (summed over resumed runs).
+* Claims and verdicts (:func:`claim_rows`): for every system with a claim in ``--claims``
+  (:data:`CLAIMS_FILE`) on the metric of the claim, against the baseline its experiment
+  declares, the paper's claim, our difference (with seeds: of the means) and
+  :func:`verdict`: **not measurable at this budget** when both systems score below
+  :data:`QUALITY_FLOOR`; else **reproduced** / **reversed** when the difference is positive /
+  negative and the row's marker says significantly better / worse, **not reproduced**
+  otherwise (:data:`VERDICT_RULE`; merge_gpu_parts uses the same functions).
 * Scores: every row of ``results.csv`` grouped by corpus and test set, with the marker of
-  ``--marker-test`` in the convention of the experiment's paper tables
-  (:data:`workflow_scripts.evaluation.tables.LAYOUTS`; experiments without a paper: the
-  lattice paper's †/‡) and :data:`~workflow_scripts.evaluation.tables.DISAGREEMENT` where the
-  marker's direction and the score difference disagree.
+  ``--marker-test`` in the convention of the experiment's paper
+  (:data:`workflow_scripts.evaluation.tables.SIGNIFICANCE`; experiments without a paper: the
+  project's own, :data:`~workflow_scripts.evaluation.tables.PROJECT`), printed only where the
+  test's direction agrees with the score difference, else the disagreement in words
+  (:func:`workflow_scripts.evaluation.tables.significance_mark`), and sacreBLEU's length ratio
+  and brevity penalty.
 * Seeds (``experiments.X.seeds``): with any system of several runs, the scores start with one
   row per system over its seeds (:func:`workflow_scripts.evaluation.tables.aggregate_seeds`:
   mean ± sample standard deviation, n - 1; the difference of the means; marker and p-values of
@@ -35,8 +44,8 @@ had the same budget, as Markdown (``summary.md``, readable on GitHub) and JSON
   and ``model.options`` aside; training threads aside).
 
     python -m workflow_scripts.evaluation.summary --metadata JSON --results results.csv
-        [--marker-test sign] [--workflow-dir DIR] [--configfile FILE ...] [--configfiles-json JSON]
-        --markdown summary.md --json summary.json
+        [--marker-test sign] [--claims claims.yaml] [--workflow-dir DIR] [--configfile FILE ...]
+        [--configfiles-json JSON] --markdown summary.md --json summary.json
 """
 from __future__ import annotations
 
@@ -46,6 +55,7 @@ import json
 import math
 import os
 import platform
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -172,6 +182,8 @@ def training_run(experiment: str, corpus: str, root: str | Path = ".") -> dict[s
     series = curve_series(metrics_path)
     dev_loss = min(zip(*series["dev loss"]), key=lambda point: point[1]) if "dev loss" in series else None
     dev_bleu = max(series["dev BLEU"][1]) if "dev BLEU" in series else None
+    oov = {path.name.removesuffix(".oov.json"): tables.read_json(path)
+           for path in sorted((root / files["experiment"]).parent.glob("*.oov.json"))}
     return {
         "experiment": experiment, "corpus": corpus,
         "family": (settings.get("model") or {}).get("family") or info.get("family"),
@@ -181,6 +193,7 @@ def training_run(experiment: str, corpus: str, root: str | Path = ".") -> dict[s
         "best_dev_loss": dev_loss[1] if dev_loss else None,
         "best_dev_loss_update": int(dev_loss[0]) if dev_loss else None,
         "best_dev_bleu": dev_bleu,
+        "source_oov": {test: {"unit": r["unit"], "oov_rate": r["oov_rate"]} for test, r in oov.items()},
     }
 
 
@@ -229,20 +242,12 @@ def _budget_text(budget: dict[str, Any]) -> str:
 
 
 # ----------------------------------------------------------------------------- scores
-def _markers_of(paper: str) -> tables.Markers:
-    layouts = tables.LAYOUTS.get(paper)
-    return layouts[0].markers if layouts else tables.DAGGER
-
-
-def score_marker(row: Any, marker_test: str) -> str:
-    """The tables' marker of one results row (plus DISAGREEMENT when its direction and the
-    score difference disagree)."""
-    direction = tables.verdict_direction(row, marker_test)
-    marker = _markers_of(row["paper"]).mark(row[f"p_{marker_test}"], direction)
-    delta = tables.tested_delta(row)
-    if marker and (tables._missing(delta) or (delta > 0) != (direction > 0) or delta == 0):
-        marker += tables.DISAGREEMENT
-    return marker
+def score_marks(row: Any, marker_test: str) -> dict[str, str]:
+    """The paper tables' ``marker`` of one results row in its paper's convention and, where the
+    test's direction and the score difference disagree, no marker but the ``disagreement`` in
+    words (:func:`workflow_scripts.evaluation.tables.significance_mark`)."""
+    marker, words = tables.significance_mark(row, marker_test, tables.significance_of(row["paper"]).markers)
+    return {"marker": marker, "disagreement": words}
 
 
 def _plain(value: Any) -> Any:
@@ -253,15 +258,15 @@ def _plain(value: Any) -> Any:
 
 
 SCORE_FIELDS = ("experiment", "variant", "paper", "corpus", "test_set", "metric", "score", "signature", "baseline",
-                "baseline_score", "delta", "p_sign", "p_paired_bs", "p_paired_ar")
+                "baseline_score", "delta", "p_sign", "p_paired_bs", "p_paired_ar", "length_ratio", "brevity_penalty")
 
 
 def score_rows(results_csv: str | Path, marker_test: str) -> list[dict[str, Any]]:
-    """Every row of results.csv (:data:`SCORE_FIELDS` and its ``marker``), in file order."""
+    """Every row of results.csv (:data:`SCORE_FIELDS` and its :func:`score_marks`), in file order."""
     if not Path(results_csv).is_file():
         raise DataError(results_csv, "no such file")
     frame = tables.read_results(results_csv)
-    rows = [{**{k: _plain(r[k]) for k in SCORE_FIELDS}, "marker": score_marker(r, marker_test)} for _, r in frame.iterrows()]
+    rows = [{**{k: _plain(r[k]) for k in SCORE_FIELDS}, **score_marks(r, marker_test)} for _, r in frame.iterrows()]
     for row in rows:
         row["baseline"] = row["baseline"] or None
     return rows
@@ -269,28 +274,141 @@ def score_rows(results_csv: str | Path, marker_test: str) -> list[dict[str, Any]
 
 SEED_SCORE_FIELDS = ("experiment", "variant", "paper", "corpus", "test_set", "metric", "score", "score_sd", "n_seeds",
                      "seeds", "signature", "baseline", "baseline_score", "delta", "reported_run", "reported_seed",
-                     "reported_score", "reported_baseline_score", "reported_delta", "p_sign", "p_paired_bs", "p_paired_ar")
+                     "reported_score", "reported_baseline_score", "reported_delta", "p_sign", "p_paired_bs", "p_paired_ar",
+                     "length_ratio", "brevity_penalty")
 
 
 def seed_score_rows(results_csv: str | Path, marker_test: str) -> list[dict[str, Any]] | None:
     """Every system's scores over its seeds (:func:`workflow_scripts.evaluation.tables.aggregate_seeds`:
-    mean, sample standard deviation, the tests of the seed closest to the mean) with the tables'
-    marker; None when no system has more than one seed."""
+    mean, sample standard deviation, the tests of the seed closest to the mean, the mean length
+    ratio and brevity penalty) with the tables' marker (:func:`score_marks`); None when no
+    system has more than one seed."""
     frame = tables.read_results(results_csv)
     if not tables.is_seeded(frame):
         return None
     grouped = tables.aggregate_seeds(frame)
-    rows = [{**{k: _plain(r[k]) for k in SEED_SCORE_FIELDS}, "marker": score_marker(r, marker_test)} for _, r in grouped.iterrows()]
+    rows = [{**{k: _plain(r[k]) for k in SEED_SCORE_FIELDS}, **score_marks(r, marker_test)} for _, r in grouped.iterrows()]
     for row in rows:
         row["baseline"] = row["baseline"] or None
     return rows
 
 
+# ----------------------------------------------------------------------------- claims
+CLAIMS_FILE = Path(__file__).with_name("claims.yaml")
+# The quality floor, in points of the claim's metric (BLEU): a system below it shares little
+# more than frequent words with the references, so a comparison of two such systems measures
+# nothing (e.g. char2char 2.60 and char2word 1.08 BLEU after the embedded default's 300 updates).
+QUALITY_FLOOR = 5.0
+VERDICTS = ("reproduced", "not reproduced", "reversed", "not measurable at this budget")
+
+
+def _significant(paper: str, convention: tables.Significance) -> str:
+    """Which markers of ``paper`` count as significantly better, in words."""
+    better = " or ".join(b for _, b, _ in convention.markers.levels)
+    alpha = max(a for a, _, _ in convention.markers.levels)
+    whose = (f"the paper's {tables.TEST_SHORT[convention.paper_test]}" if convention.paper_test
+             else "no test in the paper: the project's own")
+    return f"{paper} {better} (p < {alpha:g}; {whose})"
+
+
+VERDICT_RULE = (
+    f"**not measurable at this budget** when both the system and its baseline score below the quality floor of "
+    f"{QUALITY_FLOOR:g} points of the claim's metric; otherwise **reproduced** when our difference (with seeds: of "
+    "the means) is positive and the marker says significantly better, **reversed** when it is negative and the "
+    "marker says significantly worse, **not reproduced** otherwise. Markers (of evaluation.marker_test, by default the "
+    "sign test) that count: " + "; ".join(_significant(p, c) for p, c in tables.SIGNIFICANCE.items()) + ". A marker "
+    "is printed only where the test's direction agrees with the score difference, so a test that favours the system "
+    "while its score is lower counts as no significance. The papers' corpora and models are larger: the verdict "
+    "compares direction and significance, not the size of the difference (docs/results.md, \"Claims and verdicts\").")
+
+
+def read_claims(path: str | Path = CLAIMS_FILE) -> dict[str, dict[str, Any]]:
+    """The papers' claims (``claims.yaml``): system -> {paper, metric, claim, paper_delta}."""
+    try:
+        claims = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise DataError(path, "no such file") from None
+    except yaml.YAMLError as exc:
+        raise DataError(path, f"not valid YAML ({' '.join(str(exc).split())})") from None
+    if not isinstance(claims, dict):
+        raise DataError(path, "not a mapping of system -> claim")
+    for system, claim in claims.items():
+        missing = [key for key in ("paper", "metric", "claim") if not isinstance(claim, dict) or key not in claim]
+        if missing:
+            raise DataError(path, f"{system}: no {', '.join(missing)}")
+        if claim["paper"] not in tables.LAYOUTS:
+            raise DataError(path, f"{system}.paper: unknown paper '{claim['paper']}' (known: {', '.join(tables.LAYOUTS)})")
+    return claims
+
+
+def verdict(paper: str, delta: float, marker: str, score: float, baseline_score: float,
+            floor: float = QUALITY_FLOOR) -> str:
+    """The verdict on one claimed improvement of ``paper`` (:data:`VERDICT_RULE`): ``delta``
+    our (mean) difference, system minus baseline; ``marker`` the summary's marker of the row
+    (:func:`score_marks`: the paper's convention, printed only where the test agrees with the
+    score difference); ``score`` and ``baseline_score`` the (mean) scores, against ``floor``."""
+    if score < floor and baseline_score < floor:
+        return "not measurable at this budget"
+    says = tables.significance_of(paper).markers.says(marker)
+    if delta > 0 and says > 0:
+        return "reproduced"
+    if delta < 0 and says < 0:
+        return "reversed"
+    return "not reproduced"
+
+
+def _run_of(system: str, run: str) -> bool:
+    return run == system or re.fullmatch(re.escape(system) + r"_seed[0-9]+", run) is not None
+
+
+def claim_rows(summary: dict[str, Any], claims: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """Our measurement and the :func:`verdict` of every claim whose system the summary has, per
+    test set, on the claim's metric, against the baseline the experiment declares: the
+    system's scores over seeds (``seed_scores``) where the summary has them, else its run's;
+    how many seeds beat their baseline's run of the same seed; the tests of the seed closest to
+    the mean, their marker or disagreement, and both systems' length ratio and brevity penalty."""
+    rows = summary.get("seed_scores") or summary["scores"]
+    marker_test = summary.get("marker_test", "sign")
+    found = []
+    for row in rows:
+        claim = claims.get(row["experiment"])
+        if claim is None or row["metric"] != claim["metric"] or row.get("delta") is None:
+            continue
+        key = (row["corpus"], row["test_set"], row["metric"])
+        base = next((r for r in rows if r["experiment"] == row["baseline"] and (r["corpus"], r["test_set"], r["metric"]) == key),
+                    {})
+        per_run = [s for s in summary["scores"] if _run_of(row["experiment"], s["experiment"])
+                   and (s["corpus"], s["test_set"], s["metric"]) == key and s.get("delta") is not None]
+        found.append({
+            "system": row["experiment"], "paper": claim["paper"], "variant": row.get("variant"), "claim": claim["claim"],
+            "paper_delta": claim.get("paper_delta"), "corpus": row["corpus"],
+            "test_set": row["test_set"], "metric": row["metric"], "signature": row.get("signature"),
+            "score": row["score"], "score_sd": row.get("score_sd"), "n_seeds": row.get("n_seeds", 1),
+            "baseline": row["baseline"], "baseline_score": row.get("baseline_score"),
+            "baseline_sd": base.get("score_sd"), "delta": row["delta"],
+            "seeds_better": sum(1 for s in per_run if s["delta"] > 0), "seeds_compared": len(per_run),
+            "reported_run": row.get("reported_run", row["experiment"]), "reported_seed": row.get("reported_seed"),
+            "marker_test": marker_test, "marker": row.get("marker") or "", "disagreement": row.get("disagreement") or "",
+            "p_sign": row.get("p_sign"), "p_paired_bs": row.get("p_paired_bs"), "p_paired_ar": row.get("p_paired_ar"),
+            "length_ratio": row.get("length_ratio"), "brevity_penalty": row.get("brevity_penalty"),
+            "baseline_length_ratio": base.get("length_ratio"), "baseline_brevity_penalty": base.get("brevity_penalty"),
+            "verdict": verdict(claim["paper"], row["delta"], row.get("marker") or "", row["score"], row["baseline_score"]),
+        })
+    return found
+
+
+def shown_path(path: str | Path) -> str:
+    """A path relative to the checkout when inside it."""
+    resolved = Path(path).resolve()
+    return str(resolved.relative_to(WORKFLOW_DIR)) if resolved.is_relative_to(WORKFLOW_DIR) else str(path)
+
+
 # ----------------------------------------------------------------------------- summary
 def make_summary(metadata: dict[str, Any], results_csv: str | Path, marker_test: str = "sign",
                  workflow_dir: str | Path = ".", configfiles: list[str] | None = None,
-                 root: str | Path = ".") -> dict[str, Any]:
-    """All facts of the summary (the JSON); files below ``root``."""
+                 root: str | Path = ".", claims_file: str | Path = CLAIMS_FILE) -> dict[str, Any]:
+    """All facts of the summary (the JSON); files below ``root``, the claims in ``claims_file``."""
+    claims = read_claims(claims_file)
     runs = {(name, corpus): training_run(name, corpus, root)
             for name, exp in metadata["experiments"].items() for corpus in exp["corpora"]}
     comparisons = [fair_comparison(name, baseline, corpus, runs, root)
@@ -308,6 +426,7 @@ def make_summary(metadata: dict[str, Any], results_csv: str | Path, marker_test:
     seeded = seed_score_rows(results_csv, marker_test)
     if seeded is not None:  # only with seeds: a single-seed summary is as it was
         summary["seed_scores"] = seeded
+    summary.update(claims_file=shown_path(claims_file), quality_floor=QUALITY_FLOOR, claims=claim_rows(summary, claims))
     return summary
 
 
@@ -317,6 +436,12 @@ def _cell(value: Any, digits: int = 2) -> str:
     if isinstance(value, float):
         return f"{value:.{digits}f}" if abs(value) >= 10 ** -digits or value == 0 else f"{value:.2g}"
     return str(value).replace("|", "\\|")
+
+
+def _oov_cell(oov: dict[str, dict[str, Any]]) -> str:
+    """``TEST: 3.34% (lattice/jieba)`` per test set of a run."""
+    return "; ".join(f"{test}: {_cell(100 * r['oov_rate'])}% ({r['unit']})" if r["oov_rate"] is not None
+                     else f"{test}: no tokens ({r['unit']})" for test, r in oov.items())
 
 
 def _code(text: str) -> str:
@@ -345,19 +470,28 @@ def to_markdown(summary: dict[str, Any]) -> str:
              "Budget from each run's experiment.yaml (0: no limit); updates and time from the last row of "
              "train/metrics.csv; stop reason: max_updates if updates >= max_updates, else the minutes cap if "
              "elapsed >= max_minutes, else max_epochs if set, else other. Best dev loss and dev BLEU: over the run's "
-             "validations on the dev set, the numbers to choose settings by (never the test scores below).", ""]
+             "validations on the dev set, the numbers to choose settings by (never the test scores below). Test "
+             "source OOV: the share of each test set's source tokens, in the units the model reads, that its source "
+             "vocabulary maps to <unk> (workflow_scripts/evaluation/oov.py).", ""]
     lines += _table(["experiment", "corpus", "family", "max_updates", "max_epochs", "max_minutes", "updates", "time (s)",
-                     "stopped by", "parameters", "train tok/s", "best dev loss (update)", "best dev BLEU"],
+                     "stopped by", "parameters", "train tok/s", "best dev loss (update)", "best dev BLEU",
+                     "test source OOV (units)"],
                     [[r["experiment"], r["corpus"], _cell(r["family"]), *(_cell(r["budget"][k]) for k in BUDGET_KEYS),
                       str(r["updates"]), f"{r['elapsed_s']:.0f}", r["stop_reason"],
                       f"{r['parameters']:,}" if isinstance(r["parameters"], int) else _cell(r["parameters"]),
                       _cell(r["train_tokens_per_s"], 0),
                       f"{r['best_dev_loss']:.3f} ({r['best_dev_loss_update']})" if r["best_dev_loss"] is not None else "",
-                      _cell(r["best_dev_bleu"])] for r in summary["runs"]])
+                      _cell(r["best_dev_bleu"]), _oov_cell(r.get("source_oov") or {})] for r in summary["runs"]])
+    if summary.get("claims") is not None:  # a summary made before claims had none
+        lines += _claim_lines(summary)
     lines += ["## Scores", "",
               f"Markers: {summary['marker_test']} test against the (best) baseline, in each paper's convention "
-              f"(experiments without a paper: †/‡ at p < 0.01); {tables.DISAGREEMENT}: the marker's direction and the score "
-              "difference disagree. Signatures are sacrebleu's.", ""]
+              "(workflow_scripts/evaluation/tables.py SIGNIFICANCE; the Graph-Transformer, char2word and ESC papers "
+              "report no test, so theirs and those of experiments without a paper are the project's own "
+              f"{_levels(tables.PROJECT.markers)}), printed only where the test's direction agrees with the score "
+              "difference; otherwise "
+              "the disagreement in words. Length ratio (hypothesis/reference) and BP (brevity penalty): sacreBLEU's, "
+              "for the BLEU metrics. Signatures are sacrebleu's.", ""]
     if summary.get("seed_scores") is not None:
         lines += _seed_score_lines(summary["seed_scores"])
         lines += ["## Scores of every run", "",
@@ -368,10 +502,10 @@ def to_markdown(summary: dict[str, Any]) -> str:
     for (corpus, test_set), rows in groups.items():
         lines += [f"### {corpus} / {test_set}", ""]
         lines += _table(["experiment", "metric", "score", "baseline", "difference", "p (sign)", "p (paired BS)",
-                         "p (paired AR)", "signature"],
-                        [[s["experiment"], s["metric"], _cell(s["score"]) + s["marker"], _cell(s["baseline"]),
+                         "p (paired AR)", "length ratio", "BP", "signature"],
+                        [[s["experiment"], s["metric"], _cell(s["score"]) + mark_text(s), _cell(s["baseline"]),
                           _cell(s["delta"]), _cell(s["p_sign"], 4), _cell(s["p_paired_bs"], 4), _cell(s["p_paired_ar"], 4),
-                          _code(s["signature"])] for s in rows])
+                          *_lengths(s), _code(s["signature"])] for s in rows])
     lines += ["## Fair comparison", ""]
     lines += [f"- {comparison_line(c)}" for c in summary["comparisons"]] or ["- no compared systems"]
     return "\n".join(lines) + "\n"
@@ -391,16 +525,68 @@ def _seed_score_lines(rows: list[dict[str, Any]]) -> list[str]:
     for (corpus, test_set), members in groups.items():
         lines += [f"#### {corpus} / {test_set} (over seeds)", ""]
         lines += _table(["system", "metric", "score", "seeds", "baseline", "difference", "tests of", "p (sign)",
-                         "p (paired BS)", "p (paired AR)", "signature"],
+                         "p (paired BS)", "p (paired AR)", "length ratio", "BP", "signature"],
                         [[s["experiment"], s["metric"],
-                          _cell(s["score"]) + (f" ± {_cell(s['score_sd'])}" if s["n_seeds"] > 1 else "") + s["marker"],
+                          _cell(s["score"]) + (f" ± {_cell(s['score_sd'])}" if s["n_seeds"] > 1 else "") + mark_text(s),
                           f"{s['n_seeds']} ({s['seeds']})" if s["seeds"] else str(s["n_seeds"]), _cell(s["baseline"]),
                           _cell(s["delta"]),
                           (f"{s['reported_run']} (seed {s['reported_seed']})" if s["reported_seed"] is not None
                            else s["reported_run"]) if s["baseline"] else "",
                           _cell(s["p_sign"], 4), _cell(s["p_paired_bs"], 4), _cell(s["p_paired_ar"], 4),
-                          _code(s["signature"])] for s in members])
+                          *_lengths(s), _code(s["signature"])] for s in members])
     return lines
+
+
+def _levels(markers: tables.Markers) -> str:
+    """Markers and their levels in words, e.g. "++/+ at p < 0.01/0.05"."""
+    return ("/".join(better for _, better, _ in markers.levels) + " at p < "
+            + "/".join(f"{alpha:g}" for alpha, _, _ in markers.levels))
+
+
+def mark_text(row: dict[str, Any]) -> str:
+    """A score's marker, or the disagreement of its test and score difference in words."""
+    return row.get("marker", "") + (f" ({row['disagreement']})" if row.get("disagreement") else "")
+
+
+def marker_cell(row: dict[str, Any]) -> str:
+    """A claim's marker column: the marker, or the disagreement of test and score difference in words."""
+    return row.get("marker") or row.get("disagreement") or ""
+
+
+def _lengths(row: dict[str, Any]) -> list[str]:
+    """Length ratio and brevity penalty cells, as sacreBLEU rounds them (empty without them)."""
+    return [_cell(row.get("length_ratio"), 3), _cell(row.get("brevity_penalty"), 3)]
+
+
+def mean_sd(score: Any, sd: Any) -> str:
+    """``score ± sd`` (``score`` alone without a standard deviation; empty without a score)."""
+    return _cell(score) + (f" ± {_cell(sd)}" if sd is not None else "") if score is not None else ""
+
+
+def _claim_lines(summary: dict[str, Any]) -> list[str]:
+    """The Markdown of the claims and verdicts (:func:`claim_rows`)."""
+    lines = ["## Claims and verdicts", "",
+             "For each system with a claim in " + _code(summary["claims_file"]) + ", the paper's claim beside our "
+             "difference on the metric of the paper's table, against the baseline the system's experiment declares "
+             f"(with seeds: means ± sd; tests of the seed closest to the mean). Verdict: {VERDICT_RULE}", ""]
+    if not summary["claims"]:
+        return lines + ["No system of this run has a claim.", ""]
+    return lines + _table(
+        ["system", "paper's claim", "paper's difference", "test set", "metric", "ours", "baseline", "difference",
+         f"p ({summary['marker_test']})", "marker", "length ratio / BP (ours; baseline)", "verdict"],
+        [[v["system"], v["claim"], _cell(v.get("paper_delta")), f"{v['corpus']} / {v['test_set']}", v["metric"],
+          mean_sd(v["score"], v.get("score_sd")), f"{v['baseline']}: " + mean_sd(v.get("baseline_score"), v.get("baseline_sd")),
+          _cell(v["delta"]), _cell(v.get(f"p_{v['marker_test']}"), 4), marker_cell(v) or "none", claim_lengths(v),
+          f"**{v['verdict']}**"] for v in summary["claims"]])
+
+
+def claim_lengths(v: dict[str, Any]) -> str:
+    """The length ratio and brevity penalty of a claim's system and its baseline."""
+    def one(ratio: Any, bp: Any) -> str:
+        return f"{_cell(ratio, 3)} / {_cell(bp, 3)}" if ratio is not None and bp is not None else "–"
+
+    return f"{one(v.get('length_ratio'), v.get('brevity_penalty'))}; " + one(v.get("baseline_length_ratio"),
+                                                                            v.get("baseline_brevity_penalty"))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -408,6 +594,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--metadata", required=True, help="JSON of workflow_scripts.dag.evaluation.report_metadata")
     parser.add_argument("--results", required=True, help="results/report/results.csv")
     parser.add_argument("--marker-test", default="sign", choices=sorted(tables.TEST_NAMES))
+    parser.add_argument("--claims", default=str(CLAIMS_FILE), help="the papers' claims (default: %(default)s)")
     parser.add_argument("--workflow-dir", default=str(WORKFLOW_DIR),
                         help="where to ask git for the commit (default: the checkout holding this script)")
     parser.add_argument("--configfile", nargs="*", default=[], help="the config files of the run")
@@ -421,7 +608,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: --configfiles-json: not a JSON list ({exc})", file=sys.stderr)
         return 1
     try:
-        summary = make_summary(json.loads(args.metadata), args.results, args.marker_test, args.workflow_dir, configfiles)
+        summary = make_summary(json.loads(args.metadata), args.results, args.marker_test, args.workflow_dir, configfiles,
+                               claims_file=args.claims)
     except DataError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

@@ -12,13 +12,16 @@ negative ``delta`` an improvement) and has no significance tests (``evaluation.M
 (:data:`LAYOUTS`): rows are the paper's variants (``experiments.X.variant``) and the
 baselines they are compared with, columns the test sets of the corpus (or one column group
 per language pair), scores with significance markers against the baseline, the best score
-of each column in bold.  A marker takes its direction and its p-value from the same test
-(``--marker-test``): the sign test's direction is "more sentences better than worse", the
-paired tests' the corpus score difference.  Where the marker's direction and the corpus
-score difference disagree (possible with the sign test), the cell carries
-:data:`DISAGREEMENT` and a note under the table gives both.  A table takes the corpora of its language pairs; whatever variants
-the config ran fill it, and a paper's experiments on other language pairs get an extra
-table of the same kind.
+of each column in bold, and a note with every score's length ratio and brevity penalty.
+How each paper marks significance (its test, levels and symbols, or none) is
+:data:`SIGNIFICANCE`, the one place for it.  A marker takes its direction and its p-value
+from the same test (``--marker-test``): the sign test's direction is "more sentences better
+than worse", the paired tests' the corpus score difference.  A marker is printed only where
+that direction agrees with the table's score difference (:func:`significance_mark`); where
+they disagree (possible with the sign test) the cell says so in words instead ("sign test
+favours the system, score lower") and a note under the table gives both numbers.  A table
+takes the corpora of its language pairs; whatever variants the config ran fill it, and a
+paper's experiments on other language pairs get an extra table of the same kind.
 
 Seeds (``experiments.X.seeds``, :mod:`workflow_scripts.dag.seeds`): the results table keeps one
 row per run, with its system (``seed_group``) and ``seed``; :func:`aggregate_seeds` makes one
@@ -55,10 +58,13 @@ RESULT_COLUMNS = (
     "corpus", "pair", "test_set", "concatenation", "metric", "score", "signature",
     "num_sentences", "num_references", "baseline", "baseline_score", "delta",
     "p_sign", "sign_better", "sign_worse", "sign_ties", "p_paired_bs", "p_paired_ar",
-    "parameters", "train_tokens_per_s", "seed_group", "seed",
+    "parameters", "train_tokens_per_s", "seed_group", "seed", "length_ratio", "brevity_penalty",
 )
 # Columns a results table written before seeds lacks (read_results fills them: each run its own system).
 SEED_COLUMNS = ("seed_group", "seed")
+# sacreBLEU's hypothesis/reference length ratio and brevity penalty (BLEU metrics only; the
+# scores.json fields); a results table written before them lacks them (read_results: empty).
+LENGTH_COLUMNS = ("length_ratio", "brevity_penalty")
 # What aggregate_seeds adds: the standard deviation over the seeds (NaN for one seed), their number and list,
 # and the run whose significance tests a seeded row reports (the seed closest to the mean) with its own numbers.
 SEED_SUMMARY_COLUMNS = ("score_sd", "n_seeds", "seeds", "reported_run", "reported_seed", "reported_score",
@@ -71,7 +77,8 @@ TEST_NAMES = {"sign": "sign test (Collins et al., 2005)", "paired_bs": "paired b
 TEST_DIRECTIONS = {"sign": "more of the system's sentences raise the baseline's corpus score when swapped in than lower it",
                    "paired_bs": "the system's corpus score is above the baseline's",
                    "paired_ar": "the system's corpus score is above the baseline's"}
-DISAGREEMENT = "§"  # a marker whose direction differs from the corpus score difference
+# The tests' names in the words that replace a marker (:func:`disagreement_words`).
+TEST_SHORT = {"sign": "sign test", "paired_bs": "paired bootstrap", "paired_ar": "approximate randomisation"}
 
 
 # ----------------------------------------------------------------------------- collect
@@ -123,6 +130,7 @@ def collect_results(metadata: dict[str, Any], root: str | Path = ".") -> pd.Data
                         "parameters": info["parameters"],
                         "train_tokens_per_s": info["train_tokens_per_s"],
                         "seed_group": exp.get("seed_group") or name, "seed": exp.get("seed"),
+                        "length_ratio": entry.get("length_ratio"), "brevity_penalty": entry.get("brevity_penalty"),
                     }
                     row.update(_versus_best_baseline(load, name, exp["baselines"], corpus, test_set, concatenated, metric,
                                                      entry["score"]))
@@ -175,9 +183,12 @@ def read_results(path: str | Path) -> pd.DataFrame:
     frame = pd.read_csv(path, keep_default_na=False, na_values=[""],
                         dtype={"tables": str, "baselines": str, "input": str, "paper": str, "baseline": str,
                                "seed_group": str, "seed": "Int64"})
-    missing = [c for c in RESULT_COLUMNS if c not in frame.columns and c not in SEED_COLUMNS]
+    missing = [c for c in RESULT_COLUMNS if c not in frame.columns and c not in SEED_COLUMNS + LENGTH_COLUMNS]
     if missing:
         raise DataError(path, f"not a results table: no column '{missing[0]}'", 1)
+    for column in LENGTH_COLUMNS:  # written before them: unknown
+        if column not in frame.columns:
+            frame[column] = math.nan
     if "seed_group" not in frame.columns:  # written before seeds: every run its own system
         frame["seed_group"] = frame["experiment"]
     if "seed" not in frame.columns:
@@ -204,8 +215,8 @@ def aggregate_seeds(results: pd.DataFrame) -> pd.DataFrame:
     (tie: the lowest seed), with that run's ``reported_score``, ``reported_baseline_score``
     and ``reported_delta`` (the difference its tests tested); ``baseline`` is the system of
     that run's baseline, ``baseline_score`` the baseline system's mean and ``delta`` the
-    difference of the means; ``train_tokens_per_s`` the mean speed.  A system with one run
-    keeps its run's values."""
+    difference of the means; ``train_tokens_per_s``, ``length_ratio`` and ``brevity_penalty``
+    the means over the seeds.  A system with one run keeps its run's values."""
     results = results.assign(seed_group=results["seed_group"].fillna(results["experiment"]) if "seed_group" in results
                              else results["experiment"], seed=results["seed"] if "seed" in results else pd.NA)
     if results.empty:
@@ -223,7 +234,7 @@ def aggregate_seeds(results: pd.DataFrame) -> pd.DataFrame:
             n_seeds=len(scores), seeds=" ".join(str(s) for s in group["seed"] if not _missing(s)),
             reported_run=reported["experiment"], reported_seed=reported["seed"], reported_score=reported["score"],
             reported_baseline_score=reported["baseline_score"], reported_delta=reported["delta"],
-            train_tokens_per_s=group["train_tokens_per_s"].mean() if group["train_tokens_per_s"].notna().any() else math.nan,
+            **{column: _mean(group[column]) for column in ("train_tokens_per_s", *LENGTH_COLUMNS)},
         )
         if not _missing(reported["baseline"]) and reported["baseline"] != "":
             row["baseline"] = system_of.get(reported["baseline"], reported["baseline"])
@@ -240,6 +251,12 @@ def aggregate_seeds(results: pd.DataFrame) -> pd.DataFrame:
     return frame
 
 
+def _mean(values: pd.Series) -> float:
+    """The mean of the known values (NaN when none is known)."""
+    known = pd.to_numeric(values, errors="coerce").dropna()
+    return float(known.mean()) if not known.empty else math.nan
+
+
 def is_seeded(results: pd.DataFrame) -> bool:
     """Whether any system of the results has more than one run (seed)."""
     if results.empty or "seed_group" not in results:
@@ -247,7 +264,7 @@ def is_seeded(results: pd.DataFrame) -> bool:
     return bool((results.groupby("seed_group")["experiment"].nunique() > 1).any())
 
 
-# ----------------------------------------------------------------------------- layouts
+# ----------------------------------------------------------------------------- significance
 @dataclass(frozen=True)
 class Markers:
     """Significance markers, strictest level first: (alpha, better, worse)."""
@@ -256,7 +273,8 @@ class Markers:
 
     def mark(self, p_value: Any, direction: Any) -> str:
         """The marker of a test's p-value and its direction (positive: the system is better;
-        both from the same test, see :func:`verdict_direction`); none when either is missing."""
+        both from the same test, see :func:`verdict_direction`); none when either is missing.
+        Whether it may be printed is :func:`significance_mark`'s decision."""
         if _missing(p_value) or _missing(direction) or direction == 0:
             return ""
         for alpha, better, worse in self.levels:
@@ -264,13 +282,42 @@ class Markers:
                 return better if direction > 0 else worse
         return ""
 
+    def says(self, marker: str) -> int:
+        """+1 when ``marker`` is one of these markers of "significantly better", -1 of "significantly
+        worse", 0 for anything else (no marker, another paper's, a marker of an older summary)."""
+        if any(marker == better for _, better, _ in self.levels):
+            return 1
+        return -1 if any(marker == worse for _, _, worse in self.levels) else 0
+
+
+@dataclass(frozen=True)
+class Significance:
+    """How one paper's tables mark significance: its ``markers`` (symbols and levels), the
+    test it used (``paper_test``, a key of :data:`TEST_NAMES`; None: the paper reports no
+    significance test, so the markers are the project's own test's, labelled so) and
+    ``source``: what our copy of the paper says (or lacks)."""
+
+    markers: Markers
+    paper_test: str | None
+    source: str
+
     def legend(self, test: str, render=lambda marker: marker, escape=lambda text: text) -> str:
-        """What the markers mean: markers drawn by ``render``, text by ``escape`` (the output format's)."""
+        """What the markers under a table mean: markers drawn by ``render``, text by ``escape``
+        (the output format's); ``test``: the test the markers come from (``--marker-test``)."""
         levels = "; ".join(f"{render(better)} / {render(worse)}"
                            + escape(f": significantly better / worse than the baseline (p < {alpha})")
-                           for alpha, better, worse in self.levels)
-        return levels + escape(f"; {TEST_NAMES[test]} against the (best) baseline, direction and p-value both from it "
-                               f"(better: {TEST_DIRECTIONS[test]}; worse: the reverse); bold: best in column.")
+                           for alpha, better, worse in self.markers.levels)
+        if self.paper_test is None:
+            whose = f"the project's own test, not the paper's ({self.source})"
+        else:
+            whose = f"the paper's convention ({self.source})"
+            if test != self.paper_test:
+                whose += f"; here the {TEST_NAMES[test]} replaces the paper's {TEST_NAMES[self.paper_test]}"
+        return levels + escape(
+            f"; {TEST_NAMES[test]} against the (best) baseline, direction and p-value both from it "
+            f"(better: {TEST_DIRECTIONS[test]}; worse: the reverse); {whose}. A marker is shown only where its "
+            "direction agrees with the score difference in the table; where they disagree the cell says so in "
+            "words. Bold: best in column.")
 
 
 def _missing(value: Any) -> bool:
@@ -299,10 +346,67 @@ def verdict_direction(row: pd.Series | dict[str, Any], test: str) -> float | Non
     raise ValueError(f"unknown test '{test}' (known: {', '.join(TEST_NAMES)})")
 
 
+def _sign(value: float) -> int:
+    return int(value > 0) - int(value < 0)
+
+
+def disagreement_words(test: str, direction: float, delta: Any, mean: bool = False) -> str:
+    """What a cell says instead of a marker whose direction and score difference disagree,
+    e.g. "sign test favours the system, score lower" (``mean``: the difference of the means
+    over seeds)."""
+    side = "system" if direction > 0 else "baseline"
+    change = "unknown" if _missing(delta) else {1: "higher", 0: "equal", -1: "lower"}[_sign(float(delta))]
+    return f"{TEST_SHORT[test]} favours the {side}, {'mean ' if mean else ''}score {change}"
+
+
+def significance_mark(row: pd.Series | dict[str, Any], test: str, markers: Markers) -> tuple[str, str]:
+    """(marker, words) of one results row: the marker of ``test`` (direction and p-value
+    from it, :func:`verdict_direction`) when its direction agrees with the score difference,
+    i.e. with the difference the test compared (:func:`tested_delta`) and with the one the
+    row shows (``delta``; the difference of the means over seeds); otherwise no marker and
+    :func:`disagreement_words`.  ("", "") when the test is not significant or absent."""
+    direction = verdict_direction(row, test)
+    marker = markers.mark(row.get(f"p_{test}"), direction)
+    if not marker:
+        return "", ""
+    for delta, mean in ((tested_delta(row), False), (row.get("delta"), _seeds(row) > 1)):
+        if _missing(delta) or _sign(float(delta)) != _sign(direction):
+            return "", disagreement_words(test, direction, delta, mean)
+    return marker, ""
+
+
+def _seeds(row: pd.Series | dict[str, Any]) -> int:
+    n = row.get("n_seeds")
+    return 1 if n is None or _missing(n) else int(n)
+
+
 DAGGER = Markers(((0.01, "†", "‡"),))  # lattice paper: "† ... significant difference (p < 0.01)"
-PLUS = Markers(((0.01, "++", "−−"), (0.05, "+", "−")))  # reordering paper's "++"/"+" convention
+PLUS = Markers(((0.01, "++", "−−"), (0.05, "+", "−")))  # the reordering paper's "++"/"+" as this project has it
+# How each paper marks significance, from our copies in ../shared/papers (docs/results.md, "Significance
+# markers"): the one place for it.  Papers without a test of their own get the project's own test, labelled so.
+SIGNIFICANCE: dict[str, Significance] = {
+    "lattice": Significance(DAGGER, "sign", "the lattice paper's Setup: sign test (Collins et al., 2005); Tables 2 "
+                                            "and 3: † significant difference (p < 0.01) from the best baseline; ‡ for "
+                                            "significantly worse is ours"),
+    "reordering": Significance(PLUS, "sign", "the reordering paper's System Setting: sign test (Collins et al., 2005); "
+                                             "our copy has no table notes, so the symbols ++/+ and levels p < 0.01/0.05 "
+                                             "are this project's reading of them"),
+    "graph": Significance(PLUS, None, "the Graph-Transformer paper reports BLEU differences (Table 2) without a "
+                                      "significance test"),
+    "char": Significance(PLUS, None, "the char2word paper reports BLEU (Table 3) without a significance test"),
+    "esc": Significance(PLUS, None, "our copy of the ESC paper (a Chinese translation) ends before its experiments: the "
+                                    "abstract says the methods improve translation significantly but names no test, "
+                                    "level or marker"),
+}
+PROJECT = Significance(PLUS, None, "no paper")  # experiments without a paper (the results summary)
 
 
+def significance_of(paper: str) -> Significance:
+    """The significance convention of ``paper`` (:data:`SIGNIFICANCE`; :data:`PROJECT` for none)."""
+    return SIGNIFICANCE.get(paper, PROJECT)
+
+
+# ----------------------------------------------------------------------------- layouts
 @dataclass(frozen=True)
 class Layout:
     """One result table of a paper.
@@ -312,7 +416,8 @@ class Layout:
     first test set); ``labels``: (header, results column) of the row-label columns (a
     ``pair`` label puts all matching corpora in one table, otherwise one table per corpus);
     ``extras``: ``params`` and/or ``speed`` columns; ``main``: experiments without a
-    ``tables`` list appear here."""
+    ``tables`` list appear here.  Its significance markers are the paper's
+    (:data:`SIGNIFICANCE`)."""
 
     paper: str
     key: str
@@ -321,41 +426,44 @@ class Layout:
     columns: str
     labels: tuple[tuple[str, str], ...]
     metric: str
-    markers: Markers
     extras: tuple[str, ...] = ()
     main: bool = True
+
+    @property
+    def significance(self) -> Significance:
+        return significance_of(self.paper)
 
 
 _SYSTEM_INPUT = (("System", "variant"), ("Input", "input"))
 LAYOUTS: dict[str, tuple[Layout, ...]] = {
     "lattice": (
         Layout("lattice", "table2", "Lattice paper, Table 2: translation performance on Zh-En (NIST in the paper; MT05 its dev set)",
-               ("zh-en",), "test_sets", _SYSTEM_INPUT, "bleu", DAGGER),
+               ("zh-en",), "test_sets", _SYSTEM_INPUT, "bleu"),
         Layout("lattice", "table3",
                "Lattice paper, Table 3: translation performance on En-De (IWSLT2016 in the paper; tst2012 its dev set)",
-               ("en-de",), "test_sets", _SYSTEM_INPUT, "bleu", DAGGER),
+               ("en-de",), "test_sets", _SYSTEM_INPUT, "bleu"),
         Layout("lattice", "table4", "Lattice paper, Table 4: normal positional encodings (PE) and PE + LSA on lattice inputs",
-               ("zh-en",), "test_sets", (("Systems", "variant"),), "bleu", DAGGER, main=False),
+               ("zh-en",), "test_sets", (("Systems", "variant"),), "bleu", main=False),
     ),
     "reordering": (
         Layout("reordering", "table1", "Reordering paper, Table 1: En-De (WMT14 newstest2014 in the paper; sacreBLEU)",
-               ("en-de",), "test_sets", (("System", "variant"), ("Architecture", "family")), "bleu", PLUS, ("speed", "params")),
+               ("en-de",), "test_sets", (("System", "variant"), ("Architecture", "family")), "bleu", ("speed", "params")),
         Layout("reordering", "table2", "Reordering paper, Table 2: Zh-En (NIST in the paper; multi-bleu)",
-               ("zh-en",), "test_sets", (("System", "variant"),), "tokenized_bleu", PLUS, ("params",)),
+               ("zh-en",), "test_sets", (("System", "variant"),), "tokenized_bleu", ("params",)),
         Layout("reordering", "table3", "Reordering paper, Table 3: Ja-En (WAT ASPEC in the paper; multi-bleu)",
-               ("ja-en",), "test_sets", (("System", "variant"),), "tokenized_bleu", PLUS, ("params",)),
+               ("ja-en",), "test_sets", (("System", "variant"),), "tokenized_bleu", ("params",)),
     ),
     "graph": (
         Layout("graph", "table2", "Graph-Transformer, Table 2: BLEU and parameter counts on De-En and En-De (multi-BLEU)",
-               ("de-en", "en-de"), "pairs", (("Model", "variant"),), "tokenized_bleu", PLUS, ("params",)),
+               ("de-en", "en-de"), "pairs", (("Model", "variant"),), "tokenized_bleu", ("params",)),
     ),
     "char": (
         Layout("char", "table3", "char2word paper, Table 3: character-level models (WMT'15 in the paper; newstest2013 its validation set)",
-               ("de-en", "en-de"), "test_sets", (("Model", "variant"), ("Language", "pair")), "tokenized_bleu", PLUS),
+               ("de-en", "en-de"), "test_sets", (("Model", "variant"), ("Language", "pair")), "tokenized_bleu"),
     ),
     "esc": (
         Layout("esc", "main", "Explicit sentence compression, main results: En-De and En-Fr (WMT14 in the paper)",
-               ("en-de", "en-fr"), "pairs", (("System", "variant"), ("Architecture", "family")), "tokenized_bleu", PLUS,
+               ("en-de", "en-fr"), "pairs", (("System", "variant"), ("Architecture", "family")), "tokenized_bleu",
                ("params",)),
     ),
 }
@@ -364,7 +472,7 @@ EXTRA_HEADERS = {"params": "#Params", "speed": "#Speed (tok/s)"}
 
 def _other_pairs_layout(paper: str, pairs: tuple[str, ...]) -> Layout:
     return Layout(paper, "other", f"{paper} experiments on further language pairs", pairs, "test_sets",
-                  (("System", "variant"),), "bleu", LAYOUTS[paper][0].markers, ("params",))
+                  (("System", "variant"),), "bleu", ("params",))
 
 
 # ----------------------------------------------------------------------------- grid
@@ -373,8 +481,8 @@ class Cell:
     text: str
     marker: str = ""
     bold: bool = False
-    flag: str = ""  # DISAGREEMENT, or empty
-    note: str = ""  # what the flag refers to (both numbers), listed under the table
+    words: str = ""  # instead of a marker whose direction disagrees with the score difference (significance_mark)
+    note: str = ""  # both numbers of such a cell, listed under the table
     value: float | None = None  # the score compared for bold (as shown, rounded)
 
 
@@ -388,7 +496,7 @@ class Grid:
     rows: list[list[Cell]]
     notes: list[str]
     n_labels: int
-    markers: Markers
+    significance: Significance
     marker_test: str
 
 
@@ -403,6 +511,14 @@ def _fmt_params(value: Any) -> str:
 
 def _fmt_speed(value: Any) -> str:
     return "–" if value is None or pd.isna(value) else f"{float(value):,.0f}"
+
+
+def fmt_length(ratio: Any, bp: Any) -> str:
+    """A score's hypothesis/reference length ratio and brevity penalty, as sacreBLEU rounds
+    them (3 decimals): "ratio 0.982, BP 0.982"; empty for a metric without them."""
+    if _missing(ratio) or _missing(bp):
+        return ""
+    return f"ratio {float(ratio):.3f}, BP {float(bp):.3f}"
 
 
 def _pair_label(pair: str) -> str:
@@ -426,27 +542,25 @@ def _members(results: pd.DataFrame, layout: Layout, corpora: list[str]) -> list[
     return [n for n in order if n in baselines and n not in chosen] + chosen
 
 
-def _score_cell(rows: pd.DataFrame, experiment: str, corpus: str, test_set: str, metric: str,
-                markers: Markers, marker_test: str) -> Cell:
+def _hit(rows: pd.DataFrame, experiment: str, corpus: str, test_set: str, metric: str) -> pd.Series | None:
     hit = rows[(rows["experiment"] == experiment) & (rows["corpus"] == corpus)
                & (rows["test_set"] == test_set) & (rows["metric"] == metric)]
-    if hit.empty:
+    return None if hit.empty else hit.iloc[0]
+
+
+def _score_cell(rows: pd.DataFrame, experiment: str, corpus: str, test_set: str, metric: str,
+                markers: Markers, marker_test: str) -> Cell:
+    row = _hit(rows, experiment, corpus, test_set, metric)
+    if row is None:
         return Cell("–")
-    row = hit.iloc[0]
-    direction = verdict_direction(row, marker_test)
     text = f"{row['score']:.2f}"
-    if row.get("n_seeds", 1) > 1:
+    if _seeds(row) > 1:
         text += f" ± {row['score_sd']:.2f}"
-    cell = Cell(text, markers.mark(row[f"p_{marker_test}"], direction), value=float(f"{row['score']:.2f}"))
-    delta = tested_delta(row)
-    if cell.marker and (_missing(delta) or _sign(delta) != _sign(direction)):
-        cell.flag = DISAGREEMENT
-        cell.note = _disagreement_note(rows, row, metric, marker_test, direction)
+    marker, words = significance_mark(row, marker_test, markers)
+    cell = Cell(text, marker, words=words, value=float(f"{row['score']:.2f}"))
+    if words:
+        cell.note = _disagreement_note(rows, row, metric, marker_test, verdict_direction(row, marker_test))
     return cell
-
-
-def _sign(value: float) -> int:
-    return int(value > 0) - int(value < 0)
 
 
 def _variant_of(rows: pd.DataFrame, experiment: str) -> str:
@@ -455,20 +569,35 @@ def _variant_of(rows: pd.DataFrame, experiment: str) -> str:
 
 
 def _disagreement_note(rows: pd.DataFrame, row: pd.Series, metric: str, test: str, direction: float) -> str:
-    """Both numbers of a cell whose marker and corpus score difference point different ways."""
+    """Both numbers of a cell whose test and score difference point different ways."""
     where = f"{row['variant']}, {row['test_set']} ({row['corpus']})"
-    score, baseline_score, delta = row["score"], row["baseline_score"], row["delta"]
-    if row.get("n_seeds", 1) > 1:  # the seed whose tests the marker reports
-        where += f", seed {row['reported_seed']}"
-        score, baseline_score, delta = row["reported_score"], row["reported_baseline_score"], row["reported_delta"]
-    corpus_side = (f"corpus {METRIC_NAMES[metric]} {delta:+.2f} against {_variant_of(rows, row['baseline'])} "
-                   f"({score:.2f} vs {baseline_score:.2f})")
+    against = _variant_of(rows, row["baseline"])
+    corpus_side = (f"corpus {METRIC_NAMES[metric]} {row['delta']:+.2f} against {against} "
+                   f"({row['score']:.2f} vs {row['baseline_score']:.2f})")
+    if _seeds(row) > 1:  # the means, and the seed whose tests the row reports
+        corpus_side = (f"mean {corpus_side}; seed {int(row['reported_seed'])}: {row['reported_delta']:+.2f} "
+                       f"({row['reported_score']:.2f} vs {row['reported_baseline_score']:.2f})")
     if test == "sign":
         verdict = (f"the sign test counts {int(row['sign_better'])} sentences better and {int(row['sign_worse'])} worse "
                    f"({int(row['sign_ties'])} ties; p = {row['p_sign']:.2g})")
-    else:  # not reached while the paired tests' direction is the corpus difference itself
+    else:
         verdict = f"the {TEST_NAMES[test]} says {'better' if direction > 0 else 'worse'} (p = {row[f'p_{test}']:.2g})"
-    return f"{DISAGREEMENT} {where}: {corpus_side}, but {verdict}; the marker follows the test."
+    return f"{where}: {corpus_side}, but {verdict}; no marker, as the test and the score difference disagree."
+
+
+def _length_notes(rows: pd.DataFrame, shown: list[tuple[str, str, str]], metric: str) -> list[str]:
+    """One note per system of a table: the length ratio and brevity penalty of each score it
+    shows (``shown``: the (experiment, corpus, test set) of its score cells; with seeds, the
+    means over the seeds)."""
+    several = len({corpus for _, corpus, _ in shown}) > 1
+    parts: dict[str, list[str]] = {}
+    for experiment, corpus, test_set in shown:
+        row = _hit(rows, experiment, corpus, test_set, metric)
+        length = "" if row is None else fmt_length(row.get("length_ratio"), row.get("brevity_penalty"))
+        if length:
+            parts.setdefault(experiment, []).append(f"{test_set}{f' ({corpus})' if several else ''} {length}")
+    return [f"Length ratio (hypothesis/reference) and brevity penalty of {_variant_of(rows, name)}: {'; '.join(texts)}."
+            for name, texts in parts.items()]
 
 
 def _seed_notes(rows: pd.DataFrame, members: list[str], metric: str) -> list[str]:
@@ -539,6 +668,7 @@ def layout_grids(results: pd.DataFrame, layout: Layout, marker_test: str = "sign
         grid_rows = rows[rows["corpus"].isin(group)]
         headers = [("", header) for header, _ in layout.labels]
         notes = [f"Metric: {METRIC_NAMES[layout.metric]}; signatures: {_signatures(grid_rows, layout.metric)}."]
+        markers, shown = layout.significance.markers, []
         if layout.columns == "test_sets":
             test_sets = list(dict.fromkeys(grid_rows["test_set"]))
             headers += [("", t) for t in test_sets] + [("", EXTRA_HEADERS[e]) for e in layout.extras]
@@ -549,9 +679,10 @@ def layout_grids(results: pd.DataFrame, layout: Layout, marker_test: str = "sign
                     if grid_rows[(grid_rows["experiment"] == name) & (grid_rows["corpus"] == corpus)].empty:
                         continue
                     body.append(_label_cells(grid_rows, name, corpus, layout.labels)
-                                + [_score_cell(grid_rows, name, corpus, t, layout.metric, layout.markers, marker_test)
+                                + [_score_cell(grid_rows, name, corpus, t, layout.metric, markers, marker_test)
                                    for t in test_sets]
                                 + [_extra_cell(grid_rows, name, corpus, e) for e in layout.extras])
+                    shown += [(name, corpus, t) for t in test_sets]
             suffix = f" ({group[0]})" if per_corpus else ""
         else:
             pair_counts = grid_rows.drop_duplicates("corpus")["pair"].value_counts()
@@ -567,14 +698,16 @@ def layout_grids(results: pd.DataFrame, layout: Layout, marker_test: str = "sign
                 cells = _label_cells(grid_rows, experiment, group[0], layout.labels)
                 for corpus in group:
                     test_set = grid_rows[grid_rows["corpus"] == corpus].iloc[0]["test_set"]
-                    cells += [_score_cell(grid_rows, experiment, corpus, test_set, layout.metric, layout.markers, marker_test)]
+                    cells += [_score_cell(grid_rows, experiment, corpus, test_set, layout.metric, markers, marker_test)]
                     cells += [_extra_cell(grid_rows, experiment, corpus, e) for e in layout.extras]
+                    shown.append((experiment, corpus, test_set))
                 body.append(cells)
             suffix = ""
         notes += [cell.note for cells in body for cell in cells if cell.note]
+        notes += _length_notes(grid_rows, shown, layout.metric)
         notes += _seed_notes(grid_rows, members, layout.metric)
         grid = Grid(layout.caption + suffix, f"tab:{layout.paper}-{layout.key}" + (f"-{group[0]}" if per_corpus else ""),
-                    headers, body, notes, len(layout.labels), layout.markers, marker_test)
+                    headers, body, notes, len(layout.labels), layout.significance, marker_test)
         _bold_best(grid, score_columns)
         grids.append(grid)
     return grids
@@ -594,8 +727,7 @@ def paper_grids(results: pd.DataFrame, paper: str, marker_test: str = "sign") ->
 
 
 # ----------------------------------------------------------------------------- formats
-_LATEX_MARKERS = {"†": r"$^{\dagger}$", "‡": r"$^{\ddagger}$", "++": "$^{++}$", "+": "$^{+}$", "−−": "$^{--}$", "−": "$^{-}$",
-                  DISAGREEMENT: r"$^{\S}$"}
+_LATEX_MARKERS = {"†": r"$^{\dagger}$", "‡": r"$^{\ddagger}$", "++": "$^{++}$", "+": "$^{+}$", "−−": "$^{--}$", "−": "$^{-}$"}
 
 
 def _frame(grid: Grid, cell_text) -> pd.DataFrame:
@@ -606,21 +738,20 @@ def _frame(grid: Grid, cell_text) -> pd.DataFrame:
 
 def to_markdown(grid: Grid) -> str:
     def text(j: int, cell: Cell) -> str:
-        value = cell.text + cell.marker + cell.flag
-        return f"**{value}**" if cell.bold else value
+        value = cell.text + cell.marker
+        return (f"**{value}**" if cell.bold else value) + (f" ({cell.words})" if cell.words else "")
 
     frame = _frame(grid, text)
     if isinstance(frame.columns, pd.MultiIndex):
         frame.columns = [f"{group} {name}".strip() for group, name in frame.columns]
     table = frame.to_markdown(index=False, disable_numparse=True)
-    notes = "\n".join(f"- {note}" for note in grid.notes + [grid.markers.legend(grid.marker_test)])
+    notes = "\n".join(f"- {note}" for note in grid.notes + [grid.significance.legend(grid.marker_test)])
     return f"### {grid.caption}\n\n{table}\n\n{notes}\n"
 
 
 _LATEX_SPECIALS = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
                    "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}", "<": "$<$", ">": "$>$",
-                   "|": r"\textbar{}", "±": r"$\pm$", "−": "$-$",
-                   DISAGREEMENT: r"\S{}"}
+                   "|": r"\textbar{}", "±": r"$\pm$", "−": "$-$"}
 
 
 def _latex_escape(text: str) -> str:
@@ -634,7 +765,8 @@ def to_latex(grid: Grid) -> str:
             return cell.text  # escaped by the Styler below
         value = cell.text.replace("–", "--").replace(" ± ", r" $\pm$ ")
         value = rf"\textbf{{{value}}}" if cell.bold else value
-        return value + _LATEX_MARKERS.get(cell.marker, "") + _LATEX_MARKERS.get(cell.flag, "")
+        words = rf" {{\footnotesize ({_latex_escape(cell.words)})}}" if cell.words else ""
+        return value + _LATEX_MARKERS.get(cell.marker, "") + words
 
     frame = _frame(grid, text)
     styler = frame.style.hide(axis="index").format(escape="latex", subset=pd.IndexSlice[:, frame.columns[: grid.n_labels]])
@@ -642,19 +774,19 @@ def to_latex(grid: Grid) -> str:
     align = "l" * grid.n_labels + "r" * (len(grid.columns) - grid.n_labels)
     body = styler.to_latex(column_format=align, hrules=True, multicol_align="c", position="t",
                            caption=_latex_escape(grid.caption), label=grid.label, position_float="centering")
-    legend = grid.markers.legend(grid.marker_test, render=_LATEX_MARKERS.__getitem__, escape=_latex_escape)
+    legend = grid.significance.legend(grid.marker_test, render=_LATEX_MARKERS.__getitem__, escape=_latex_escape)
     notes = " ".join([_latex_escape(note) for note in grid.notes] + [legend])
     return body.replace(r"\end{table}", f"\\par\\footnotesize {notes}\n\\end{{table}}") + "\n"
 
 
 def to_html(grid: Grid) -> str:
     def text(j: int, cell: Cell) -> str:
-        value = html.escape(cell.text) + "".join(f"<sup>{html.escape(mark)}</sup>" for mark in (cell.marker, cell.flag) if mark)
-        return f"<b>{value}</b>" if cell.bold else value
+        value = html.escape(cell.text) + (f"<sup>{html.escape(cell.marker)}</sup>" if cell.marker else "")
+        return (f"<b>{value}</b>" if cell.bold else value) + (f" <small>({html.escape(cell.words)})</small>" if cell.words else "")
 
     frame = _frame(grid, text)
     table = frame.style.hide(axis="index").set_caption(html.escape(grid.caption)).to_html()
-    legend = grid.markers.legend(grid.marker_test, render=lambda m: f"<sup>{html.escape(m)}</sup>", escape=html.escape)
+    legend = grid.significance.legend(grid.marker_test, render=lambda m: f"<sup>{html.escape(m)}</sup>", escape=html.escape)
     notes = "".join(f"<li>{html.escape(note)}</li>" for note in grid.notes) + f"<li>{legend}</li>"
     return f"<section>\n{table}\n<ul>{notes}</ul>\n</section>\n"
 
