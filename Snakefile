@@ -86,6 +86,7 @@ rule all:
     input:
         corpus_data.data_targets(config),
         runs.model_targets(config),
+        sources.oov_targets(config),
         packages.package_targets(config),
         esc.compression_targets(config),
         ev.report_targets(config),

@@ -2,7 +2,11 @@
 from __future__ import annotations
 
 import copy
+import gzip
+import math
+import os
 import random
+import unicodedata
 from pathlib import Path
 
 import pytest
@@ -256,10 +260,10 @@ def test_embedded_default_and_ablation_lattices_are_prepared() -> None:
         return {lattices.lattice_name(config["experiments"][e]["lattice"]) for e, _ in runs.experiment_runs(config)
                 if config["experiments"][e].get("lattice")}
 
-    assert lattices_of(CONFIG) == {"jieba+thulac+snownlp"}
+    assert lattices_of(CONFIG) == {"jieba+thulac+snownlp", "jieba"}  # the lattice and its 1-best baseline's words
     ablations = copy.deepcopy(CONFIG)
     update_config(ablations, yaml.safe_load((Path(__file__).parent.parent / "configs/ablations.yaml").read_text()))
-    assert lattices_of(ablations) == {"jieba+thulac+snownlp", "bpe2000+bpe4000+bpe8000"}
+    assert lattices_of(ablations) == {"jieba+thulac+snownlp", "jieba", "bpe2000+bpe4000+bpe8000"}
 
 
 def test_subword_lattices_of_real_bpe_segmentations_contain_every_segmentation() -> None:
@@ -284,3 +288,221 @@ def test_subword_lattices_of_real_bpe_segmentations_contain_every_segmentation()
         units = [(u.start, u.end) for e, u in zip(edges, renumber_nodes(edges, "subword"), strict=True) if (e.start, e.end) in finest]
         assert units == [(k, k + 1) for k in range(len(segmentations[0]))]
     assert distinct > 100  # the sizes really segment differently, so lattices have several paths
+
+
+# ----------------------------------------------------------------------------- chain reduction
+# A lattice built from one segmentation is a chain: its edges are that segmentation's words in
+# order, each starting where the previous one ends.  On a chain the lattice encoder must reduce
+# to known models (docs/models/lattice.md, "Chain reduction"):
+# * +LPE without LSA, positions in minimum units (node ranks: 0, 1, 2, ...), is the Transformer
+#   on the same words: the same loss and gradients with the same parameters.  With the
+#   character positions that footnote 1 gives a *word* lattice it is the Transformer with its
+#   positions at the words' character offsets instead.
+# * LSA is Shaw et al.'s relative self-attention with clipping distance k = 2: of the eight
+#   relations only five occur, each a clipped distance d = clip(n - m, -2, 2) from query m to
+#   key n (self 0, left_adjacent +1: the key is the next word, right_adjacent -1, preceding
+#   >= +2, succeeding <= -2); includes / included / intersects never occur.
+CHAIN_RELATIONS = ("succeeding", "right_adjacent", "self", "left_adjacent", "preceding")  # d = -2 .. +2
+MIRROR = Path(os.environ.get("NMT_DATA_MIRROR") or Path(__file__).resolve().parents[2] / "shared" / "data")
+# used when the corpus mirror is absent: Tatoeba-like sentences, segmented by jieba all the same
+FALLBACK = ["我们明天去北京看看长城。", "汤姆不知道玛丽为什么哭了。", "这本书是我昨天在图书馆借的。", "你会说中文吗?"]
+SMALL_MODEL = {"d_model": 32, "heads": 4, "encoder_layers": 2, "decoder_layers": 2, "ffn_dim": 64, "dropout": 0.0,
+               "normalize_before": True}
+
+
+def tatoeba_pairs(count: int = 12) -> list[tuple[str, str]]:
+    """(Chinese, English) lines spread over the Tatoeba file of the mirror, NFKC as the workflow
+    normalises them (config ``unicode_form``); a fixed list without the mirror."""
+    path = MIRROR / "zh-en" / "cmn.txt.gz"
+    if not path.exists():
+        return [(zh, "a b c") for zh in FALLBACK]
+    with gzip.open(path, "rt", encoding="utf-8-sig") as handle:
+        rows = [line.rstrip("\n").split("\t") for line in handle if line.strip()]
+    rows = rows[:: len(rows) // count][:count]
+    return [(unicodedata.normalize("NFKC", zh), unicodedata.normalize("NFKC", en)) for en, zh, *_ in rows]
+
+
+@pytest.fixture(scope="module")
+def jieba_chain(tmp_path_factory) -> dict[str, Path]:
+    """The workflow's data steps on real lines: jieba segmentation (``segment`` rule), the
+    one-segmenter lattice (``lattice`` rule) and its model inputs in both position units
+    (``lattice_inputs``), with the English side as target."""
+    from workflow_scripts.data.lattice import write_inputs
+    from workflow_scripts.data.segment import segment_file
+
+    root = tmp_path_factory.mktemp("chain")
+    pairs = tatoeba_pairs()
+    (root / "norm.zh").write_text("".join(zh + "\n" for zh, _ in pairs), encoding="utf-8")
+    (root / "train.en").write_text("".join(en + "\n" for _, en in pairs), encoding="utf-8")
+    segment_file("zh", "jieba", str(root / "norm.zh"), str(root / "seg.zh"))
+    build_file([str(root / "seg.zh")], str(root / "chain.lattice"))
+    files = {"seg": root / "seg.zh", "lattice": root / "chain.lattice", "tgt": root / "train.en"}
+    for unit in POSITION_UNITS:
+        names = {part: root / f"{unit}.{part}" for part in ("tokens", "starts", "ends")}
+        write_inputs(str(files["lattice"]), *(str(names[part]) for part in ("tokens", "starts", "ends")), unit)
+        files.update({f"{unit}.{part}": path for part, path in names.items()})
+    return files
+
+
+def test_a_one_segmenter_lattice_is_its_segmentation_as_a_chain(jieba_chain) -> None:
+    segmentations = [line.split() for line in jieba_chain["seg"].read_text(encoding="utf-8").splitlines()]
+    assert sum(len(words) > 1 and any(len(w) > 1 for w in words) for words in segmentations) >= 3  # real multi-char words
+    lines = {key: jieba_chain[key].read_text(encoding="utf-8").splitlines()
+             for key in ("char.tokens", "char.starts", "char.ends", "subword.starts", "subword.ends")}
+    for k, words in enumerate(segmentations):
+        assert lines["char.tokens"][k].split() == words  # the edge tokens are the 1-best's words, in order
+        offsets = [sum(len(w) for w in words[:i]) for i in range(len(words) + 1)]  # characters before each word
+        assert [int(x) for x in lines["char.starts"][k].split()] == offsets[:-1]
+        assert [int(x) for x in lines["char.ends"][k].split()] == offsets[1:]
+        assert [int(x) for x in lines["subword.starts"][k].split()] == list(range(len(words)))
+        assert [int(x) for x in lines["subword.ends"][k].split()] == list(range(1, len(words) + 1))
+
+
+def chain_batch(files: dict[str, Path], unit: str):
+    """Every line of the chain in one padded batch, read as nmt-train reads it."""
+    from nmtmodels.data import ExtraField, ParallelDataset
+    from nmtmodels.models.lattice import SPAN_PAD
+    from nmtmodels.vocab import Vocabulary
+
+    tokens = files[f"{unit}.tokens"]
+    data = ParallelDataset.from_files(
+        tokens, files["tgt"], Vocabulary.from_corpus([tokens]), Vocabulary.from_corpus([files["tgt"]]),
+        extras={name: ExtraField(str(files[f"{unit}.{name}"]), SPAN_PAD) for name in ("starts", "ends")},
+        log=lambda message: None)
+    return data.collate(range(len(data)))
+
+
+def chain_models(positions: str, lsa: bool, src_vocab: int, tgt_vocab: int, seed: int = 0):
+    """The lattice model and a Transformer with the same parameters (in float64)."""
+    from nmtmodels.config import ModelConfig
+    from nmtmodels.registry import build_model
+
+    torch.manual_seed(seed)
+    lattice = build_model(ModelConfig.from_dict({**SMALL_MODEL, "family": "lattice_transformer",
+                                                 "options": {"positions": positions, "lsa": lsa}}), src_vocab, tgt_vocab)
+    if lsa:  # they start at zero (the plain encoder): random, so that they matter
+        with torch.no_grad():
+            lattice.encoder.relation_keys.normal_()
+            lattice.encoder.relation_values.normal_()
+    transformer = build_model(ModelConfig.from_dict({**SMALL_MODEL, "family": "transformer"}), src_vocab, tgt_vocab)
+    shared = {k: v for k, v in lattice.state_dict().items() if not k.startswith("encoder.relation_")}
+    transformer.load_state_dict(shared)
+    return lattice.double(), transformer.double()
+
+
+def loss_and_grads(model, batch) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    """The trainer's label-smoothed loss (eps 0.1) and the gradient of every parameter."""
+    from nmtmodels.loss import label_smoothed_nll_loss
+
+    model.zero_grad()
+    loss, _ = label_smoothed_nll_loss(model(batch, features_only=True), model.output_layer, batch.tgt_out, 0.1)
+    loss.backward()
+    return loss.detach(), {name: p.grad.clone() for name, p in model.named_parameters() if p.grad is not None}
+
+
+def vocab_sizes(batch) -> tuple[int, int]:
+    return int(batch.src.max()) + 1, int(batch.tgt_out.max()) + 1
+
+
+def test_lpe_without_lsa_on_a_chain_is_the_transformer_in_minimum_unit_positions(jieba_chain) -> None:
+    batch = chain_batch(jieba_chain, "subword")
+    lattice, transformer = chain_models("lattice", False, *vocab_sizes(batch))
+    mine, mine_grads = loss_and_grads(lattice, batch)
+    theirs, their_grads = loss_and_grads(transformer, batch)
+    torch.testing.assert_close(mine, theirs, rtol=1e-12, atol=1e-12)
+    assert mine_grads.keys() == their_grads.keys()
+    for name, grad in mine_grads.items():
+        torch.testing.assert_close(grad, their_grads[name], rtol=1e-10, atol=1e-12, msg=name)
+
+
+def test_lpe_on_a_word_chain_in_character_positions_moves_the_transformers_positions(jieba_chain) -> None:
+    """The workflow's word lattices count LPE positions in characters (footnote 1): on a chain
+    that is the Transformer with each word at its first character's offset, not at its index."""
+    batch = chain_batch(jieba_chain, "char")
+    lattice, transformer = chain_models("lattice", False, *vocab_sizes(batch))
+    lattice.eval(), transformer.eval()
+    with torch.no_grad():
+        assert not torch.allclose(lattice(batch), transformer(batch))  # word indices != character offsets
+        from nmtmodels.models.lattice import spans_with_eos
+
+        starts, _ = spans_with_eos(batch.extras["starts"], batch.extras["ends"], batch.src_pad_mask)
+        memory = transformer.encoder(batch.src, batch.src_pad_mask, positions=starts)
+        moved, _ = transformer.decode(batch.tgt_in, {"memory": memory, "memory_pad_mask": batch.src_pad_mask})
+        torch.testing.assert_close(lattice(batch), moved)
+
+
+class ShawAttention(torch.nn.Module):
+    """Shaw et al. (2018) relative self-attention by brute force: ``e_mn = q_m (k_n + w^K_d)^T /
+    sqrt(d_head)``, ``o_m = sum_n alpha_mn (v_n + w^V_d)`` with d = clip(n - m, -clip, clip), the
+    tables ``w`` of 2 clip + 1 rows shared by the heads; explicit (M, M, d_head) tensors, one head
+    at a time.  Wraps an encoder layer's attention and uses its projections."""
+
+    def __init__(self, attention, keys: torch.Tensor, values: torch.Tensor, clip: int = 2) -> None:
+        super().__init__()
+        self.attention, self.clip = attention, clip
+        self.keys, self.values = torch.nn.Parameter(keys.clone()), torch.nn.Parameter(values.clone())
+
+    def forward(self, x, key_padding_mask=None, relations=None, **unused):
+        assert relations is None
+        attn, (b, m, _) = self.attention, x.shape
+        h, d = attn.heads, attn.head_dim
+        q = attn.q_proj(x).view(b, m, h, d)
+        k, v = attn.kv_proj(x).view(b, m, 2, h, d).unbind(2)
+        index = torch.arange(m)
+        distance = (index[None, :] - index[:, None]).clamp(-self.clip, self.clip) + self.clip  # [query m, key n]
+        w_k, w_v = self.keys[distance], self.values[distance]  # (M, M, d_head)
+        heads = []
+        for head in range(h):
+            scores = torch.einsum("bmd,bmnd->bmn", q[:, :, head], k[:, None, :, head] + w_k) / math.sqrt(d)
+            alpha = scores.masked_fill(key_padding_mask[:, None, :], float("-inf")).softmax(-1)
+            heads.append(torch.einsum("bmn,bmnd->bmd", alpha, v[:, None, :, head] + w_v))
+        return attn.out_proj(torch.cat(heads, dim=-1)), None
+
+
+class NoPositions(torch.nn.Module):
+    def forward(self, positions: torch.Tensor) -> torch.Tensor:
+        return torch.zeros(*positions.shape, 1, dtype=torch.float64)
+
+
+def test_relations_on_a_chain_are_the_clipped_distances(jieba_chain) -> None:
+    from nmtmodels.models.lattice import RELATIONS, spans_with_eos
+
+    for unit in POSITION_UNITS:
+        batch = chain_batch(jieba_chain, unit)
+        starts, ends = spans_with_eos(batch.extras["starts"], batch.extras["ends"], batch.src_pad_mask)
+        ids = relation_ids(starts, ends)
+        for row in range(batch.src.size(0)):
+            n = int((~batch.src_pad_mask[row]).sum())  # the words and </s>
+            index = torch.arange(n)
+            expected = (index[None, :] - index[:, None]).clamp(-2, 2) + 2
+            table = torch.tensor([RELATIONS.index(name) for name in CHAIN_RELATIONS])
+            assert torch.equal(ids[row, :n, :n], table[expected])
+
+
+@pytest.mark.parametrize("positions", ["lattice", "none"])  # +LPE+LSA and the paper's +LSA
+def test_lsa_on_a_chain_is_shaw_relative_attention_with_clipping_distance_2(jieba_chain, positions: str) -> None:
+    from nmtmodels.models.lattice import RELATIONS
+
+    batch = chain_batch(jieba_chain, "subword")
+    lattice, transformer = chain_models(positions, True, *vocab_sizes(batch))
+    rows = [RELATIONS.index(name) for name in CHAIN_RELATIONS]
+    for index, layer in enumerate(transformer.encoder.layers):
+        layer.self_attn = ShawAttention(layer.self_attn, lattice.encoder.relation_keys[index, rows].detach(),
+                                        lattice.encoder.relation_values[index, rows].detach())
+    if positions == "none":
+        transformer.encoder.embedding.positions = NoPositions()
+    mine, mine_grads = loss_and_grads(lattice, batch)
+    theirs, their_grads = loss_and_grads(transformer, batch)
+    torch.testing.assert_close(mine, theirs, rtol=1e-12, atol=1e-12)
+    for name, grad in their_grads.items():
+        if ".self_attn.keys" in name or ".self_attn.values" in name:
+            continue
+        torch.testing.assert_close(mine_grads[name.replace(".self_attn.attention.", ".self_attn.")], grad,
+                                   rtol=1e-9, atol=1e-12, msg=name)
+    unused = [RELATIONS.index(name) for name in ("includes", "included", "intersects")]
+    for table, which in (("relation_keys", "keys"), ("relation_values", "values")):
+        grads = mine_grads[f"encoder.{table}"]
+        assert torch.count_nonzero(grads[:, unused]) == 0  # relations that no chain has get no gradient
+        for index in range(len(transformer.encoder.layers)):
+            torch.testing.assert_close(grads[index, rows], their_grads[f"encoder.layers.{index}.self_attn.{which}"],
+                                       rtol=1e-9, atol=1e-12)

@@ -4,7 +4,8 @@ the rule files (tested in tests/test_dag.py and beside each feature's tests).
     paths        every file name the workflow writes: templates with Snakemake wildcards
     checks       check(config): the start-up checks the Snakefile runs once
     runs         experiments: resolved settings, the runs `all` trains, fair comparisons
-    sources      what a run reads: source side by family, training inputs, extra-input flags
+    sources      what a run reads: source side by family, training inputs, extra-input flags,
+                 the source the fairness check compares, OOV-rate inputs
     packages     model packages: which runs get one, its inputs and preprocess.json
     corpus_data  the data half (rules/data.smk, preprocess.smk, subwords.smk): targets, spec params
     esc          explicit sentence compression (rules/compress.smk)

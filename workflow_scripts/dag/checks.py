@@ -25,6 +25,7 @@ from workflow_scripts.dag.runs import (
     experiment_settings,
     shares_embeddings,
 )
+from workflow_scripts.dag.sources import SOURCE_KEYS, source_differences, source_reading
 from workflow_scripts.data import corpus_spec as corpus_specs
 
 __all__ = ["WorkflowConfigError", "check"]
@@ -159,11 +160,15 @@ def check_subwords_prepared(config: dict[str, Any], where: str, subwords: str, c
 def check_fair_comparisons(config: dict[str, Any]) -> None:
     """Each system differs from each of its baselines only by the method: equal resolved
     :func:`comparable_settings` (shape, norm placement, embedding sharing, subwords, training
-    settings and budget, decoding), apart from the keys it lists in ``differs_from_baseline``
-    (``{dotted key: reason}``, e.g. the encoder layers of a layer sweep).  Checked for the
-    systems that `all` trains (:func:`experiment_runs`)."""
+    settings and budget, decoding), and, on every corpus both run on, the same source as it
+    reads (:func:`~workflow_scripts.dag.sources.source_differences`: units, segmenter and
+    vocabulary limit; a lattice's baseline reads one of the lattice's paths), apart from the
+    keys it lists in ``differs_from_baseline`` (``{dotted key: reason}``, e.g. the encoder
+    layers of a layer sweep, ``source.units`` for another input).  Checked for the systems that
+    `all` trains (:func:`experiment_runs`)."""
     settings: dict[str, dict[str, Any]] = {}
-    running = {name for name, _ in experiment_runs(config)}
+    planned = experiment_runs(config)
+    running = {name for name, _ in planned}
     for name, spec in config.get("experiments", {}).items():
         if name not in running:  # e.g. the embedded default's systems under configs/full.yaml
             continue
@@ -183,10 +188,28 @@ def check_fair_comparisons(config: dict[str, Any]) -> None:
                         f"(model.family, model.options, its inputs), or name the key with a reason in "
                         f"experiments.{name}.differs_from_baseline"
                     )
+            for corpus in [c for e, c in planned if e == name and c in config["experiments"][baseline]["corpora"]]:
+                check_same_source(config, name, baseline, corpus, allowed)
         for key in allowed:
-            if key not in comparable_settings(config, name):
+            if key not in comparable_settings(config, name) and key not in SOURCE_KEYS:
                 raise WorkflowConfigError(f"experiments.{name}.differs_from_baseline: '{key}' is not a compared setting "
-                                          "(model.*, train.*, decode.* or subwords)")
+                                          f"(model.*, train.*, decode.*, subwords, average_checkpoints, {', '.join(SOURCE_KEYS)})")
+
+
+def check_same_source(config: dict[str, Any], name: str, baseline: str, corpus: str, allowed: Mapping[str, str]) -> None:
+    """A system reads the source its baseline reads on ``corpus`` (units, segmenter, vocabulary
+    limit; a lattice against a 1-best: the 1-best is one of the lattice's paths), but for the
+    :data:`~workflow_scripts.dag.sources.SOURCE_KEYS` named in ``allowed``."""
+    mine, theirs = source_reading(config, name, corpus), source_reading(config, baseline, corpus)
+    differ = [key for key in source_differences(mine, theirs) if key not in allowed]
+    if differ:
+        raise WorkflowConfigError(
+            f"experiments.{name}: differs from its baseline experiments.{baseline} on {corpus} in {' and '.join(differ)} "
+            f"(reads {mine.describe()} vs {theirs.describe()}; vocabulary limit {mine.describe_limit()} vs "
+            f"{theirs.describe_limit()}); a compared system reads its baseline's source units, segmenter and vocabulary "
+            f"limit (a lattice: its baseline reads one of the lattice's paths), or name the key with a reason in "
+            f"experiments.{name}.differs_from_baseline"
+        )
 
 
 def check_shared_embeddings(config: dict[str, Any]) -> None:

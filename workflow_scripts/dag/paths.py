@@ -7,12 +7,17 @@ of one encoding of a corpus: ``tok`` (tokenised), ``bpeN`` (subword-nmt), ``spmN
 """
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 DATA_ROOT = "results/data"
 EXPERIMENTS_ROOT = "results/experiments"
 COMPRESSION_ROOT = "results/compression"
 DOWNLOADS_ROOT = "resources/downloads"
+
+# The papers' claims that the results summary gives verdicts on (a source file of the workflow,
+# absolute so that a run in another --directory finds it).
+CLAIMS = str(Path(__file__).resolve().parents[1] / "evaluation" / "claims.yaml")
 
 DOWNLOAD = DOWNLOADS_ROOT + "/{corpus}/{download}"
 RAW = DATA_ROOT + "/{corpus}/raw/{split}.{lang}"
@@ -29,6 +34,8 @@ BEST_CHECKPOINT = EXPERIMENT + "/train/checkpoint_best.pt"
 # The average of the run's last {last} numbered checkpoints (experiments.E.average_checkpoints).
 AVERAGED_CHECKPOINT = EXPERIMENT + "/train/checkpoint_avg{last}.pt"
 MODEL_PACKAGE = EXPERIMENT + "/model"
+# The source OOV rate of a run on one test set (workflow_scripts/evaluation/oov.py).
+OOV = EXPERIMENT + "/{test_set}.oov.json"
 COMPRESSOR = COMPRESSION_ROOT + "/{compressor}/{corpus}"
 
 
@@ -81,3 +88,7 @@ def experiment_dir(experiment: str, corpus: str) -> str:
 
 def compressor_dir(compressor: str, corpus: str) -> str:
     return fill(COMPRESSOR, compressor=compressor, corpus=corpus)
+
+
+def oov_path(experiment: str, corpus: str, test_set: str) -> str:
+    return fill(OOV, experiment=experiment, corpus=corpus, test_set=test_set)
