@@ -80,6 +80,7 @@ def main() -> None:
     parser.add_argument("--vocab", type=int, default=8000)
     parser.add_argument("--variants", nargs="+", choices=list(VARIANTS), default=list(VARIANTS),
                         help="variants to time (the Transformer always is)")
+    parser.add_argument("--params-only", action="store_true", help="print the parameter table only, no timing")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     print(f"# {platform.processor() or platform.machine()}, torch {torch.__version__}, {args.threads} thread(s)")
@@ -90,6 +91,8 @@ def main() -> None:
         ours = [model_for(name, *PAPER_SIZES[pair]).num_parameters() / 1e6 for pair in ("De-En", "En-De")]
         paper = PAPER_PARAMS[name]
         print(f"| {name} | {ours[0]:.1f}M | {paper[0]}M | {ours[1]:.1f}M | {paper[1]}M |")
+    if args.params_only:
+        return
 
     tiny = {"preset": "tiny", "normalize_before": True}
     data = batches(args.steps, args.batch_size, args.vocab, seed=1)

@@ -13,7 +13,8 @@ added), and computes three attention parts, each with its own projections:
 fused into the layer's full representation ``r_f`` by one of (``options.fusion``):
 
     sum        r_f = i_h + i_m + i_l
-    gate       w = sigmoid(i_h + i_m + i_l); r_f = (i_h + i_m) * w + i_l * (1 - w)       (eq. 6)
+    gate       w = sigmoid(W [i_h + i_m; LN(i_l)] + b); r_f = (i_h + i_m) * w + i_l * (1 - w)
+               (eq. 6 with Table 2's parameters; options.gate: printed is w = sigmoid(i_h + i_m + i_l))
     self_gate  R = [i_h; i_m1; i_m2; i_l] (4 units per position),
                r_f = sum_a (softmax(R_q R_k^T / sqrt(d)) / 4 R_v)_a                      (eq. 7)
 
@@ -33,8 +34,14 @@ Choices where the paper is vague:
 * norms: pre-norm layers normalise ``p`` and ``i`` (two layer norms) before the attention
   parts and add the un-normalised ``p`` as ``i_l``; post-norm layers normalise ``r_f``.
   Dropout applies to each attention part's output.
-* weight-gate: eq. 6 as printed, element-wise and without parameters of its own (the
-  paper's Table 2 counts more parameters for "+gate", from a gate it does not describe).
+* weight-gate (``options.gate``): eq. 6 prints no parameters, but Table 2 counts about 2 d^2
+  more per encoder layer for every "+gate" row (En-De: 77M -> 80M, 71M -> 74M at d = 512, six
+  layers).  The default ``learned`` reads the gate as a learned one, w = sigmoid(W [i_h + i_m;
+  LN(i_l)] + b) with W: 2d -> d (:class:`LearnedGate`), W = 0 and b = ``gate_bias`` at the
+  start; ``printed`` is eq. 6 as printed, element-wise without parameters (:class:`WeightGate`).
+  The printed gate mixes the raw residual stream coordinate by coordinate, and the gradient
+  that reaches the embeddings loses its direction with every layer; trained, it lost quality
+  with every added layer (docs/models/graph.md, "The weight-gate", has the runs).
   ``i_m`` is the sum of the two middle parts.
 * self-gate: single-head, ``R_q, R_k, R_v`` affine maps d -> d, ``d_k = d``; the four
   outputs of eq. 7 are summed, so the division by 4 makes the weights of the four groups
@@ -76,6 +83,8 @@ class GraphOptions:
     fusion: Literal["sum", "gate", "self_gate"] = "sum"
     half_dim: bool = False  # attention parts at d/2
     shared_qkv: bool = False  # one query/key/value projection for the three parts
+    gate: Literal["learned", "printed"] = "learned"  # weight-gate: learned (Table 2's parameters) or eq. 6 as printed
+    gate_bias: float = -2.0  # learned gate: initial bias, sigmoid(-2) = 0.12 of the new groups
 
 
 # The variants of the paper's Table 2 as ``model.options`` (configs, tests and the benchmark).
@@ -93,20 +102,48 @@ TABLE2_VARIANTS: dict[str, dict] = {
 # --- fusion of the subgraph groups (eq. 6-7) ----------------------------------------------
 
 
+# Every fusion takes the three attention parts, the low-order group ``low`` (the un-normalised
+# previous representation) and ``low_normed`` (the same after the layer's input norm: equal to
+# ``low`` in post-norm layers); only the learned gate reads ``low_normed``.
+
+
 class SumFusion(nn.Module):
     """r_f = i_h + i_m + i_l (equal weights, as the plain Transformer's residual)."""
 
-    def forward(self, high: Tensor, middle_incr: Tensor, middle_prev: Tensor, low: Tensor) -> tuple[Tensor, None]:
+    def forward(self, high: Tensor, middle_incr: Tensor, middle_prev: Tensor, low: Tensor, low_normed: Tensor) -> tuple[Tensor, None]:
         return high + middle_incr + middle_prev + low, None
 
 
 class WeightGate(nn.Module):
-    """Eq. 6: w = sigmoid(i_h + i_m + i_l), r_f = (i_h + i_m) w + i_l (1 - w); returns
-    r_f and the high-order weight averaged over the model dimension (B, S)."""
+    """Eq. 6 as printed, without parameters: w = sigmoid(i_h + i_m + i_l),
+    r_f = (i_h + i_m) w + i_l (1 - w); returns r_f and the high-order weight averaged over the
+    model dimension (B, S)."""
 
-    def forward(self, high: Tensor, middle_incr: Tensor, middle_prev: Tensor, low: Tensor) -> tuple[Tensor, Tensor]:
+    def forward(self, high: Tensor, middle_incr: Tensor, middle_prev: Tensor, low: Tensor, low_normed: Tensor) -> tuple[Tensor, Tensor]:
         new = high + middle_incr + middle_prev
         w = torch.sigmoid(new + low)
+        return new * w + low * (1.0 - w), w.mean(-1)
+
+
+class LearnedGate(nn.Module):
+    """Eq. 6 with the parameters of Table 2's "+gate" rows: w = sigmoid(W [i_h + i_m; i_l] + b),
+    r_f = (i_h + i_m) w + i_l (1 - w), W: 2d -> d (2 d^2 + d parameters per layer).
+
+    The gate reads the low-order group as normalised (``low_normed``) so that its pre-activation
+    does not grow with the pre-norm residual stream; the carried value is ``low`` itself.  W
+    starts at zero and b at ``bias`` (< 0), so every layer starts close to the identity on the
+    residual path (w = sigmoid(b) of the new groups), as a highway layer's carry gate (Srivastava
+    et al. 2015) and the gradient reaches the embeddings at any depth."""
+
+    def __init__(self, d_model: int, bias: float) -> None:
+        super().__init__()
+        self.proj = nn.Linear(2 * d_model, d_model)
+        nn.init.zeros_(self.proj.weight)
+        nn.init.constant_(self.proj.bias, bias)
+
+    def forward(self, high: Tensor, middle_incr: Tensor, middle_prev: Tensor, low: Tensor, low_normed: Tensor) -> tuple[Tensor, Tensor]:
+        new = high + middle_incr + middle_prev
+        w = torch.sigmoid(self.proj(torch.cat([new, low_normed], -1)))
         return new * w + low * (1.0 - w), w.mean(-1)
 
 
@@ -134,11 +171,20 @@ class SelfGate(nn.Module):
         scores = queries @ units.transpose(-1, -2) / math.sqrt(units.size(-1))
         return scores.softmax(-1).sum(-2) / 4.0
 
-    def forward(self, high: Tensor, middle_incr: Tensor, middle_prev: Tensor, low: Tensor) -> tuple[Tensor, Tensor]:
+    def forward(self, high: Tensor, middle_incr: Tensor, middle_prev: Tensor, low: Tensor, low_normed: Tensor) -> tuple[Tensor, Tensor]:
         units = torch.stack([high, middle_incr, middle_prev, low], dim=-2)  # (B, S, 4, d)
         weights = self.unit_weights(units)
         mixed = (weights.unsqueeze(-1) * units).sum(-2)
         return self.value(mixed), weights[..., 0]
+
+
+def build_fusion(options: GraphOptions, d_model: int) -> nn.Module:
+    """The fusion module of ``options`` (fusion, and for the weight-gate its reading)."""
+    if options.fusion == "self_gate":
+        return SelfGate(d_model)
+    if options.fusion == "gate":
+        return LearnedGate(d_model, options.gate_bias) if options.gate == "learned" else WeightGate()
+    return SumFusion()
 
 
 # --- encoder ------------------------------------------------------------------------------
@@ -165,7 +211,7 @@ class GraphEncoderLayer(nn.Module):
         self.norm_incr = nn.LayerNorm(d) if cfg.normalize_before else nn.Identity()
         self.fusion_norm = nn.Identity() if cfg.normalize_before else nn.LayerNorm(d)
         self.dropout = Dropout(cfg.dropout)
-        self.fusion = SelfGate(d) if options.fusion == "self_gate" else WeightGate() if options.fusion == "gate" else SumFusion()
+        self.fusion = build_fusion(options, d)
         self.ffn = FeedForward(d, cfg.ffn_dim, cfg.activation, cfg.activation_dropout)
         self.ffn_residual = ResidualNorm(d, cfg.dropout, cfg.normalize_before)
 
@@ -176,7 +222,7 @@ class GraphEncoderLayer(nn.Module):
         high, _ = self.high(i, key_padding_mask=pad_mask)
         middle_incr, _ = self.middle_incr(i, p, key_padding_mask=pad_mask)
         middle_prev, _ = self.middle_prev(p, i, key_padding_mask=pad_mask)
-        fused, high_weight = self.fusion(self.dropout(high), self.dropout(middle_incr), self.dropout(middle_prev), previous)
+        fused, high_weight = self.fusion(self.dropout(high), self.dropout(middle_incr), self.dropout(middle_prev), previous, p)
         full = self.fusion_norm(fused)
         full = self.ffn_residual.merge(full, self.ffn(self.ffn_residual.prepare(full)))
         return full, full - previous, high_weight

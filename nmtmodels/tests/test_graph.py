@@ -2,6 +2,7 @@
 half-dim shapes, parameter counts of the Table 2 variants, shared-qkv, decoding end to end."""
 from __future__ import annotations
 
+import functools
 import math
 
 import pytest
@@ -66,8 +67,13 @@ def naive_layer(layer, fusion, previous, incremental, pad_mask, normalize_before
     weight = None
     if fusion == "sum":
         fused = i_h + i_m + i_l
-    elif fusion == "gate":  # eq. 6
+    elif fusion == "printed":  # eq. 6 as printed
         w = torch.sigmoid(i_h + i_m + i_l)
+        fused = (i_h + i_m) * w + i_l * (1 - w)
+        weight = w.mean(-1)
+    elif fusion == "gate":  # eq. 6 with Table 2's parameters: w = sigmoid(W [i_h + i_m; LN(i_l)] + b)
+        proj = layer.fusion.proj
+        w = torch.sigmoid(torch.cat([i_h + i_m, p], -1) @ proj.weight.t() + proj.bias)
         fused = (i_h + i_m) * w + i_l * (1 - w)
         weight = w.mean(-1)
     else:  # eq. 7 with R_v applied to every unit
@@ -85,19 +91,23 @@ def naive_layer(layer, fusion, previous, incremental, pad_mask, normalize_before
     return out, weight
 
 
-@pytest.mark.parametrize("fusion", ["sum", "gate", "self_gate"])
+@pytest.mark.parametrize("fusion", ["sum", "gate", "printed", "self_gate"])
 @pytest.mark.parametrize("normalize_before", [False, True])
 @pytest.mark.parametrize("half_dim", [False, True])
 @torch.no_grad()
 def test_layer_equals_plain_recomputation_of_the_paper_formulas(fusion, normalize_before, half_dim) -> None:
     torch.manual_seed(1)
     cfg = ModelConfig.from_dict({**SMALL, "normalize_before": normalize_before})
-    layer = GraphEncoderLayer(cfg, GraphOptions(fusion=fusion, half_dim=half_dim)).eval()
+    printed = fusion == "printed"
+    options = GraphOptions(fusion="gate" if printed else fusion, gate="printed" if printed else "learned", half_dim=half_dim)
+    layer = GraphEncoderLayer(cfg, options).eval()
     for module in layer.modules():  # non-trivial norms and biases
         if isinstance(module, (torch.nn.LayerNorm, torch.nn.Linear)) and module.bias is not None:
             module.bias.normal_(0, 0.1)
         if isinstance(module, torch.nn.LayerNorm):
             module.weight.normal_(1, 0.1)
+    if fusion == "gate":  # the learned gate's W starts at zero: give it values
+        layer.fusion.proj.weight.normal_(0, 0.1)
     previous, incremental = torch.randn(3, 5, 32), torch.randn(3, 5, 32)
     pad_mask = torch.tensor([[False] * 5, [False] * 3 + [True] * 2, [False] * 4 + [True]])
     full, new_incremental, weight = layer(previous, incremental, pad_mask)
@@ -167,7 +177,9 @@ def expected_layer_parameters(d: int, ffn: int, options: dict, normalize_before:
     qkv = d * 3 * inner + 3 * inner
     out = inner * d + d
     attention = qkv + 3 * out if options.get("shared_qkv") else 3 * attention_parameters(d, inner)
-    fusion = 3 * (d * d + d) if options.get("fusion") == "self_gate" else 0
+    fusion = {"self_gate": 3 * (d * d + d), "gate": 2 * d * d + d}.get(options.get("fusion"), 0)
+    if options.get("gate") == "printed":
+        fusion = 0
     norms = (3 if normalize_before else 2) * 2 * d
     return attention + fusion + norms + (d * ffn + ffn) + (ffn * d + d)
 
@@ -237,3 +249,71 @@ def test_options_are_checked() -> None:
         model_of({"half_dim": True}, heads=32)
     with pytest.raises(ConfigError, match="shared"):
         model_of({"shared": True})
+
+
+# --- the residual path at depth (issue: the printed gate lost quality with every added layer) ---
+
+
+def residual_gradient(options: dict | None, layers: int, normalize_before: bool) -> tuple[float, float]:
+    """(norm ratio, cosine) of the gradient at the embeddings of an encoder at initialisation
+    against the gradient an identity encoder (final norm only) passes back, for one random
+    probe of the output.  A healthy residual path keeps the direction (cosine well above 0)
+    and the size; ``options`` None is the Transformer's encoder."""
+    torch.manual_seed(0)
+    family = "transformer" if options is None else "graph_transformer"
+    cfg = ModelConfig.from_dict({"preset": "tiny", "family": family, "options": options or {}, "encoder_layers": layers,
+                                 "normalize_before": normalize_before, "dropout": 0.0, "attention_dropout": 0.0})
+    encoder = build_model(cfg, 300, 300).encoder
+    batch = random_batch([12, 9, 15, 7], 3, vocab=300)
+    embedded = encoder.embedding(batch.src, None).detach().requires_grad_(True)
+    encoder.embedding.forward = lambda src, positions=None: embedded
+    out = encoder(batch.src, batch.src_pad_mask)
+    probe = torch.randn(out.shape, generator=torch.Generator().manual_seed(1))
+    (out * probe).sum().backward()
+    identity_in = embedded.detach().clone().requires_grad_(True)
+    (encoder.final_norm(identity_in) * probe).sum().backward()
+    real = ~batch.src_pad_mask
+    grad, identity = embedded.grad[real], identity_in.grad[real]
+    cosine = torch.nn.functional.cosine_similarity(grad, identity, dim=-1).mean().item()
+    return grad.norm().item() / identity.norm().item(), cosine
+
+
+@functools.cache
+def transformer_residual_gradient(layers: int, normalize_before: bool) -> tuple[float, float]:
+    return residual_gradient(None, layers, normalize_before)
+
+
+def residual_path_is_kept(options: dict | None, normalize_before: bool, layers: int = 6) -> bool:
+    """At 6 layers the graph encoder's embedding gradient keeps at least half the Transformer's
+    cosine with the identity path, and its size within a factor of 2 of the Transformer's."""
+    norm, cosine = residual_gradient(options, layers, normalize_before)
+    tf_norm, tf_cosine = transformer_residual_gradient(layers, normalize_before)
+    return cosine >= 0.5 * tf_cosine and 0.5 <= norm / tf_norm <= 2.0
+
+
+@pytest.mark.parametrize("variant", [v for v in VARIANTS if v != "+self-gate"])
+def test_the_residual_path_reaches_the_embeddings_at_depth(variant) -> None:
+    assert residual_path_is_kept(VARIANTS[variant], normalize_before=True)
+
+
+def test_the_self_gate_keeps_no_identity_path() -> None:
+    # eq. 7 sends every group, the low-order one too, through R_v: no identity path (the paper:
+    # self-gate "makes model difficult to be trained"); documented on docs/models/graph.md
+    assert not residual_path_is_kept(VARIANTS["+self-gate"], normalize_before=True)
+
+
+@pytest.mark.parametrize("normalize_before", [True, False])
+def test_the_printed_parameter_free_gate_loses_the_residual_path(normalize_before) -> None:
+    # the check above can fail: eq. 6 as printed (gate: printed) mixes the raw residual
+    # coordinate by coordinate, and at 6 layers the embeddings' gradient has lost its direction
+    assert not residual_path_is_kept({"fusion": "gate", "gate": "printed", "half_dim": True}, normalize_before)
+    _, one_layer = residual_gradient({"fusion": "gate", "gate": "printed", "half_dim": True}, 1, normalize_before)
+    _, six_layers = residual_gradient({"fusion": "gate", "gate": "printed", "half_dim": True}, 6, normalize_before)
+    assert six_layers < one_layer / 4
+
+
+def test_learned_gate_starts_near_the_carry_path() -> None:
+    # W = 0 and b = gate_bias: every position's gate is sigmoid(b) at initialisation
+    model = model_of({"fusion": "gate", "gate_bias": -2.0})
+    weights = model.high_order_weights(random_batch([5, 3], tgt_len=2))
+    torch.testing.assert_close(weights, torch.full_like(weights, 1 / (1 + math.exp(2.0))))
