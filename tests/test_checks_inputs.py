@@ -136,7 +136,8 @@ def test_the_embedded_lattice_is_compared_with_its_jieba_path():
     assert ("baseline", TATOEBA) not in runs.experiment_runs(CONFIG)
 
 
-SHIPPED = [[], *[[f"configs/{p.name}"] for p in sorted((ROOT / "configs").glob("*.yaml"))],
+SHIPPED = [[], *[[str(p.relative_to(ROOT))] for p in sorted((ROOT / "configs").glob("*.yaml"))],
+           *[[str(p.relative_to(ROOT))] for p in sorted((ROOT / "configs" / "diagnostics").glob("*.yaml"))],
            *[[gpu_parts.BASE_CONFIG, gpu_parts.part_config(part)] for part in gpu_parts.PARTS],
            *[[gpu_parts.BASE_CONFIG, gpu_parts.part_config(part), "configs/gpu_parts/cpu_smoke.yaml"] for part in gpu_parts.PARTS]]
 

@@ -14,7 +14,8 @@ from workflow_scripts.dag.keys import check_keys
 
 ROOT = Path(__file__).resolve().parents[1]
 SCHEMA = ROOT / "schemas" / "config.schema.yaml"
-SHIPPED = ["config.yaml", *sorted(f"configs/{p.name}" for p in (ROOT / "configs").glob("*.yaml"))]
+SHIPPED = ["config.yaml", *sorted(f"configs/{p.name}" for p in (ROOT / "configs").glob("*.yaml")),
+           *sorted(f"configs/diagnostics/{p.name}" for p in (ROOT / "configs" / "diagnostics").glob("*.yaml"))]
 
 
 def embedded() -> dict:

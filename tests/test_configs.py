@@ -1,6 +1,6 @@
 """Every training of every shipped config starts, trains and decodes (``pytest -m configs``).
 
-For ``config.yaml`` and each file of ``configs/`` (merged over it, as ``--configfile`` does),
+For ``config.yaml`` and each file of ``configs/`` and ``configs/diagnostics/`` (merged over it, as ``--configfile`` does),
 Snakemake plans the translation of one test set for every (experiment, corpus) run; the
 test then executes the planned jobs' own shell commands, so each training gets exactly the
 flags and inputs the ``train`` rule's wiring gives (vocabularies by role, lattice
@@ -39,7 +39,8 @@ from tests.snakemake_output import planned_job_details
 
 ROOT = Path(__file__).resolve().parents[1]
 MIRROR = Path(os.environ.get("NMT_DATA_MIRROR", ROOT.parent / "shared" / "data"))
-CONFIGS = ["config.yaml", *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "configs").glob("*.yaml"))]
+CONFIGS = ["config.yaml", *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "configs").glob("*.yaml")),
+           *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "configs" / "diagnostics").glob("*.yaml"))]
 # Jobs whose outputs are the stand-in corpora; every other planned job runs its own command.
 STAND_IN_RULES = {"extract", "extract_reference", "fetch_compression_set"}
 ONE_UPDATE = {"max_updates": 1, "max_epochs": 0, "max_minutes": 0}
