@@ -65,6 +65,7 @@ import yaml
 
 from nmtmodels.textio import DataError, atomic_outputs
 from workflow_scripts.dag import evaluation as ev
+from workflow_scripts.dag import paths
 from workflow_scripts.evaluation import tables
 from workflow_scripts.evaluation.curves import curve_series, read_metrics
 
@@ -294,10 +295,10 @@ def seed_score_rows(results_csv: str | Path, marker_test: str) -> list[dict[str,
 
 
 # ----------------------------------------------------------------------------- claims
-CLAIMS_FILE = Path(__file__).with_name("claims.yaml")
+CLAIMS_FILE = Path(paths.CLAIMS)  # the papers' claims, spelled once (workflow_scripts/dag/paths.py)
 # The quality floor, in points of the claim's metric (BLEU): a system below it shares little
 # more than frequent words with the references, so a comparison of two such systems measures
-# nothing (e.g. char2char 2.60 and char2word 1.08 BLEU after the embedded default's 300 updates).
+# nothing (e.g. the embedded default's character models after 300 updates).
 QUALITY_FLOOR = 5.0
 VERDICTS = ("reproduced", "not reproduced", "reversed", "not measurable at this budget")
 
