@@ -15,12 +15,9 @@ import shlex
 
 from snakemake.utils import min_version, validate
 
-from workflow_scripts.data import corpus_spec as corpus_specs
-from workflow_scripts.analyses import attention_plots
 from workflow_scripts.dag import evaluation as ev
-from workflow_scripts.analyses import swap_noise
-from workflow_scripts.analyses import graph_analyses
-from workflow_scripts.dag import checks, cluster, corpus_data, esc, gpu_parts, keys, lattices, packages, paths, runs, seeds, sources
+from workflow_scripts.dag import analyses, checks, cluster, corpus_data, esc, gpu_parts, keys, lattices, packages, paths
+from workflow_scripts.dag import runs, seeds, sources
 
 min_version("9.0")
 
@@ -36,8 +33,6 @@ seeds.expand_seeds(config)  # experiments.X.seeds: X, X_seed<b>, ... (one run pe
 # import torch or look at licensed files run in the main process only.
 checks.check(config, os.environ, main_process=workflow.is_main_process)
 
-DATA = paths.DATA_ROOT
-EXPERIMENTS = paths.EXPERIMENTS_ROOT
 CORPORA = config["corpora"]
 MIRROR, LICENSED = corpus_data.input_dirs(config, os.environ)
 os.environ.update(corpus_data.input_dir_environment(config, os.environ))  # fetch reads them: no rule params
@@ -75,10 +70,9 @@ include: "rules/compress.smk"
 include: "rules/decode.smk"
 include: "rules/evaluate.smk"
 include: "rules/report.smk"
-include: "rules/char2word.smk"
 include: "rules/lattice.smk"
-include: "rules/reordering.smk"
-include: "rules/graph.smk"
+include: "rules/analyses.smk"
+include: "rules/gpu.smk"
 
 
 rule all:
@@ -90,9 +84,9 @@ rule all:
         packages.package_targets(config),
         esc.compression_targets(config),
         ev.report_targets(config),
-        attention_plots.attention_targets(config),
-        swap_noise.swap_noise_targets(config),
-        graph_analyses.graph_targets(config),
+        analyses.attention_targets(config),
+        analyses.swap_noise_targets(config),
+        analyses.graph_targets(config),
 
 
 rule data:

@@ -20,8 +20,8 @@ import torch
 
 from nmtmodels.batch import BOS_ID, EOS_ID, PAD_ID, Batch
 from nmtmodels.config import ModelConfig
+from nmtmodels.decoding.search import DecodeConfig, beam_search
 from nmtmodels.registry import build_model
-from nmtmodels.search import DecodeConfig, beam_search
 
 
 def batches(sentences: int, batch_size: int, vocab: int, seed: int, ratio: float = 0.6) -> list[Batch]:

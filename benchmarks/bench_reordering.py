@@ -24,10 +24,11 @@ import torch
 
 from nmtmodels.batch import BOS_ID, EOS_ID, PAD_ID, Batch
 from nmtmodels.config import ModelConfig
-from nmtmodels.loss import label_smoothed_nll_loss
 from nmtmodels.modules.attention import avoid_per_shape_attention_kernels
 from nmtmodels.registry import build_model
-from nmtmodels.train import TrainConfig, build_optimizer
+from nmtmodels.training.config import TrainConfig
+from nmtmodels.training.loss import label_smoothed_nll_loss
+from nmtmodels.training.optim import build_optimizer
 
 VARIANTS = {
     "Transformer": {"family": "transformer"},

@@ -18,8 +18,8 @@ import torch
 
 from nmtmodels.batch import EOS_ID, PAD_ID, Batch
 from nmtmodels.config import ModelConfig
+from nmtmodels.decoding.search import DecodeConfig, beam_search, greedy_search
 from nmtmodels.registry import build_model
-from nmtmodels.search import DecodeConfig, beam_search, greedy_search
 
 
 def random_batches(sentences: int, batch_size: int, mean_len: int, vocab: int, seed: int) -> list[Batch]:

@@ -4,7 +4,7 @@
         [--source results/data/multi30k_en_de/raw/test_2016_flickr.en] \
         [--reference results/data/multi30k_en_de/raw/test_2016_flickr.de] [--beam 4] [--threads 2] [--repeats 3]
 
-Raw text in, detokenised text out for both: our :class:`~nmtmodels.translator.Translator`
+Raw text in, detokenised text out for both: our :class:`~nmtmodels.decoding.translator.Translator`
 (beam and length settings of the checkpoint), and CTranslate2 on ``nmt-export``'s float32 and
 int8 exports of the same checkpoint, fed the package's own encoder output and post-processed
 by the package (docs/translate.md, "Export to CTranslate2").  CTranslate2 gets the export's
@@ -42,9 +42,9 @@ def main(argv: list[str] | None = None) -> int:
     import sacrebleu
     import torch
 
-    from nmtmodels.export import export_ctranslate2
-    from nmtmodels.package import read_package
-    from nmtmodels.translator import Translator
+    from nmtmodels.decoding.export import export_ctranslate2
+    from nmtmodels.decoding.translator import Translator
+    from nmtmodels.text.model_package import read_package
 
     torch.set_num_threads(args.threads)
     sources = Path(args.source).read_text(encoding="utf-8").splitlines()

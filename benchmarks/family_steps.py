@@ -116,7 +116,8 @@ def with_compressed(batch: Batch, ratio: float = 0.6) -> Batch:
 
 def char_batches(count: int, budget: int, seed: int):
     """(batches, source vocabulary, target vocabulary) of random character sentences."""
-    from nmtmodels.data import BucketBatchSampler, ParallelDataset
+    from nmtmodels.batching import BucketBatchSampler
+    from nmtmodels.data import ParallelDataset
     from nmtmodels.vocab import Vocabulary
 
     src_lines, tgt_lines = bench_char.random_lines(max(8, count * budget // 100), 20.0, seed)
@@ -149,7 +150,8 @@ def build(entry: Entry, batches: list[Batch], vocabs, args: argparse.Namespace, 
     """The Trainer of ``entry`` whose dataset hands out ``batches`` by index."""
     from nmtmodels.config import ModelConfig, from_dict
     from nmtmodels.registry import build_model
-    from nmtmodels.train import TrainConfig, Trainer
+    from nmtmodels.training.config import TrainConfig
+    from nmtmodels.training.trainer import Trainer
 
     torch.manual_seed(0)
     config = ModelConfig.from_dict(entry.model)

@@ -190,7 +190,7 @@ def main(argv: list[str] | None = None) -> None:
     table = prof.key_averages().table(sort_by=sort_by, row_limit=25)
     grouped = group_times(profiled_events(prof, cuda), wall * 1e6)
     where = torch.cuda.get_device_name() if cuda else f"{cpu_name()}, {args.threads} threads"
-    header = (f"# Training step profile: {steps} updates of nmtmodels.train.Trainer._train_step after {warmup} unprofiled\n\n"
+    header = (f"# Training step profile: {steps} updates of nmtmodels.training.trainer.Trainer._train_step after {warmup} unprofiled\n\n"
               f"{args.device} ({where}), torch {torch.__version__}; Multi30k {src}-{tgt} 8k joint BPE ({data_source}), "
               f"vocabulary {len(vocab):,}; shape {args.shape} ({setup.layers}+{setup.layers} layers, d {setup.d_model}, "
               f"{setup.heads} heads, FFN {setup.ffn_dim}), {args.max_tokens}-token batches, "

@@ -39,7 +39,7 @@ lengths, so the script measures two ways (``--modes``):
   ``--fixed-length auto`` takes L = the mean source length in BPE units.  This compares the cost
   of a search step (model, cache, top-k, bookkeeping) independently of what the models say.
 
-Timing: ours around ``nmtmodels.inference.translate_dataset`` (after a warm-up on the first 16
+Timing: ours around ``nmtmodels.decoding.batched.translate_dataset`` (after a warm-up on the first 16
 sentences), with ``torch.cuda.synchronize`` on CUDA; OpenNMT-py in one process of its own
 environment that loads the model once, warms up on the same sentences and then times
 ``InferenceEnginePY.infer_file`` for each run (``onmt_translate``'s own code path), also
@@ -221,7 +221,7 @@ def encode_newstest(data_dir: Path, sentences: int | None, encoder, out: Path) -
 def multi30k_encoder(config: dict[str, Any], files: dict[str, Path], work: Path):
     """Raw English -> BPE with the codes of throughput.py's Multi30k data (the workflow's steps:
     :class:`TextProcessor` with the corpus settings, subword-nmt with codes, vocabulary, threshold)."""
-    from nmtmodels.preprocessing import TextProcessor, language_settings, load_bpe
+    from nmtmodels.text.preprocessing import TextProcessor, language_settings, load_bpe
 
     spec = config["corpora"][CORPUS]
     src, tgt = spec["src"], spec["tgt"]
@@ -288,14 +288,14 @@ def main(argv: list[str] | None = None) -> None:
     decode_extra = options.decode_settings()
 
     # ---- our model and the BPE input
-    from nmtmodels.inference import load_model_from_checkpoint
+    from nmtmodels.checkpoint import load_model_from_checkpoint
 
     config = yaml.safe_load((ROOT / "config.yaml").read_text(encoding="utf-8"))
     spec = config["corpora"][CORPUS]
     src, tgt = spec["src"], spec["tgt"]
     setup = None
     if args.checkpoint:
-        from nmtmodels.package import package_directory, read_package
+        from nmtmodels.text.model_package import package_directory, read_package
 
         directory = package_directory(args.checkpoint)
         if directory is None:

@@ -24,7 +24,7 @@ Measured, in one run, on ``--threads`` CPU threads (or ``--device cuda``):
 * decoding: beam 4 on test_2016_flickr with the model just trained, sentences/s and
   output tokens/s (BPE units, EOS not counted; what OpenNMT-py's "Tokens per second"
   counts), batches of ``--decode-batch-tokens`` source tokens; our trained weights also
-  exported with ``nmtmodels.export`` (``nmt-export``) and decoded by CTranslate2 4.x in this
+  exported with ``nmtmodels.decoding.export`` (``nmt-export``) and decoded by CTranslate2 4.x in this
   process (the project's ``export`` extra), unless ``--no-ct2-export``;
 * the GEMM peak of this machine at the same thread count (best ``torch.mm`` GFLOP/s over
   square sizes 512-2048 on CPU, 2048-8192 on CUDA; measured at the start and the end of the
@@ -295,7 +295,7 @@ class OursOptions:
     decode_compile: str | None = None
 
     def train_settings(self) -> dict[str, Any]:
-        from nmtmodels.train import TrainConfig
+        from nmtmodels.training.config import TrainConfig
 
         return {**optional_setting(TrainConfig, "compile", self.compile, "--compile"),
                 **optional_setting(TrainConfig, "pad_to_multiple", self.pad_to_multiple, "--pad-to-multiple"),
@@ -303,7 +303,7 @@ class OursOptions:
                                    "--pad-rows-to-multiple")}
 
     def decode_settings(self) -> dict[str, Any]:
-        from nmtmodels.search import DecodeConfig
+        from nmtmodels.decoding.scorer import DecodeConfig
 
         return optional_setting(DecodeConfig, "compile", self.decode_compile, "--decode-compile")
 
@@ -369,7 +369,9 @@ def build_trainer(setup: Setup, out_dir: Path, options: OursOptions = OursOption
     from nmtmodels.config import from_dict
     from nmtmodels.data import ParallelDataset
     from nmtmodels.registry import build_model
-    from nmtmodels.train import TrainConfig, Trainer, seed_everything
+    from nmtmodels.training.config import TrainConfig
+    from nmtmodels.training.state import seed_everything
+    from nmtmodels.training.trainer import Trainer
     from nmtmodels.vocab import Vocabulary
 
     torch.set_num_threads(setup.threads)
@@ -396,8 +398,8 @@ def decode_ours(model, src_vocab, tgt_vocab, source: Path, decode: dict[str, Any
     hypotheses (best first per sentence)."""
     from nmtmodels.config import from_dict
     from nmtmodels.data import ParallelDataset
-    from nmtmodels.inference import translate_dataset
-    from nmtmodels.search import DecodeConfig
+    from nmtmodels.decoding.batched import translate_dataset
+    from nmtmodels.decoding.scorer import DecodeConfig
 
     test = ParallelDataset.from_files(source, None, src_vocab, None, max_positions=model.max_positions(), too_long="error")
     config = from_dict(DecodeConfig, decode, where="decode")
@@ -472,7 +474,7 @@ def ours_train_speed(setup: Setup, metrics_csv: Path, counts: list[tuple[int, in
 
 
 def measure_ours_ctranslate2(setup: Setup, work: Path) -> tuple[DecodeSpeed | PeerError, str]:
-    """Export the checkpoint :func:`measure_ours` trained (``nmtmodels.export``, fp32) and decode
+    """Export the checkpoint :func:`measure_ours` trained (``nmtmodels.decoding.export``, fp32) and decode
     the test set with ``ctranslate2.Translator`` in this process: beam ``setup.beam``, batches of
     ``decode_batch_tokens`` tokens, CTranslate2's own length penalty (score / length, its
     default) and stop rule, ``max_decoding_length`` 250 (as the CTranslate2 peer row), never
@@ -484,7 +486,7 @@ def measure_ours_ctranslate2(setup: Setup, work: Path) -> tuple[DecodeSpeed | Pe
     try:
         import ctranslate2
 
-        from nmtmodels.export import SUPPRESSED, export_ctranslate2
+        from nmtmodels.decoding.export import SUPPRESSED, export_ctranslate2
     except ImportError as exc:
         return PeerError(f"{exc} (pip install -e '.[export]')"), ""
     out = work / "ours-ctranslate2"

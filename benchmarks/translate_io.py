@@ -82,8 +82,8 @@ def train_package(data_dir: Path, work: Path, pairs: int, merges: int, updates: 
     from subword_nmt import apply_bpe, learn_bpe
 
     from nmtmodels import cli
-    from nmtmodels.package import PackageSettings, write_package
-    from nmtmodels.preprocessing import LanguageSettings, TextProcessor
+    from nmtmodels.text.model_package import PackageSettings, write_package
+    from nmtmodels.text.preprocessing import LanguageSettings, TextProcessor
 
     directory = work / f"model-{pairs}-bpe{merges}-{updates}"
     package = directory / "model"
@@ -206,7 +206,7 @@ def main(argv: list[str] | None = None) -> None:
         source = (f"trained here: preset tiny (3+3 layers, d 256), pre-norm, {args.merges} BPE merges per side, "
                   f"{args.train_pairs:,} Multi30k pairs, {args.train_updates} updates ({package})")
 
-    from nmtmodels.translator import Translator
+    from nmtmodels.decoding.translator import Translator
 
     sentences = head_gz(args.data_dir / "multi30k" / f"{args.test_set}.en.gz", args.lines)
     raw = work / "input.en"

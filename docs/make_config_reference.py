@@ -9,7 +9,7 @@ Sources, so that the reference cannot drift from them:
   constraints and ``description`` strings;
 * the dataclasses that nmtmodels builds from the ``model``, ``train``/``training`` and
   ``decode``/``decoding`` sections: :class:`nmtmodels.config.ModelConfig` and its presets,
-  :class:`nmtmodels.train.TrainConfig`, :class:`nmtmodels.search.DecodeConfig`, and the
+  :class:`nmtmodels.training.config.TrainConfig`, :class:`nmtmodels.decoding.scorer.DecodeConfig`, and the
   ``options_class`` of every family in :mod:`nmtmodels.registry` (``model.options``);
 * the defaults of the ``evaluation`` section (``workflow_scripts.dag.evaluation``).
 
@@ -429,9 +429,9 @@ def quoted_docstring(obj: Any) -> list[str]:
 
 def dataclass_section() -> list[str]:
     from nmtmodels.config import PRESETS, ModelConfig
+    from nmtmodels.decoding.scorer import DecodeConfig
     from nmtmodels.registry import get_model_class, model_families
-    from nmtmodels.search import DecodeConfig
-    from nmtmodels.train import TrainConfig
+    from nmtmodels.training.config import TrainConfig
 
     lines = [
         "## Model, training and decoding settings (nmtmodels)", "",
@@ -440,11 +440,11 @@ def dataclass_section() -> list[str]:
         "key. The top-level `training` and `decoding` sections are every experiment's defaults; an",
         "experiment's `train` and `decode` override them key by key.", "",
         "### `training`, `experiments.EXPERIMENT.train`, `compression.compressors.COMPRESSOR.train`", "",
-        "`nmtmodels.train.TrainConfig`:", "",
+        "`nmtmodels.training.config.TrainConfig`:", "",
     ]
     lines += quoted_docstring(TrainConfig) + dataclass_table(TrainConfig) + [""]
     lines += ["### `decoding`, `experiments.EXPERIMENT.decode`, `compression.compressors.COMPRESSOR.decode`", "",
-              "`nmtmodels.search.DecodeConfig`:", ""]
+              "`nmtmodels.decoding.scorer.DecodeConfig`:", ""]
     lines += quoted_docstring(DecodeConfig) + dataclass_table(DecodeConfig) + [""]
     lines += ["### `experiments.EXPERIMENT.model`, `compression.compressors.COMPRESSOR.model`", "",
               "`nmtmodels.config.ModelConfig`. The key `preset` starts from one of the presets below and",

@@ -1,4 +1,5 @@
-"""``python -m nmtmodels train|translate|average|vocab|export ...`` (see :mod:`nmtmodels.cli`)."""
+"""``python -m nmtmodels COMMAND ...``: the same as ``python -m nmtmodels.cli COMMAND ...``
+(the commands of :data:`nmtmodels.cli.COMMANDS`)."""
 import sys
 
 from nmtmodels.cli import main

@@ -1,6 +1,7 @@
 """The batch every model family, the trainer and beam search agree on."""
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
 import torch
@@ -66,3 +67,47 @@ class Batch:
             extras={k: pick(v) for k, v in self.extras.items()},
             ids=pick(self.ids),
         )
+
+
+def _padded_width(width: int, multiple: int) -> int:
+    return -(-width // multiple) * multiple if multiple > 1 else width
+
+
+def _pad_columns(tensor: Tensor | None, added: int, value: int) -> Tensor | None:
+    if tensor is None or added == 0:
+        return tensor
+    return torch.nn.functional.pad(tensor, (0, added), value=value)
+
+
+def pad_to_buckets(batch: Batch, length_multiple: int = 1, row_multiple: int = 1,
+                   extra_pads: Mapping[str, int] | None = None) -> Batch:
+    """``batch`` with its source and target lengths padded to multiples of ``length_multiple``
+    and its rows to a multiple of ``row_multiple`` (nothing the loss sees changes: :mod:`nmtmodels.compiling`, which uses the buckets).
+
+    The family fields in ``batch.extras`` (each (B, L), as :func:`nmtmodels.data.collate`
+    makes them) get as many columns as the source, each with its pad value from
+    ``extra_pads`` (a field without one is an error): a field may run along the source with a
+    fixed offset (lattice spans: one per source token but ``</s>``), and a field with its own
+    length (ESC's compressed source) may be padded by any amount.
+    """
+    if length_multiple < 1 or row_multiple < 1:
+        raise ValueError(f"multiples must be >= 1, got {length_multiple} and {row_multiple}")
+    extra_pads = dict(extra_pads or {})
+    missing = sorted(set(batch.extras) - set(extra_pads))
+    if missing:
+        raise KeyError(f"no pad value for extra field(s) {', '.join(missing)}")
+    if length_multiple > 1:
+        src_added = _padded_width(batch.src.size(1), length_multiple) - batch.src.size(1)
+        tgt_added = 0 if batch.tgt_in is None else _padded_width(batch.tgt_in.size(1), length_multiple) - batch.tgt_in.size(1)
+        batch = replace(batch, src=_pad_columns(batch.src, src_added, batch.pad_id),
+                        tgt_in=_pad_columns(batch.tgt_in, tgt_added, batch.pad_id),
+                        tgt_out=_pad_columns(batch.tgt_out, tgt_added, batch.pad_id),
+                        extras={name: _pad_columns(t, src_added, extra_pads[name]) for name, t in batch.extras.items()})
+    added = _padded_width(batch.size, row_multiple) - batch.size
+    if added:
+        index = torch.cat([torch.arange(batch.size), torch.zeros(added, dtype=torch.long)])
+        batch = batch.select(index.to(batch.src.device))
+        if batch.tgt_out is not None:
+            batch.tgt_out[-added:] = batch.pad_id
+    return batch
+

@@ -34,7 +34,7 @@ into place, so ``last`` never records a best checkpoint or a numbered one that i
 
 ``nmt-train --init-from`` loads another run's parameters with :func:`initialise_from` and
 records :func:`parameters_fingerprint` of the result.  Loading a model to translate with is
-:func:`nmtmodels.inference.load_model_from_checkpoint`.
+:func:`nmtmodels.checkpoint.load_model_from_checkpoint`.
 """
 from __future__ import annotations
 
@@ -43,13 +43,16 @@ import os
 import shutil
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
-from nmtmodels.config import ConfigError
+from nmtmodels.config import ConfigError, ModelConfig
 from nmtmodels.textio import atomic_path
 from nmtmodels.vocab import Vocabulary, check_fingerprint
+
+if TYPE_CHECKING:
+    from nmtmodels.models.base import Seq2SeqModel
 
 FORMAT = "nmtmodels-checkpoint"
 VERSION = 1
@@ -305,3 +308,37 @@ def initialise_from(model: torch.nn.Module, path: str, src_vocab: Vocabulary, tg
     except RuntimeError as exc:
         first = str(exc).strip().splitlines()[0]
         raise ConfigError(f"--init-from {path}: parameters do not fit the configured model ({first})") from None
+
+
+def load_model_from_checkpoint(
+    path: str, device: torch.device | str = "cpu"
+) -> tuple[Seq2SeqModel, Vocabulary, Vocabulary, dict[str, Any]]:
+    """(model in eval mode on ``device``, source vocabulary, target vocabulary, checkpoint).
+
+    Rebuilds the model of a checkpoint written by the trainer or ``nmt-average`` with its
+    vocabularies; refuses a checkpoint whose vocabularies do not match their fingerprints or
+    whose parameters hold NaN or inf."""
+    from nmtmodels.registry import build_model  # the model families: only when a model is built
+
+    state = load_checkpoint(path, map_location="cpu")
+    vocabs = []
+    for side in ("src", "tgt"):
+        tokens = state["vocab"][side]
+        vocab = Vocabulary(tokens[4:])
+        if vocab.tokens != tokens or vocab.fingerprint() != state["vocab"][f"{side}_fingerprint"]:
+            raise CheckpointError(f"{path}: the stored {side} vocabulary is inconsistent with its fingerprint")
+        vocabs.append(vocab)
+    broken = [name for name, tensor in state["model"].items()
+              if tensor.is_floating_point() and not bool(torch.isfinite(tensor).all())]
+    if broken:
+        raise CheckpointError(f"{path}: {len(broken)} parameter tensors hold NaN or inf (first: {broken[0]}); "
+                              "the training run diverged, use an earlier checkpoint")
+    model_cfg = ModelConfig.from_dict(state["model_config"], where=f"{path}: model_config")
+    model = build_model(model_cfg, len(vocabs[0]), len(vocabs[1]), where=f"{path}: model_config")
+    try:
+        model.load_state_dict(state["model"])
+    except RuntimeError as exc:
+        first = str(exc).strip().splitlines()[0]
+        raise CheckpointError(f"{path}: its parameters do not fit its own model_config ({first})") from None
+    model.to(device).eval()
+    return model, vocabs[0], vocabs[1], state

@@ -1,7 +1,6 @@
 # Explicit sentence compression (ESC): compression pairs, compressor training, compressed
 # ("backbone") source of every split with length-controlled beam search, and compression
 # quality (token F1, compression ratio).  Layout: results/compression/{compressor}/{corpus}/.
-COMPRESSION = paths.COMPRESSION_ROOT
 COMPRESSION_SECTION = config.get("compression") or {}
 
 
@@ -19,19 +18,19 @@ localrules:
 # the content of a set without sha256 changed at its mirror path.
 rule fetch_compression_set:
     output:
-        "resources/compression/{compression_set}.jsonl",
+        paths.COMPRESSION_SET,
     params:
         spec=lambda w: json.dumps(COMPRESSION_SECTION["data"][w.compression_set], sort_keys=True),
         source=lambda w: fetch_module.source_fingerprint(
             COMPRESSION_SECTION["data"][w.compression_set], w.compression_set,
-            f"resources/compression/{w.compression_set}.jsonl", mirror_dir=MIRROR, licensed_dir=LICENSED,
+            paths.compression_set_path(w.compression_set), mirror_dir=MIRROR, licensed_dir=LICENSED,
         ),
     conda:
         "../envs/data.yaml"
     log:
-        "logs/fetch_compression_set/{compression_set}.log",
+        paths.log("fetch_compression_set"),
     benchmark:
-        "results/benchmarks/fetch_compression_set/{compression_set}.tsv"
+        paths.benchmark("fetch_compression_set")
     resources:
         **cpu_job(mem_mb=500, runtime=30),
     priority: DATA_PRIORITY
@@ -45,15 +44,15 @@ rule compression_denoise_pairs:
         unpack(lambda w: esc.compressor_bpe_files(config, w.compressor, w.corpus)),
         text=lambda w: paths.tokenized(corpus=w.corpus, split=w.split, **paths.sides(CORPORA[w.corpus]), lang=CORPORA[w.corpus]["src"]),
     output:
-        src=f"{COMPRESSION}/{{compressor}}/{{corpus}}/denoise/{{split}}.src",
-        tgt=f"{COMPRESSION}/{{compressor}}/{{corpus}}/denoise/{{split}}.tgt",
+        src=paths.DENOISE_SOURCE,
+        tgt=paths.DENOISE_TARGET,
     params:
         noise=lambda w: esc.compressor_spec(config, w.compressor)["noise"],  # defaults: the schema
         threshold=lambda w: CORPORA[w.corpus]["bpe"].get("vocabulary_threshold", 1),
     log:
-        "logs/compression_denoise_pairs/{compressor}/{corpus}/{split}.log",
+        paths.log("compression_denoise_pairs"),
     benchmark:
-        "results/benchmarks/compression_denoise_pairs/{compressor}/{corpus}/{split}.tsv"
+        paths.benchmark("compression_denoise_pairs")
     conda:
         "../envs/data.yaml"
     resources:
@@ -69,10 +68,10 @@ rule compression_denoise_pairs:
 rule compression_supervised_pairs:
     input:
         unpack(lambda w: esc.compressor_bpe_files(config, w.compressor, w.corpus)),
-        sets=lambda w: [f"resources/compression/{name}.jsonl" for name in esc.compression_set_part(config, w.part)[0]],
+        sets=lambda w: [paths.compression_set_path(name) for name in esc.compression_set_part(config, w.part)[0]],
     output:
-        src=f"{COMPRESSION}/{{compressor}}/{{corpus}}/supervised/{{part}}.src",
-        tgt=f"{COMPRESSION}/{{compressor}}/{{corpus}}/supervised/{{part}}.tgt",
+        src=paths.SUPERVISED_SOURCE,
+        tgt=paths.SUPERVISED_TARGET,
     params:
         preprocess=lambda w: corpus_data.corpus_spec_json(config, w.corpus, corpus_data.preprocessing_spec),
         lang=lambda w: CORPORA[w.corpus]["src"],
@@ -82,9 +81,9 @@ rule compression_supervised_pairs:
     wildcard_constraints:
         part="train|dev",
     log:
-        "logs/compression_supervised_pairs/{compressor}/{corpus}/{part}.log",
+        paths.log("compression_supervised_pairs"),
     benchmark:
-        "results/benchmarks/compression_supervised_pairs/{compressor}/{corpus}/{part}.tsv"
+        paths.benchmark("compression_supervised_pairs")
     conda:
         "../envs/data.yaml"
     resources:
@@ -100,11 +99,11 @@ rule compression_supervised_pairs:
 rule compression_eval_set:
     input:
         unpack(lambda w: esc.compressor_bpe_files(config, w.compressor, w.corpus)),
-        sets=lambda w: [f"resources/compression/{name}.jsonl" for name in esc.compression_set_part(config, "eval")[0]],
+        sets=lambda w: [paths.compression_set_path(name) for name in esc.compression_set_part(config, "eval")[0]],
     output:
-        src=f"{COMPRESSION}/{{compressor}}/{{corpus}}/supervised/eval.src",
-        tgt=f"{COMPRESSION}/{{compressor}}/{{corpus}}/supervised/eval.tgt",
-        refs=f"{COMPRESSION}/{{compressor}}/{{corpus}}/supervised/eval.refs.jsonl",
+        src=paths.fill(paths.SUPERVISED_SOURCE, part="eval"),
+        tgt=paths.fill(paths.SUPERVISED_TARGET, part="eval"),
+        refs=paths.COMPRESSION_REFERENCES,
     params:
         preprocess=lambda w: corpus_data.corpus_spec_json(config, w.corpus, corpus_data.preprocessing_spec),
         lang=lambda w: CORPORA[w.corpus]["src"],
@@ -112,9 +111,9 @@ rule compression_eval_set:
         unicode_form=config.get("unicode_form", "NFKC"),
         threshold=lambda w: CORPORA[w.corpus]["bpe"].get("vocabulary_threshold", 1),
     log:
-        "logs/compression_eval_set/{compressor}/{corpus}.log",
+        paths.log("compression_eval_set"),
     benchmark:
-        "results/benchmarks/compression_eval_set/{compressor}/{corpus}.tsv"
+        paths.benchmark("compression_eval_set")
     conda:
         "../envs/data.yaml"
     resources:
@@ -128,38 +127,38 @@ rule compression_eval_set:
 
 rule compressor_config:
     output:
-        f"{COMPRESSION}/{{compressor}}/{{corpus}}/experiment.yaml",
+        paths.COMPRESSOR_YAML,
     params:
         settings=lambda w: json.dumps(esc.compressor_settings(config, w.compressor), sort_keys=True),
     log:
-        "logs/compressor_config/{compressor}/{corpus}.log",
+        paths.log("compressor_config"),
     benchmark:
-        "results/benchmarks/compressor_config/{compressor}/{corpus}.tsv"
+        paths.benchmark("compressor_config")
     conda:
         "../envs/data.yaml"
     resources:
         **cpu_job(mem_mb=200, runtime=5),
     priority: DATA_PRIORITY
     shell:
-        "python -m workflow_scripts.data.experiment --settings {params.settings:q} --output {output:q} > {log:q} 2>&1"
+        "python -m workflow_scripts.training.experiment_yaml --settings {params.settings:q} --output {output:q} > {log:q} 2>&1"
 
 
 rule train_compressor:
     input:
         unpack(lambda w: esc.compressor_inputs(config, w.compressor, w.corpus)),
-        config=f"{COMPRESSION}/{{compressor}}/{{corpus}}/experiment.yaml",
+        config=paths.COMPRESSOR_YAML,
     output:
-        best=f"{COMPRESSION}/{{compressor}}/{{corpus}}/train/checkpoint_best.pt",
-        metrics=f"{COMPRESSION}/{{compressor}}/{{corpus}}/train/metrics.csv",
+        best=paths.COMPRESSOR_CHECKPOINT,
+        metrics=paths.COMPRESSOR_METRICS,
     params:
         out_dir=lambda w, output: os.path.dirname(output.best),
         launcher=cluster.train_launcher(config),
         num_threads=lambda w, threads: cluster.threads_per_process(config, threads),
         init=lambda w, input: f"--init-from {shlex.quote(input.init)}" if "init" in input.keys() else "",
     log:
-        "logs/train_compressor/{compressor}/{corpus}.log",
+        paths.log("train_compressor"),
     benchmark:
-        "results/benchmarks/train_compressor/{compressor}/{corpus}.tsv"
+        paths.benchmark("train_compressor")
     conda:
         "../envs/train.yaml"
     priority: CHAIN_PRIORITY
@@ -176,16 +175,16 @@ rule train_compressor:
 
 rule compress:
     input:
-        checkpoint=f"{COMPRESSION}/{{compressor}}/{{corpus}}/train/checkpoint_best.pt",
+        checkpoint=paths.COMPRESSOR_CHECKPOINT,
         source=lambda w: esc.compression_source(config, w.compressor, w.corpus, w.split),
     output:
-        f"{COMPRESSION}/{{compressor}}/{{corpus}}/compressed/{{split}}.txt",
+        paths.COMPRESSED,
     params:
         search=lambda w: esc.compressor_decode_flags(config, w.compressor),
     log:
-        "logs/compress/{compressor}/{corpus}/{split}.log",
+        paths.log("compress"),
     benchmark:
-        "results/benchmarks/compress/{compressor}/{corpus}/{split}.tsv"
+        paths.benchmark("compress")
     conda:
         "../envs/train.yaml"
     priority: CHAIN_PRIORITY
@@ -199,14 +198,14 @@ rule compress:
 
 rule compression_quality:
     input:
-        hyp=f"{COMPRESSION}/{{compressor}}/{{corpus}}/compressed/compression_eval.txt",
-        refs=f"{COMPRESSION}/{{compressor}}/{{corpus}}/supervised/eval.refs.jsonl",
+        hyp=paths.fill(paths.COMPRESSED, split="compression_eval"),
+        refs=paths.COMPRESSION_REFERENCES,
     output:
-        f"{COMPRESSION}/{{compressor}}/{{corpus}}/compression_eval.scores.json",
+        paths.COMPRESSION_SCORES,
     log:
-        "logs/compression_quality/{compressor}/{corpus}.log",
+        paths.log("compression_quality"),
     benchmark:
-        "results/benchmarks/compression_quality/{compressor}/{corpus}.tsv"
+        paths.benchmark("compression_quality")
     conda:
         "../envs/evaluate.yaml"
     resources:

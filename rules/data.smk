@@ -14,7 +14,7 @@ localrules:
 # changed at its mirror or licensed path (workflow_scripts.data.fetch.source_fingerprint).
 rule fetch:
     output:
-        "resources/downloads/{corpus}/{download}",
+        paths.DOWNLOAD,
     params:
         spec=lambda w: json.dumps(CORPORA[w.corpus]["downloads"][w.download], sort_keys=True),
         source=lambda w: fetch_module.source_fingerprint(
@@ -24,9 +24,9 @@ rule fetch:
     conda:
         "../envs/data.yaml"
     log:
-        "logs/fetch/{corpus}/{download}.log",
+        paths.log("fetch"),
     benchmark:
-        "results/benchmarks/fetch/{corpus}/{download}.tsv"
+        paths.benchmark("fetch")
     resources:
         **cpu_job(mem_mb=500, runtime=60),
     priority: DATA_PRIORITY
@@ -39,16 +39,16 @@ rule extract:
     input:
         lambda w: corpus_data.download_paths(config, w.corpus, w.split, w.lang),
     output:
-        f"{DATA}/{{corpus}}/raw/{{split}}.{{lang}}",
+        paths.RAW,
     params:
         spec=lambda w: corpus_data.split_extraction_spec_json(config, w.corpus, w.split),
-        downloads=lambda w: f"resources/downloads/{w.corpus}",
+        downloads=lambda w: paths.download_dir(w.corpus),
     conda:
         "../envs/data.yaml"
     log:
-        "logs/extract/{corpus}/{split}.{lang}.log",
+        paths.log("extract"),
     benchmark:
-        "results/benchmarks/extract/{corpus}/{split}.{lang}.tsv"
+        paths.benchmark("extract")
     resources:
         **cpu_job(mem_mb=2000, runtime=60),
     priority: DATA_PRIORITY
@@ -61,16 +61,16 @@ rule extract_reference:
     input:
         lambda w: corpus_data.download_paths(config, w.corpus, w.split, w.lang),
     output:
-        f"{DATA}/{{corpus}}/raw/{{split}}.ref{{ref}}.{{lang}}",
+        paths.RAW_REFERENCE,
     params:
         spec=lambda w: corpus_data.split_extraction_spec_json(config, w.corpus, w.split),
-        downloads=lambda w: f"resources/downloads/{w.corpus}",
+        downloads=lambda w: paths.download_dir(w.corpus),
     conda:
         "../envs/data.yaml"
     log:
-        "logs/extract/{corpus}/{split}.ref{ref}.{lang}.log",
+        paths.log("extract_reference"),
     benchmark:
-        "results/benchmarks/extract/{corpus}/{split}.ref{ref}.{lang}.tsv"
+        paths.benchmark("extract_reference")
     resources:
         **cpu_job(mem_mb=2000, runtime=60),
     priority: DATA_PRIORITY

@@ -7,15 +7,15 @@ rule translate:
         source=lambda w: sources.test_source(config, w.experiment, w.corpus, w.test_set),
         extras=lambda w: sources.test_extra_inputs(config, w.experiment, w.corpus, w.test_set),
     output:
-        f"{EXPERIMENTS}/{{experiment}}/{{corpus}}/{{test_set}}.out",
+        paths.TRANSLATION,
     params:
         decode=lambda w: runs.experiment_settings(config, w.experiment)["decode"],
         tgt_format=lambda w: runs.target_format(config, w.experiment),
         extras=lambda w: sources.extra_input_flags(config, w.experiment, w.corpus, (w.test_set,)),
     log:
-        "logs/translate/{experiment}/{corpus}/{test_set}.log",
+        paths.log("translate"),
     benchmark:
-        "results/benchmarks/translate/{experiment}/{corpus}/{test_set}.tsv"
+        paths.benchmark("translate")
     conda:
         "../envs/train.yaml"
     threads: config["train_resources"].get("cpus", 1)
@@ -30,21 +30,21 @@ rule translate:
 
 rule postprocess:
     input:
-        f"{EXPERIMENTS}/{{experiment}}/{{corpus}}/{{test_set}}.out",
+        paths.TRANSLATION,
     output:
-        tokenized=f"{EXPERIMENTS}/{{experiment}}/{{corpus}}/{{test_set}}.tok",
-        detokenized=f"{EXPERIMENTS}/{{experiment}}/{{corpus}}/{{test_set}}.hyp",
+        tokenized=paths.TOKENIZED_HYPOTHESIS,
+        detokenized=paths.HYPOTHESIS,
     params:
         lang=lambda w: CORPORA[w.corpus]["tgt"],
         unit=lambda w: runs.postprocess_flag(config, w.experiment),
     log:
-        "logs/postprocess/{experiment}/{corpus}/{test_set}.log",
+        paths.log("postprocess"),
     benchmark:
-        "results/benchmarks/postprocess/{experiment}/{corpus}/{test_set}.tsv"
+        paths.benchmark("postprocess")
     conda:
         "../envs/evaluate.yaml"
     resources:
         **cpu_job(mem_mb=1000, runtime=10),
     shell:
-        "(python -m nmtmodels.postprocess --lang {params.lang} {params.unit} --no-detokenize {input:q} {output.tokenized:q}"
-        " && python -m nmtmodels.postprocess --lang {params.lang} {params.unit} {input:q} {output.detokenized:q}) > {log:q} 2>&1"
+        "(python -m nmtmodels.cli postprocess --lang {params.lang} {params.unit} --no-detokenize {input:q} {output.tokenized:q}"
+        " && python -m nmtmodels.cli postprocess --lang {params.lang} {params.unit} {input:q} {output.detokenized:q}) > {log:q} 2>&1"

@@ -9,13 +9,13 @@ rule lattice:
     input:
         lambda w: lattices.segmentation_paths(config, w.corpus, w.lattice, w.split),
     output:
-        f"{DATA}/{{corpus}}/lattice/{{lattice}}/{{split}}.{{src}}-{{tgt}}.lattice",
+        paths.LATTICE,
     conda:
         "../envs/data.yaml"
     log:
-        "logs/lattice/{corpus}/{lattice}/{split}.{src}-{tgt}.log",
+        paths.log("lattice"),
     benchmark:
-        "results/benchmarks/lattice/{corpus}/{lattice}/{split}.{src}-{tgt}.tsv"
+        paths.benchmark("lattice")
     resources:
         **cpu_job(mem_mb=2000, runtime=60),
     priority: DATA_PRIORITY
@@ -25,11 +25,11 @@ rule lattice:
 
 rule lattice_inputs:
     input:
-        f"{DATA}/{{corpus}}/lattice/{{lattice}}/{{split}}.{{src}}-{{tgt}}.lattice",
+        paths.LATTICE,
     output:
-        tokens=f"{DATA}/{{corpus}}/lattice/{{lattice}}/{{split}}.{{src}}-{{tgt}}.{{src}}",
-        starts=f"{DATA}/{{corpus}}/lattice/{{lattice}}/{{split}}.{{src}}-{{tgt}}.starts",
-        ends=f"{DATA}/{{corpus}}/lattice/{{lattice}}/{{split}}.{{src}}-{{tgt}}.ends",
+        tokens=paths.encoded(units=paths.LATTICE_UNITS, lang="{src}"),
+        starts=paths.encoded(units=paths.LATTICE_UNITS, lang="starts"),
+        ends=paths.encoded(units=paths.LATTICE_UNITS, lang="ends"),
     wildcard_constraints:
         split=r"(?!vocab\.)[A-Za-z0-9_-]+",
     params:
@@ -38,9 +38,9 @@ rule lattice_inputs:
     conda:
         "../envs/data.yaml"
     log:
-        "logs/lattice_inputs/{corpus}/{lattice}/{split}.{src}-{tgt}.log",
+        paths.log("lattice_inputs"),
     benchmark:
-        "results/benchmarks/lattice_inputs/{corpus}/{lattice}/{split}.{src}-{tgt}.tsv"
+        paths.benchmark("lattice_inputs")
     resources:
         **cpu_job(mem_mb=2000, runtime=30),
     priority: DATA_PRIORITY
@@ -52,17 +52,17 @@ rule lattice_inputs:
 
 rule lattice_vocab:
     input:
-        f"{DATA}/{{corpus}}/lattice/{{lattice}}/train.{{src}}-{{tgt}}.{{src}}",
+        paths.encoded(units=paths.LATTICE_UNITS, split="train", lang="{src}"),
     output:
-        f"{DATA}/{{corpus}}/lattice/{{lattice}}/vocab.{{src}}-{{tgt}}.{{src}}",
+        paths.vocab(units=paths.LATTICE_UNITS, lang="{src}"),
     params:
         max_size=lambda w: f"--max-size {config['lattice_vocab_size']}" if config.get("lattice_vocab_size") else "",
     conda:
         "../envs/train.yaml"
     log:
-        "logs/lattice_vocab/{corpus}/{lattice}/{src}-{tgt}.log",
+        paths.log("lattice_vocab"),
     benchmark:
-        "results/benchmarks/lattice_vocab/{corpus}/{lattice}/{src}-{tgt}.tsv"
+        paths.benchmark("lattice_vocab")
     resources:
         **cpu_job(mem_mb=2000, runtime=30),
     priority: DATA_PRIORITY

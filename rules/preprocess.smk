@@ -4,13 +4,13 @@
 
 rule preprocess:
     input:
-        src=f"{DATA}/{{corpus}}/raw/{{split}}.{{src}}",
-        tgt=f"{DATA}/{{corpus}}/raw/{{split}}.{{tgt}}",
+        src=paths.fill(paths.RAW, lang="{src}"),
+        tgt=paths.fill(paths.RAW, lang="{tgt}"),
     output:
         src=paths.tokenized(lang="{src}"),
         tgt=paths.tokenized(lang="{tgt}"),
-        src_norm=f"{DATA}/{{corpus}}/norm/{{split}}.{{src}}-{{tgt}}.{{src}}",
-        tgt_norm=f"{DATA}/{{corpus}}/norm/{{split}}.{{src}}-{{tgt}}.{{tgt}}",
+        src_norm=paths.normalized(lang="{src}"),
+        tgt_norm=paths.normalized(lang="{tgt}"),
     params:
         spec=lambda w: corpus_data.split_preprocessing_spec_json(config, w.corpus, w.split),
         train=lambda w: "--train" if w.split == "train" else "",
@@ -18,9 +18,9 @@ rule preprocess:
     conda:
         "../envs/data.yaml"
     log:
-        "logs/preprocess/{corpus}/{split}.{src}-{tgt}.log",
+        paths.log("preprocess"),
     benchmark:
-        "results/benchmarks/preprocess/{corpus}/{split}.{src}-{tgt}.tsv"
+        paths.benchmark("preprocess")
     threads: config["data_threads"]
     resources:
         **cpu_job(mem_mb=4000, runtime=240),
@@ -37,30 +37,30 @@ rule preprocess:
 # (paired with the source, so line counts are checked; the other outputs are by-products).
 use rule preprocess as preprocess_reference with:
     input:
-        src=f"{DATA}/{{corpus}}/raw/{{split}}.{{src}}",
-        tgt=f"{DATA}/{{corpus}}/raw/{{split}}.ref{{ref}}.{{tgt}}",
+        src=paths.fill(paths.RAW, lang="{src}"),
+        tgt=paths.fill(paths.RAW_REFERENCE, lang="{tgt}"),
     output:
         src=temp(paths.fill(paths.TOKENIZED_REFERENCE, lang="{src}")),
         tgt=paths.fill(paths.TOKENIZED_REFERENCE, lang="{tgt}"),
-        src_norm=temp(f"{DATA}/{{corpus}}/norm/{{split}}.ref{{ref}}.{{src}}-{{tgt}}.{{src}}"),
-        tgt_norm=temp(f"{DATA}/{{corpus}}/norm/{{split}}.ref{{ref}}.{{src}}-{{tgt}}.{{tgt}}"),
+        src_norm=temp(paths.fill(paths.ENCODED_REFERENCE, units=paths.NORMALIZED_UNITS, lang="{src}")),
+        tgt_norm=temp(paths.fill(paths.ENCODED_REFERENCE, units=paths.NORMALIZED_UNITS, lang="{tgt}")),
     log:
-        "logs/preprocess/{corpus}/{split}.ref{ref}.{src}-{tgt}.log",
+        paths.log("preprocess_reference"),
     benchmark:
-        "results/benchmarks/preprocess/{corpus}/{split}.ref{ref}.{src}-{tgt}.tsv"
+        paths.benchmark("preprocess_reference")
 
 
 rule segment:
     input:
-        f"{DATA}/{{corpus}}/norm/{{split}}.{{src}}-{{tgt}}.{{lang}}",
+        paths.normalized(),
     output:
-        f"{DATA}/{{corpus}}/seg/{{segmenter}}/{{split}}.{{src}}-{{tgt}}.{{lang}}",
+        paths.encoded(units=paths.SEGMENTED_UNITS),
     conda:
         "../envs/data.yaml"
     log:
-        "logs/segment/{corpus}/{segmenter}/{split}.{src}-{tgt}.{lang}.log",
+        paths.log("segment"),
     benchmark:
-        "results/benchmarks/segment/{corpus}/{segmenter}/{split}.{src}-{tgt}.{lang}.tsv"
+        paths.benchmark("segment")
     threads: config["data_threads"]
     resources:
         **cpu_job(mem_mb=4000, runtime=240),

@@ -1,106 +1,24 @@
-# Evaluation beyond single scores: concatenated test sets ("ALL"), significance against each
-# experiment's baseline(s), parameter counts and training speed, the tidy results table,
-# the papers' tables, BLEU by source length, and the `snakemake --report` annotations.
-# Layout and configuration keys: workflow_scripts/dag/evaluation.py.
-
-EVALUATION = ev.evaluation_settings(config)
-REPORT = ev.REPORT_ROOT
+# What the report shows (`snakemake --report`, results/report/): parameter counts and training
+# speed, the tidy results table, the papers' tables, score by source length, the results
+# summary and learning curves.  Layout and configuration keys: workflow_scripts/dag/evaluation.py
+# and workflow_scripts/dag/paths.py.
 
 
 report: "../report/workflow.rst"
 
 
-rule concatenate_outputs:
-    input:
-        hyp=lambda w: ev.member_output_files(config, w.experiment, w.corpus, w.concatenation, "hyp"),
-        tok=lambda w: ev.member_output_files(config, w.experiment, w.corpus, w.concatenation, "tok"),
-    output:
-        hyp=f"{EXPERIMENTS}/{{experiment}}/{{corpus}}/concat/{{concatenation}}.hyp",
-        tok=f"{EXPERIMENTS}/{{experiment}}/{{corpus}}/concat/{{concatenation}}.tok",
-    wildcard_constraints:
-        concatenation="[A-Za-z0-9_-]+",
-    conda:
-        "../envs/evaluate.yaml"
-    log:
-        "logs/concatenate_outputs/{experiment}/{corpus}/{concatenation}.log",
-    benchmark:
-        "results/benchmarks/concatenate_outputs/{experiment}/{corpus}/{concatenation}.tsv"
-    resources:
-        **cpu_job(mem_mb=500, runtime=10),
-    shell:
-        "(python -m workflow_scripts.evaluation.concatenate --input {input.hyp:q} --output {output.hyp:q}"
-        " && python -m workflow_scripts.evaluation.concatenate --input {input.tok:q} --output {output.tok:q}) > {log:q} 2>&1"
-
-
-rule concatenate_references:
-    input:
-        lambda w: ev.member_reference_files(config, w.corpus, w.concatenation, "refs", int(w.ref) - 1),
-    output:
-        f"{DATA}/{{corpus}}/concat/{{concatenation}}.ref{{ref}}.{{lang}}",
-    wildcard_constraints:
-        concatenation="[A-Za-z0-9_-]+",
-    conda:
-        "../envs/evaluate.yaml"
-    log:
-        "logs/concatenate_references/{corpus}/{concatenation}.ref{ref}.{lang}.log",
-    benchmark:
-        "results/benchmarks/concatenate_references/{corpus}/{concatenation}.ref{ref}.{lang}.tsv"
-    resources:
-        **cpu_job(mem_mb=500, runtime=10),
-    shell:
-        "python -m workflow_scripts.evaluation.concatenate --input {input:q} --output {output:q} > {log:q} 2>&1"
-
-
-use rule concatenate_references as concatenate_tokenized_references with:
-    input:
-        lambda w: ev.member_reference_files(config, w.corpus, w.concatenation, "tok", 0),
-    output:
-        f"{DATA}/{{corpus}}/concat/{{concatenation}}.tok.{{lang}}",
-    log:
-        "logs/concatenate_references/{corpus}/{concatenation}.tok.{lang}.log",
-    benchmark:
-        "results/benchmarks/concatenate_references/{corpus}/{concatenation}.tok.{lang}.tsv"
-
-
-use rule concatenate_references as concatenate_tokenized_extra_references with:
-    input:
-        lambda w: ev.member_reference_files(config, w.corpus, w.concatenation, "tok", int(w.ref)),
-    output:
-        f"{DATA}/{{corpus}}/concat/{{concatenation}}.tok.ref{{ref}}.{{lang}}",
-    log:
-        "logs/concatenate_references/{corpus}/{concatenation}.tok.ref{ref}.{lang}.log",
-    benchmark:
-        "results/benchmarks/concatenate_references/{corpus}/{concatenation}.tok.ref{ref}.{lang}.tsv"
-
-
-use rule score as score_concatenation with:
-    input:
-        hyp=f"{EXPERIMENTS}/{{experiment}}/{{corpus}}/concat/{{concatenation}}.hyp",
-        tok_hyp=f"{EXPERIMENTS}/{{experiment}}/{{corpus}}/concat/{{concatenation}}.tok",
-        refs=lambda w: ev.reference_files(config, w.corpus, w.concatenation)["refs"],
-        tok_refs=lambda w: ev.reference_files(config, w.corpus, w.concatenation)["tok"],
-    output:
-        f"{EXPERIMENTS}/{{experiment}}/{{corpus}}/concat/{{concatenation}}.scores.json",
-    wildcard_constraints:
-        concatenation="[A-Za-z0-9_-]+",
-    log:
-        "logs/score/{experiment}/{corpus}/concat/{concatenation}.log",
-    benchmark:
-        "results/benchmarks/score/{experiment}/{corpus}/concat/{concatenation}.tsv"
-
-
 rule model_info:
     input:
         checkpoint=paths.BEST_CHECKPOINT,
-        metrics=f"{EXPERIMENTS}/{{experiment}}/{{corpus}}/train/metrics.csv",
+        metrics=paths.TRAIN_METRICS,
     output:
-        f"{EXPERIMENTS}/{{experiment}}/{{corpus}}/model_info.json",
+        paths.MODEL_INFO,
     conda:
         "../envs/train.yaml"
     log:
-        "logs/model_info/{experiment}/{corpus}.log",
+        paths.log("model_info"),
     benchmark:
-        "results/benchmarks/model_info/{experiment}/{corpus}.tsv"
+        paths.benchmark("model_info")
     resources:
         **cpu_job(mem_mb=4000, runtime=10),
     shell:
@@ -108,49 +26,19 @@ rule model_info:
         " --output {output:q} > {log:q} 2>&1"
 
 
-rule significance:
-    input:
-        unpack(lambda w: ev.comparison_inputs(config, w.experiment, w.baseline, w.corpus, w.test_set)),
-    output:
-        f"{EXPERIMENTS}/{{experiment}}/{{corpus}}/significance/{{test_set}}.vs.{{baseline}}.json",
-    wildcard_constraints:
-        baseline="[A-Za-z0-9_-]+",
-    params:
-        lang=lambda w: CORPORA[w.corpus]["tgt"],
-        metrics=" ".join(EVALUATION["significance_metrics"]),
-        tests=" ".join(EVALUATION["tests"]),
-        bootstrap_samples=EVALUATION["bootstrap_samples"],
-        ar_trials=EVALUATION["ar_trials"],
-        seed=EVALUATION["seed"],
-    conda:
-        "../envs/evaluate.yaml"
-    log:
-        "logs/significance/{experiment}/{corpus}/{test_set}.vs.{baseline}.log",
-    benchmark:
-        "results/benchmarks/significance/{experiment}/{corpus}/{test_set}.vs.{baseline}.tsv"
-    resources:
-        **cpu_job(mem_mb=2000, runtime=30),
-    shell:
-        "python -m workflow_scripts.evaluation.significance --lang {params.lang} --system {input.system:q}"
-        " --baseline {input.baseline:q} --ref {input.refs:q} --tok-system {input.system_tok:q}"
-        " --tok-baseline {input.baseline_tok:q} --tok-ref {input.tok_refs:q}"
-        " --metrics {params.metrics} --tests {params.tests} --bootstrap-samples {params.bootstrap_samples}"
-        " --ar-trials {params.ar_trials} --seed {params.seed} --output {output:q} > {log:q} 2>&1"
-
-
 rule results_table:
     input:
         ev.report_inputs(config),
     output:
-        report(f"{REPORT}/results.csv", caption="../report/results.rst", category="Results"),
+        report(paths.RESULTS_TABLE, caption="../report/results.rst", category="Results"),
     params:
         metadata=json.dumps(ev.report_metadata(config)),
     conda:
         "../envs/evaluate.yaml"
     log:
-        "logs/report/results_table.log",
+        paths.log("results_table"),
     benchmark:
-        "results/benchmarks/report/results_table.tsv"
+        paths.benchmark("results_table")
     resources:
         **cpu_job(mem_mb=1000, runtime=10),
     shell:
@@ -159,12 +47,12 @@ rule results_table:
 
 rule paper_tables:
     input:
-        f"{REPORT}/results.csv",
+        paths.RESULTS_TABLE,
     output:
-        markdown=f"{REPORT}/tables/{{paper}}.md",
-        latex=f"{REPORT}/tables/{{paper}}.tex",
+        markdown=paths.PAPER_TABLE_MARKDOWN,
+        latex=paths.PAPER_TABLE_LATEX,
         html=report(
-            f"{REPORT}/tables/{{paper}}.html",
+            paths.PAPER_TABLE_HTML,
             caption="../report/paper_tables.rst",
             category="Paper tables",
             labels={"paper": "{paper}"},
@@ -176,9 +64,9 @@ rule paper_tables:
     conda:
         "../envs/evaluate.yaml"
     log:
-        "logs/report/paper_tables/{paper}.log",
+        paths.log("paper_tables"),
     benchmark:
-        "results/benchmarks/report/paper_tables/{paper}.tsv"
+        paths.benchmark("paper_tables")
     resources:
         **cpu_job(mem_mb=1000, runtime=10),
     shell:
@@ -191,9 +79,9 @@ rule length_analysis:
     input:
         unpack(lambda w: ev.length_inputs(config, w.corpus, w.test_set)),
     output:
-        csv=f"{REPORT}/length/{{corpus}}/{{test_set}}.csv",
+        csv=paths.LENGTH_TABLE,
         png=report(
-            f"{REPORT}/length/{{corpus}}/{{test_set}}.png",
+            paths.LENGTH_PLOT,
             caption="../report/length.rst",
             category="Analyses",
             subcategory="Score by source length",
@@ -210,9 +98,9 @@ rule length_analysis:
     conda:
         "../envs/evaluate.yaml"
     log:
-        "logs/report/length/{corpus}/{test_set}.log",
+        paths.log("length_analysis"),
     benchmark:
-        "results/benchmarks/report/length/{corpus}/{test_set}.tsv"
+        paths.benchmark("length_analysis")
     resources:
         **cpu_job(mem_mb=1000, runtime=10),
     shell:
@@ -234,17 +122,17 @@ rule results_summary:
     input:
         **ev.summary_inputs(config),
     output:
-        markdown=report(f"{REPORT}/summary.md", caption="../report/summary.rst", category="Results"),
-        json=f"{REPORT}/summary.json",
+        markdown=report(paths.SUMMARY_MARKDOWN, caption="../report/summary.rst", category="Results"),
+        json=paths.SUMMARY_JSON,
     params:
         metadata=json.dumps(ev.report_metadata(config)),
         marker_test=EVALUATION["marker_test"],
     conda:
         "../envs/evaluate.yaml"
     log:
-        "logs/report/results_summary.log",
+        paths.log("results_summary"),
     benchmark:
-        "results/benchmarks/report/results_summary.tsv"
+        paths.benchmark("results_summary")
     resources:
         **cpu_job(mem_mb=1000, runtime=10),
     shell:
@@ -259,7 +147,7 @@ rule learning_curves:
         lambda w: ev.curve_inputs(config, w.corpus),
     output:
         report(
-            f"{REPORT}/curves/{{corpus}}.png",
+            paths.LEARNING_CURVES,
             caption="../report/curves.rst",
             category="Analyses",
             subcategory="Learning curves",
@@ -272,9 +160,9 @@ rule learning_curves:
     conda:
         "../envs/evaluate.yaml"
     log:
-        "logs/report/learning_curves/{corpus}.log",
+        paths.log("learning_curves"),
     benchmark:
-        "results/benchmarks/report/learning_curves/{corpus}.tsv"
+        paths.benchmark("learning_curves")
     resources:
         **cpu_job(mem_mb=1000, runtime=10),
     shell:
@@ -285,26 +173,3 @@ rule learning_curves:
 rule report_tables:
     input:
         ev.report_targets(config),
-
-
-# The GPU reproduction (configs/gpu.yaml, docs/gpu.md): every score, significance test, paper
-# table and the results summary of the config, without the model packages and analyses of `all`:
-#   snakemake --cores 16 --configfile configs/gpu.yaml gpu_reproduction
-rule gpu_reproduction:
-    input:
-        runs.model_targets(config),
-        [ev.comparison_path(*comparison) for comparison in ev.comparisons(config)],
-        ev.report_targets(config),
-
-
-# The GPU reproduction in parts, one per paper, each within one call of the GPU machine
-# (configs/gpu_parts/, workflow_scripts/dag/gpu_parts.py, docs/gpu.md): what gpu_reproduction
-# builds, for the part's config; the target checks that the part's config files were given:
-#   snakemake --cores 16 gpu_part_lattice --configfile configs/gpu.yaml configs/gpu_parts/lattice.yaml
-for _part in gpu_parts.PARTS:
-
-    rule:
-        name:
-            f"gpu_part_{_part}"
-        input:
-            gpu_parts.part_inputs(_part, config, CONFIG_FILES),

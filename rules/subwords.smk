@@ -7,19 +7,19 @@ rule learn_bpe:
         src=paths.tokenized(split="train", lang="{src}"),
         tgt=paths.tokenized(split="train", lang="{tgt}"),
     output:
-        src_codes=f"{DATA}/{{corpus}}/bpe{{merges}}/codes.{{src}}-{{tgt}}.{{src}}",
-        tgt_codes=f"{DATA}/{{corpus}}/bpe{{merges}}/codes.{{src}}-{{tgt}}.{{tgt}}",
-        src_vocab=f"{DATA}/{{corpus}}/bpe{{merges}}/vocab.{{src}}-{{tgt}}.{{src}}",
-        tgt_vocab=f"{DATA}/{{corpus}}/bpe{{merges}}/vocab.{{src}}-{{tgt}}.{{tgt}}",
+        src_codes=paths.codes(units=paths.BPE_UNITS, lang="{src}"),
+        tgt_codes=paths.codes(units=paths.BPE_UNITS, lang="{tgt}"),
+        src_vocab=paths.vocab(units=paths.BPE_UNITS, lang="{src}"),
+        tgt_vocab=paths.vocab(units=paths.BPE_UNITS, lang="{tgt}"),
     params:
         mode=lambda w: "--joint" if CORPORA[w.corpus]["bpe"].get("joint", True) else "--separate",
         threshold=lambda w: CORPORA[w.corpus]["bpe"].get("vocabulary_threshold", 1),
     conda:
         "../envs/data.yaml"
     log:
-        "logs/learn_bpe/{corpus}/bpe{merges}.{src}-{tgt}.log",
+        paths.log("learn_bpe"),
     benchmark:
-        "results/benchmarks/learn_bpe/{corpus}/bpe{merges}.{src}-{tgt}.tsv"
+        paths.benchmark("learn_bpe")
     resources:
         **cpu_job(mem_mb=4000, runtime=240),
     priority: DATA_PRIORITY
@@ -34,18 +34,18 @@ rule learn_bpe:
 rule apply_bpe:
     input:
         text=paths.tokenized(),
-        codes=f"{DATA}/{{corpus}}/bpe{{merges}}/codes.{{src}}-{{tgt}}.{{lang}}",
-        vocab=f"{DATA}/{{corpus}}/bpe{{merges}}/vocab.{{src}}-{{tgt}}.{{lang}}",
+        codes=paths.codes(units=paths.BPE_UNITS),
+        vocab=paths.vocab(units=paths.BPE_UNITS),
     output:
-        f"{DATA}/{{corpus}}/bpe{{merges}}/{{split}}.{{src}}-{{tgt}}.{{lang}}",
+        paths.encoded(units=paths.BPE_UNITS),
     params:
         threshold=lambda w: CORPORA[w.corpus]["bpe"].get("vocabulary_threshold", 1),
     conda:
         "../envs/data.yaml"
     log:
-        "logs/apply_bpe/{corpus}/bpe{merges}/{split}.{src}-{tgt}.{lang}.log",
+        paths.log("apply_bpe"),
     benchmark:
-        "results/benchmarks/apply_bpe/{corpus}/bpe{merges}/{split}.{src}-{tgt}.{lang}.tsv"
+        paths.benchmark("apply_bpe")
     threads: config["data_threads"]
     resources:
         **cpu_job(mem_mb=2000, runtime=120),
@@ -60,16 +60,16 @@ rule joint_vocab:
     # One vocabulary over both sides' encoded training text (fairseq's --joined-dictionary),
     # for models that share source and target embeddings (model.share_embeddings).
     input:
-        src=f"{DATA}/{{corpus}}/bpe{{merges}}/train.{{src}}-{{tgt}}.{{src}}",
-        tgt=f"{DATA}/{{corpus}}/bpe{{merges}}/train.{{src}}-{{tgt}}.{{tgt}}",
+        src=paths.encoded(units=paths.BPE_UNITS, split="train", lang="{src}"),
+        tgt=paths.encoded(units=paths.BPE_UNITS, split="train", lang="{tgt}"),
     output:
-        f"{DATA}/{{corpus}}/bpe{{merges}}/vocab.{{src}}-{{tgt}}.joint",
+        paths.vocab(units=paths.BPE_UNITS, lang="joint"),
     conda:
         "../envs/train.yaml"
     log:
-        "logs/joint_vocab/{corpus}/bpe{merges}.{src}-{tgt}.log",
+        paths.log("joint_vocab"),
     benchmark:
-        "results/benchmarks/joint_vocab/{corpus}/bpe{merges}.{src}-{tgt}.tsv"
+        paths.benchmark("joint_vocab")
     resources:
         **cpu_job(mem_mb=2000, runtime=60),
     priority: DATA_PRIORITY
@@ -77,7 +77,7 @@ rule joint_vocab:
         "python -m nmtmodels.cli vocab --inputs {input.src:q} {input.tgt:q} --output {output:q} > {log:q} 2>&1"
 
 
-# SentencePiece (nmtmodels/spm.py), beside BPE: learnt on the same tokenised training text and
+# SentencePiece (nmtmodels/text/spm.py), beside BPE: learnt on the same tokenised training text and
 # laid out like bpeN/ (spmN/: models, vocabularies "piece count", encoded splits), so training,
 # the joint vocabulary, decoding and scoring read it the same way (docs/pipeline.md).
 rule learn_spm:
@@ -85,10 +85,10 @@ rule learn_spm:
         src=paths.tokenized(split="train", lang="{src}"),
         tgt=paths.tokenized(split="train", lang="{tgt}"),
     output:
-        src_model=paths.fill(paths.SPM_MODEL, units="spm{vocab_size}", lang="{src}"),
-        tgt_model=paths.fill(paths.SPM_MODEL, units="spm{vocab_size}", lang="{tgt}"),
-        src_vocab=paths.vocab(units="spm{vocab_size}", lang="{src}"),
-        tgt_vocab=paths.vocab(units="spm{vocab_size}", lang="{tgt}"),
+        src_model=paths.fill(paths.SPM_MODEL, units=paths.SPM_UNITS, lang="{src}"),
+        tgt_model=paths.fill(paths.SPM_MODEL, units=paths.SPM_UNITS, lang="{tgt}"),
+        src_vocab=paths.vocab(units=paths.SPM_UNITS, lang="{src}"),
+        tgt_vocab=paths.vocab(units=paths.SPM_UNITS, lang="{tgt}"),
     wildcard_constraints:
         vocab_size="[0-9]+",
     params:
@@ -96,9 +96,9 @@ rule learn_spm:
     conda:
         "../envs/data.yaml"
     log:
-        "logs/learn_spm/{corpus}/spm{vocab_size}.{src}-{tgt}.log",
+        paths.log("learn_spm"),
     benchmark:
-        "results/benchmarks/learn_spm/{corpus}/spm{vocab_size}.{src}-{tgt}.tsv"
+        paths.benchmark("learn_spm")
     threads: config["data_threads"]
     resources:
         **cpu_job(mem_mb=4000, runtime=240),
@@ -113,17 +113,17 @@ rule learn_spm:
 rule apply_spm:
     input:
         text=paths.tokenized(),
-        model=paths.fill(paths.SPM_MODEL, units="spm{vocab_size}"),
+        model=paths.fill(paths.SPM_MODEL, units=paths.SPM_UNITS),
     output:
-        paths.encoded(units="spm{vocab_size}"),
+        paths.encoded(units=paths.SPM_UNITS),
     wildcard_constraints:
         vocab_size="[0-9]+",
     conda:
         "../envs/data.yaml"
     log:
-        "logs/apply_spm/{corpus}/spm{vocab_size}/{split}.{src}-{tgt}.{lang}.log",
+        paths.log("apply_spm"),
     benchmark:
-        "results/benchmarks/apply_spm/{corpus}/spm{vocab_size}/{split}.{src}-{tgt}.{lang}.tsv"
+        paths.benchmark("apply_spm")
     threads: config["data_threads"]
     resources:
         **cpu_job(mem_mb=2000, runtime=120),
@@ -135,31 +135,31 @@ rule apply_spm:
 
 use rule joint_vocab as joint_vocab_spm with:
     input:
-        src=paths.encoded(units="spm{vocab_size}", split="train", lang="{src}"),
-        tgt=paths.encoded(units="spm{vocab_size}", split="train", lang="{tgt}"),
+        src=paths.encoded(units=paths.SPM_UNITS, split="train", lang="{src}"),
+        tgt=paths.encoded(units=paths.SPM_UNITS, split="train", lang="{tgt}"),
     output:
-        paths.vocab(units="spm{vocab_size}", lang="joint"),
+        paths.vocab(units=paths.SPM_UNITS, lang="joint"),
     wildcard_constraints:
         vocab_size="[0-9]+",
     log:
-        "logs/joint_vocab/{corpus}/spm{vocab_size}.{src}-{tgt}.log",
+        paths.log("joint_vocab_spm"),
     benchmark:
-        "results/benchmarks/joint_vocab/{corpus}/spm{vocab_size}.{src}-{tgt}.tsv"
+        paths.benchmark("joint_vocab_spm")
 
 
 rule char_vocab:
     input:
         paths.tokenized(split="train"),
     output:
-        f"{DATA}/{{corpus}}/char/vocab.{{src}}-{{tgt}}.{{lang}}",
+        paths.vocab(units=paths.CHAR_UNITS),
     params:
         size=config["characters"]["vocab_size"],
     conda:
         "../envs/data.yaml"
     log:
-        "logs/char_vocab/{corpus}/{src}-{tgt}.{lang}.log",
+        paths.log("char_vocab"),
     benchmark:
-        "results/benchmarks/char_vocab/{corpus}/{src}-{tgt}.{lang}.tsv"
+        paths.benchmark("char_vocab")
     resources:
         **cpu_job(mem_mb=2000, runtime=60),
     priority: DATA_PRIORITY
@@ -177,17 +177,17 @@ CHAR_APPLY = (
 rule char_encode:
     input:
         text=paths.tokenized(),
-        vocab=f"{DATA}/{{corpus}}/char/vocab.{{src}}-{{tgt}}.{{lang}}",
+        vocab=paths.vocab(units=paths.CHAR_UNITS),
     output:
-        f"{DATA}/{{corpus}}/char/{{split}}.{{src}}-{{tgt}}.{{lang}}",
+        paths.encoded(units=paths.CHAR_UNITS),
     wildcard_constraints:
         split=r"(?!train\.)[A-Za-z0-9_-]+",
     conda:
         "../envs/data.yaml"
     log:
-        "logs/char_encode/{corpus}/{split}.{src}-{tgt}.{lang}.log",
+        paths.log("char_encode"),
     benchmark:
-        "results/benchmarks/char_encode/{corpus}/{split}.{src}-{tgt}.{lang}.tsv"
+        paths.benchmark("char_encode")
     resources:
         **cpu_job(mem_mb=2000, runtime=60),
     priority: DATA_PRIORITY
@@ -198,15 +198,15 @@ rule char_encode:
 rule char_encode_train:
     input:
         text=paths.tokenized(split="train"),
-        vocab=f"{DATA}/{{corpus}}/char/vocab.{{src}}-{{tgt}}.{{lang}}",
+        vocab=paths.vocab(units=paths.CHAR_UNITS),
     output:
-        temp(f"{DATA}/{{corpus}}/char/unfiltered/train.{{src}}-{{tgt}}.{{lang}}"),
+        temp(paths.encoded(units=paths.UNFILTERED_CHAR_UNITS, split="train")),
     conda:
         "../envs/data.yaml"
     log:
-        "logs/char_encode/{corpus}/train.{src}-{tgt}.{lang}.log",
+        paths.log("char_encode_train"),
     benchmark:
-        "results/benchmarks/char_encode/{corpus}/train.{src}-{tgt}.{lang}.tsv"
+        paths.benchmark("char_encode_train")
     resources:
         **cpu_job(mem_mb=2000, runtime=60),
     priority: DATA_PRIORITY
@@ -216,20 +216,20 @@ rule char_encode_train:
 
 rule char_filter_train:
     input:
-        src=f"{DATA}/{{corpus}}/char/unfiltered/train.{{src}}-{{tgt}}.{{src}}",
-        tgt=f"{DATA}/{{corpus}}/char/unfiltered/train.{{src}}-{{tgt}}.{{tgt}}",
+        src=paths.encoded(units=paths.UNFILTERED_CHAR_UNITS, split="train", lang="{src}"),
+        tgt=paths.encoded(units=paths.UNFILTERED_CHAR_UNITS, split="train", lang="{tgt}"),
     output:
-        src=f"{DATA}/{{corpus}}/char/train.{{src}}-{{tgt}}.{{src}}",
-        tgt=f"{DATA}/{{corpus}}/char/train.{{src}}-{{tgt}}.{{tgt}}",
+        src=paths.encoded(units=paths.CHAR_UNITS, split="train", lang="{src}"),
+        tgt=paths.encoded(units=paths.CHAR_UNITS, split="train", lang="{tgt}"),
     params:
         max_src=config["characters"]["max_src_chars"],
         max_tgt=config["characters"]["max_tgt_chars"],
     conda:
         "../envs/data.yaml"
     log:
-        "logs/char_filter/{corpus}/train.{src}-{tgt}.log",
+        paths.log("char_filter_train"),
     benchmark:
-        "results/benchmarks/char_filter/{corpus}/train.{src}-{tgt}.tsv"
+        paths.benchmark("char_filter_train")
     resources:
         **cpu_job(mem_mb=2000, runtime=60),
     priority: DATA_PRIORITY

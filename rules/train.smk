@@ -6,29 +6,29 @@
 
 rule experiment_config:
     output:
-        f"{EXPERIMENTS}/{{experiment}}/{{corpus}}/experiment.yaml",
+        paths.EXPERIMENT_YAML,
     params:
         settings=lambda w: json.dumps(runs.experiment_settings(config, w.experiment), sort_keys=True),
     log:
-        "logs/experiment_config/{experiment}/{corpus}.log",
+        paths.log("experiment_config"),
     benchmark:
-        "results/benchmarks/experiment_config/{experiment}/{corpus}.tsv"
+        paths.benchmark("experiment_config")
     conda:
         "../envs/data.yaml"
     resources:
         **cpu_job(mem_mb=200, runtime=5),
     priority: DATA_PRIORITY
     shell:
-        "python -m workflow_scripts.data.experiment --settings {params.settings:q} --output {output:q} > {log:q} 2>&1"
+        "python -m workflow_scripts.training.experiment_yaml --settings {params.settings:q} --output {output:q} > {log:q} 2>&1"
 
 
 rule train:
     input:
         unpack(lambda w: sources.model_inputs(config, w.experiment, w.corpus)),
-        config=f"{EXPERIMENTS}/{{experiment}}/{{corpus}}/experiment.yaml",
+        config=paths.EXPERIMENT_YAML,
     output:
         best=paths.BEST_CHECKPOINT,
-        metrics=f"{EXPERIMENTS}/{{experiment}}/{{corpus}}/train/metrics.csv",
+        metrics=paths.TRAIN_METRICS,
     params:
         out_dir=lambda w, output: os.path.dirname(output.best),
         launcher=cluster.train_launcher(config),
@@ -37,9 +37,9 @@ rule train:
         tgt_format=lambda w: runs.target_format(config, w.experiment),
         extras=lambda w: sources.extra_input_flags(config, w.experiment, w.corpus, ("train", "dev")),
     log:
-        "logs/train/{experiment}/{corpus}.log",
+        paths.log("train"),
     benchmark:
-        "results/benchmarks/train/{experiment}/{corpus}.tsv"
+        paths.benchmark("train")
     conda:
         "../envs/train.yaml"
     # trainings are the long jobs: start each as soon as its data is ready, before the short
@@ -57,8 +57,8 @@ rule train:
         " --set train.num_threads={params.num_threads} --out-dir {params.out_dir:q} > {log:q} 2>&1"
 
 
-# The model package (nmtmodels/package.py): the decoded checkpoint, preprocess.json and the source
-# BPE codes or SentencePiece model, so that nmt-translate and nmtmodels.translator.Translator read raw text.  Only
+# The model package (nmtmodels/text/model_package.py): the decoded checkpoint, preprocess.json and the source
+# BPE codes or SentencePiece model, so that nmt-translate and nmtmodels.decoding.translator.Translator read raw text.  Only
 # runs that read plain subwords get one (workflow_scripts/dag/packages.py).
 rule model_package:
     input:
@@ -69,15 +69,15 @@ rule model_package:
         settings=lambda w: packages.package_settings_json(config, w.experiment, w.corpus),
         subword_files=lambda w: packages.package_subword_flags(packages.package_inputs(config, w.experiment, w.corpus)),
     log:
-        "logs/model_package/{experiment}/{corpus}.log",
+        paths.log("model_package"),
     benchmark:
-        "results/benchmarks/model_package/{experiment}/{corpus}.tsv"
+        paths.benchmark("model_package")
     conda:
         "../envs/train.yaml"
     resources:
         **cpu_job(mem_mb=1000, runtime=10),
     shell:
-        "python -m nmtmodels.package --checkpoint {input.checkpoint:q} --settings {params.settings:q} {params.subword_files}"
+        "python -m nmtmodels.cli package --checkpoint {input.checkpoint:q} --settings {params.settings:q} {params.subword_files}"
         " --out-dir {output:q} > {log:q} 2>&1"
 
 
@@ -93,9 +93,9 @@ rule average_checkpoints:
     params:
         train_dir=lambda w, input: os.path.dirname(input[0]),
     log:
-        "logs/average_checkpoints/{experiment}/{corpus}.avg{last}.log",
+        paths.log("average_checkpoints"),
     benchmark:
-        "results/benchmarks/average_checkpoints/{experiment}/{corpus}.avg{last}.tsv"
+        paths.benchmark("average_checkpoints")
     conda:
         "../envs/train.yaml"
     resources:

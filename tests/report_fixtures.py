@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from nmtmodels.scoring import score_corpus, write_scores_json
+from nmtmodels.text.scoring import score_corpus, write_scores_json
 from workflow_scripts.dag import evaluation as ev
 from workflow_scripts.dag import runs
 from workflow_scripts.evaluation import significance

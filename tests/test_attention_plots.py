@@ -13,6 +13,7 @@ from nmtmodels.symbols import SPACE_SYMBOL
 from nmtmodels.textio import DataError
 from nmtmodels.vocab import Vocabulary
 from workflow_scripts.analyses import attention_plots
+from workflow_scripts.dag import analyses
 
 S = SPACE_SYMBOL
 
@@ -43,9 +44,9 @@ def test_targets_are_the_char_papers_character_level_runs():
             "other_char": {"corpora": ["m_en_de"], "subwords": "char"},
         },
     }
-    assert attention_plots.attention_targets(config) == [
+    assert analyses.attention_targets(config) == [
         "results/report/attention/c2c/m_en_de.png", "results/report/attention/c2c/m_de_en.png"]
-    assert attention_plots.attention_source(config, "m_en_de") == "results/data/m_en_de/char/t1.en-de.en"
+    assert analyses.attention_source(config, "m_en_de") == "results/data/m_en_de/char/t1.en-de.en"
 
 
 @pytest.fixture

@@ -1,13 +1,15 @@
 """Which (experiment, corpus) runs `all` plans: active corpora and active experiments."""
 from __future__ import annotations
 
+import ast
 import copy
+import re
 from pathlib import Path
 
 import pytest
 import yaml
 
-from workflow_scripts.dag import checks, corpus_data, runs, sources
+from workflow_scripts.dag import checks, corpus_data, paths, runs, sources
 
 CONFIG = yaml.safe_load((Path(__file__).parent.parent / "config.yaml").read_text())
 FULL = yaml.safe_load((Path(__file__).parent.parent / "configs/full.yaml").read_text())
@@ -170,3 +172,64 @@ def test_every_shipped_config_compares_like_with_like(name):
     compared = [(e, b) for e, _ in set(runs.experiment_runs(config)) for b in runs.baselines_of(config, e)]
     if name not in ("configs/gpu_quality.yaml", "configs/quality.yaml"):  # those train the baseline only
         assert compared, f"{name}: no compared pair"
+
+
+# ----------------------------------------------------------------------------- layers and file names
+ROOT = Path(__file__).parent.parent
+WORKFLOW_SCRIPTS = ROOT / "workflow_scripts"
+
+
+def imported_modules(path: Path) -> set[str]:
+    """Every module a Python file imports (``from X import Y``: X and X.Y), at any depth."""
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module)
+            names.update(f"{node.module}.{alias.name}" for alias in node.names)
+    return names
+
+
+def job_modules() -> set[str]:
+    """The modules that rules run as jobs (``if __name__ == "__main__"``), and every module of the
+    analyses and evaluation stages: what runs inside a job, not at planning time."""
+    jobs = set()
+    for path in WORKFLOW_SCRIPTS.rglob("*.py"):
+        module = ".".join(path.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
+        if path.parent.name in ("analyses", "evaluation") or '__name__ == "__main__"' in path.read_text(encoding="utf-8"):
+            jobs.add(module)
+    return jobs
+
+
+def test_the_dag_modules_import_no_job_module():
+    """The DAG layer plans from the config; the jobs (workflow_scripts/{data,training,evaluation,analyses})
+    may import it for file names and settings, never the other way round."""
+    jobs = job_modules()
+    assert {"workflow_scripts.data.fetch", "workflow_scripts.analyses.swap_noise", "workflow_scripts.evaluation.significance",
+            "workflow_scripts.training.experiment_yaml"} <= jobs
+    for path in sorted((WORKFLOW_SCRIPTS / "dag").glob("*.py")):
+        wrong = sorted(name for name in imported_modules(path)
+                       if name in jobs or name.startswith(("workflow_scripts.analyses", "workflow_scripts.evaluation")))
+        assert not wrong, f"{path.relative_to(ROOT)} imports job code: {wrong}"
+
+
+RULE_FILES = sorted((ROOT / "rules").glob("*.smk"))
+RULE = re.compile(r"^(?:rule (\w+):|use rule \w+ as (\w+) with:)", re.MULTILINE)
+
+
+def test_the_rules_take_every_file_name_from_paths():
+    """No rule file spells a path template (workflow_scripts/dag/paths.py does): no f-string that
+    starts with a field, no string literal of a results, resources or logs path."""
+    spelled = re.compile(r"""f["']\{|["'](?:results|resources|logs)/""")
+    for path in RULE_FILES:
+        found = [line.strip() for line in path.read_text(encoding="utf-8").splitlines() if spelled.search(line)]
+        assert not found, f"{path.relative_to(ROOT)}: {found}"
+
+
+def test_every_log_and_benchmark_name_belongs_to_a_rule():
+    rules = {a or b for path in RULE_FILES for a, b in RULE.findall(path.read_text(encoding="utf-8"))}
+    assert set(paths.JOB_STEMS) <= rules, sorted(set(paths.JOB_STEMS) - rules)
+    assert paths.log("translate") == "logs/translate/{experiment}/{corpus}/{test_set}.log"
+    assert paths.benchmark("swap_noise_bpe") == (
+        "results/benchmarks/apply_bpe/{corpus}/swap_noise/bpe{merges}/{test_set}.swap{percent}.{src}-{tgt}.{lang}.tsv")

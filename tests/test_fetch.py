@@ -15,6 +15,7 @@ from nmtmodels.config import ConfigError
 from nmtmodels.textio import DataError
 from workflow_scripts.data import fetch as fetch_module
 from workflow_scripts.data.fetch import content_sha256, fetch
+from workflow_scripts.data.locations import missing_licensed
 
 REPO = Path(__file__).resolve().parents[1]
 MIRROR = Path(__file__).resolve().parents[2] / "shared" / "data"
@@ -286,11 +287,11 @@ def test_missing_licensed_lists_every_missing_file_once_with_its_keys(tmp_path):
         ("corpora.a.downloads.abs", {"local": str(tmp_path / "abs.zh")}, tmp_path / "out" / "abs"),
         ("corpora.a.downloads.web", {"url": "http://127.0.0.1:9/w"}, tmp_path / "out" / "w"),
     ]
-    message = fetch_module.missing_licensed(downloads, mirror_dir=mirror, licensed_dir=licensed)
+    message = missing_licensed(downloads, mirror_dir=mirror, licensed_dir=licensed)
     lines = message.splitlines()
     assert "2 file(s)" in lines[0] and "licensed_data_dir" in lines[0] and "NMT_LICENSED_DATA" in lines[0]
     assert lines[1:] == [f"  {licensed / 'nist' / 'x.zh'}  (corpora.a.downloads.x, corpora.b.downloads.x)",
                          f"  {tmp_path / 'abs.zh'}  (corpora.a.downloads.abs)"]
-    unset = fetch_module.missing_licensed(downloads[2:3], mirror_dir=mirror, licensed_dir="")
+    unset = missing_licensed(downloads[2:3], mirror_dir=mirror, licensed_dir="")
     assert "licensed_data_dir is not set" in unset and "<licensed_data_dir>/nist/there.zh" in unset
-    assert fetch_module.missing_licensed(downloads[2:5] + downloads[6:], mirror_dir=mirror, licensed_dir=licensed) is None
+    assert missing_licensed(downloads[2:5] + downloads[6:], mirror_dir=mirror, licensed_dir=licensed) is None

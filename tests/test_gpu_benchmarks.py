@@ -59,7 +59,7 @@ def test_mfu_against_measured_and_datasheet_peaks() -> None:
 
 def test_compile_settings_pass_through_to_the_trainer() -> None:
     from nmtmodels.config import from_dict
-    from nmtmodels.train import TrainConfig
+    from nmtmodels.training.config import TrainConfig
 
     settings = OursOptions(compile="reduce-overhead", pad_to_multiple=8, pad_rows_to_multiple=8).train_settings()
     assert settings == {"compile": "reduce-overhead", "pad_to_multiple": 8, "pad_rows_to_multiple": 8}
@@ -108,8 +108,8 @@ def test_fixed_length_search_does_the_same_work_for_every_sentence() -> None:
     (then EOS) for every sentence, whatever the model prefers, under OpenNMT-py's stop rule."""
     from nmtmodels.batch import EOS_ID, PAD_ID, Batch
     from nmtmodels.config import ModelConfig
+    from nmtmodels.decoding.search import DecodeConfig, beam_search
     from nmtmodels.registry import build_model
-    from nmtmodels.search import DecodeConfig, beam_search
 
     torch.manual_seed(0)
     model = build_model(ModelConfig.from_dict({"preset": "tiny", "d_model": 16, "heads": 2, "ffn_dim": 32,

@@ -170,7 +170,7 @@ def test_requirements_follow_the_config(tmp_path):
 
 
 def test_segmenters_are_read_from_the_package():
-    from nmtmodels.preprocessing import SEGMENTERS
+    from nmtmodels.text.preprocessing import SEGMENTERS
 
     assert carry.segmenter_names() == SEGMENTERS
 

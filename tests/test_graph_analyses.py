@@ -16,6 +16,7 @@ from nmtmodels.registry import build_model
 from nmtmodels.textio import DataError
 from nmtmodels.vocab import Vocabulary
 from workflow_scripts.analyses import graph_analyses
+from workflow_scripts.dag import analyses
 
 CONFIG = {
     "active_corpora": ["m_en_de"],
@@ -35,8 +36,8 @@ CONFIG = {
 
 
 def test_gate_runs_are_active_graph_paper_experiments_with_a_gate():
-    assert graph_analyses.gate_runs(CONFIG) == [("g_gate", "m_en_de", "t1")]
-    inputs = graph_analyses.gate_inputs(CONFIG, "g_gate", "m_en_de", "t1")
+    assert analyses.gate_runs(CONFIG) == [("g_gate", "m_en_de", "t1")]
+    inputs = analyses.gate_inputs(CONFIG, "g_gate", "m_en_de", "t1")
     assert inputs == {"checkpoint": "results/experiments/g_gate/m_en_de/train/checkpoint_best.pt",
                       "source": "results/data/m_en_de/bpe600/t1.en-de.en",
                       "tokenized": "results/data/m_en_de/tok/t1.en-de.en"}
@@ -44,15 +45,15 @@ def test_gate_runs_are_active_graph_paper_experiments_with_a_gate():
 
 def test_layer_points_read_the_resolved_encoder_layers():
     # g_sum: the tiny preset's 3 layers; g_self_l2: the override of the small preset
-    assert graph_analyses.layer_points(CONFIG, "m_en_de", "t2") == [
+    assert analyses.layer_points(CONFIG, "m_en_de", "t2") == [
         ("Graph", 3, "results/experiments/g_sum/m_en_de/t2.scores.json"),
         ("Graph", 2, "results/experiments/g_self_l2/m_en_de/t2.scores.json")]
-    assert graph_analyses.layer_analyses(CONFIG) == [("m_en_de", "t1"), ("m_en_de", "t2")]
-    targets = graph_analyses.graph_targets(CONFIG)
+    assert analyses.layer_analyses(CONFIG) == [("m_en_de", "t1"), ("m_en_de", "t2")]
+    targets = analyses.graph_targets(CONFIG)
     assert "results/report/graph/gates/g_gate/m_en_de/t1.png" in targets
     assert "results/report/graph/layers/m_en_de/t2.csv" in targets and len(targets) == 6
     without = {**CONFIG, "active_experiments": ["baseline", "g_gate"]}
-    assert graph_analyses.layer_analyses(without) == []
+    assert analyses.layer_analyses(without) == []
 
 
 def test_gate_table_means_per_layer_and_bucket_and_difference_to_the_first_bucket():

@@ -392,7 +392,7 @@ def chain_models(positions: str, lsa: bool, src_vocab: int, tgt_vocab: int, seed
 
 def loss_and_grads(model, batch) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
     """The trainer's label-smoothed loss (eps 0.1) and the gradient of every parameter."""
-    from nmtmodels.loss import label_smoothed_nll_loss
+    from nmtmodels.training.loss import label_smoothed_nll_loss
 
     model.zero_grad()
     loss, _ = label_smoothed_nll_loss(model(batch, features_only=True), model.output_layer, batch.tgt_out, 0.1)

@@ -1,5 +1,5 @@
 """Model packages in the workflow: which runs of `all` get one (workflow_scripts/dag/packages.py)
-and what the rule's command (python -m nmtmodels.package) writes."""
+and what the rule's command (python -m nmtmodels.cli package) writes."""
 from __future__ import annotations
 
 import copy
@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from nmtmodels.package import read_package
+from nmtmodels.text.model_package import read_package
 from workflow_scripts.dag import packages, runs
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -69,7 +69,7 @@ def test_character_runs_take_no_codes():
 
 
 def package_command(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "nmtmodels.package", *args], cwd=ROOT, capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "nmtmodels.cli", "package", *args], cwd=ROOT, capture_output=True, text=True,
                           check=False)
 
 
@@ -118,7 +118,7 @@ def raw_pairs(corpus: str, count: int) -> dict[str, list[str]]:
 def test_a_package_reads_raw_text_as_the_workflow_rules_made_the_source(tmp_path, corpus, subwords):
     """The package's source encoder equals the workflow's preprocess + apply_bpe (or
     char_encode, or apply_spm) files line by line, on real sentences, with a vocabulary threshold of 2."""
-    from nmtmodels.package import settings_from_corpus, write_package
+    from nmtmodels.text.model_package import settings_from_corpus, write_package
     from workflow_scripts.data import bpe, chars, spm
     from workflow_scripts.data.preprocess import language_settings, preprocess_files
 

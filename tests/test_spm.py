@@ -193,4 +193,4 @@ def test_dry_run_trains_on_spm_rules_output(tmp_path):
         assert flag in train
     assert f"--input {spm_dir}/test_2016_flickr.en-de.en" in out
     assert f"--spm-model {spm_dir}/spm.en-de.en.model" in out
-    assert "nmtmodels.postprocess --lang de --spm" in out
+    assert "nmtmodels.cli postprocess --lang de --spm" in out

@@ -1,4 +1,5 @@
-"""Swap noise of the reordering paper's Figures 3-5 (workflow_scripts.analyses.swap_noise)."""
+"""Swap noise of the reordering paper's Figures 3-5 (workflow_scripts.analyses.swap_noise; its planning:
+workflow_scripts.dag.analyses)."""
 from __future__ import annotations
 
 import copy
@@ -12,7 +13,7 @@ import yaml
 
 from nmtmodels.textio import DataError
 from workflow_scripts.analyses import swap_noise as sn
-from workflow_scripts.dag import WorkflowConfigError
+from workflow_scripts.dag import WorkflowConfigError, analyses
 
 ROOT = Path(__file__).parent.parent
 CONFIG = yaml.safe_load((ROOT / "config.yaml").read_text())
@@ -90,24 +91,24 @@ def test_report_table_and_plot(tmp_path):
 
 def test_default_config_plans_the_multi30k_analysis_of_the_baseline_and_both_res():
     config = copy.deepcopy(CONFIG)
-    sn.check_swap_noise(config)
-    assert sn.analyses(config) == [("multi30k_en_de", "test_2016_flickr", ["baseline", "reorder_both"])]
+    analyses.check_swap_noise(config)
+    assert analyses.swap_noise_analyses(config) == [("multi30k_en_de", "test_2016_flickr", ["baseline", "reorder_both"])]
     # equal budgets: neither overrides the training defaults
     assert "train" not in config["experiments"]["baseline"] and "train" not in config["experiments"]["reorder_both"]
-    assert sn.swap_noise_targets(config) == [f"results/report/swap_noise/multi30k_en_de/test_2016_flickr.{e}"
+    assert analyses.swap_noise_targets(config) == [f"results/report/swap_noise/multi30k_en_de/test_2016_flickr.{e}"
                                              for e in ("csv", "md", "png")]
-    inputs = sn.report_inputs(config, "multi30k_en_de")
+    inputs = analyses.swap_noise_report_inputs(config, "multi30k_en_de")
     assert inputs[0] == "results/experiments/baseline/multi30k_en_de/test_2016_flickr.scores.json"  # 0%: the plain set
     assert inputs[1] == "results/experiments/baseline/multi30k_en_de/swap_noise/test_2016_flickr.swap10.scores.json"
     assert len(inputs) == 12
-    arguments = shlex.split(sn.report_arguments(config, "multi30k_en_de"))
+    arguments = shlex.split(analyses.swap_noise_report_arguments(config, "multi30k_en_de"))
     assert arguments[:7] == ["--percentages", "0", "10", "20", "30", "40", "50"]
     assert arguments[arguments.index("--system", 10) + 1] == "+Both REs"
-    assert sn.experiment_source(config, "reorder_both", "multi30k_en_de", "test_2016_flickr", "20") == \
+    assert analyses.noisy_experiment_source(config, "reorder_both", "multi30k_en_de", "test_2016_flickr", "20") == \
         "results/data/multi30k_en_de/swap_noise/bpe8000/test_2016_flickr.swap20.en-de.en"
     # an inactive system leaves the analysis; none left: no analysis
-    assert sn.analyses({**config, "active_experiments": ["reorder_both"]})[0][2] == ["reorder_both"]
-    assert sn.analyses({**config, "active_corpora": ["tatoeba_zh_en"]}) == []
+    assert analyses.swap_noise_analyses({**config, "active_experiments": ["reorder_both"]})[0][2] == ["reorder_both"]
+    assert analyses.swap_noise_analyses({**config, "active_corpora": ["tatoeba_zh_en"]}) == []
 
 
 @pytest.mark.parametrize("change, message", [
@@ -125,15 +126,15 @@ def test_config_mistakes_name_the_key(change, message):
     config = copy.deepcopy(CONFIG)
     change(config["swap_noise"])
     with pytest.raises(WorkflowConfigError, match=message):
-        sn.check_swap_noise(config)
+        analyses.check_swap_noise(config)
 
 
 def test_an_inactive_corpus_is_not_checked_against_the_experiments():
     config = copy.deepcopy(CONFIG)
     config["experiments"]["baseline"]["corpora"] = ["tatoeba_zh_en"]  # as a paper config may move it
     with pytest.raises(WorkflowConfigError, match="does not run on corpus 'multi30k_en_de'"):
-        sn.check_swap_noise(config)
-    sn.check_swap_noise({**config, "active_corpora": ["tatoeba_zh_en"]})
+        analyses.check_swap_noise(config)
+    analyses.check_swap_noise({**config, "active_corpora": ["tatoeba_zh_en"]})
 
 
 def test_a_one_best_segmentation_run_is_not_a_plain_bpe_system():
@@ -142,4 +143,4 @@ def test_a_one_best_segmentation_run_is_not_a_plain_bpe_system():
     config = copy.deepcopy(CONFIG)
     config["experiments"]["baseline"]["lattice"] = ["bpe8000"]
     with pytest.raises(WorkflowConfigError, match=r"systems\[0\]: 'baseline' must read the plain BPE"):
-        sn.check_swap_noise(config)
+        analyses.check_swap_noise(config)

@@ -233,7 +233,7 @@ def test_changed_training_settings_retrain_from_scratch(miniature, tmp_path):
     run, not resume the old checkpoint (whose budget is spent) and pass it off as new.
     Kept last among the miniature tests: it retrains one model, so later runs would rebuild."""
     from nmtmodels.checkpoint import load_checkpoint
-    from nmtmodels.train import InverseSqrtSchedule
+    from nmtmodels.training.optim import InverseSqrtSchedule
 
     changed = tmp_path / "lr.yaml"
     changed.write_text("training: {lr: 0.0007}\n")

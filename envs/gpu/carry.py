@@ -123,13 +123,13 @@ def requirements(config: dict[str, Any], root: Path = ROOT) -> list[str]:
 
 
 def segmenter_names(root: Path = ROOT) -> dict[str, tuple[str, ...]]:
-    """nmtmodels.preprocessing.SEGMENTERS (language -> segmenter packages), read without importing it."""
-    tree = ast.parse((root / "nmtmodels" / "preprocessing.py").read_text(encoding="utf-8"))
+    """nmtmodels.text.preprocessing.SEGMENTERS (language -> segmenter packages), read without importing it."""
+    tree = ast.parse((root / "nmtmodels" / "text" / "preprocessing.py").read_text(encoding="utf-8"))
     for node in tree.body:
         target = node.target if isinstance(node, ast.AnnAssign) else node.targets[0] if isinstance(node, ast.Assign) else None
         if isinstance(target, ast.Name) and target.id == "SEGMENTERS":
             return ast.literal_eval(node.value)
-    raise SystemExit("nmtmodels/preprocessing.py: no SEGMENTERS")
+    raise SystemExit("nmtmodels/text/preprocessing.py: no SEGMENTERS")
 
 
 def mirror_paths(config: dict[str, Any]) -> list[str]:

@@ -9,7 +9,7 @@ State dictionaries
 ``encode`` returns a dict of tensors, every one batch-first (dim 0 = batch); it must hold
 ``"memory_pad_mask"`` (B, S) bool, True at padding.  The incremental-decoding ``cache``
 is a dict the decoder fills on its first call and mutates in place on later calls;
-every tensor in it is batch-first too, so :func:`nmtmodels.search.reorder_state` can reorder any
+every tensor in it is batch-first too, so :func:`nmtmodels.decoding.search.reorder_state` can reorder any
 family's encoder output and cache for beam search without family-specific code
 (non-tensor values, e.g. a step counter, are left as they are).  A cache dict marked
 :data:`~nmtmodels.modules.attention.STATIC_CACHE` depends on the source sentence only and is

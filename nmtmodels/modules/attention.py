@@ -39,7 +39,7 @@ from nmtmodels.modules.dropout import dropout as nmt_dropout
 STATIC_CACHE = "static"
 """Key set to True in a cache dict whose tensors depend on the source sentence only (projected
 memory keys/values): every hypothesis of a sentence holds the same rows, so
-:func:`~nmtmodels.search.reorder_state` skips the dict when it only permutes hypotheses
+:func:`~nmtmodels.decoding.search.reorder_state` skips the dict when it only permutes hypotheses
 within sentences (fairseq's ``reorder_incremental_state`` does the same for static keys)."""
 
 
@@ -50,7 +50,7 @@ def avoid_per_shape_attention_kernels() -> None:
     graph for every new (batch, length) shape before caching it. Our batches are bucketed by
     length and every beam-search step has a new key length, so it keeps building (timings:
     benchmarks/README.md, "On a GPU"). Flash and memory-efficient attention need no per-shape
-    set-up. The trainer and :func:`nmtmodels.inference.translate_dataset` call this on CUDA."""
+    set-up. The trainer and :func:`nmtmodels.decoding.batched.translate_dataset` call this on CUDA."""
     torch.backends.cuda.enable_cudnn_sdp(False)
 
 

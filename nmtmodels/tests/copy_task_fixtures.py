@@ -10,7 +10,7 @@ import torch
 from nmtmodels.config import ModelConfig, from_dict
 from nmtmodels.data import ParallelDataset
 from nmtmodels.registry import build_model
-from nmtmodels.train import TrainConfig
+from nmtmodels.training.config import TrainConfig
 from nmtmodels.vocab import Vocabulary
 
 LETTERS = list("abcdefghij")

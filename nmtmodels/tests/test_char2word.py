@@ -6,8 +6,10 @@ import pytest
 import torch
 
 from nmtmodels.batch import BOS_ID, EOS_ID, PAD_ID, Batch
+from nmtmodels.batching import BucketBatchSampler
 from nmtmodels.config import ConfigError, ModelConfig
-from nmtmodels.data import BucketBatchSampler, ParallelDataset
+from nmtmodels.data import ParallelDataset
+from nmtmodels.decoding.search import DecodeConfig, beam_search, greedy_search
 from nmtmodels.models.char2word import (
     AdditiveAttention,
     CharRNNOptions,
@@ -15,7 +17,6 @@ from nmtmodels.models.char2word import (
     word_end_positions,
 )
 from nmtmodels.registry import build_model, validate_model_config
-from nmtmodels.search import DecodeConfig, beam_search, greedy_search
 from nmtmodels.symbols import SPACE_SYMBOL
 from nmtmodels.vocab import Vocabulary
 
@@ -264,8 +265,8 @@ def test_character_budget_is_never_exceeded():
 # ----------------------------------------------------------------------------- command line
 def test_nmt_train_records_the_space_id_and_nmt_translate_uses_it(tmp_path):
     """nmt-train calls attach_vocabularies; the checkpoint carries the space id to nmt-translate."""
+    from nmtmodels.checkpoint import load_model_from_checkpoint
     from nmtmodels.cli import train_main, translate_main
-    from nmtmodels.inference import load_model_from_checkpoint
 
     src = [f"a b {SPACE_SYMBOL} c", f"d {SPACE_SYMBOL} e {SPACE_SYMBOL} f g", "h"] * 4
     (tmp_path / "train.src").write_text("\n".join(src) + "\n", encoding="utf-8")

@@ -20,15 +20,18 @@ from nmtmodels import cli
 from nmtmodels.checkpoint import (
     average_checkpoints,
     load_checkpoint,
+    load_model_from_checkpoint,
     numbered_checkpoints,
     save_checkpoint,
 )
+from nmtmodels.config import ConfigError
 from nmtmodels.data import ParallelDataset
-from nmtmodels.inference import load_model_from_checkpoint, make_bleu_fn
-from nmtmodels.postprocess import postprocess
-from nmtmodels.search import DecodeConfig
+from nmtmodels.decoding.scorer import DecodeConfig
+from nmtmodels.experiment import apply_overrides, check_extras, load_experiment, parse_extras
 from nmtmodels.tests.copy_task_fixtures import LETTERS, copy_task, write_lines
-from nmtmodels.train import EXIT_REQUEUE
+from nmtmodels.text.postprocess import postprocess
+from nmtmodels.training.trainer import EXIT_REQUEUE
+from nmtmodels.training.validation import make_bleu_fn
 
 REPO = Path(__file__).resolve().parents[2]
 EXPERIMENT = """\
@@ -115,11 +118,11 @@ def test_nbest_output_format(copy_run, capsys):
 
 
 def test_early_stop_flag_reaches_the_search(copy_run, capsys, monkeypatch):
-    import nmtmodels.inference
+    import nmtmodels.decoding.batched
 
     seen = []
-    real = nmtmodels.inference.translate_dataset
-    monkeypatch.setattr(nmtmodels.inference, "translate_dataset",
+    real = nmtmodels.decoding.batched.translate_dataset
+    monkeypatch.setattr(nmtmodels.decoding.batched, "translate_dataset",
                         lambda model, data, cfg, **kw: seen.append(cfg) or real(model, data, cfg, **kw))
     d = copy_run
     base = ["--checkpoint", str(d / "out/checkpoint_last.pt"), "--input", str(d / "test.src"), "--beam", "4"]
@@ -351,17 +354,17 @@ def test_extra_input_options_are_checked_against_the_family():
     class LatticeLike(torch.nn.Module):
         extra_inputs: ClassVar[dict[str, int]] = {"starts": -1, "ends": -1}
 
-    parsed = cli._parse_extras(["starts=tr.s:va.s"], ["ends=tr.e:va.e"], 2, "--extra")
+    parsed = parse_extras(["starts=tr.s:va.s"], ["ends=tr.e:va.e"], 2, "--extra")
     assert parsed == {"starts": (False, ["tr.s", "va.s"]), "ends": (True, ["tr.e", "va.e"])}
-    assert cli._check_extras(LatticeLike(), parsed, "lattice", "--extra") == {"starts": -1, "ends": -1}
-    with pytest.raises(cli.ConfigError, match="needs extra inputs ends"):
-        cli._check_extras(LatticeLike(), {"starts": parsed["starts"]}, "lattice", "--extra")
-    with pytest.raises(cli.ConfigError, match="takes no extra input 'spans' \\(it takes: ends, starts\\)"):
-        cli._check_extras(LatticeLike(), {**parsed, "spans": (False, ["x", "y"])}, "lattice", "--extra")
-    with pytest.raises(cli.ConfigError, match="expected NAME=TRAINFILE:VALIDFILE"):
-        cli._parse_extras(["starts=only_one"], [], 2, "--extra")
-    with pytest.raises(cli.ConfigError, match="given twice"):
-        cli._parse_extras(["a=x"], ["a=y"], 1, "--extra")
+    assert check_extras(LatticeLike(), parsed, "lattice", "--extra") == {"starts": -1, "ends": -1}
+    with pytest.raises(ConfigError, match="needs extra inputs ends"):
+        check_extras(LatticeLike(), {"starts": parsed["starts"]}, "lattice", "--extra")
+    with pytest.raises(ConfigError, match="takes no extra input 'spans' \\(it takes: ends, starts\\)"):
+        check_extras(LatticeLike(), {**parsed, "spans": (False, ["x", "y"])}, "lattice", "--extra")
+    with pytest.raises(ConfigError, match="expected NAME=TRAINFILE:VALIDFILE"):
+        parse_extras(["starts=only_one"], [], 2, "--extra")
+    with pytest.raises(ConfigError, match="given twice"):
+        parse_extras(["a=x"], ["a=y"], 1, "--extra")
 
 
 
@@ -384,11 +387,11 @@ def test_high_unknown_token_rate_on_stdin_is_one_warning(copy_run, capsys, monke
 # ---------------------------------------------------------------------- faults
 def test_set_reads_exponent_numbers_as_floats(tmp_path):
     (tmp_path / "exp.yaml").write_text("train: {max_updates: 5, lr: 1e-3, warmup_init_lr: 1.0e-7}\n")
-    _, train, _ = cli.load_experiment(str(tmp_path / "exp.yaml"), ["train.lr=1e9"])
+    _, train, _ = load_experiment(str(tmp_path / "exp.yaml"), ["train.lr=1e9"])
     assert train.lr == 1e9 and train.warmup_init_lr == 1e-7
-    _, train, _ = cli.load_experiment(str(tmp_path / "exp.yaml"), ["train.adam_eps=1e-8", "train.clip_norm=2"])
+    _, train, _ = load_experiment(str(tmp_path / "exp.yaml"), ["train.adam_eps=1e-8", "train.clip_norm=2"])
     assert (train.lr, train.adam_eps, train.clip_norm) == (1e-3, 1e-8, 2.0)
-    assert cli.apply_overrides({}, ["train.seed=7", "train.amp=bf16", "train.adam_betas=[0.9, 9e-1]"]) == {
+    assert apply_overrides({}, ["train.seed=7", "train.amp=bf16", "train.adam_betas=[0.9, 9e-1]"]) == {
         "train": {"seed": 7, "amp": "bf16", "adam_betas": [0.9, 0.9]}}
 
 
@@ -507,3 +510,24 @@ def test_translate_options_that_do_not_go_together_are_usage_errors(capsys, args
     with pytest.raises(SystemExit) as exit_info:
         cli.translate_main(["--checkpoint", "model", *args])
     assert exit_info.value.code == 2 and message in capsys.readouterr().err
+
+
+def test_options_are_not_abbreviated(capsys):
+    """--be is not taken for --beam (nor any prefix for the option it starts): a new option
+    cannot change what an old command line means."""
+    with pytest.raises(SystemExit) as exit_info:
+        cli.translate_main(["--checkpoint", "model", "--be", "5"])
+    assert exit_info.value.code == 2 and "unrecognized arguments: --be 5" in capsys.readouterr().err
+    proc = subprocess.run([sys.executable, "-m", "nmtmodels.cli", "translate", "--checkpoint", "model", "--be", "5"],
+                          cwd=REPO, capture_output=True, text=True, timeout=120, check=False)
+    assert proc.returncode == 2 and "unrecognized arguments: --be 5" in proc.stderr
+
+
+@pytest.mark.parametrize("command", list(cli.COMMANDS))
+def test_no_command_takes_an_abbreviated_option(command, capsys):
+    """Every parser comes from nmtmodels.cli.common.make_parser: --hel is not --help (which
+    would print the help on stdout and exit 0)."""
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main([command, "--hel"])
+    captured = capsys.readouterr()
+    assert exit_info.value.code == 2 and captured.out == "" and "error:" in captured.err

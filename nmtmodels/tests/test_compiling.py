@@ -17,14 +17,13 @@ import torch
 import torch._dynamo
 
 from nmtmodels import compiling
-from nmtmodels.batch import BOS_ID, EOS_ID, PAD_ID, Batch
-from nmtmodels.compiling import pad_to_buckets
+from nmtmodels.batch import BOS_ID, EOS_ID, PAD_ID, Batch, pad_to_buckets
 from nmtmodels.config import ConfigError, from_dict
-from nmtmodels.loss import label_smoothed_nll_loss
-from nmtmodels.search import DecodeConfig, beam_search, greedy_search
+from nmtmodels.decoding.search import DecodeConfig, beam_search, greedy_search
 from nmtmodels.tests.copy_task_fixtures import copy_task_corpus, tiny_model, train_config
 from nmtmodels.tests.family_cases import FAMILIES, family_case
-from nmtmodels.train import Trainer
+from nmtmodels.training.loss import label_smoothed_nll_loss
+from nmtmodels.training.trainer import Trainer
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

@@ -21,18 +21,19 @@ import pytest
 import torch
 import torch._dynamo
 
+from nmtmodels.batch import pad_to_buckets
 from nmtmodels.checkpoint import load_checkpoint
-from nmtmodels.compiling import begin_step, compile_module, pad_to_buckets
-from nmtmodels.inference import translate_dataset
-from nmtmodels.loss import label_smoothed_nll_loss
-from nmtmodels.search import DecodeConfig, beam_search
+from nmtmodels.compiling import begin_step, compile_module
+from nmtmodels.decoding.batched import translate_dataset
+from nmtmodels.decoding.search import DecodeConfig, beam_search
 from nmtmodels.tests.copy_task_fixtures import (
     copy_task_corpus,
     tiny_model,
     train_config,
 )
 from nmtmodels.tests.family_cases import FAMILIES, family_case
-from nmtmodels.train import Trainer
+from nmtmodels.training.loss import label_smoothed_nll_loss
+from nmtmodels.training.trainer import Trainer
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 

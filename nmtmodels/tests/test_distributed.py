@@ -18,9 +18,9 @@ import torch.multiprocessing as mp
 
 from nmtmodels.checkpoint import load_checkpoint
 from nmtmodels.data import ParallelDataset
-from nmtmodels.distributed import DistributedContext, init_from_env
 from nmtmodels.tests.copy_task_fixtures import copy_task, tiny_model, train_config, write_lines
-from nmtmodels.train import Trainer
+from nmtmodels.training.distributed import DistributedContext, init_from_env
+from nmtmodels.training.trainer import Trainer
 from nmtmodels.vocab import Vocabulary
 
 SETTINGS = dict(max_tokens=30, max_updates=5, save_interval_updates=2, lr=2e-3, warmup_updates=2)

@@ -1,4 +1,4 @@
-"""CTranslate2 export (nmtmodels/export.py, nmt-export): tiny Transformers trained for a few
+"""CTranslate2 export (nmtmodels/decoding/export.py, nmt-export): tiny Transformers trained for a few
 seconds on a copy task, exported, then decoded greedily by ctranslate2.Translator and by our
 greedy search, which must write the same tokens; the refusals of other families."""
 from __future__ import annotations
@@ -13,16 +13,16 @@ from nmtmodels import cli
 from nmtmodels.checkpoint import save_checkpoint
 from nmtmodels.config import ConfigError
 from nmtmodels.data import ParallelDataset
-from nmtmodels.inference import translate_dataset
-from nmtmodels.package import PackageSettings, read_package, write_package
-from nmtmodels.preprocessing import LanguageSettings
-from nmtmodels.search import DecodeConfig, LinearLengthLimit
+from nmtmodels.decoding.batched import translate_dataset
+from nmtmodels.decoding.search import DecodeConfig, LinearLengthLimit
 from nmtmodels.tests.copy_task_fixtures import LETTERS, copy_task, tiny_model, write_lines
+from nmtmodels.text.model_package import PackageSettings, read_package, write_package
+from nmtmodels.text.preprocessing import LanguageSettings
 from nmtmodels.vocab import Vocabulary
 
 ctranslate2 = pytest.importorskip("ctranslate2")
 
-from nmtmodels.export import QUANTIZATIONS, SUPPRESSED, ExportError, build_spec, export_ctranslate2  # noqa: E402
+from nmtmodels.decoding.export import QUANTIZATIONS, SUPPRESSED, ExportError, build_spec, export_ctranslate2  # noqa: E402
 
 TARGET_LETTERS = [letter.upper() for letter in LETTERS]
 # Our greedy search's settings; the decoded set holds sentences of 3-12 tokens, so the limits
@@ -88,8 +88,8 @@ test_sentences.__test__ = False  # a helper, not a test
 
 
 def ours(checkpoint: Path, sentences: list[str]) -> list[list[str]]:
-    """Our greedy search's target tokens (DECODE), through nmtmodels.inference as nmt-translate runs it."""
-    from nmtmodels.inference import load_model_from_checkpoint
+    """Our greedy search's target tokens (DECODE), through nmtmodels.decoding.batched as nmt-translate runs it."""
+    from nmtmodels.checkpoint import load_model_from_checkpoint
 
     model, src_vocab, tgt_vocab, _ = load_model_from_checkpoint(str(checkpoint))
     dataset = ParallelDataset.from_lines(sentences, src_vocab, max_positions=model.max_positions())
@@ -136,7 +136,7 @@ def test_ctranslate2_greedy_writes_our_greedy_tokens(tmp_path, overrides, shared
 def test_package_export_carries_the_preprocessing_and_translates_raw_text(tmp_path):
     """A package's preprocess.json and BPE files come along; read_package on the export gives
     the raw-text encoder, and CTranslate2 on its output equals Translator (beam 1)."""
-    from nmtmodels.translator import Translator
+    from nmtmodels.decoding.translator import Translator
 
     checkpoint = train_checkpoint(tmp_path / "checkpoint.pt", MODELS[0][1], shared=False, updates=100)
     write_lines(tmp_path / "codes", ["#version: 0.2", "x y"])  # a merge no input has: every token stays whole

@@ -10,10 +10,10 @@ import torch
 
 from nmtmodels.batch import BOS_ID, EOS_ID, PAD_ID, Batch
 from nmtmodels.config import ConfigError, ModelConfig
+from nmtmodels.decoding.search import DecodeConfig, beam_search
 from nmtmodels.models.graph import TABLE2_VARIANTS as VARIANTS
 from nmtmodels.models.graph import GraphEncoderLayer, GraphOptions
 from nmtmodels.registry import build_model
-from nmtmodels.search import DecodeConfig, beam_search
 
 SMALL = dict(d_model=32, heads=4, encoder_layers=2, decoder_layers=2, ffn_dim=48, dropout=0.1, attention_dropout=0.1)
 

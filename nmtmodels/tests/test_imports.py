@@ -3,7 +3,12 @@ the library, not the command line module."""
 from __future__ import annotations
 
 import ast
+import importlib
+import subprocess
+import sys
 from pathlib import Path
+
+import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 PACKAGE = REPO / "nmtmodels"
@@ -96,3 +101,82 @@ def test_workflow_scripts_do_not_import_the_cli() -> None:
             if any(name == "nmtmodels.cli" or name.startswith("nmtmodels.cli.") for name in names):
                 offenders.append(f"{path.relative_to(REPO)}:{node.lineno}")
     assert not offenders, f"workflow scripts import nmtmodels.cli: {offenders}"
+
+
+def test_the_layers_point_one_way() -> None:
+    """text/ knows nothing of models' search or training; decoding/ nothing of training; no
+    library module imports the command line (so a sentence goes cli -> translator ->
+    text.preprocessing -> checkpoint -> decoding.search -> text.postprocess, no return trips)."""
+    graph = package_graph()
+    forbidden = {
+        "nmtmodels.text.": ("nmtmodels.decoding", "nmtmodels.training", "nmtmodels.cli"),
+        "nmtmodels.decoding.": ("nmtmodels.training", "nmtmodels.cli"),
+        "nmtmodels.training.": ("nmtmodels.cli", "nmtmodels.decoding.translator", "nmtmodels.decoding.export"),
+        "nmtmodels.models.": ("nmtmodels.decoding", "nmtmodels.training", "nmtmodels.text", "nmtmodels.cli"),
+        "nmtmodels.modules.": ("nmtmodels.decoding", "nmtmodels.training", "nmtmodels.text", "nmtmodels.cli"),
+    }
+    offenders = [f"{module} imports {target}" for module, targets in graph.items() for prefix, banned in forbidden.items()
+                 if module.startswith(prefix) for target in targets if target.startswith(banned)]
+    offenders += [f"{module} imports {target}" for module, targets in graph.items() for target in targets
+                  if target.startswith("nmtmodels.cli") and not module.startswith(("nmtmodels.cli", "nmtmodels.__main__"))]
+    assert "nmtmodels.decoding.scorer" in graph["nmtmodels.decoding.search"]
+    assert not offenders, offenders
+
+
+def test_modules_are_small_and_commands_live_in_cli() -> None:
+    """One idea per module (about 500 lines at most), and every ``main()`` in cli/."""
+    too_long, mains = [], []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        relative = path.relative_to(PACKAGE)
+        if relative.parts[0] == "tests":
+            continue
+        lines = len(path.read_text(encoding="utf-8").splitlines())
+        if lines > 520:
+            too_long.append(f"{relative}: {lines} lines")
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        if relative.parts[0] != "cli" and any(isinstance(node, ast.FunctionDef) and node.name == "main" for node in tree.body):
+            mains.append(str(relative))
+    assert not too_long, too_long
+    assert not mains, f"main() outside nmtmodels/cli/: {mains}"
+
+
+def test_public_names_import_from_the_package() -> None:
+    import nmtmodels
+    from nmtmodels import Translator
+    from nmtmodels.decoding.translator import Translator as Home
+
+    assert Translator is Home
+    for name in nmtmodels.PUBLIC:
+        assert getattr(nmtmodels, name) is getattr(importlib.import_module(nmtmodels.PUBLIC[name]), name)
+
+
+def test_old_module_paths_still_import_with_a_warning() -> None:
+    from nmtmodels import _moved
+
+    for old, homes in _moved.MOVED.items():
+        sys.modules.pop(old, None)
+        with pytest.warns(DeprecationWarning, match=old.replace(".", r"\.")):
+            module = importlib.import_module(old)
+        for home in homes:  # every public name of each new home is reachable from the old path
+            new = importlib.import_module(home)
+            names = [n for n in vars(new) if not n.startswith("_") and getattr(vars(new)[n], "__module__", None) == home]
+            assert names, home
+            assert all(getattr(module, n) is getattr(new, n) for n in names), (old, home)
+    from nmtmodels import cli, experiment
+
+    for name in cli.MOVED:
+        with pytest.warns(DeprecationWarning, match=f"nmtmodels.cli.{name} moved"):
+            assert getattr(cli, name) is getattr(experiment, name)
+    with pytest.raises(AttributeError, match="not in"):
+        _ = importlib.import_module("nmtmodels.search").no_such_name
+
+
+def test_old_python_m_commands_run_the_new_ones(tmp_path: Path) -> None:
+    (tmp_path / "in").write_text("a@@ b c\n", encoding="utf-8")
+    for command in (["nmtmodels.postprocess"], ["nmtmodels.cli", "postprocess"]):
+        out = tmp_path / f"out{len(command)}"
+        run = subprocess.run([sys.executable, "-m", *command, "--lang", "en", str(tmp_path / "in"), str(out)],
+                             cwd=REPO, capture_output=True, text=True, check=False)
+        assert run.returncode == 0, run.stderr
+        assert out.read_text(encoding="utf-8") == "ab c\n"
+        assert ("DeprecationWarning" in run.stderr) == (command[0] == "nmtmodels.postprocess")

@@ -8,7 +8,8 @@ from sacremoses import MosesTokenizer
 from subword_nmt.apply_bpe import BPE
 from subword_nmt.learn_bpe import learn_bpe
 
-from nmtmodels.postprocess import chars_to_text, join_cjk, main, postprocess, remove_bpe
+from nmtmodels.cli.postprocess import main
+from nmtmodels.text.postprocess import chars_to_text, join_cjk, postprocess, remove_bpe
 from nmtmodels.textio import DataError
 
 EN = [

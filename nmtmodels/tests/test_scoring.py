@@ -9,7 +9,8 @@ import sys
 import pytest
 from sacrebleu.metrics import TER
 
-from nmtmodels.scoring import bleu_tokenizer, main, score_corpus, write_scores_json
+from nmtmodels.cli.score import main
+from nmtmodels.text.scoring import bleu_tokenizer, score_corpus, write_scores_json
 
 HYPS = [
     "The cat sat on the mat.",
@@ -158,7 +159,7 @@ def test_cli(tmp_path):
     main(["--lang", "en", "--hyp", str(files["hyp"]), "--ref", str(files["ref1"]), "--ref", str(files["ref2"]), "--output", str(out)])
     assert json.loads(out.read_text())["bleu"] == score_corpus(HYPS, [REFS_A, REFS_B], "en")["bleu"]
     result = subprocess.run(
-        [sys.executable, "-m", "nmtmodels.scoring", "--lang", "en", "--hyp", str(files["hyp"]), "--ref", str(files["short"]),
+        [sys.executable, "-m", "nmtmodels.cli", "score", "--lang", "en", "--hyp", str(files["hyp"]), "--ref", str(files["short"]),
          "--output", str(tmp_path / "bad.json")],
         capture_output=True,
         text=True,

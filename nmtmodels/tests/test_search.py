@@ -10,8 +10,7 @@ from torch import Tensor, nn
 
 from nmtmodels.batch import BOS_ID, EOS_ID, PAD_ID, Batch
 from nmtmodels.config import ConfigError, from_dict
-from nmtmodels.models.base import Seq2SeqModel
-from nmtmodels.search import (
+from nmtmodels.decoding.search import (
     CoveragePenalty,
     DecodeConfig,
     GNMTLengthPenalty,
@@ -19,6 +18,7 @@ from nmtmodels.search import (
     beam_search,
     greedy_search,
 )
+from nmtmodels.models.base import Seq2SeqModel
 
 VOCAB = 6  # <pad> <s> </s> <unk> a b: the search may emit <unk>, a, b and </s>
 OUTPUT_TOKENS = (3, 4, 5)

@@ -1,7 +1,7 @@
-"""SentencePiece subwords (nmtmodels.spm): pieces made and undone as the sentencepiece library
+"""SentencePiece subwords (nmtmodels.text.spm): pieces made and undone as the sentencepiece library
 does, and a model package of an spmN model that reads raw text and writes detokenised text.
 
-The expectations use sentencepiece and sacremoses directly (not nmtmodels.preprocessing)."""
+The expectations use sentencepiece and sacremoses directly (not nmtmodels.text.preprocessing)."""
 from __future__ import annotations
 
 import subprocess
@@ -16,13 +16,13 @@ from sacremoses import MosesDetokenizer, MosesPunctNormalizer, MosesTokenizer
 from nmtmodels import cli
 from nmtmodels.checkpoint import save_checkpoint
 from nmtmodels.config import ConfigError, ModelConfig
-from nmtmodels.package import SPM_MODEL_FILE, PackageSettings, read_package, write_package
-from nmtmodels.postprocess import format_options, postprocess, remove_spm
-from nmtmodels.preprocessing import LanguageSettings
+from nmtmodels.decoding.translator import Translator
 from nmtmodels.registry import build_model
-from nmtmodels.spm import SentencePieceEncoder, SentencePieceSettings, piece_counts, train_model
+from nmtmodels.text.model_package import SPM_MODEL_FILE, PackageSettings, read_package, write_package
+from nmtmodels.text.postprocess import format_options, postprocess, remove_spm
+from nmtmodels.text.preprocessing import LanguageSettings
+from nmtmodels.text.spm import SentencePieceEncoder, SentencePieceSettings, piece_counts, train_model
 from nmtmodels.textio import DataError
-from nmtmodels.translator import Translator
 from nmtmodels.vocab import Vocabulary
 
 REPO = Path(__file__).resolve().parents[2]
@@ -101,7 +101,7 @@ def test_postprocessing_removes_pieces_then_detokenises():
 
 def test_postprocess_cli_takes_spm(tmp_path):
     (tmp_path / "out").write_text("▁Zwei ▁Hund e ▁.\n", encoding="utf-8")
-    run = subprocess.run([sys.executable, "-m", "nmtmodels.postprocess", "--lang", "de", "--spm", str(tmp_path / "out"),
+    run = subprocess.run([sys.executable, "-m", "nmtmodels.cli", "postprocess", "--lang", "de", "--spm", str(tmp_path / "out"),
                           str(tmp_path / "hyp")], cwd=REPO, capture_output=True, text=True, check=False)
     assert run.returncode == 0, run.stderr
     assert (tmp_path / "hyp").read_text(encoding="utf-8") == "Zwei Hunde.\n"

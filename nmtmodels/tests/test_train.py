@@ -3,6 +3,7 @@ from __future__ import annotations
 import csv
 import errno
 import fcntl
+import importlib
 import math
 import os
 import signal
@@ -13,7 +14,6 @@ import torch.nn.functional as F
 from torch import nn
 
 from nmtmodels import checkpoint as ckpt_module
-from nmtmodels import train as train_module
 from nmtmodels.batch import PAD_ID
 from nmtmodels.checkpoint import (
     CheckpointWriteError,
@@ -23,21 +23,18 @@ from nmtmodels.checkpoint import (
 )
 from nmtmodels.config import ConfigError, from_dict
 from nmtmodels.data import ParallelDataset, Ragged
-from nmtmodels.loss import _ProjectedLabelSmoothedCrossEntropy, label_smoothed_nll_loss
 from nmtmodels.registry import model_families
 from nmtmodels.tests.copy_task_fixtures import (
     copy_task_corpus,
     tiny_model,
     train_config,
 )
-from nmtmodels.train import (
-    InverseSqrtSchedule,
-    OutputDirLocked,
-    TrainConfig,
-    Trainer,
-    TrainingDiverged,
-    build_optimizer,
-)
+from nmtmodels.training import trainer as train_module
+from nmtmodels.training.config import TrainConfig
+from nmtmodels.training.errors import OutputDirLocked, TrainingDiverged
+from nmtmodels.training.loss import _ProjectedLabelSmoothedCrossEntropy, label_smoothed_nll_loss
+from nmtmodels.training.optim import InverseSqrtSchedule, build_optimizer
+from nmtmodels.training.trainer import Trainer
 
 
 @pytest.fixture(autouse=True)
@@ -394,7 +391,8 @@ def test_new_config_values_are_checked(config, message):
 
 # ---------------------------------------------------------------------- divergence
 def nan_on_calls(monkeypatch, calls: set[int]) -> None:
-    """Make the training loss of the given forward calls (1-based) NaN."""
+    """Make the training loss of the given forward calls (1-based) NaN.  Patched in trainer.py,
+    where the train step and the validation look the loss up."""
     real = train_module.label_smoothed_nll_loss
     count = {"n": 0}
 
@@ -537,3 +535,23 @@ def test_resume_refuses_a_run_whose_optimizer_decayed_every_parameter(corpus, tm
     with pytest.raises(ConfigError, match=r"the optimizer's parameter groups were \[\d+\] parameters and are "
                                           r"\[\d+, \d+\] now"):
         make_trainer(corpus, tmp_path, max_updates=4, weight_decay=0.1).train()
+
+
+# ---------------------------------------------------------------------- module layout
+def test_trainer_module_still_exports_the_names_it_had_before_the_split():
+    """``from nmtmodels.training.trainer import X`` works for every public name of the module
+    before its parts moved out, and gives the object of X's new home."""
+    homes = {
+        "config": ("TrainConfig", "CHANGEABLE_ON_RESUME"),
+        "errors": ("TrainingError", "TrainingDiverged", "OutputDirLocked"),
+        "optim": ("build_optimizer", "InverseSqrtSchedule"),
+        "state": ("seed_everything", "get_rng_state", "set_rng_state", "LOCK_NAME"),
+        "metrics": ("METRIC_COLUMNS",),
+        "trainer": ("Trainer", "TrainResult", "EXIT_REQUEUE", "BleuFn"),
+    }
+    for home, names in homes.items():
+        module = importlib.import_module(f"nmtmodels.training.{home}")
+        for name in names:
+            assert name in train_module.__all__, name
+            assert getattr(train_module, name) is getattr(module, name), name
+    assert sorted(train_module.__all__) == sorted(n for names in homes.values() for n in names)

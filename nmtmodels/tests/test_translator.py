@@ -1,8 +1,8 @@
 """Raw text in, plain text out: a tiny model trained on a real Multi30k sample (the corpus
-mirror), packaged with nmtmodels.package, translated through Translator and nmt-translate.
+mirror), packaged with nmtmodels.text.model_package, translated through Translator and nmt-translate.
 
 The expected model input is made by hand with sacremoses and subword-nmt (not with
-nmtmodels.preprocessing), and the expected search results with nmtmodels.inference as the
+nmtmodels.text.preprocessing), and the expected search results with nmtmodels.decoding.batched as the
 old nmt-translate used it."""
 from __future__ import annotations
 
@@ -23,16 +23,16 @@ from subword_nmt import apply_bpe, learn_bpe
 
 from nmtmodels import cli
 from nmtmodels.batch import BOS_ID, EOS_ID, PAD_ID
-from nmtmodels.checkpoint import save_checkpoint
+from nmtmodels.checkpoint import load_model_from_checkpoint, save_checkpoint
 from nmtmodels.config import ConfigError, ModelConfig
 from nmtmodels.data import ParallelDataset
-from nmtmodels.inference import load_model_from_checkpoint, translate_dataset
-from nmtmodels.package import PackageSettings, read_package, write_package
-from nmtmodels.postprocess import postprocess
-from nmtmodels.preprocessing import LanguageSettings
+from nmtmodels.decoding.batched import translate_dataset
+from nmtmodels.decoding.scorer import DecodeConfig
+from nmtmodels.decoding.translator import Translator
 from nmtmodels.registry import build_model
-from nmtmodels.search import DecodeConfig
-from nmtmodels.translator import Translator
+from nmtmodels.text.model_package import PackageSettings, read_package, write_package
+from nmtmodels.text.postprocess import postprocess
+from nmtmodels.text.preprocessing import LanguageSettings
 from nmtmodels.vocab import Vocabulary
 
 REPO = Path(__file__).resolve().parents[2]
@@ -197,12 +197,12 @@ def test_piped_stdin_is_batched_and_equals_input_line_by_line_with_progress(pack
 
 def test_piped_stdin_is_read_whole_before_answering(package, monkeypatch, capsys):
     """One search over all lines (batched like --input), not one per line."""
-    import nmtmodels.inference
+    import nmtmodels.decoding.batched
 
     directory, _, _ = package
     calls = []
-    real = nmtmodels.inference.translate_dataset
-    monkeypatch.setattr(nmtmodels.inference, "translate_dataset", lambda model, data, cfg, **kw: calls.append(len(data)) or
+    real = nmtmodels.decoding.batched.translate_dataset
+    monkeypatch.setattr(nmtmodels.decoding.batched, "translate_dataset", lambda model, data, cfg, **kw: calls.append(len(data)) or
                         real(model, data, cfg, **kw))
     monkeypatch.setattr(sys, "stdin", io.StringIO("A dog.\nTwo men.\nA girl is running.\n"))
     assert cli.translate_main(["--checkpoint", str(directory)]) == 0
@@ -258,7 +258,7 @@ def second_model(package):
 @torch.no_grad()
 def greedy_by_hand(models, encoded: str, src_vocab, a: float, b: int) -> tuple[list[int], float]:
     """Greedy search over the mean of the models' log-probabilities, renormalised, each step
-    recomputed from the whole prefix without a cache (nmtmodels.search.greedy_search's rules:
+    recomputed from the whole prefix without a cache (nmtmodels.decoding.search.greedy_search's rules:
     no PAD/BOS, no EOS at step 1, EOS forced after floor(a * |x| + b) tokens)."""
     batch = ParallelDataset.from_lines([encoded], src_vocab).collate(torch.tensor([0]))
     source_length = len(encoded.split())

@@ -1,4 +1,6 @@
-"""Analyses the papers draw beyond their main tables.
+"""Analyses the papers draw beyond their main tables: the jobs (``python -m
+workflow_scripts.analyses.X``).  Which runs each analyses, and the files it makes, are planned in
+workflow_scripts/dag/analyses.py; the rules are in rules/analyses.smk (model_info: rules/report.smk).
 
     attention_plots  char2word attention heat-maps
     graph_analyses   Graph-Transformer gate weights by length, layer sweep (Figures 5, 6)

@@ -10,7 +10,8 @@ word end (char2word: each word's state is sampled at its following space, the la
 at ``</s>``), else the position numbers.
 
 Which runs: every (experiment, corpus) that ``all`` trains with ``paper: char`` and
-``subwords: char``, on the corpus' first test set (:func:`attention_targets`); the plots go to
+``subwords: char``, on the corpus' first test set
+(:func:`workflow_scripts.dag.analyses.attention_targets`); the plots go to
 ``results/report/attention/EXPERIMENT/CORPUS.{png,json}`` and into the Snakemake report.
 
 Chosen sentences: the first ``--count`` lines of the test set whose character count
@@ -29,36 +30,9 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
-from typing import Any
 
 from nmtmodels.symbols import EOS, SPACE_SYMBOL
 from nmtmodels.textio import DataError, atomic_output, read_lines
-from workflow_scripts.dag.paths import DATA_ROOT
-from workflow_scripts.dag.runs import experiment_runs
-
-ATTENTION_ROOT = "results/report/attention"
-
-
-def attention_runs(config: dict[str, Any]) -> list[tuple[str, str]]:
-    """(experiment, corpus) runs of the char2word paper's character-level experiments."""
-    return [
-        (experiment, corpus)
-        for experiment, corpus in experiment_runs(config)
-        if config["experiments"][experiment].get("paper") == "char"
-        and config["experiments"][experiment]["subwords"] == "char"
-    ]
-
-
-def attention_targets(config: dict[str, Any]) -> list[str]:
-    """The attention plots that `all` produces (one PNG per run)."""
-    return [f"{ATTENTION_ROOT}/{experiment}/{corpus}.png" for experiment, corpus in attention_runs(config)]
-
-
-def attention_source(config: dict[str, Any], corpus: str) -> str:
-    """The character-level source of the corpus' first test set."""
-    spec = config["corpora"][corpus]
-    pair = f"{spec['src']}-{spec['tgt']}"
-    return f"{DATA_ROOT}/{corpus}/char/{spec['test_sets'][0]}.{pair}.{spec['src']}"
 
 
 def choose_sentences(lines: Sequence[str], count: int, min_chars: int, max_chars: int, path: str = "<input>") -> list[int]:
@@ -85,9 +59,9 @@ def attention_for(checkpoint: str, lines: Sequence[str], beam: int = 4) -> list[
     source labels, output characters (+ ``</s>``) and attention matrix (targets x sources)."""
     import torch
 
+    from nmtmodels.checkpoint import load_model_from_checkpoint
     from nmtmodels.data import ParallelDataset
-    from nmtmodels.inference import load_model_from_checkpoint
-    from nmtmodels.search import DecodeConfig, beam_search
+    from nmtmodels.decoding.search import DecodeConfig, beam_search
 
     model, src_vocab, tgt_vocab, _ = load_model_from_checkpoint(checkpoint, torch.device("cpu"))
     data = ParallelDataset.from_lines(list(lines), src_vocab, max_positions=model.max_positions(), too_long="truncate")

@@ -8,7 +8,7 @@ source length (Figure 4) is the shared length analysis (workflow_scripts/evaluat
   difference to the first bucket (0-10 tokens).  Lengths are whitespace tokens of the
   tokenised source, buckets as in the length analysis (``evaluation.length_buckets``).
   Runs: every active ``paper: graph`` experiment whose ``model.options.fusion`` is
-  ``gate`` or ``self_gate``, on its corpus' first test set.
+  ``gate`` or ``self_gate``, on its corpus' first test set (workflow_scripts/dag/analyses.py).
 * ``layers``: experiments sharing a ``layers_plot: SERIES`` label are one series; each point
   is an experiment's encoder layer count (read from its resolved model settings, presets
   included) and its score on the test set.  One plot per (corpus, test set).
@@ -27,72 +27,14 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from nmtmodels.textio import DataError, atomic_output, read_lines
-from workflow_scripts.dag.evaluation import source_file
-from workflow_scripts.dag.paths import experiment_dir
-from workflow_scripts.dag.runs import experiment_runs, experiment_settings
-from workflow_scripts.dag.sources import test_source
+from workflow_scripts.dag.evaluation import METRICS
 from workflow_scripts.evaluation.plots import METRIC_LABELS, line_plot
 
 if TYPE_CHECKING:  # pandas (and plots' sacrebleu) load only where a table is made, not in the Snakefile
     import pandas as pd
-
-GRAPH_ROOT = "results/report/graph"
-GATED_FUSIONS = ("gate", "self_gate")
-
-
-# ----------------------------------------------------------------------------- targets
-def gate_runs(config: dict[str, Any]) -> list[tuple[str, str, str]]:
-    """(experiment, corpus, first test set) of the graph experiments with a gate."""
-    return [
-        (experiment, corpus, config["corpora"][corpus]["test_sets"][0])
-        for experiment, corpus in experiment_runs(config)
-        if config["experiments"][experiment].get("paper") == "graph"
-        and config["experiments"][experiment].get("model", {}).get("options", {}).get("fusion") in GATED_FUSIONS
-    ]
-
-
-def gate_inputs(config: dict[str, Any], experiment: str, corpus: str, test_set: str) -> dict[str, str]:
-    """Files of one Figure 5 analysis, by role (for ``unpack`` in the rule)."""
-    return {
-        "checkpoint": f"{experiment_dir(experiment, corpus)}/train/checkpoint_best.pt",
-        "source": test_source(config, experiment, corpus, test_set),
-        "tokenized": source_file(config, corpus, test_set),
-    }
-
-
-def encoder_layers(config: dict[str, Any], experiment: str) -> int:
-    """The experiment's encoder layer count, from its resolved model settings."""
-    from nmtmodels.config import ModelConfig
-
-    return ModelConfig.from_dict(experiment_settings(config, experiment)["model"], f"experiments.{experiment}.model").encoder_layers
-
-
-def layer_points(config: dict[str, Any], corpus: str, test_set: str) -> list[tuple[str, int, str]]:
-    """(series, encoder layers, scores file) of the active ``layers_plot`` experiments on a corpus."""
-    return [
-        (config["experiments"][e]["layers_plot"], encoder_layers(config, e), f"{experiment_dir(e, corpus)}/{test_set}.scores.json")
-        for e, c in experiment_runs(config)
-        if c == corpus and "layers_plot" in config["experiments"][e]
-    ]
-
-
-def layer_analyses(config: dict[str, Any]) -> list[tuple[str, str]]:
-    """(corpus, test set) with at least one ``layers_plot`` experiment."""
-    corpora = dict.fromkeys(c for e, c in experiment_runs(config) if "layers_plot" in config["experiments"][e])
-    return [(c, t) for c in corpora for t in config["corpora"][c]["test_sets"]]
-
-
-def graph_targets(config: dict[str, Any]) -> list[str]:
-    """The Figure 5 and Figure 6 outputs that `all` produces."""
-    targets = []
-    for experiment, corpus, test_set in gate_runs(config):
-        targets += [f"{GRAPH_ROOT}/gates/{experiment}/{corpus}/{test_set}.{ext}" for ext in ("csv", "png")]
-    for corpus, test_set in layer_analyses(config):
-        targets += [f"{GRAPH_ROOT}/layers/{corpus}/{test_set}.{ext}" for ext in ("csv", "png")]
-    return targets
 
 
 # ----------------------------------------------------------------------------- Figure 5
@@ -100,8 +42,8 @@ def high_order_weights(checkpoint: str, lines: Sequence[str], batch_size: int = 
     """Per sentence of ``lines`` (the model's input units), its high-order weight per layer."""
     import torch
 
+    from nmtmodels.checkpoint import load_model_from_checkpoint
     from nmtmodels.data import ParallelDataset
-    from nmtmodels.inference import load_model_from_checkpoint
 
     model, src_vocab, _, _ = load_model_from_checkpoint(checkpoint, torch.device("cpu"))
     if not hasattr(model, "high_order_weights"):
@@ -174,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
     gates.add_argument("--buckets", type=int, nargs="+", default=[10, 20, 30, 40, 50])
     layers = commands.add_parser("layers", help="score against the number of encoder layers (Figure 6)")
     layers.add_argument("--point", nargs=3, action="append", required=True, metavar=("SERIES", "LAYERS", "SCORES_JSON"))
-    layers.add_argument("--metric", default="bleu", choices=["bleu", "chrf", "tokenized_bleu"])
+    layers.add_argument("--metric", default="bleu", choices=METRICS)
     for command in (gates, layers):
         command.add_argument("--title", default="")
         command.add_argument("--csv", required=True)

@@ -50,7 +50,7 @@ def training_speed(metrics_csv: str | Path) -> float | None:
 def model_info(checkpoint: str | Path, metrics_csv: str | Path) -> dict[str, Any]:
     import torch
 
-    from nmtmodels.inference import load_model_from_checkpoint
+    from nmtmodels.checkpoint import load_model_from_checkpoint
 
     model, _, _, state = load_model_from_checkpoint(str(checkpoint), torch.device("cpu"))
     return {

@@ -10,17 +10,10 @@ stochastically (floor, plus one with probability equal to the fractional part), 
 swapped fraction over a test set is p in expectation even for short sentences; m is at
 most n // 2.  Seeded: one ``random.Random(f"{seed}:{p}")`` per noisy file, lines in order.
 
-Configuration (``swap_noise`` in config.yaml, checked by :func:`check_swap_noise`)::
-
-    swap_noise:
-      percentages: [0, 10, 20, 30, 40, 50]   # 0: the plain test set's scores
-      seed: 1
-      corpora:
-        multi30k_en_de: {systems: [baseline, reorder_both], metric: bleu, test_set: test_2016_flickr}
-
-``test_set`` defaults to the corpus' first test set, ``metric`` to sacreBLEU.  The noisy
-source is BPE-encoded with the corpus' codes and decoded and scored by the rules of
-rules/decode.smk and rules/evaluate.smk (``use rule``, rules/reordering.smk).  Layout::
+The workflow (``swap_noise`` in config.yaml; which systems, test sets and percentages, and the
+checks of the section: :mod:`workflow_scripts.dag.analyses`) BPE-encodes the noisy source with
+the corpus' codes and decodes and scores it by the rules of rules/decode.smk and
+rules/evaluate.smk (``use rule``, rules/analyses.smk).  Layout::
 
     results/data/C/swap_noise/tok/T.swapP.SRC-TGT.SRC          noisy tokenised source
     results/data/C/swap_noise/bpeN/T.swapP.SRC-TGT.SRC         its BPE encoding
@@ -39,22 +32,13 @@ import argparse
 import json
 import math
 import random
-import shlex
 import sys
 from collections.abc import Iterable, Sequence
-from typing import Any
 
 import pandas as pd
 
 from nmtmodels.textio import DataError, atomic_output, read_lines
-from workflow_scripts.dag import WorkflowConfigError
-from workflow_scripts.dag.paths import DATA_ROOT, EXPERIMENTS_ROOT
-from workflow_scripts.dag.runs import experiment_runs
-from workflow_scripts.dag.sources import reads_plain_subwords
 from workflow_scripts.evaluation.plots import METRIC_LABELS, line_plot
-
-REPORT_ROOT = "results/report/swap_noise"
-DEFAULTS: dict[str, Any] = {"percentages": [0, 10, 20, 30, 40, 50], "seed": 1, "corpora": {}}
 
 
 # ----------------------------------------------------------------------------- noise
@@ -78,98 +62,6 @@ def add_swap_noise(lines: Iterable[str], percent: float, seed: int) -> list[str]
     """Swap noise on every line (whitespace-separated words), seeded by ``seed`` and ``percent``."""
     rng = random.Random(f"{seed}:{percent}")
     return [" ".join(swap_words(line.split(), percent, rng)) for line in lines]
-
-
-# ----------------------------------------------------------------------------- config
-def settings(config: dict[str, Any]) -> dict[str, Any]:
-    return {**DEFAULTS, **(config.get("swap_noise") or {})}
-
-
-def test_set_of(config: dict[str, Any], corpus: str) -> str:
-    return settings(config)["corpora"][corpus].get("test_set") or config["corpora"][corpus]["test_sets"][0]
-
-
-def check_swap_noise(config: dict[str, Any]) -> None:
-    """Cross-references of ``swap_noise`` for the active corpora (WorkflowConfigError naming the key)."""
-    section = settings(config)
-    percentages = section["percentages"]
-    if percentages != sorted(set(percentages)) or any(not 0 <= p <= 100 for p in percentages):
-        raise WorkflowConfigError(f"swap_noise.percentages: expected increasing integers in [0, 100], got {percentages}")
-    experiments = config["experiments"]
-    for corpus, spec in section["corpora"].items():
-        where = f"swap_noise.corpora.{corpus}"
-        if corpus not in config["corpora"]:
-            raise WorkflowConfigError(f"{where}: unknown corpus '{corpus}'")
-        if corpus not in config["active_corpora"]:
-            continue  # e.g. the embedded default's analysis under configs/full.yaml
-        test_set = spec.get("test_set")
-        if test_set is not None and test_set not in config["corpora"][corpus]["test_sets"]:
-            raise WorkflowConfigError(f"{where}.test_set: '{test_set}' is not among corpora.{corpus}.test_sets")
-        for i, system in enumerate(spec["systems"]):
-            key = f"{where}.systems[{i}]"
-            if system not in experiments:
-                raise WorkflowConfigError(f"{key}: unknown experiment '{system}'")
-            exp = experiments[system]
-            if corpus not in exp["corpora"]:
-                raise WorkflowConfigError(f"{key}: experiment '{system}' does not run on corpus '{corpus}'")
-            if not exp["subwords"].startswith("bpe") or not reads_plain_subwords(config, system, corpus):
-                raise WorkflowConfigError(f"{key}: '{system}' must read the plain BPE source (swap noise is applied "
-                                          f"to words before BPE), not {exp['subwords']} / family {exp['family']}")
-
-
-def analyses(config: dict[str, Any]) -> list[tuple[str, str, list[str]]]:
-    """(corpus, test set, systems) of every analysis `all` makes: the configured corpora that
-    are active, with the configured systems that `all` trains on them (none: no analysis)."""
-    runs = set(experiment_runs(config))
-    out = []
-    for corpus, spec in settings(config)["corpora"].items():
-        systems = [s for s in spec["systems"] if (s, corpus) in runs]
-        if systems:
-            out.append((corpus, test_set_of(config, corpus), systems))
-    return out
-
-
-def swap_noise_targets(config: dict[str, Any]) -> list[str]:
-    return [f"{REPORT_ROOT}/{corpus}/{test_set}.{ext}" for corpus, test_set, _ in analyses(config) for ext in ("csv", "md", "png")]
-
-
-def noisy_source(corpus: str, test_set: str, percent: int | str, pair: str, src: str, units: str = "tok") -> str:
-    """The noisy source (``units``: ``tok`` or ``bpeN``)."""
-    return f"{DATA_ROOT}/{corpus}/swap_noise/{units}/{test_set}.swap{percent}.{pair}.{src}"
-
-
-def experiment_source(config: dict[str, Any], experiment: str, corpus: str, test_set: str, percent: str) -> str:
-    """The noisy source in the experiment's BPE units (what nmt-translate reads)."""
-    spec = config["corpora"][corpus]
-    pair = f"{spec['src']}-{spec['tgt']}"
-    return noisy_source(corpus, test_set, percent, pair, spec["src"], config["experiments"][experiment]["subwords"])
-
-
-def scores_file(experiment: str, corpus: str, test_set: str, percent: int) -> str:
-    """Scores of a system on the test set with ``percent`` swapped words (0: the plain test set's)."""
-    if percent == 0:
-        return f"{EXPERIMENTS_ROOT}/{experiment}/{corpus}/{test_set}.scores.json"
-    return f"{EXPERIMENTS_ROOT}/{experiment}/{corpus}/swap_noise/{test_set}.swap{percent}.scores.json"
-
-
-def report_inputs(config: dict[str, Any], corpus: str) -> list[str]:
-    """Score files of one analysis, system by system, percentage by percentage."""
-    (test_set, systems), = [(t, s) for c, t, s in analyses(config) if c == corpus]
-    return [scores_file(e, corpus, test_set, p) for e in systems for p in settings(config)["percentages"]]
-
-
-def report_arguments(config: dict[str, Any], corpus: str) -> str:
-    """``--percentages ... --metric M --system NAME FILES...`` of the report command."""
-    (test_set, systems), = [(t, s) for c, t, s in analyses(config) if c == corpus]
-    section = settings(config)
-    percentages = section["percentages"]
-    metric = section["corpora"][corpus].get("metric", "bleu")
-    parts = [f"--percentages {' '.join(map(str, percentages))}", f"--metric {metric}"]
-    for system in systems:
-        variant = config["experiments"][system].get("variant") or system
-        files = " ".join(scores_file(system, corpus, test_set, p) for p in percentages)
-        parts.append(f"--system {shlex.quote(variant)} {files}")
-    return " ".join(parts)
 
 
 # ----------------------------------------------------------------------------- report

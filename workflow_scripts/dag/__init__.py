@@ -1,7 +1,8 @@
 """What the Snakefile plans with: pure functions of the config, imported by the Snakefile and
 the rule files (tested in tests/test_dag.py and beside each feature's tests).
 
-    paths        every file name the workflow writes: templates with Snakemake wildcards
+    paths        every file name the workflow writes (logs and benchmarks too): templates with
+                 Snakemake wildcards; the rules take every input, output, log and benchmark from it
     checks       check(config): the start-up checks the Snakefile runs once
     runs         experiments: resolved settings, the runs `all` trains, fair comparisons
     sources      what a run reads: source side by family, training inputs, extra-input flags,
@@ -12,8 +13,10 @@ the rule files (tested in tests/test_dag.py and beside each feature's tests).
     lattices     lattice inputs (rules/lattice.smk)
     cluster      resources, launcher and PYTHONPATH of jobs (rules/train.smk, profiles)
     evaluation   what is scored and tested: test sets, significance pairs, report targets
+                 (rules/evaluate.smk, report.smk)
+    analyses     the papers' analyses (rules/analyses.smk): which runs, inputs, targets, checks
     keys         misspelt config keys: one line with a did-you-mean, before the schema runs
-    gpu_parts    the GPU reproduction in parts (configs/gpu_parts/, targets gpu_part_P)
+    gpu_parts    the GPU reproduction in parts (configs/gpu_parts/, targets gpu_part_P in rules/gpu.smk)
 
 The JSON schema (schemas/config.schema.yaml) checks keys and types; these modules check what a
 schema cannot: cross-references between keys.  Every error names the key path.

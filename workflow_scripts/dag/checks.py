@@ -7,12 +7,11 @@ are there.  Every error names the key path (:class:`WorkflowConfigError`).
 """
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from typing import Any
 
-from workflow_scripts.analyses import swap_noise
 from workflow_scripts.dag import WorkflowConfigError, evaluation, paths
+from workflow_scripts.dag.analyses import check_swap_noise
 from workflow_scripts.dag.corpus_data import input_dirs
 from workflow_scripts.dag.esc import check_compression
 from workflow_scripts.dag.lattices import check_lattices
@@ -30,8 +29,6 @@ from workflow_scripts.data import corpus_spec as corpus_specs
 
 __all__ = ["WorkflowConfigError", "check"]
 
-SUBWORDS = re.compile(r"(bpe|spm)[0-9]+|char")
-
 
 def check(config: dict[str, Any], environ: Mapping[str, str], *, main_process: bool = True) -> None:
     """Raise WorkflowConfigError on the first inconsistency.  The checks that import torch
@@ -45,7 +42,7 @@ def check(config: dict[str, Any], environ: Mapping[str, str], *, main_process: b
         check_lattices(config)
         check_licensed_inputs(config, environ)  # every missing licensed file, in one error
     evaluation.check_evaluation_config(config)
-    swap_noise.check_swap_noise(config)
+    check_swap_noise(config)
 
 
 SUBWORDS_NAMES = "bpeN (subword-nmt BPE, N in corpora.C.bpe.merges), spmN (SentencePiece, N in corpora.C.sentencepiece.vocab_sizes) or char"
@@ -54,9 +51,12 @@ SUBWORDS_NAMES = "bpeN (subword-nmt BPE, N in corpora.C.bpe.merges), spmN (Sente
 def check_subword_values(config: dict[str, Any]) -> None:
     """One line naming the key for a bad ``corpora.C.sentencepiece`` value or ``experiments.E.subwords``
     name.  The Snakefile runs it before the schema, whose messages for these span several lines;
-    it skips what has the wrong structure (the schema reports that)."""
+    it skips what has the wrong structure (the schema reports that).  The names are those of
+    nmtmodels' model packages (:data:`nmtmodels.text.postprocess.SUBWORDS`; importing it
+    loads no torch, so cluster jobs that re-read the Snakefile run it too)."""
     from nmtmodels.config import ConfigError
-    from nmtmodels.spm import SentencePieceSettings
+    from nmtmodels.text.postprocess import SUBWORDS
+    from nmtmodels.text.spm import SentencePieceSettings
 
     corpora = config.get("corpora")
     for name, spec in (corpora.items() if isinstance(corpora, dict) else ()):
@@ -236,7 +236,7 @@ def check_shared_embeddings(config: dict[str, Any]) -> None:
 def check_licensed_inputs(config: dict[str, Any], environ: Mapping[str, str]) -> None:
     """Every licensed file (``local`` of a download) that the active corpora still need is
     there: else one error listing each missing file (off with ``require_licensed_data: false``)."""
-    from workflow_scripts.data.fetch import missing_licensed
+    from workflow_scripts.data.locations import missing_licensed
 
     if not config.get("require_licensed_data", True):
         return

@@ -8,6 +8,7 @@ from typing import Any
 
 from workflow_scripts.dag import paths
 from workflow_scripts.data import corpus_spec as corpus_specs
+from workflow_scripts.data.locations import LICENSED_ENV, MIRROR_ENV
 
 
 def data_targets(config: dict[str, Any]) -> list[str]:
@@ -43,7 +44,7 @@ def preprocessing_spec(spec: dict[str, Any]) -> dict[str, Any]:
 def sentencepiece_flags(config: dict[str, Any], corpus: str) -> str:
     """The training options of ``corpora.CORPUS.sentencepiece`` as flags of
     ``workflow_scripts.data.spm learn`` (rule ``learn_spm``; defaults filled in)."""
-    from nmtmodels.spm import SentencePieceSettings
+    from nmtmodels.text.spm import SentencePieceSettings
 
     settings = SentencePieceSettings.from_dict(config["corpora"][corpus]["sentencepiece"], where=f"corpora.{corpus}.sentencepiece")
     return (f"--model-type {settings.model_type} {'--joint' if settings.joint else '--separate'}"
@@ -77,8 +78,8 @@ def download_paths(config: dict[str, Any], corpus: str, split: str, lang: str) -
 
 def input_dirs(config: dict[str, Any], environ: dict[str, str]) -> tuple[str, str]:
     """(data mirror, licensed-data directory): the config keys, else NMT_DATA_MIRROR / NMT_LICENSED_DATA."""
-    mirror = config.get("data_mirror") or environ.get("NMT_DATA_MIRROR", "")
-    licensed = config.get("licensed_data_dir") or environ.get("NMT_LICENSED_DATA", "")
+    mirror = config.get("data_mirror") or environ.get(MIRROR_ENV, "")
+    licensed = config.get("licensed_data_dir") or environ.get(LICENSED_ENV, "")
     return mirror, licensed
 
 
@@ -86,7 +87,7 @@ def input_dir_environment(config: dict[str, Any], environ: dict[str, str]) -> di
     """NMT_DATA_MIRROR / NMT_LICENSED_DATA as :func:`input_dirs` resolves them, for the
     environment of the fetch jobs: where data lies is no rule parameter, so moving it reruns nothing."""
     mirror, licensed = input_dirs(config, environ)
-    return {"NMT_DATA_MIRROR": mirror, "NMT_LICENSED_DATA": licensed}
+    return {MIRROR_ENV: mirror, LICENSED_ENV: licensed}
 
 
 def reference_paths(config: dict[str, Any], corpus: str, test_set: str) -> list[str]:

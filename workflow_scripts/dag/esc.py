@@ -28,13 +28,16 @@ def compressor_settings(config: dict[str, Any], compressor: str) -> dict[str, An
 def compressor_inputs(config: dict[str, Any], compressor: str, corpus: str) -> dict[str, str]:
     """Training files of a compressor by role (nmt-train's options); source vocabulary on both sides."""
     spec, corpus_spec = compressor_spec(config, compressor), config["corpora"][corpus]
-    root = paths.compressor_dir(compressor, corpus)
-    data = "denoise" if spec["kind"] == "unsupervised" else "supervised"
-    vocab = paths.vocab(corpus=corpus, units=spec["subwords"], **paths.sides(corpus_spec), lang=corpus_spec["src"])
-    inputs = {"train_src": f"{root}/{data}/train.src", "train_tgt": f"{root}/{data}/train.tgt",
-              "valid_src": f"{root}/{data}/dev.src", "valid_tgt": f"{root}/{data}/dev.tgt", "vocab": vocab}
+    # denoising pairs of the corpus' train and dev splits, or supervised pairs (parts train and dev)
+    if spec["kind"] == "unsupervised":
+        field, source, target = "split", paths.DENOISE_SOURCE, paths.DENOISE_TARGET
+    else:
+        field, source, target = "part", paths.SUPERVISED_SOURCE, paths.SUPERVISED_TARGET
+    inputs = {f"{role}_{side}": paths.fill(template, compressor=compressor, corpus=corpus, **{field: split})
+              for role, split in (("train", "train"), ("valid", "dev")) for side, template in (("src", source), ("tgt", target))}
+    inputs["vocab"] = paths.vocab(corpus=corpus, units=spec["subwords"], **paths.sides(corpus_spec), lang=corpus_spec["src"])
     if spec.get("init_from"):
-        inputs["init"] = f"{paths.compressor_dir(spec['init_from'], corpus)}/train/checkpoint_best.pt"
+        inputs["init"] = paths.fill(paths.COMPRESSOR_CHECKPOINT, compressor=spec["init_from"], corpus=corpus)
     return inputs
 
 
@@ -59,7 +62,7 @@ def compression_set_part(config: dict[str, Any], part: str) -> tuple[list[str], 
 def compression_source(config: dict[str, Any], compressor: str, corpus: str, split: str) -> str:
     """What the compressor rewrites: a corpus split's encoded source, or ``compression_eval``."""
     if split == "compression_eval":
-        return f"{paths.compressor_dir(compressor, corpus)}/supervised/eval.src"
+        return paths.fill(paths.SUPERVISED_SOURCE, compressor=compressor, corpus=corpus, part="eval")
     spec = config["corpora"][corpus]
     return paths.encoded(corpus=corpus, units=compressor_spec(config, compressor)["subwords"], split=split,
                          **paths.sides(spec), lang=spec["src"])
@@ -69,7 +72,7 @@ def compressor_decode_flags(config: dict[str, Any], compressor: str) -> str:
     """nmt-translate options of a compressor's length-controlled search (ESC eq. 1-3):
     beam, alpha (``length_penalty``), beta (``coverage_penalty``), gamma (``max_len_ratio``)."""
     from nmtmodels.config import from_dict
-    from nmtmodels.search import DecodeConfig
+    from nmtmodels.decoding.scorer import DecodeConfig
 
     decode = from_dict(DecodeConfig, compressor_settings(config, compressor)["decode"], where="decode")
     flags = [f"--beam {decode.beam}", f"--lenpen {decode.length_penalty}", f"--coverage-penalty {decode.coverage_penalty}",
@@ -81,7 +84,7 @@ def compressor_decode_flags(config: dict[str, Any], compressor: str) -> str:
 
 
 def compressed_path(compressor: str, corpus: str, split: str) -> str:
-    return f"{paths.compressor_dir(compressor, corpus)}/compressed/{split}.txt"
+    return paths.fill(paths.COMPRESSED, compressor=compressor, corpus=corpus, split=split)
 
 
 def esc_source(config: dict[str, Any], experiment: str, corpus: str, split: str) -> SourceInputs:
@@ -93,7 +96,7 @@ def esc_source(config: dict[str, Any], experiment: str, corpus: str, split: str)
 
 def compression_targets(config: dict[str, Any]) -> list[str]:
     """Compression quality (token F1, ratio) of every compressor an active ESC experiment uses."""
-    return sorted({f"{paths.compressor_dir(config['experiments'][e]['compressor'], c)}/compression_eval.scores.json"
+    return sorted({paths.fill(paths.COMPRESSION_SCORES, compressor=config["experiments"][e]["compressor"], corpus=c)
                    for e, c in experiment_runs(config) if config["experiments"][e].get("compressor")})
 
 

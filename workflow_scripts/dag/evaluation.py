@@ -1,4 +1,5 @@
-"""Evaluation settings, comparisons and file layout for rules/report.smk (pure functions).
+"""Evaluation settings, comparisons and the files they read, for rules/evaluate.smk and
+rules/report.smk (pure functions; file names in :mod:`.paths`).
 
 Configuration read here (all optional; see :data:`EVALUATION_DEFAULTS`)::
 
@@ -35,26 +36,26 @@ from typing import Any
 
 from workflow_scripts.dag import WorkflowConfigError, paths
 from workflow_scripts.dag.corpus_data import reference_paths, tokenized_references
-from workflow_scripts.dag.paths import DATA_ROOT, EXPERIMENTS_ROOT
-from workflow_scripts.dag.runs import experiment_runs
+from workflow_scripts.dag.runs import baselines_of, experiment_runs
 from workflow_scripts.dag.seeds import seed_of
 from workflow_scripts.dag.sources import oov_targets
 from workflow_scripts.data import corpus_spec as corpus_specs
 
-REPORT_ROOT = "results/report"
 PAPERS = ("lattice", "reordering", "graph", "char", "esc")
 # The tables of each paper that experiments may name in ``tables`` (laid out in workflow_scripts.evaluation.tables).
 PAPER_TABLES = {"lattice": ("table2", "table3", "table4"), "reordering": ("table1", "table2", "table3"),
                 "graph": ("table2",), "char": ("table3",), "esc": ("main",)}
-# Metrics significance tests and length analyses may use.  Score files and the results table
-# also hold TER (nmtmodels.scoring, workflow_scripts.evaluation.tables.SCORE_METRICS), reported untested.
+# Metrics significance tests and length analyses may use (workflow_scripts.evaluation.significance
+# computes them).  Score files and the results table also hold TER (nmtmodels.text.scoring,
+# workflow_scripts.evaluation.tables.SCORE_METRICS), reported untested.
 METRICS = ("bleu", "chrf", "tokenized_bleu")
+# Significance tests: sign test, paired bootstrap resampling, approximate randomisation.
 TESTS = ("sign", "paired_bs", "paired_ar")
 NAME = re.compile(r"^[A-Za-z0-9_-]+$")
 
 EVALUATION_DEFAULTS: dict[str, Any] = {
     "significance_metrics": ["bleu", "tokenized_bleu"],
-    "tests": ["sign", "paired_bs", "paired_ar"],
+    "tests": list(TESTS),
     "bootstrap_samples": 1000,
     "ar_trials": 10000,
     "seed": 12345,
@@ -91,14 +92,6 @@ def evaluation_settings(config: dict[str, Any]) -> dict[str, Any]:
     if settings["length_metric"] not in METRICS:
         raise WorkflowConfigError(f"evaluation.length_metric: '{settings['length_metric']}' is not one of {', '.join(METRICS)}")
     return settings
-
-
-def baselines_of(config: dict[str, Any], experiment: str) -> list[str]:
-    """The experiment's baselines (``baseline``: a name or a list of names; none by default)."""
-    value = config["experiments"][experiment].get("baseline")
-    if value is None:
-        return []
-    return [value] if isinstance(value, str) else list(value)
 
 
 def concatenations_of(config: dict[str, Any], corpus: str) -> dict[str, list[str]]:
@@ -161,16 +154,17 @@ def is_concatenation(config: dict[str, Any], corpus: str, test_set: str) -> bool
 
 def system_files(experiment: str, corpus: str, test_set: str, concatenated: bool) -> dict[str, str]:
     """Detokenised (``hyp``) and tokenised (``tok``) output and the score file of one test set."""
-    stem = f"{EXPERIMENTS_ROOT}/{experiment}/{corpus}/" + (f"concat/{test_set}" if concatenated else test_set)
-    return {"hyp": f"{stem}.hyp", "tok": f"{stem}.tok", "scores": f"{stem}.scores.json"}
+    where = {"experiment": experiment, "corpus": corpus, "test_set": paths.concatenated_set(test_set) if concatenated else test_set}
+    return {"hyp": paths.fill(paths.HYPOTHESIS, **where), "tok": paths.fill(paths.TOKENIZED_HYPOTHESIS, **where),
+            "scores": paths.fill(paths.SCORES, **where)}
 
 
 def comparison_path(experiment: str, baseline: str, corpus: str, test_set: str) -> str:
-    return f"{EXPERIMENTS_ROOT}/{experiment}/{corpus}/significance/{test_set}.vs.{baseline}.json"
+    return paths.fill(paths.SIGNIFICANCE, experiment=experiment, baseline=baseline, corpus=corpus, test_set=test_set)
 
 
 def model_info_path(experiment: str, corpus: str) -> str:
-    return f"{EXPERIMENTS_ROOT}/{experiment}/{corpus}/model_info.json"
+    return paths.fill(paths.MODEL_INFO, experiment=experiment, corpus=corpus)
 
 
 def reference_files(config: dict[str, Any], corpus: str, test_set: str) -> dict[str, list[str]]:
@@ -181,10 +175,11 @@ def reference_files(config: dict[str, Any], corpus: str, test_set: str) -> dict[
     spec = config["corpora"][corpus]
     tgt = spec["tgt"]
     count = corpus_specs.reference_count(spec, members[0], tgt)
-    root = f"{DATA_ROOT}/{corpus}/concat/{test_set}"
+    where = {"corpus": corpus, "concatenation": test_set, "lang": tgt}
     return {
-        "refs": [f"{root}.ref{k}.{tgt}" for k in range(1, count + 1)],
-        "tok": [f"{root}.tok.{tgt}"] + [f"{root}.tok.ref{k}.{tgt}" for k in range(1, count)],
+        "refs": [paths.fill(paths.CONCATENATED_REFERENCE, ref=k, **where) for k in range(1, count + 1)],
+        "tok": [paths.fill(paths.CONCATENATED_TOKENIZED_REFERENCE, **where)]
+        + [paths.fill(paths.CONCATENATED_TOKENIZED_EXTRA_REFERENCE, ref=k, **where) for k in range(1, count)],
     }
 
 
@@ -304,15 +299,15 @@ def report_inputs(config: dict[str, Any]) -> list[str]:
 def run_files(experiment: str, corpus: str) -> dict[str, str]:
     """The files of one training run the results summary reads: resolved settings, the
     trainer's metrics.csv and the model information."""
-    run = f"{EXPERIMENTS_ROOT}/{experiment}/{corpus}"
-    return {"experiment": f"{run}/experiment.yaml", "metrics": f"{run}/train/metrics.csv",
+    return {"experiment": paths.fill(paths.EXPERIMENT_YAML, experiment=experiment, corpus=corpus),
+            "metrics": paths.fill(paths.TRAIN_METRICS, experiment=experiment, corpus=corpus),
             "model_info": model_info_path(experiment, corpus)}
 
 
 def summary_inputs(config: dict[str, Any]) -> dict[str, Any]:
     """Inputs of the results summary, by role (for ``unpack`` in the rule)."""
     files = [run_files(e, c) for e, c in experiment_runs(config)]
-    return {"results": f"{REPORT_ROOT}/results.csv", "claims": paths.CLAIMS, "oov": oov_targets(config),
+    return {"results": paths.RESULTS_TABLE, "claims": paths.CLAIMS, "oov": oov_targets(config),
             **{role: [f[role] for f in files] for role in ("experiment", "metrics", "model_info")}}
 
 
@@ -328,16 +323,17 @@ def curve_inputs(config: dict[str, Any], corpus: str) -> list[str]:
 
 def summary_targets(config: dict[str, Any]) -> list[str]:
     """The results summary and one learning-curve plot per corpus."""
-    return [f"{REPORT_ROOT}/summary.md", f"{REPORT_ROOT}/summary.json"] + [
-        f"{REPORT_ROOT}/curves/{corpus}.png" for corpus in curve_corpora(config)]
+    return [paths.SUMMARY_MARKDOWN, paths.SUMMARY_JSON] + [
+        paths.fill(paths.LEARNING_CURVES, corpus=corpus) for corpus in curve_corpora(config)]
 
 
 def report_targets(config: dict[str, Any]) -> list[str]:
     """The end of `all`: the results table, paper tables, length plots, results summary and
     learning curves."""
-    targets = [f"{REPORT_ROOT}/results.csv"]
+    targets = [paths.RESULTS_TABLE]
     for paper in paper_tables_present(config):
-        targets += [f"{REPORT_ROOT}/tables/{paper}.{ext}" for ext in ("md", "tex", "html")]
+        targets += [paths.fill(template, paper=paper) for template in (paths.PAPER_TABLE_MARKDOWN, paths.PAPER_TABLE_LATEX,
+                                                                        paths.PAPER_TABLE_HTML)]
     for corpus, test_set in length_analyses(config):
-        targets += [f"{REPORT_ROOT}/length/{corpus}/{test_set}.{ext}" for ext in ("csv", "png")]
+        targets += [paths.fill(template, corpus=corpus, test_set=test_set) for template in (paths.LENGTH_TABLE, paths.LENGTH_PLOT)]
     return targets + summary_targets(config)

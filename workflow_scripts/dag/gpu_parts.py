@@ -3,7 +3,7 @@ paper so that each part fits one call of the GPU machine (a bare machine, at mos
 
 Part ``P`` is the config file ``configs/gpu_parts/P.yaml`` merged over configs/gpu.yaml (its
 active corpus and systems, with their baselines, and its budgets) and the target
-``gpu_part_P`` (rules/report.smk), which builds what ``gpu_reproduction`` builds for that
+``gpu_part_P`` (rules/gpu.smk), which builds what ``gpu_reproduction`` builds for that
 config: every score, significance test, paper table and the results summary::
 
     snakemake --cores 16 gpu_part_lattice --configfile configs/gpu.yaml configs/gpu_parts/lattice.yaml

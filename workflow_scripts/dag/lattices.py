@@ -23,7 +23,7 @@ def lattice_name(segmentations: list[str]) -> str:
 
 def lattice_units(config: dict[str, Any], experiment: str) -> str:
     """The ``units`` directory (:mod:`.paths`) of the experiment's lattice."""
-    return f"lattice/{lattice_name(config['experiments'][experiment]['lattice'])}"
+    return paths.fill(paths.LATTICE_UNITS, lattice=lattice_name(config["experiments"][experiment]["lattice"]))
 
 
 def lattice_source(config: dict[str, Any], experiment: str, corpus: str, split: str) -> SourceInputs:
@@ -41,8 +41,8 @@ def lattice_source(config: dict[str, Any], experiment: str, corpus: str, split: 
 def segmentation_paths(config: dict[str, Any], corpus: str, name: str, split: str) -> list[str]:
     """The source-side segmentation files packed into lattice ``name`` (``a+b+c``) of a split."""
     spec = config["corpora"][corpus]
-    return [paths.encoded(corpus=corpus, units=part if is_bpe(part) else f"seg/{part}", split=split, **paths.sides(spec),
-                          lang=spec["src"])
+    return [paths.encoded(corpus=corpus, units=part if is_bpe(part) else paths.fill(paths.SEGMENTED_UNITS, segmenter=part),
+                          split=split, **paths.sides(spec), lang=spec["src"])
             for part in name.split("+")]
 
 

@@ -1,5 +1,5 @@
 """Model packages (rule ``model_package`` in rules/train.smk): which runs get one and what
-goes in it (:mod:`nmtmodels.package`).
+goes in it (:mod:`nmtmodels.text.model_package`).
 
 A run gets a package when its only source input is the corpus' plain BPE, SentencePiece or
 character encoding (:func:`workflow_scripts.dag.sources.reads_plain_subwords`): the families
@@ -44,7 +44,7 @@ def package_inputs(config: dict[str, Any], experiment: str, corpus: str) -> dict
 
 
 def package_subword_flags(inputs: dict[str, str]) -> str:
-    """The subword files of :func:`package_inputs` as flags of ``python -m nmtmodels.package``."""
+    """The subword files of :func:`package_inputs` as flags of ``python -m nmtmodels.cli package``."""
     flags = {"codes": "--codes", "vocab": "--vocab", "spm_model": "--spm-model"}
     return " ".join(f"{flag} {shlex.quote(inputs[key])}" for key, flag in flags.items() if key in inputs)
 
@@ -52,7 +52,7 @@ def package_subword_flags(inputs: dict[str, str]) -> str:
 def package_settings_json(config: dict[str, Any], experiment: str, corpus: str) -> str:
     """``preprocess.json`` of the run's package as canonical JSON (the rule's parameter: it
     changes only with what raw input depends on, not with, say, another BPE size)."""
-    from nmtmodels.package import settings_from_corpus
+    from nmtmodels.text.model_package import settings_from_corpus
 
     settings = settings_from_corpus(config["corpora"][corpus], config["experiments"][experiment]["subwords"],
                                     config["unicode_form"], where=f"corpora.{corpus}")

@@ -39,21 +39,18 @@ def model_targets(config: dict[str, Any]) -> list[str]:
     targets = []
     for experiment, corpus in experiment_runs(config):
         for test_set in config["corpora"][corpus]["test_sets"]:
-            targets.append(f"{paths.experiment_dir(experiment, corpus)}/{test_set}.scores.json")
+            targets.append(paths.fill(paths.SCORES, experiment=experiment, corpus=corpus, test_set=test_set))
     return targets
 
 
 def check_run_sections(settings: dict[str, Any], where: str) -> None:
-    """Check resolved ``model``/``train``/``decode`` sections with nmtmodels' own config classes."""
-    from nmtmodels.config import ConfigError, ModelConfig, from_dict
-    from nmtmodels.registry import validate_model_config
-    from nmtmodels.search import DecodeConfig
-    from nmtmodels.train import TrainConfig
+    """Check resolved ``model``/``train``/``decode`` sections with nmtmodels' own config classes
+    (:func:`nmtmodels.experiment.validate_sections`)."""
+    from nmtmodels.config import ConfigError
+    from nmtmodels.experiment import validate_sections
 
     try:
-        validate_model_config(ModelConfig.from_dict(settings["model"], where=f"{where}.model"), f"{where}.model")
-        from_dict(TrainConfig, settings["train"], where=f"{where}.train (training)")
-        from_dict(DecodeConfig, settings["decode"], where=f"{where}.decode (decoding)")
+        validate_sections(settings, where, labels={"train": "train (training)", "decode": "decode (decoding)"})
     except ConfigError as exc:
         raise WorkflowConfigError(str(exc)) from None
 
@@ -74,16 +71,10 @@ def comparable_settings(config: dict[str, Any], experiment: str) -> dict[str, An
     """Everything a compared system must share with its baseline, as dotted keys: the resolved
     model (preset expanded, defaults filled in; without the family and its options), training
     and decoding settings, and the subword units."""
-    from nmtmodels.config import ModelConfig, from_dict
-    from nmtmodels.search import DecodeConfig
-    from nmtmodels.train import TrainConfig
+    from nmtmodels.experiment import validate_sections
 
-    settings = experiment_settings(config, experiment)
-    sections = {
-        "model": ModelConfig.from_dict(settings["model"]).to_dict(),
-        "train": dataclasses.asdict(from_dict(TrainConfig, settings["train"], where="train")),
-        "decode": dataclasses.asdict(from_dict(DecodeConfig, settings["decode"], where="decode")),
-    }
+    model, train, decode = validate_sections(experiment_settings(config, experiment))
+    sections = {"model": model.to_dict(), "train": dataclasses.asdict(train), "decode": dataclasses.asdict(decode)}
     flat = {f"{section}.{key}": value for section, values in sections.items() for key, value in values.items()}
     flat["subwords"] = config["experiments"][experiment]["subwords"]
     flat["average_checkpoints"] = config["experiments"][experiment].get("average_checkpoints")
@@ -110,7 +101,7 @@ def decode_checkpoint(config: dict[str, Any], experiment: str, corpus: str) -> s
 
 def check_averaging(config: dict[str, Any], experiment: str) -> None:
     """``average_checkpoints: N`` needs the trainer to keep N numbered checkpoints (``train.keep_last``)."""
-    from nmtmodels.train import TrainConfig
+    from nmtmodels.training.config import TrainConfig
 
     count = config["experiments"][experiment].get("average_checkpoints")
     default = next(f.default for f in dataclasses.fields(TrainConfig) if f.name == "keep_last")
@@ -132,7 +123,7 @@ def target_format(config: dict[str, Any], experiment: str) -> str:
 
 
 def postprocess_flag(config: dict[str, Any], experiment: str) -> str:
-    """The ``python -m nmtmodels.postprocess`` flag of the experiment's target units (none for BPE)."""
+    """The ``python -m nmtmodels.cli postprocess`` flag of the experiment's target units (none for BPE)."""
     return {"char": "--char-level", "spm": "--spm"}.get(target_format(config, experiment), "")
 
 

@@ -1,6 +1,7 @@
 """Data stage: from upstream downloads to the files a training run reads.
 
     fetch        downloads (or a local mirror / licensed copy), checksums
+    locations    the data mirror and licensed-data directory; which licensed files are missing (pure)
     corpus_spec  what a `corpora` entry means: splits, parts, references, holdouts (pure)
     formats      readers of the part formats (plain, tsv, aspec, sgml, iwslt_xml, ...)
     extract      one split of one language as plain text (rule extract)
@@ -10,6 +11,5 @@
     chars        character-level sources and targets (char2word)
     lattice      word / subword lattices and their model inputs
     compression  ESC compression pairs (denoising and supervised) and compression quality
-    experiment   a run's resolved settings file (the --config of nmt-train)
     parallel     order-preserving process pools for the line-by-line steps
 """

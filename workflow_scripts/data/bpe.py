@@ -8,7 +8,7 @@ Merges stop early when no pair occurs at least twice (subword-nmt's default
 ``--min-frequency 2``).
 
 ``apply`` reproduces ``subword-nmt apply-bpe --codes C --vocabulary V
---vocabulary-threshold T`` byte for byte with :func:`nmtmodels.preprocessing.load_bpe`
+--vocabulary-threshold T`` byte for byte with :func:`nmtmodels.text.preprocessing.load_bpe`
 (the BPE that nmt-translate applies to raw input): a merge that would produce a subword
 seen fewer than T times in V is reverted (Sennrich et al.'s recipe for consistent joint BPE).
 
@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterable
 
 from subword_nmt import learn_bpe
 
-from nmtmodels.preprocessing import bpe_from_codes, load_bpe
+from nmtmodels.text.preprocessing import bpe_from_codes, load_bpe
 from nmtmodels.textio import DataError, atomic_output, atomic_outputs, read_lines
 from workflow_scripts.data.parallel import WorkerError, add_threads_argument, parallel_map
 

@@ -48,7 +48,7 @@ import time
 import urllib.error
 import urllib.request
 import zlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -56,9 +56,8 @@ from typing import Any, BinaryIO
 
 from nmtmodels.config import ConfigError
 from nmtmodels.textio import DataError, atomic_output, atomic_write_text, open_binary
+from workflow_scripts.data.locations import LICENSED_ENV, MIRROR_ENV, directory_setting, licensed_hint
 
-MIRROR_ENV = "NMT_DATA_MIRROR"
-LICENSED_ENV = "NMT_LICENSED_DATA"
 USER_AGENT = "structnmt-fetch/0.1 (+urllib)"
 RECORD_SUFFIX = ".origin.json"
 _CHUNK = 1 << 20
@@ -92,23 +91,13 @@ class Source:
         return self.kind != "url" and Path(self.location).is_dir()
 
 
-def _directory_setting(given: str | os.PathLike | None, variable: str) -> Path | None:
-    value = str(given) if given else os.environ.get(variable, "")
-    return Path(value) if value else None
-
-
-def licensed_hint(spec: Mapping[str, Any], name: str) -> str:
-    return (f"download {name!r} is licensed data expected at <licensed data dir>/{spec['local']}: "
-            f"set licensed_data_dir in the config or the environment variable {LICENSED_ENV}")
-
-
 def licensed_path(spec: Mapping[str, Any], name: str, licensed_dir: str | os.PathLike | None = None) -> Path:
     """Where the ``local`` file of a download is: an absolute path as it is, a relative one
     below the licensed-data directory (ConfigError naming the key and variable when unset)."""
     local = Path(spec["local"])
     if local.is_absolute():
         return local
-    licensed_root = _directory_setting(licensed_dir, LICENSED_ENV)
+    licensed_root = directory_setting(licensed_dir, LICENSED_ENV)
     if licensed_root is None:
         raise ConfigError(f"licensed_data_dir: not set; {licensed_hint(spec, name)}")
     return licensed_root / local
@@ -122,7 +111,7 @@ def resolve_source(
     licensed file or an entry with nowhere to get it from raises DataError/ConfigError."""
     if not isinstance(spec, Mapping):
         raise ConfigError(f"downloads.{name}: expected a mapping, got {type(spec).__name__}")
-    mirror_root = _directory_setting(mirror_dir, MIRROR_ENV)
+    mirror_root = directory_setting(mirror_dir, MIRROR_ENV)
     if mirror_root is not None and spec.get("mirror") and (mirror_root / spec["mirror"]).is_file():
         return Source("mirror", str(mirror_root / spec["mirror"]))
     if spec.get("local"):
@@ -137,40 +126,6 @@ def resolve_source(
     else:
         where = f"mirror path {spec.get('mirror')!r} (no mirror directory set)"
     raise DataError(where, f"download {name!r} has no url and no local path, and its mirror copy is missing")
-
-
-def missing_licensed(
-    downloads: Iterable[tuple[str, Mapping[str, Any], str | os.PathLike]], *,
-    mirror_dir: str | os.PathLike | None = None, licensed_dir: str | os.PathLike | None = None,
-) -> str | None:
-    """One message listing every licensed file missing for ``downloads`` ((config key,
-    entry, output) triples), or None.  Only entries with ``local`` count that are not
-    fetched yet and have no mirror copy; a relative ``local`` with no licensed-data
-    directory set is missing.  The message names ``licensed_data_dir`` / ``NMT_LICENSED_DATA``."""
-    mirror_root = _directory_setting(mirror_dir, MIRROR_ENV)
-    licensed_root = _directory_setting(licensed_dir, LICENSED_ENV)
-    missing: dict[str, list[str]] = {}
-    for key, spec, output in downloads:
-        if not spec.get("local") or os.path.lexists(output):
-            continue
-        if mirror_root is not None and spec.get("mirror") and (mirror_root / spec["mirror"]).is_file():
-            continue
-        local = Path(spec["local"])
-        if local.is_absolute() or licensed_root is not None:
-            path = local if local.is_absolute() else licensed_root / local
-            if path.exists():
-                continue
-            missing.setdefault(str(path), []).append(key)
-        else:
-            missing.setdefault(f"<licensed_data_dir>/{local}", []).append(key)
-    if not missing:
-        return None
-    setting = f"licensed_data_dir is {licensed_root}" if licensed_root is not None else "licensed_data_dir is not set"
-    header = (f"licensed data missing: {len(missing)} file(s) that the active corpora need are not there ({setting}: "
-              f"set licensed_data_dir in the config or the environment variable {LICENSED_ENV}; a dry run without "
-              "them: --config require_licensed_data=False):")
-    lines = [header] + [f"  {path}  ({', '.join(keys)})" for path, keys in missing.items()]
-    return "\n".join(lines)
 
 
 # ----------------------------------------------------------------------------- records

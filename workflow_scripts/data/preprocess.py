@@ -1,6 +1,6 @@
 """Normalise and tokenise one split of a parallel corpus; clean and deduplicate training data.
 
-Each line goes through :class:`nmtmodels.preprocessing.TextProcessor` (unicode
+Each line goes through :class:`nmtmodels.text.preprocessing.TextProcessor` (unicode
 normalisation, Moses punctuation normalisation, whitespace, tokeniser or word segmenter,
 lowercase: the steps are listed there), one per language, with the settings of
 ``preprocess.LANG`` of the corpus spec.  The NORM outputs hold steps 1-3 (and 5), the TOK
@@ -49,7 +49,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from nmtmodels.config import ConfigError
-from nmtmodels.preprocessing import UNICODE_FORMS, LanguageSettings, SegmentationError, TextProcessor, check_type, language_settings
+from nmtmodels.text.preprocessing import UNICODE_FORMS, LanguageSettings, SegmentationError, TextProcessor, check_type, language_settings
 from nmtmodels.textio import DataError, atomic_outputs, read_lines
 from workflow_scripts.data.parallel import WorkerError, add_threads_argument, parallel_map
 

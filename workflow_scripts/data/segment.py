@@ -2,8 +2,8 @@
 
 The segmenters (jieba, thulac, snownlp for zh; fugashi with unidic-lite for ja) and their
 guarantee (the words spell the input without its whitespace, else
-:class:`~nmtmodels.preprocessing.SegmentationError`) are
-:class:`nmtmodels.preprocessing.WordSegmenter`'s.
+:class:`~nmtmodels.text.preprocessing.SegmentationError`) are
+:class:`nmtmodels.text.preprocessing.WordSegmenter`'s.
 
 **Carried segmentations.** Where a segmenter cannot be installed (the GPU machine: the thulac
 and snownlp wheels do not fit what travels there, envs/gpu/README.md), its segmentations are
@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from nmtmodels.config import ConfigError
-from nmtmodels.preprocessing import SEGMENTERS, SegmentationError, WordSegmenter, check_segmenter
+from nmtmodels.text.preprocessing import SEGMENTERS, SegmentationError, WordSegmenter, check_segmenter
 from nmtmodels.textio import DataError, atomic_output, read_lines
 from workflow_scripts.data.parallel import WorkerError, add_threads_argument, parallel_map
 

@@ -1,5 +1,5 @@
 """Learn and apply SentencePiece subwords (unigram or BPE) with the ``sentencepiece`` library
-(:mod:`nmtmodels.spm`), on the tokenised text that subword-nmt BPE reads.
+(:mod:`nmtmodels.text.spm`), on the tokenised text that subword-nmt BPE reads.
 
 ``learn --joint`` trains one model on the training text of both languages (written to both
 model outputs); ``learn --separate`` one model per language.  Each side's training text is
@@ -21,7 +21,7 @@ import contextlib
 import sys
 
 from nmtmodels.config import ConfigError
-from nmtmodels.spm import MODEL_TYPES, SentencePieceEncoder, SentencePieceSettings, piece_counts, train_model
+from nmtmodels.text.spm import MODEL_TYPES, SentencePieceEncoder, SentencePieceSettings, piece_counts, train_model
 from nmtmodels.textio import DataError, atomic_output, read_lines
 from workflow_scripts.data.bpe import vocabulary_text
 from workflow_scripts.data.parallel import add_threads_argument

@@ -24,7 +24,8 @@ import numpy as np
 import pandas as pd
 
 from nmtmodels.textio import DataError, atomic_output, read_lines
-from workflow_scripts.evaluation.significance import METRICS, make_metric, sentence_statistics
+from workflow_scripts.dag.evaluation import METRICS
+from workflow_scripts.evaluation.significance import make_metric, sentence_statistics
 
 METRIC_LABELS = {"bleu": "sacreBLEU", "chrf": "chrF2", "tokenized_bleu": "BLEU (tokenised)"}
 

@@ -13,7 +13,7 @@
   ``significance.PairedTest``, exactly as ``sacrebleu REF -i BASELINE SYSTEM --paired-bs``
   (``--paired-ar``) runs it, with the seed given here instead of ``SACREBLEU_SEED``.
 
-Metrics (as in :mod:`nmtmodels.scoring`): ``bleu`` (sacreBLEU on detokenised text with the
+Metrics (as in :mod:`nmtmodels.text.scoring`): ``bleu`` (sacreBLEU on detokenised text with the
 target language's tokenizer), ``chrf`` (chrF2) and ``tokenized_bleu`` (multi-bleu.perl style:
 tokenised text, ``tokenize="none"``, no smoothing).
 
@@ -40,15 +40,13 @@ from sacrebleu.metrics import BLEU, CHRF
 from sacrebleu.metrics.base import Metric
 from sacrebleu.significance import PairedTest
 
-from nmtmodels.scoring import bleu_tokenizer
+from nmtmodels.text.scoring import bleu_tokenizer
 from nmtmodels.textio import DataError, atomic_output, read_lines
-
-METRICS = ("bleu", "chrf", "tokenized_bleu")
-TESTS = ("sign", "paired_bs", "paired_ar")
+from workflow_scripts.dag.evaluation import EVALUATION_DEFAULTS, METRICS, TESTS
 
 
 def make_metric(name: str, lang: str, references: Sequence[Sequence[str]] | None = None) -> Metric:
-    """A sacrebleu metric configured as :mod:`nmtmodels.scoring` scores ``name``; with
+    """A sacrebleu metric configured as :mod:`nmtmodels.text.scoring` scores ``name``; with
     ``references`` (a list of reference streams) their statistics are cached."""
     if name == "bleu":
         return BLEU(tokenize=bleu_tokenizer(lang), references=references)
@@ -160,11 +158,11 @@ def compare(
     references: Sequence[Sequence[str]],
     *,
     tokenized: tuple[Sequence[str], Sequence[str], Sequence[Sequence[str]]] | None = None,
-    metrics: Sequence[str] = ("bleu", "tokenized_bleu"),
+    metrics: Sequence[str] = tuple(EVALUATION_DEFAULTS["significance_metrics"]),
     tests: Sequence[str] = TESTS,
-    bootstrap_samples: int = 1000,
-    ar_trials: int = 10000,
-    seed: int = 12345,
+    bootstrap_samples: int = EVALUATION_DEFAULTS["bootstrap_samples"],
+    ar_trials: int = EVALUATION_DEFAULTS["ar_trials"],
+    seed: int = EVALUATION_DEFAULTS["seed"],
 ) -> dict[str, Any]:
     """Every requested test for every requested metric.
 
@@ -226,11 +224,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tok-system", help="tokenised system output (for tokenized_bleu)")
     parser.add_argument("--tok-baseline", help="tokenised baseline output")
     parser.add_argument("--tok-ref", action="extend", nargs="+", help="tokenised reference(s)")
-    parser.add_argument("--metrics", nargs="+", default=["bleu", "tokenized_bleu"], choices=METRICS)
-    parser.add_argument("--tests", nargs="+", default=list(TESTS), choices=TESTS)
-    parser.add_argument("--bootstrap-samples", type=int, default=1000)
-    parser.add_argument("--ar-trials", type=int, default=10000)
-    parser.add_argument("--seed", type=int, default=12345)
+    parser.add_argument("--metrics", nargs="+", default=EVALUATION_DEFAULTS["significance_metrics"], choices=METRICS)
+    parser.add_argument("--tests", nargs="+", default=EVALUATION_DEFAULTS["tests"], choices=TESTS)
+    parser.add_argument("--bootstrap-samples", type=int, default=EVALUATION_DEFAULTS["bootstrap_samples"])
+    parser.add_argument("--ar-trials", type=int, default=EVALUATION_DEFAULTS["ar_trials"])
+    parser.add_argument("--seed", type=int, default=EVALUATION_DEFAULTS["seed"])
     parser.add_argument("--output", required=True, help="JSON file to write")
     args = parser.parse_args(argv)
     tok_args = (args.tok_system, args.tok_baseline, args.tok_ref)

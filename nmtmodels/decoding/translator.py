@@ -2,18 +2,18 @@
 
 ::
 
-    from nmtmodels.translator import Translator
+    from nmtmodels import Translator
 
     translator = Translator.from_checkpoint("results/experiments/baseline/multi30k_en_de/model")
     for translation in translator.translate(["Two dogs are playing in the snow."], beam=4, nbest=2):
         print(translation.text, [(h.text, h.score) for h in translation.hypotheses])
 
-``from_checkpoint`` takes a model package directory (:mod:`nmtmodels.package`, written by
+``from_checkpoint`` takes a model package directory (:mod:`nmtmodels.text.model_package`, written by
 the workflow's rule ``model_package``) or a checkpoint inside one.  Raw input then goes
-through the steps that made the training source (:class:`nmtmodels.preprocessing.TextProcessor`
+through the steps that made the training source (:class:`nmtmodels.text.preprocessing.TextProcessor`
 with the corpus' settings, then subword-nmt BPE with the package's codes, vocabulary and
 threshold, or characters), and each hypothesis is turned back into plain text
-(:func:`nmtmodels.postprocess.postprocess`: BPE removal or character joining, Moses
+(:func:`nmtmodels.text.postprocess.postprocess`: BPE removal or character joining, Moses
 detokenisation or the CJK space rule for the target language).
 
 ``pretokenized=True`` takes any checkpoint and reads input that is already encoded like the
@@ -34,21 +34,21 @@ from typing import Any, Literal
 
 import torch
 
-from nmtmodels import inference
-from nmtmodels.checkpoint import CheckpointError
+from nmtmodels.checkpoint import CheckpointError, load_model_from_checkpoint
 from nmtmodels.config import ConfigError, from_dict
 from nmtmodels.data import ParallelDataset, TooLong
-from nmtmodels.ensemble import Ensemble, check_members
-from nmtmodels.package import CHECKPOINT_FILE, ModelPackage, package_directory, read_package
-from nmtmodels.preprocessing import SegmentationError
-from nmtmodels.search import DecodeConfig
-from nmtmodels.search import Hypothesis as SearchHypothesis
+from nmtmodels.decoding import batched
+from nmtmodels.decoding.ensemble import Ensemble, check_members
+from nmtmodels.decoding.scorer import DecodeConfig
+from nmtmodels.decoding.scorer import Hypothesis as SearchHypothesis
+from nmtmodels.text.model_package import CHECKPOINT_FILE, ModelPackage, package_directory, read_package
+from nmtmodels.text.preprocessing import SegmentationError
 from nmtmodels.textio import DataError
 from nmtmodels.vocab import Vocabulary
 
 
 @dataclass(frozen=True)
-class Hypothesis:
+class TextHypothesis:
     """One translation of a sentence.
 
     ``text``: plain (detokenised) text, or the model's tokens joined by spaces with
@@ -56,7 +56,7 @@ class Hypothesis:
     and other terms of the decode settings); ``tokens``: the target tokens the model wrote
     (BPE or characters, ``<unk>`` kept); ``attention``: (len(tokens) + 1, source tokens + 1)
     cross-attention weights when asked for, else None; ``finished``: False when no beam
-    reached ``</s>`` within the length limit (see :mod:`nmtmodels.search`).
+    reached ``</s>`` within the length limit (see :mod:`nmtmodels.decoding.search`).
     """
 
     text: str
@@ -72,7 +72,7 @@ class Translation:
 
     source: str
     source_tokens: list[str]
-    hypotheses: list[Hypothesis]
+    hypotheses: list[TextHypothesis]
 
     @property
     def text(self) -> str:
@@ -107,7 +107,7 @@ class Translator:
     def from_checkpoint(cls, path: str | os.PathLike | Sequence[str | os.PathLike], *, device: torch.device | str = "cpu",
                         pretokenized: bool = False) -> Translator:
         """Load a package directory or a checkpoint (in a package directory unless
-        ``pretokenized``); several paths: an :class:`~nmtmodels.ensemble.Ensemble` of their
+        ``pretokenized``); several paths: an :class:`~nmtmodels.decoding.ensemble.Ensemble` of their
         models, with the first one's package and decode settings.  CheckpointError /
         ConfigError in one line naming the path."""
         paths = [path] if isinstance(path, (str, os.PathLike)) else list(path)
@@ -120,7 +120,7 @@ class Translator:
                 hint = " (is the directory a model package?)" if given.is_dir() else ""
                 raise CheckpointError(f"{checkpoint}: no such checkpoint{hint}")
             checkpoints.append(checkpoint)
-        loaded = [inference.load_model_from_checkpoint(str(checkpoint), device) for checkpoint in checkpoints]
+        loaded = [load_model_from_checkpoint(str(checkpoint), device) for checkpoint in checkpoints]
         model, src_vocab, tgt_vocab, state = loaded[0]
         checkpoint = checkpoints[0]
         if len(loaded) > 1:
@@ -151,7 +151,7 @@ class Translator:
     # ------------------------------------------------------------------ source side
     def encode(self, sentence: str) -> str:
         """The model input for one raw sentence (tokens separated by spaces):
-        :meth:`nmtmodels.package.ModelPackage.source_encoder`.  With ``pretokenized`` the
+        :meth:`nmtmodels.text.model_package.ModelPackage.source_encoder`.  With ``pretokenized`` the
         sentence is returned as it is."""
         return sentence if self._encode is None else self._encode(sentence)
 
@@ -185,20 +185,20 @@ class Translator:
                amp: Literal["bf16", "none"] = "none", progress: Callable[[int], None] | None = None) -> list[list[SearchHypothesis]]:
         """Search hypotheses (token ids) for every example of ``dataset``, in order;
         ``progress`` is called with the number of sentences of each finished batch."""
-        return inference.translate_dataset(self.model, dataset, decode_cfg, max_tokens=max_tokens, device=self.device,
+        return batched.translate_dataset(self.model, dataset, decode_cfg, max_tokens=max_tokens, device=self.device,
                                            amp=amp, progress=progress)
 
     # ------------------------------------------------------------------ target side
     def target_tokens(self, hypothesis: SearchHypothesis) -> list[str]:
         return self.tgt_vocab.decode(hypothesis.tokens, keep_unk=True)
 
-    def render(self, hypothesis: SearchHypothesis) -> Hypothesis:
+    def render(self, hypothesis: SearchHypothesis) -> TextHypothesis:
         """A search hypothesis as text: detokenised plain text, or (``pretokenized``) the tokens."""
         tokens = self.target_tokens(hypothesis)
         text = " ".join(tokens)
         if self.package is not None:
             text = self.package.postprocess(text)
-        return Hypothesis(text=text, score=float(hypothesis.score), tokens=tokens, attention=hypothesis.attention,
+        return TextHypothesis(text=text, score=float(hypothesis.score), tokens=tokens, attention=hypothesis.attention,
                           finished=getattr(hypothesis, "finished", True))
 
     def translate(self, sentences: Sequence[str], *, beam: int | None = None, nbest: int = 1, return_attention: bool = False,
@@ -207,7 +207,7 @@ class Translator:
 
         ``beam`` (default: the checkpoint's decode settings) and ``nbest`` (hypotheses per
         sentence, at most ``beam``); ``return_attention`` keeps each hypothesis' attention;
-        other keywords are :class:`~nmtmodels.search.DecodeConfig` fields (``length_penalty``,
+        other keywords are :class:`~nmtmodels.decoding.scorer.DecodeConfig` fields (``length_penalty``,
         ``max_len_a``, ...).  ``max_tokens``: the token budget of a batch.
         """
         if isinstance(sentences, str):

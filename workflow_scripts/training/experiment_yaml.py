@@ -1,10 +1,12 @@
 """Write the resolved settings of one experiment run (the ``--config`` of ``nmt-train``).
 
-    python -m workflow_scripts.data.experiment --settings JSON --output experiment.yaml
+    python -m workflow_scripts.training.experiment_yaml --settings JSON --output experiment.yaml
 
-JSON holds the ``model``, ``train`` and ``decode`` sections the Snakefile resolved from
-config.yaml (defaults + the experiment's overrides).  The file is written atomically, so
-a changed setting re-triggers training through Snakemake's parameter tracking.
+JSON holds the ``model``, ``train`` and ``decode`` sections (:data:`nmtmodels.experiment.SECTIONS`)
+that the workflow resolved from config.yaml (defaults + the experiment's overrides:
+:func:`workflow_scripts.dag.runs.experiment_settings`, or a compressor's
+:func:`workflow_scripts.dag.esc.compressor_settings`).  The file is written atomically, so a
+changed setting re-triggers training through Snakemake's parameter tracking.
 """
 from __future__ import annotations
 
@@ -14,9 +16,8 @@ import sys
 
 import yaml
 
+from nmtmodels.experiment import SECTIONS
 from nmtmodels.textio import atomic_output
-
-SECTIONS = ("model", "train", "decode")
 
 
 def write_settings(settings: dict, output: str) -> None:
@@ -28,7 +29,7 @@ def write_settings(settings: dict, output: str) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m workflow_scripts.training.experiment_yaml", description=__doc__.split("\n\n")[0])
     parser.add_argument("--settings", required=True, help="JSON with model/train/decode sections")
     parser.add_argument("--output", required=True)
     args = parser.parse_args(argv)

@@ -1,7 +1,7 @@
 """Raw text to model input: per-language normalisation, tokenisation or word segmentation,
 and subword-nmt BPE.  The workflow preprocesses its corpora with these classes
 (:mod:`workflow_scripts.data.preprocess`, ``segment``, ``bpe``) and
-:class:`nmtmodels.translator.Translator` applies the same steps to raw input, so training
+:class:`nmtmodels.decoding.translator.Translator` applies the same steps to raw input, so training
 and translation read text the same way.
 
 Per language, in this order (:class:`TextProcessor`):
@@ -28,7 +28,7 @@ one sentence character by character, so this must hold).
 
 Characters (the char2word paper's units, :mod:`workflow_scripts.data.chars`): a sentence is
 its characters separated by spaces, each run of whitespace written as ``▁`` (U+2581,
-:data:`nmtmodels.postprocess.SPACE_SYMBOL`).
+:data:`nmtmodels.text.postprocess.SPACE_SYMBOL`).
 
 BPE: subword-nmt's ``apply_bpe.BPE`` with separator ``"@@"``; :func:`load_bpe` reads codes
 and a vocabulary filtered by a threshold, as ``subword-nmt apply-bpe --codes C
@@ -50,7 +50,7 @@ from typing import Any
 from subword_nmt import apply_bpe
 
 from nmtmodels.config import ConfigError
-from nmtmodels.postprocess import SPACE_SYMBOL
+from nmtmodels.text.postprocess import SPACE_SYMBOL
 from nmtmodels.textio import DataError, read_lines
 
 UNICODE_FORMS = ("NFC", "NFKC", "NFD", "NFKD")

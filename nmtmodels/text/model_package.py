@@ -9,31 +9,28 @@ Layout (written by the workflow's rule ``model_package`` into
     preprocess.json      languages, normaliser and tokeniser settings, subword units
     bpe.codes            source BPE codes (subwords bpeN only)
     bpe.vocab            source BPE vocabulary, "subword count" lines, read with the threshold
-    spm.model            source SentencePiece model (subwords spmN only, :mod:`nmtmodels.spm`)
+    spm.model            source SentencePiece model (subwords spmN only, :mod:`nmtmodels.text.spm`)
 
-``preprocess.json`` holds the source and target :class:`~nmtmodels.preprocessing.LanguageSettings`
+``preprocess.json`` holds the source and target :class:`~nmtmodels.text.preprocessing.LanguageSettings`
 of the corpus' ``preprocess`` spec (``lang``, ``tokenizer``, ``join_pretokenized``,
 ``lowercase``), the unicode form, the subword units (``bpeN``, ``spmN`` or ``char``) and, for
 BPE, the vocabulary threshold that the workflow's ``apply_bpe`` used (``"bpe": {...}``), for
 SentencePiece the model file (``"sentencepiece": {"model": "spm.model"}``).  The target
 settings name the language of the detokeniser.  Source text then goes through the steps that
-made the training source (:class:`~nmtmodels.preprocessing.TextProcessor`, then subword-nmt
+made the training source (:class:`~nmtmodels.text.preprocessing.TextProcessor`, then subword-nmt
 BPE with codes, vocabulary and threshold, SentencePiece with the model, or characters with ▁
-for spaces); the target side is undone by :func:`nmtmodels.postprocess.postprocess`.
+for spaces); the target side is undone by :func:`nmtmodels.text.postprocess.postprocess`.
 
 CLI (the rule's command)::
 
-    python -m nmtmodels.package --checkpoint CKPT --settings JSON [--codes C --vocab V | --spm-model M] --out-dir DIR
+    python -m nmtmodels.cli package --checkpoint CKPT --settings JSON [--codes C --vocab V | --spm-model M] --out-dir DIR
 """
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import json
 import os
-import re
 import shutil
-import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -41,8 +38,8 @@ from typing import Any
 
 from nmtmodels.checkpoint import copy_checkpoint
 from nmtmodels.config import ConfigError
-from nmtmodels.postprocess import postprocess
-from nmtmodels.preprocessing import (
+from nmtmodels.text.postprocess import SUBWORDS, postprocess
+from nmtmodels.text.preprocessing import (
     UNICODE_FORMS,
     LanguageSettings,
     TextProcessor,
@@ -59,7 +56,6 @@ CODES_FILE = "bpe.codes"
 VOCAB_FILE = "bpe.vocab"
 SPM_MODEL_FILE = "spm.model"
 FORMAT = 1
-SUBWORDS = re.compile(r"bpe[0-9]+|spm[0-9]+|char")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -168,7 +164,7 @@ class ModelPackage:
             bpe = load_bpe(self.codes, self.vocab, settings.vocabulary_threshold)
             return lambda sentence: bpe.process_line(tokenize(sentence))
         if settings.is_spm:
-            from nmtmodels.spm import SentencePieceEncoder
+            from nmtmodels.text.spm import SentencePieceEncoder
 
             pieces = SentencePieceEncoder(self.spm_model)
             return lambda sentence: pieces.encode_line(tokenize(sentence))
@@ -243,34 +239,3 @@ def write_package(out_dir: str | os.PathLike, checkpoint: str | os.PathLike, set
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return out_dir
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m nmtmodels.package", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--checkpoint", required=True)
-    parser.add_argument("--settings", required=True, help="the content of preprocess.json, as JSON")
-    parser.add_argument("--codes", help="source BPE codes (subwords bpeN)")
-    parser.add_argument("--vocab", help="source BPE vocabulary (subwords bpeN)")
-    parser.add_argument("--spm-model", help="source SentencePiece model (subwords spmN)")
-    parser.add_argument("--out-dir", required=True)
-    args = parser.parse_args(argv)
-    try:
-        settings = PackageSettings.from_dict(json.loads(args.settings), where="--settings")
-    except (json.JSONDecodeError, ConfigError) as exc:
-        parser.error(f"--settings: {exc}")
-    if settings.is_bpe != bool(args.codes and args.vocab) or bool(args.codes) != bool(args.vocab):
-        parser.error(f"subwords {settings.subwords}: " + ("--codes and --vocab are required" if settings.is_bpe
-                                                          else "--codes and --vocab do not apply"))
-    if settings.is_spm != bool(args.spm_model):
-        parser.error(f"subwords {settings.subwords}: " + ("--spm-model is required" if settings.is_spm
-                                                          else "--spm-model does not apply"))
-    try:
-        write_package(args.out_dir, args.checkpoint, settings, args.codes, args.vocab, args.spm_model)
-    except OSError as exc:
-        parser.exit(1, f"{parser.prog}: error: {exc}\n")
-    print(f"model package {args.out_dir}: {settings.source.lang}-{settings.target.lang}, {settings.subwords}", file=sys.stderr)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

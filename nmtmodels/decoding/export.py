@@ -2,17 +2,17 @@
 
 ::
 
-    from nmtmodels.export import export_ctranslate2
+    from nmtmodels.decoding.export import export_ctranslate2
 
     export_ctranslate2("results/experiments/baseline/multi30k_en_de/model", "ct2-model", quantization="int8")
 
 The input is a checkpoint of family ``"transformer"`` or a model package directory
-(:mod:`nmtmodels.package`; a checkpoint inside one counts as the package). The output is a
+(:mod:`nmtmodels.text.model_package`; a checkpoint inside one counts as the package). The output is a
 CTranslate2 model directory (``model.bin``, ``config.json``, the vocabularies) that
 ``ctranslate2.Translator`` loads, plus ``export.json`` (what was exported, the length limits
 and the decoding options that reproduce our search) and, for a package, the package's
-other files (``preprocess.json`` and its subword files, e.g. ``bpe.codes`` and ``bpe.vocab``), so :func:`nmtmodels.package.read_package`
-on the output directory gives the raw-text preprocessing (docs/translate.md, "Export to
+other files (``preprocess.json`` and its subword files, e.g. ``bpe.codes`` and ``bpe.vocab``),
+so :func:`nmtmodels.text.model_package.read_package` on the output directory gives the raw-text preprocessing (docs/translate.md, "Export to
 CTranslate2").
 
 How our model maps onto ``ctranslate2.specs.TransformerSpec``:
@@ -63,8 +63,8 @@ from torch import nn
 
 from nmtmodels.checkpoint import load_checkpoint
 from nmtmodels.config import ConfigError
-from nmtmodels.package import CHECKPOINT_FILE, PREPROCESS_FILE, package_directory
 from nmtmodels.symbols import BOS, EOS, PAD, UNK
+from nmtmodels.text.model_package import CHECKPOINT_FILE, PREPROCESS_FILE, package_directory
 from nmtmodels.textio import current_umask
 
 FAMILY = "transformer"
@@ -123,7 +123,7 @@ def export_ctranslate2(checkpoint_or_package: str | os.PathLike, out_dir: str | 
         raise ExportError(f"{checkpoint}: model family {family!r} cannot be exported to CTranslate2: {reason}; "
                           f"only family {FAMILY!r} can")
     ctranslate2 = _import_ctranslate2()
-    from nmtmodels.inference import load_model_from_checkpoint
+    from nmtmodels.checkpoint import load_model_from_checkpoint
 
     model, src_vocab, tgt_vocab, state = load_model_from_checkpoint(str(checkpoint), "cpu")
     spec = build_spec(model, src_vocab.tokens, tgt_vocab.tokens, where=str(checkpoint))

@@ -17,22 +17,21 @@ one line per hypothesis (two references -> two lists as long as the hypotheses).
 
 CLI::
 
-    python -m nmtmodels.scoring --lang de --hyp HYP --ref REF [--ref REF2 ...]
+    python -m nmtmodels.cli score --lang de --hyp HYP --ref REF [--ref REF2 ...]
         [--tok-hyp TOKHYP --tok-ref TOKREF ...] --output scores.json
 """
 from __future__ import annotations
 
-import argparse
 import functools
 import importlib.util
 import json
 import os
-import re
 from typing import Any
 
 from sacrebleu.metrics import BLEU, CHRF, TER
 
-from nmtmodels.textio import atomic_write_text, read_lines
+from nmtmodels.text.postprocess import CJK_LANGUAGES, base_language
+from nmtmodels.textio import atomic_write_text
 
 
 @functools.cache
@@ -40,13 +39,9 @@ def _mecab_available() -> bool:
     return importlib.util.find_spec("MeCab") is not None and importlib.util.find_spec("ipadic") is not None
 
 
-def _base_language(lang: str) -> str:
-    return re.split(r"[-_]", lang.lower(), maxsplit=1)[0]
-
-
 def bleu_tokenizer(lang: str) -> str:
     """sacrebleu tokenizer for detokenised text in ``lang``."""
-    base = _base_language(lang)
+    base = base_language(lang)
     if base == "zh":
         return "zh"
     if base == "ja":
@@ -76,7 +71,7 @@ def tokenized_bleu() -> BLEU:
 
 def ter_metric(lang: str) -> TER:
     """sacrebleu's TER for detokenised text in ``lang`` (CJK: one word per character)."""
-    cjk = _base_language(lang) in ("zh", "ja")
+    cjk = base_language(lang) in CJK_LANGUAGES
     return TER(normalized=cjk, asian_support=cjk)
 
 
@@ -136,33 +131,3 @@ def score_corpus(
 def write_scores_json(path: str | os.PathLike, scores: dict[str, Any]) -> None:
     """Write ``scores`` as indented JSON, atomically (no partial file on failure)."""
     atomic_write_text(path, json.dumps(scores, indent=2, ensure_ascii=False, sort_keys=True) + "\n")
-
-
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m nmtmodels.scoring", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--lang", required=True, help="target language (picks the BLEU tokenizer)")
-    parser.add_argument("--hyp", required=True, help="detokenised hypotheses, one per line")
-    parser.add_argument("--ref", required=True, action="extend", nargs="+", help="detokenised reference file(s)")
-    parser.add_argument("--tok-hyp", help="tokenised hypotheses for tokenised BLEU")
-    parser.add_argument("--tok-ref", action="extend", nargs="+", help="tokenised reference file(s)")
-    parser.add_argument("--output", required=True, help="JSON file to write")
-    args = parser.parse_args(argv)
-    if (args.tok_hyp is None) != (args.tok_ref is None):
-        parser.error("--tok-hyp and --tok-ref go together")
-    read = lambda path: list(read_lines(path))
-    try:
-        scores = score_corpus(
-            read(args.hyp),
-            [read(path) for path in args.ref],
-            args.lang,
-            None if args.tok_hyp is None else read(args.tok_hyp),
-            None if args.tok_ref is None else [read(path) for path in args.tok_ref],
-        )
-    except ValueError as exc:
-        files = ", ".join([args.hyp, *args.ref, *filter(None, [args.tok_hyp]), *(args.tok_ref or [])])
-        raise SystemExit(f"error: {exc} (files: {files})") from None
-    write_scores_json(args.output, scores)
-
-
-if __name__ == "__main__":
-    main()

@@ -1,9 +1,9 @@
 """SentencePiece subwords (Kudo and Richardson, 2018), unigram or BPE, with the
 ``sentencepiece`` library: the other subword option beside subword-nmt BPE
-(:mod:`nmtmodels.preprocessing`).
+(:mod:`nmtmodels.text.preprocessing`).
 
 SentencePiece is meant for raw text; here it reads the same normalised and tokenised text
-that subword-nmt reads (the TOK text of :class:`~nmtmodels.preprocessing.TextProcessor`),
+that subword-nmt reads (the TOK text of :class:`~nmtmodels.text.preprocessing.TextProcessor`),
 so that everything downstream (tokenised BLEU, Moses detokenisation, lattices, the
 postprocessing rules) treats both subword kinds alike:
 
@@ -14,7 +14,7 @@ postprocessing rules) treats both subword kinds alike:
   fewer pieces than asked, as subword-nmt stops merging early);
 * encoding: ``SentencePieceProcessor.encode(out_type=str)``, the pieces separated by
   spaces; a piece that starts a word carries ``▁`` (U+2581);
-* decoding: :func:`nmtmodels.postprocess.remove_spm` joins the pieces and turns each ``▁``
+* decoding: :func:`nmtmodels.text.postprocess.remove_spm` joins the pieces and turns each ``▁``
   back into a space (what ``SentencePieceProcessor.decode_pieces`` does, without needing
   the model), then the target language's Moses detokeniser runs as for BPE.
 

@@ -2,7 +2,7 @@
 
 * BPE (subword-nmt): ``"@@ "`` joins a piece to the next one; a ``"@@"`` at the end of the
   line (a truncated hypothesis) is dropped.
-* SentencePiece pieces (:mod:`nmtmodels.spm`): the pieces are joined and each ``▁``
+* SentencePiece pieces (:mod:`nmtmodels.text.spm`): the pieces are joined and each ``▁``
   (U+2581) that starts a word becomes a space, as ``SentencePieceProcessor.decode_pieces``
   does; the result is the tokenised text that the pieces were made from.
 * European languages: sacremoses' ``MosesDetokenizer(lang)`` (it also unescapes ``&amp;``
@@ -17,11 +17,10 @@
 
 CLI::
 
-    python -m nmtmodels.postprocess --lang de [--no-bpe | --spm | --char-level] [--no-detokenize] INPUT OUTPUT
+    python -m nmtmodels.cli postprocess --lang de [--no-bpe | --spm | --char-level] [--no-detokenize] INPUT OUTPUT
 """
 from __future__ import annotations
 
-import argparse
 import functools
 import re
 from collections.abc import Iterable, Iterator
@@ -29,15 +28,17 @@ from collections.abc import Iterable, Iterator
 from sacremoses import MosesDetokenizer
 from sacremoses.util import is_cjk
 
-from nmtmodels.textio import atomic_output, read_lines
+from nmtmodels.symbols import SPACE_SYMBOL  # ▁: an original space in character-level text and SentencePiece pieces
+from nmtmodels.symbols import UNK as UNK_SYMBOL
 
 BPE_JOINER = re.compile(r"@@(?: |$)")
-SPACE_SYMBOL = "\u2581"  # ▁ stands for an original space in character-level text and SentencePiece pieces
-UNK_SYMBOL = "<unk>"
 CJK_LANGUAGES = ("zh", "ja")
 # How target tokens are encoded (nmt-train / nmt-translate --tgt-format): subword-nmt BPE,
 # SentencePiece pieces, characters, or words as they are.
 TEXT_FORMATS = ("bpe", "spm", "char", "plain")
+# Names of subword units (a run's ``subwords``, a model package's ``preprocess.json``): subword-nmt
+# BPE with N merges, SentencePiece with a vocabulary of N, or characters.
+SUBWORDS = re.compile(r"bpe[0-9]+|spm[0-9]+|char")
 
 
 def remove_bpe(line: str) -> str:
@@ -72,7 +73,8 @@ def chars_to_text(line: str, unk: str = UNK_SYMBOL) -> str:
     return "".join(" " if char == SPACE_SYMBOL else unk if char == UNK_SYMBOL else char for char in line.split()).strip()
 
 
-def _base_language(lang: str) -> str:
+def base_language(lang: str) -> str:
+    """The language of a code without its region or script: ``zh-CN`` and ``zh_tw`` -> ``zh``."""
     return re.split(r"[-_]", lang.lower(), maxsplit=1)[0]
 
 
@@ -83,7 +85,7 @@ def _detokenizer(lang: str) -> MosesDetokenizer:
 
 def detokenize_text(line: str, lang: str) -> str:
     """Moses detokenisation, or the CJK space rule for Chinese and Japanese."""
-    base = _base_language(lang)
+    base = base_language(lang)
     if base in CJK_LANGUAGES:
         return join_cjk(line)
     return _detokenizer(base).detokenize(line.split())
@@ -114,25 +116,3 @@ def postprocess_lines(lines: Iterable[str], lang: str, **options: bool) -> Itera
     """:func:`postprocess` over lines (``options`` as its keyword arguments)."""
     for line in lines:
         yield postprocess(line, lang, **options)
-
-
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m nmtmodels.postprocess", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--lang", required=True, help="target language code (zh/ja get the CJK space rule)")
-    parser.add_argument("--no-bpe", dest="bpe", action="store_false", help="input has no subword-nmt joiners")
-    parser.add_argument("--no-detokenize", dest="detokenize", action="store_false")
-    parser.add_argument("--spm", action="store_true", help="input is SentencePiece pieces (▁ starts a word)")
-    parser.add_argument("--char-level", action="store_true", help="input is space-separated characters with ▁ for spaces")
-    parser.add_argument("input")
-    parser.add_argument("output")
-    args = parser.parse_args(argv)
-    if args.spm and args.char_level:
-        parser.error("--spm and --char-level exclude each other")
-    options = dict(bpe=args.bpe, detokenize=args.detokenize, char_level=args.char_level, spm=args.spm)
-    with atomic_output(args.output) as out:
-        for line in postprocess_lines(read_lines(args.input), args.lang, **options):
-            out.write(line + "\n")
-
-
-if __name__ == "__main__":
-    main()

@@ -1,0 +1,66 @@
+"""Command-line entry points, one module each, with ``main(argv) -> int``:
+
+* ``nmt-train`` (:mod:`nmtmodels.cli.train`), ``nmt-translate`` (:mod:`nmtmodels.cli.translate`),
+  ``nmt-average`` (:mod:`nmtmodels.cli.average`), ``nmt-vocab`` (:mod:`nmtmodels.cli.vocab`),
+  ``nmt-export`` (:mod:`nmtmodels.cli.export`);
+* ``score`` (:mod:`nmtmodels.cli.score`), ``postprocess`` (:mod:`nmtmodels.cli.postprocess`),
+  ``package`` (:mod:`nmtmodels.cli.package`), the workflow's commands.
+
+Each runs as ``python -m nmtmodels.cli COMMAND ...`` (or ``python -m nmtmodels COMMAND ...``;
+under torchrun: ``torchrun --nproc_per_node=N -m nmtmodels.cli train ...``).  Exit codes, the
+same for all: :mod:`nmtmodels.cli.common` (0 success; 2 a bad configuration, data, checkpoint or
+write, in one line on stderr; 75 a training interrupted to be requeued).  ``train_main``,
+``translate_main``, ``average_main``, ``vocab_main`` and ``export_main`` are the ``main`` of
+their modules, imported when first used: importing this package imports no torch.
+"""
+from __future__ import annotations
+
+import importlib
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from nmtmodels.cli.common import EXIT_USAGE
+
+__all__ = ["COMMANDS", "average_main", "export_main", "main", "train_main", "translate_main", "vocab_main"]
+
+# command -> the module whose main(argv) runs it
+COMMANDS = {
+    "train": "nmtmodels.cli.train",
+    "translate": "nmtmodels.cli.translate",
+    "average": "nmtmodels.cli.average",
+    "vocab": "nmtmodels.cli.vocab",
+    "export": "nmtmodels.cli.export",
+    "score": "nmtmodels.cli.score",
+    "postprocess": "nmtmodels.cli.postprocess",
+    "package": "nmtmodels.cli.package",
+}
+
+
+def command(name: str) -> Callable[[Sequence[str] | None], int]:
+    """The ``main`` of command ``name`` (a key of :data:`COMMANDS`)."""
+    return importlib.import_module(COMMANDS[name]).main
+
+
+# Library functions that 0.1 kept in the CLI module; importable from here for one release.
+MOVED = {"load_experiment": "nmtmodels.experiment", "apply_overrides": "nmtmodels.experiment", "SECTIONS": "nmtmodels.experiment"}
+
+
+def __getattr__(name: str) -> Any:
+    """``train_main`` ... ``export_main``: the ``main`` of :mod:`nmtmodels.cli.train` ...."""
+    if name.endswith("_main") and name.removesuffix("_main") in ("train", "translate", "average", "vocab", "export"):
+        return command(name.removesuffix("_main"))
+    if name in MOVED:
+        import warnings
+
+        warnings.warn(f"nmtmodels.cli.{name} moved to {MOVED[name]}.{name}", DeprecationWarning, stacklevel=2)
+        return getattr(importlib.import_module(MOVED[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] not in COMMANDS:
+        print(f"usage: python -m nmtmodels.cli {{{','.join(COMMANDS)}}} ...", file=sys.stderr)
+        return EXIT_USAGE
+    return command(argv[0])(argv[1:])

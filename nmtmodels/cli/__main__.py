@@ -1,0 +1,6 @@
+"""``python -m nmtmodels.cli COMMAND ...`` (the commands of :data:`nmtmodels.cli.COMMANDS`)."""
+import sys
+
+from nmtmodels.cli import main
+
+sys.exit(main())

@@ -1,0 +1,82 @@
+"""What every command shares: its argument parser, its one-line errors and warnings, and its
+exit codes.
+
+Exit codes: 0 success; 2 (:data:`EXIT_USAGE`) bad configuration, data or checkpoint (the
+message names the key, file and line), training diverged
+(:class:`nmtmodels.training.errors.TrainingDiverged`), another trainer in the output
+directory, or a failed write (full disk: the file and the free space); 75
+(:data:`nmtmodels.training.trainer.EXIT_REQUEUE`) training interrupted by SIGTERM/SIGUSR1 after
+writing ``checkpoint_last.pt``: rerun the same command to resume.  Every such failure is one
+line on stderr.
+
+This module imports no torch: ``nmtmodels.cli`` and ``--help`` stay quick.
+"""
+from __future__ import annotations
+
+import argparse
+import errno
+import shutil
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from nmtmodels.config import ConfigError
+from nmtmodels.textio import DataError
+
+if TYPE_CHECKING:
+    import torch
+
+EXIT_USAGE = 2
+
+
+def make_parser(prog: str, description: str | None = None, **kwargs: Any) -> argparse.ArgumentParser:
+    """The argument parser of a command.  Options are never abbreviated (``--be 5`` is an
+    error, not ``--beam 5``), so adding an option cannot change what an old command line means."""
+    return argparse.ArgumentParser(prog=prog, description=description, allow_abbrev=False, **kwargs)
+
+
+def _fail(prog: str, message: str) -> int:
+    print(f"{prog}: error: {message}", file=sys.stderr, flush=True)
+    return EXIT_USAGE
+
+
+def _warn(prog: str, message: str) -> None:
+    print(f"{prog}: warning: {message}", file=sys.stderr, flush=True)
+
+
+def _os_error(exc: OSError) -> str:
+    """One line for a failed file operation: the file, the reason and, for a full disk or
+    quota, the free space."""
+    where = f"{exc.filename}: " if exc.filename else ""
+    message = f"{where}{exc.strerror or exc}"
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT) and exc.filename:
+        directory = Path(exc.filename).parent
+        try:
+            message += f" ({shutil.disk_usage(directory).free:,} bytes free in {directory})"
+        except OSError:
+            pass
+    return message
+
+
+def _run(prog: str, body: Callable[[], int]) -> int:
+    """Run ``body``; report expected failures (config, data, checkpoint, divergence, a
+    locked output directory, failed file operations) as one line."""
+    from nmtmodels.checkpoint import CheckpointError
+    from nmtmodels.training.errors import TrainingError
+
+    try:
+        return body()
+    except (ConfigError, DataError, CheckpointError, TrainingError) as exc:
+        return _fail(prog, str(exc))
+    except OSError as exc:  # a full disk while writing metrics or outputs, unreadable files
+        return _fail(prog, _os_error(exc))
+
+
+def _device(name: str) -> torch.device:
+    """``auto``: cuda when there is a GPU, else cpu; otherwise the device named."""
+    import torch
+
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    return torch.device(name)

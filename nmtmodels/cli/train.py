@@ -1,0 +1,114 @@
+"""``nmt-train`` (``python -m nmtmodels.cli train``; under torchrun:
+``torchrun --nproc_per_node=N -m nmtmodels.cli train ...``): train a model from text that is
+already tokenised and BPE-encoded (or character-separated), resuming from
+``OUT_DIR/checkpoint_last.pt``.  Exit codes: :mod:`nmtmodels.cli.common`; 75
+(:data:`nmtmodels.training.trainer.EXIT_REQUEUE`) when interrupted by SIGTERM/SIGUSR1."""
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import torch
+
+from nmtmodels.checkpoint import initialise_from, parameters_fingerprint
+from nmtmodels.cli.common import _device, _run, make_parser
+from nmtmodels.config import ConfigError, plain_dict
+from nmtmodels.data import ExtraField, ParallelDataset
+from nmtmodels.experiment import check_extras, load_experiment, parse_extras
+from nmtmodels.text.postprocess import TEXT_FORMATS
+from nmtmodels.textio import read_lines
+from nmtmodels.vocab import Vocabulary
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = make_parser("nmt-train", "Train a model (resumes from OUT_DIR/checkpoint_last.pt).")
+    parser.add_argument("--config", help="experiment YAML with model:, train: and decode: sections")
+    parser.add_argument("--train-src", required=True)
+    parser.add_argument("--train-tgt", required=True)
+    parser.add_argument("--valid-src", help="dev source (validation loss / BLEU)")
+    parser.add_argument("--valid-tgt", help="dev target, encoded like the training target")
+    parser.add_argument("--valid-ref", action="extend", nargs="+",
+                        help="raw (detokenised) dev reference(s) for sacreBLEU (all of a multi-reference set); "
+                             "else tokenised BLEU")
+    parser.add_argument("--tgt-lang", default="en", help="target language for post-processing (default en)")
+    parser.add_argument("--tgt-format", choices=TEXT_FORMATS, default="bpe",
+                        help="how target tokens are encoded (for validation BLEU)")
+    parser.add_argument("--src-vocab", required=True, help="vocabulary file (one token per line, or subword-nmt 'token count')")
+    parser.add_argument("--tgt-vocab", required=True)
+    parser.add_argument("--out-dir", required=True)
+    parser.add_argument("--extra", action="append", default=[], metavar="NAME=TRAIN:VALID",
+                        help="extra integer input the model family needs (one line per sentence)")
+    parser.add_argument("--extra-tokens", action="append", default=[], metavar="NAME=TRAIN:VALID",
+                        help="extra token input, numericalised with the source vocabulary")
+    parser.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE", help="override a config value")
+    parser.add_argument("--init-from", metavar="CHECKPOINT",
+                        help="start from this checkpoint's parameters (same model and vocabularies; fresh optimiser "
+                             "and schedule), e.g. supervised fine-tuning of a pre-trained model; ignored on resume")
+    parser.add_argument("--restart-on-change", action="store_true",
+                        help="when OUT_DIR/checkpoint_last.pt was written by a different run (model or train settings, "
+                             "vocabularies, training data, --init-from parameters), delete that run's checkpoints and metrics "
+                             "and start over "
+                             "instead of failing (the workflow's training rules pass it)")
+    parser.add_argument("--device", default="auto", help="auto, cpu, cuda (under torchrun: cuda:LOCAL_RANK)")
+    args = parser.parse_args(argv)
+    if bool(args.valid_src) != bool(args.valid_tgt):
+        parser.error("--valid-src and --valid-tgt go together")
+    return _run("nmt-train", lambda: _train(args))
+
+
+def _train(args: argparse.Namespace) -> int:
+    from nmtmodels.registry import build_model
+    from nmtmodels.training.distributed import init_from_env
+    from nmtmodels.training.state import seed_everything
+    from nmtmodels.training.trainer import EXIT_REQUEUE, Trainer
+    from nmtmodels.training.validation import make_bleu_fn
+
+    model_cfg, train_cfg, decode_cfg = load_experiment(args.config, args.set)
+    src_vocab = Vocabulary.from_file(args.src_vocab)
+    tgt_vocab = Vocabulary.from_file(args.tgt_vocab)
+    if model_cfg.share_embeddings and src_vocab != tgt_vocab:
+        raise ConfigError("model.share_embeddings: needs one joint vocabulary, but --src-vocab and --tgt-vocab differ")
+    if train_cfg.valid_bleu and not args.valid_src:
+        raise ConfigError("train.valid_bleu: needs --valid-src and --valid-tgt")
+    device = _device(args.device)
+    dist = init_from_env(device.type)
+    if dist.enabled and device.type == "cuda":
+        device = torch.device("cuda", dist.local_rank)
+
+    seed_everything(train_cfg.seed)
+    model = build_model(model_cfg, len(src_vocab), len(tgt_vocab))
+    model.attach_vocabularies(src_vocab, tgt_vocab)
+    init_fingerprint = None
+    if args.init_from:
+        initialise_from(model, args.init_from, src_vocab, tgt_vocab)
+        init_fingerprint = parameters_fingerprint(model)
+    extras = parse_extras(args.extra, args.extra_tokens, 2, "--extra")
+    pads = check_extras(model, extras, model_cfg.family, "--extra")
+    train_extras = {n: ExtraField(paths[0], pads[n], tokens) for n, (tokens, paths) in extras.items()}
+    valid_extras = {n: ExtraField(paths[1], pads[n], tokens) for n, (tokens, paths) in extras.items()}
+    log = (lambda msg: print(msg, file=sys.stderr, flush=True)) if dist.is_main else (lambda msg: None)
+    train_data = ParallelDataset.from_files(args.train_src, args.train_tgt, src_vocab, tgt_vocab, extras=train_extras,
+                                            max_positions=model.max_positions(), too_long=train_cfg.too_long, log=log)
+    valid_data = None
+    bleu_fn = None
+    if args.valid_src:
+        valid_data = ParallelDataset.from_files(args.valid_src, args.valid_tgt, src_vocab, tgt_vocab, extras=valid_extras,
+                                                max_positions=model.max_positions(), too_long="error")
+        if train_cfg.valid_bleu:
+            references = [list(read_lines(path)) for path in args.valid_ref] if args.valid_ref else None
+            bleu_fn = make_bleu_fn(valid_data, tgt_vocab, decode_cfg, tokenized_references=list(read_lines(args.valid_tgt)),
+                                   references=references, lang=args.tgt_lang,
+                                   max_tokens=train_cfg.valid_max_tokens or train_cfg.max_tokens,
+                                   device=device, amp=train_cfg.amp, text_format=args.tgt_format)
+    out_dir = Path(args.out_dir)
+    if dist.is_main:
+        log(f"model {model_cfg.family}: {model.num_parameters():,} parameters; vocab {len(src_vocab)}/{len(tgt_vocab)}; "
+            f"{len(train_data):,} training pairs" + (f", {len(valid_data):,} dev pairs" if valid_data else ""))
+    trainer = Trainer(model, train_cfg, train_data, valid_data, out_dir, model_config=model_cfg.to_dict(),
+                      src_vocab=src_vocab, tgt_vocab=tgt_vocab, bleu_fn=bleu_fn, decode_config=plain_dict(decode_cfg),
+                      device=device, dist=dist, log=log, restart_on_change=args.restart_on_change,
+                      init_fingerprint=init_fingerprint)
+    result = trainer.train()
+    return EXIT_REQUEUE if result.status == "interrupted" else 0

@@ -1,0 +1,332 @@
+"""``nmt-translate`` (``python -m nmtmodels.cli translate``): translate text with a checkpoint.
+
+It reads raw text and writes detokenised text with a model package
+(:mod:`nmtmodels.text.model_package`), through :class:`nmtmodels.decoding.translator.Translator`;
+with ``--pretokenized`` it reads encoded text with any checkpoint and writes the model's tokens
+(the workflow's rules), which ``--postprocess LANG`` turns into plain text
+(:func:`nmtmodels.text.postprocess.postprocess`).  Exit codes: :mod:`nmtmodels.cli.common`.
+
+It writes exactly one output line per input line (``nbest`` lines with ``--nbest``), in input
+order: a sentence whose beams never finish gets its best unfinished hypothesis and a warning
+naming its line (see :mod:`nmtmodels.decoding.search`).  It refuses a checkpoint whose
+parameters hold NaN or inf, and warns when more than :data:`UNKNOWN_WARNING_RATE` of the source
+tokens are not in the vocabulary.  Input and output are UTF-8 whatever the locale: standard
+input is read as bytes and decoded line by line, an invalid line giving the same
+``<stdin>:LINE: invalid UTF-8`` error as ``--input``.  Standard input is read whole and decoded
+in batches like ``--input`` unless it is a terminal (or ``--interactive``), where each line is
+answered before the next is read; either way a bad line (invalid UTF-8, too long) gives an
+error naming ``<stdin>:LINE`` and an empty output line, and the exit status is then 2 (after the
+last line).  Decoding a file or piped input reports progress on stderr: a tqdm bar on a
+terminal, else a line every ``--log-interval`` seconds with the sentence count and speed; then a
+closing line with the totals.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any
+
+from nmtmodels.cli.common import _device, _fail, _run, _warn, make_parser
+from nmtmodels.compiling import DECODE_COMPILE_MODES
+from nmtmodels.config import ConfigError
+from nmtmodels.data import ExtraField, ParallelDataset
+from nmtmodels.decoding.search import EARLY_STOP_RULES
+from nmtmodels.experiment import check_extras, parse_extras
+from nmtmodels.symbols import UNK_ID
+from nmtmodels.text.postprocess import TEXT_FORMATS
+from nmtmodels.textio import DataError, atomic_output, read_lines
+from nmtmodels.vocab import Vocabulary, check_fingerprint
+
+if TYPE_CHECKING:
+    from nmtmodels.decoding.translator import Translator
+
+PROG = "nmt-translate"
+STDIN = "<stdin>"
+UNKNOWN_WARNING_RATE = 0.10  # warn when more source tokens than this are <unk>
+UNKNOWN_MIN_TOKENS = 100  # interactive input: warn only once this many source tokens are read
+PROGRESS_INTERVAL = 30.0  # seconds between progress lines on a non-terminal stderr
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = make_parser(
+        PROG,
+        "Translate raw text with a model package (plain text out), or with --pretokenized encoded lines "
+        "with any checkpoint.  Without --input: standard input, line by line on a terminal (or with "
+        "--interactive), else read whole and decoded in batches.")
+    parser.add_argument("--checkpoint", required=True, nargs="+",
+                        help="a model package directory or a checkpoint in one (with --pretokenized: any checkpoint); "
+                             "several: an ensemble that averages their log-probabilities at each step (the first one's "
+                             "package and decode settings)")
+    parser.add_argument("--pretokenized", action="store_true",
+                        help="input is already encoded like the training source (tokenised, BPE or characters) and "
+                             "output is the model's tokens; what the workflow's rules pass")
+    parser.add_argument("--input", help="source file; default: standard input")
+    parser.add_argument("--output", help="output file (written atomically); default: stdout")
+    parser.add_argument("--interactive", action="store_true",
+                        help="answer each line of standard input before reading the next, even when it is not a terminal")
+    parser.add_argument("--beam", type=int)
+    parser.add_argument("--lenpen", type=float, help="GNMT length penalty alpha")
+    parser.add_argument("--max-len-a", type=float)
+    parser.add_argument("--max-len-b", type=int)
+    parser.add_argument("--min-len", type=int)
+    parser.add_argument("--coverage-penalty", type=float)
+    parser.add_argument("--max-len-ratio", type=float, help="hard stop at floor(RATIO * source length) tokens (ESC gamma)")
+    parser.add_argument("--nbest", type=int, help="hypotheses per sentence: 'i ||| hyp ||| score' lines when > 1")
+    parser.add_argument("--early-stop", choices=EARLY_STOP_RULES,
+                        help="when a sentence's search ends: exact (default; same result as searching to the length "
+                             "limit), beam (fairseq) or top (OpenNMT-py)")
+    parser.add_argument("--compile", choices=DECODE_COMPILE_MODES,
+                        help="run the decoder step through torch.compile (default: the checkpoint's decode.compile, "
+                             "else none; docs/compilation.md)")
+    parser.add_argument("--batch-tokens", type=int, default=4096, help="token budget per batch (default 4096)")
+    parser.add_argument("--src-vocab", help="check this vocabulary against the checkpoint's")
+    parser.add_argument("--tgt-vocab", help="check this vocabulary against the checkpoint's")
+    parser.add_argument("--extra", action="append", default=[], metavar="NAME=FILE", help="with --pretokenized")
+    parser.add_argument("--extra-tokens", action="append", default=[], metavar="NAME=FILE", help="with --pretokenized")
+    parser.add_argument("--postprocess", metavar="LANG",
+                        help="with --pretokenized: undo the subwords (--tgt-format) and detokenise the output for LANG")
+    parser.add_argument("--tgt-format", choices=TEXT_FORMATS, default="bpe",
+                        help="target encoding, for --postprocess (default bpe)")
+    parser.add_argument("--truncate", action="store_true", help="cut over-long sentences instead of failing")
+    parser.add_argument("--log-interval", type=float, default=PROGRESS_INTERVAL, metavar="SECONDS",
+                        help=f"progress line on stderr every SECONDS when stderr is not a terminal (default {PROGRESS_INTERVAL:g})")
+    parser.add_argument("--device", default="auto")
+    parser.add_argument("--amp", choices=("bf16", "none"), default="none")
+    args = parser.parse_args(argv)
+    if args.batch_tokens < 1:
+        parser.error("--batch-tokens must be >= 1")
+    if not args.pretokenized and args.postprocess:
+        parser.error("--postprocess goes with --pretokenized (raw input is detokenised for the package's target language)")
+    if args.interactive and args.input:
+        parser.error("--interactive reads standard input; it does not go with --input")
+    return _run(PROG, lambda: _translate(args))
+
+
+def _translate(args: argparse.Namespace) -> int:
+    from nmtmodels.decoding.translator import Translator
+
+    checkpoint = args.checkpoint[0] if len(args.checkpoint) == 1 else args.checkpoint
+    translator = Translator.from_checkpoint(checkpoint, device=_device(args.device), pretokenized=args.pretokenized)
+    for flag, path, side in (("--src-vocab", args.src_vocab, "src"), ("--tgt-vocab", args.tgt_vocab, "tgt")):
+        if path:
+            try:
+                check_fingerprint(Vocabulary.from_file(path), translator.state["vocab"][f"{side}_fingerprint"], side, path)
+            except ValueError as exc:
+                raise ConfigError(f"{flag}: {exc}") from None
+    job = _Job(translator, args)
+    extras = parse_extras(args.extra, args.extra_tokens, 1, "--extra")
+    pads = check_extras(translator.model, extras, translator.family, "--extra")
+    if args.input is None:
+        if pads:
+            raise ConfigError(f"standard input cannot take the extra inputs model family {translator.family!r} needs; use --input")
+        return _translate_stdin(job, interactive=args.interactive or sys.stdin.isatty())
+    if translator.pretokenized:
+        dataset = ParallelDataset.from_files(
+            args.input, None, translator.src_vocab, None,
+            extras={n: ExtraField(paths[0], pads[n], tokens) for n, (tokens, paths) in extras.items()},
+            max_positions=translator.model.max_positions(), too_long=job.too_long)
+    else:
+        dataset = translator.dataset(list(read_lines(args.input)), name=args.input, too_long=job.too_long)
+    outputs = job.translate(dataset, args.input, dataset.line_numbers, _UnknownRate(args.input, job.hint))
+    _write_lines([line for lines in outputs for line in lines], args.output)
+    return 0
+
+
+class _Job:
+    """One run's translator and search settings: a dataset in, its output lines out."""
+
+    def __init__(self, translator: Translator, args: argparse.Namespace):
+        self.translator, self.args = translator, args
+        self.decode_cfg = translator.decode_config(
+            beam=args.beam, length_penalty=args.lenpen, max_len_a=args.max_len_a, max_len_b=args.max_len_b,
+            min_len=args.min_len, coverage_penalty=args.coverage_penalty, nbest=args.nbest,
+            max_len_ratio=args.max_len_ratio, early_stop=args.early_stop, compile=args.compile)
+        self.too_long = "truncate" if args.truncate else "error"
+        self.hint = ("is the input tokenised and BPE-encoded like the training source?" if translator.pretokenized
+                     else f"is the input in the model's source language ({translator.package.settings.source.lang})?")
+
+    def translate(self, dataset: ParallelDataset, name: str, numbers: Sequence[int], unknown: _UnknownRate, *,
+                  interactive: bool = False) -> list[list[str]]:
+        """The output lines of each sentence of ``dataset``, whose input lines are ``numbers``
+        of ``name``.  Interactive: no progress, and no unknown-token warning before
+        :data:`UNKNOWN_MIN_TOKENS` tokens."""
+        unknown.add(dataset)
+        unknown.warn(min_tokens=UNKNOWN_MIN_TOKENS if interactive else 0)
+        search = dict(max_tokens=self.args.batch_tokens, amp=self.args.amp)
+        if interactive:
+            results = self.translator.search(dataset, self.decode_cfg, **search)
+        else:
+            with _Progress(len(dataset), self.args.log_interval) as progress:
+                results = self.translator.search(dataset, self.decode_cfg, progress=progress.update, **search)
+        _warn_unfinished(name, results, numbers)
+        outputs = []
+        for number, hyps in zip(numbers, results):
+            lines = self.render(int(number) - 1, hyps)
+            if not lines:  # the search guarantees a hypothesis per sentence; never shift lines
+                raise RuntimeError(f"{name}:{number}: the search returned no hypothesis")
+            outputs.append(lines)
+        return outputs
+
+    def render(self, index: int, hyps: list[Any]) -> list[str]:
+        """The output lines of input line ``index`` (0-based): its best hypothesis, or with
+        ``--nbest`` N ``index ||| text ||| score`` lines."""
+        nbest, lines = self.decode_cfg.nbest, []
+        for hyp in hyps[:nbest]:
+            if self.translator.pretokenized:
+                text = " ".join(self.translator.target_tokens(hyp))
+                if self.args.postprocess:
+                    from nmtmodels.text.postprocess import format_options, postprocess
+
+                    text = postprocess(text, self.args.postprocess, **format_options(self.args.tgt_format))
+            else:
+                text = self.translator.render(hyp).text
+            lines.append(text if nbest == 1 else f"{index} ||| {text} ||| {hyp.score:.6f}")
+        return lines
+
+
+# ---------------------------------------------------------------------- standard input
+def _translate_stdin(job: _Job, interactive: bool) -> int:
+    """Standard input, read whole and translated as one dataset, or (interactive) one line at a
+    time, each answered (flushed) before the next is read."""
+    unknown = _UnknownRate(STDIN, job.hint)
+    numbered = enumerate(_stdin_lines(), start=1)
+    chunks: Iterable[list[tuple[int, bytes]]] = ([line] for line in numbered) if interactive else [list(numbered)]
+    failed = total = 0
+    for chunk in chunks:
+        lines, bad = _translate_chunk(job, chunk, unknown, interactive)
+        failed, total = failed + bad, total + len(chunk)
+        _write_lines(lines, None if interactive else job.args.output)
+    if failed:
+        return _fail(PROG, f"{failed} of {total} input lines could not be translated (their output lines are empty)")
+    return 0
+
+
+def _translate_chunk(job: _Job, chunk: Sequence[tuple[int, bytes]], unknown: _UnknownRate,
+                     interactive: bool) -> tuple[list[str], int]:
+    """The output lines of numbered raw lines of standard input, and how many of them failed:
+    a bad line (invalid UTF-8, a segmenter's failure, too long) gives an error naming
+    ``<stdin>:LINE`` on stderr and an empty output line, so input and output stay aligned; the
+    other lines are translated together."""
+    translator = job.translator
+    encoded: list[str] = []
+    numbers: list[int] = []
+    dataset = None
+    for number, raw in chunk:
+        try:
+            line = translator.encode_line(_stdin_line(raw, number), STDIN, number)
+            dataset = translator.encoded_dataset([line], too_long=job.too_long, name=STDIN, first_line=number)  # this line alone
+        except DataError as exc:
+            print(f"{PROG}: error: {exc}", file=sys.stderr, flush=True)
+            continue
+        encoded.append(line)
+        numbers.append(number)
+    outputs: dict[int, list[str]] = {number: [""] for number, _ in chunk}
+    if encoded:
+        if len(encoded) > 1:
+            dataset = translator.encoded_dataset(encoded, too_long=job.too_long, name=STDIN)
+        outputs.update(zip(numbers, job.translate(dataset, STDIN, numbers, unknown, interactive=interactive)))
+    return [line for lines in outputs.values() for line in lines], len(chunk) - len(numbers)
+
+
+def _stdin_lines() -> Iterator[bytes]:
+    binary = getattr(sys.stdin, "buffer", None)
+    if binary is not None:
+        yield from binary
+    else:  # a text stream without bytes underneath (tests, embedding)
+        for line in sys.stdin:
+            yield line.encode("utf-8", "surrogateescape")
+
+
+def _stdin_line(raw: bytes, number: int) -> str:
+    """One line of standard input as text; DataError ``<stdin>:LINE`` when it is not UTF-8."""
+    try:
+        line = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise DataError(STDIN, f"invalid UTF-8 ({exc.reason} at byte {exc.start})", number) from None
+    if number == 1 and line.startswith("\ufeff"):
+        line = line[1:]
+    return line.rstrip("\r\n")
+
+
+# ---------------------------------------------------------------------- output and stderr
+def _write_lines(lines: Sequence[str], output: str | None) -> None:
+    """Lines to ``output`` (written atomically), else to stdout as UTF-8 whatever the
+    locale's encoding, flushed."""
+    if output:
+        with atomic_output(output) as handle:
+            handle.writelines(f"{line}\n" for line in lines)
+        return
+    sys.stdout.flush()
+    binary = getattr(sys.stdout, "buffer", None)
+    if binary is None:
+        sys.stdout.writelines(f"{line}\n" for line in lines)
+        sys.stdout.flush()
+        return
+    binary.write("".join(f"{line}\n" for line in lines).encode("utf-8"))
+    binary.flush()
+
+
+class _Progress:
+    """Sentences translated so far: a tqdm bar when stderr is a terminal, else a line every
+    ``interval`` seconds (``nmt-translate: 1,200 of 3,000 sentences, 45.1 sentences/s``); a
+    closing line with the totals either way."""
+
+    def __init__(self, total: int, interval: float):
+        self.total, self.interval, self.done = total, interval, 0
+        self.start = self.last = time.monotonic()
+        self.bar = None
+        if sys.stderr.isatty():
+            from tqdm import tqdm
+
+            self.bar = tqdm(total=total, unit="sent", file=sys.stderr, leave=False)
+
+    def __enter__(self) -> _Progress:
+        return self
+
+    def update(self, sentences: int) -> None:
+        self.done += sentences
+        if self.bar is not None:
+            self.bar.update(sentences)
+            return
+        now = time.monotonic()
+        if now - self.last >= self.interval and self.done < self.total:
+            self.last = now
+            print(f"{PROG}: {self.done:,} of {self.total:,} sentences, {self.done / max(now - self.start, 1e-9):.1f} "
+                  "sentences/s", file=sys.stderr, flush=True)
+
+    def __exit__(self, kind: Any, *_: Any) -> None:
+        if self.bar is not None:
+            self.bar.close()
+        if kind is None:
+            elapsed = time.monotonic() - self.start
+            print(f"{PROG}: translated {self.done:,} sentences in {elapsed:.1f} s "
+                  f"({self.done / max(elapsed, 1e-9):.1f} sentences/s)", file=sys.stderr, flush=True)
+
+
+class _UnknownRate:
+    """Counts source tokens that map to <unk> (the appended EOS not counted); warns once."""
+
+    def __init__(self, name: str, hint: str):
+        self.name, self.hint, self.unknown, self.tokens, self.warned = name, hint, 0, 0, False
+
+    def add(self, dataset: ParallelDataset) -> None:
+        data = dataset.src.data
+        self.unknown += int((data == UNK_ID).sum())
+        self.tokens += len(data) - len(dataset)
+
+    def warn(self, min_tokens: int = 0) -> None:
+        if self.warned or self.tokens < max(min_tokens, 1) or self.unknown <= UNKNOWN_WARNING_RATE * self.tokens:
+            return
+        self.warned = True
+        _warn(PROG, f"{self.name}: {self.unknown / self.tokens:.1%} of the source tokens "
+                    f"({self.unknown:,} of {self.tokens:,}) are not in the checkpoint's vocabulary; {self.hint}")
+
+
+def _warn_unfinished(name: str, results: list[list[Any]], line_numbers: Sequence[int]) -> None:
+    lines = [int(line_numbers[i]) for i, hyps in enumerate(results) if hyps and not getattr(hyps[0], "finished", True)]
+    if lines:
+        shown = ", ".join(map(str, lines[:10])) + (", ..." if len(lines) > 10 else "")
+        _warn(PROG, f"{name}: {len(lines)} sentence(s) (line {shown}) had no hypothesis ending in </s> "
+                    "within the length limit; wrote the best unfinished one (a diverged model?)")

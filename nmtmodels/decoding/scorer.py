@@ -1,0 +1,192 @@
+"""What a search optimises and where it stops: :class:`DecodeConfig`, the :class:`Hypothesis`
+a search returns, and :class:`HypothesisScorer`, which ranks finished hypotheses by
+``log P / lp(|Y|) + sum(terms)`` (ESC eq. 1) with the GNMT length penalty (ESC eq. 2), the
+coverage penalty (ESC eq. 3) as a term, and the length limits ``floor(a * |x| + b)`` and
+``floor(gamma * |S|)``.  The conventions (what ``|Y|`` counts, when rows stop) are in
+:mod:`nmtmodels.decoding.search`.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import ClassVar, Protocol
+
+import torch
+from torch import Tensor
+
+from nmtmodels.compiling import DECODE_COMPILE_MODES
+from nmtmodels.config import ConfigError
+
+EARLY_STOP_RULES = ("exact", "beam", "top")
+
+# Guards floor(a * x + b) against float error (0.7 * 30 = 20.999999999999996).
+_LIMIT_EPSILON = 1e-6
+
+
+@dataclass
+class DecodeConfig:
+    """Search settings (``from_dict(DecodeConfig, d, where="decode")`` validates them)."""
+
+    beam: int = 4
+    length_penalty: float = 1.0  # GNMT alpha (ESC eq. 2); 0 ranks by log P
+    max_len_a: float = 1.2  # at most floor(a * |x| + b) target tokens
+    max_len_b: int = 10
+    min_len: int = 1  # EOS is blocked until this many tokens exist
+    nbest: int = 1
+    coverage_penalty: float = 0.0  # ESC beta (eq. 3); 0 = off
+    max_len_ratio: float | None = None  # ESC gamma: hard stop at floor(gamma * |S|) tokens
+    return_attention: bool = False  # keep each hypothesis' (T, S) attention
+    early_stop: str = "exact"  # when a row ends: exact | beam (fairseq) | top (OpenNMT-py); module doc
+    compile: str = "none"  # none | default: the decoder step through torch.compile (docs/compilation.md)
+
+    def validate(self, where: str = "decode") -> None:
+        if self.beam < 1:
+            raise ConfigError(f"{where}.beam: must be >= 1, got {self.beam}")
+        if not 1 <= self.nbest <= self.beam:
+            raise ConfigError(f"{where}.nbest: must be between 1 and beam ({self.beam}), got {self.nbest}")
+        if self.length_penalty < 0:
+            raise ConfigError(f"{where}.length_penalty: must be >= 0, got {self.length_penalty}")
+        if self.coverage_penalty < 0:
+            raise ConfigError(f"{where}.coverage_penalty: must be >= 0, got {self.coverage_penalty}")
+        if self.max_len_a < 0 or self.max_len_b < 0:
+            raise ConfigError(f"{where}.max_len_a/max_len_b: must be >= 0, got {self.max_len_a}, {self.max_len_b}")
+        if self.min_len < 0:
+            raise ConfigError(f"{where}.min_len: must be >= 0, got {self.min_len}")
+        if self.max_len_ratio is not None and self.max_len_ratio <= 0:
+            raise ConfigError(f"{where}.max_len_ratio: must be > 0, got {self.max_len_ratio}")
+        if self.compile not in DECODE_COMPILE_MODES:
+            raise ConfigError(f"{where}.compile: must be one of {', '.join(DECODE_COMPILE_MODES)}, got {self.compile!r}")
+        if self.early_stop not in EARLY_STOP_RULES:
+            raise ConfigError(f"{where}.early_stop: must be one of {', '.join(EARLY_STOP_RULES)}, got {self.early_stop!r}")
+
+
+@dataclass
+class Hypothesis:
+    """One output: ``tokens`` without BOS/EOS; ``attention`` (len(tokens) + 1, S) or None."""
+
+    tokens: list[int]
+    score: float
+    positional_scores: list[float]
+    attention: Tensor | None = None
+    finished: bool = True  # False: no beam reached EOS (module doc)
+
+    @property
+    def log_prob(self) -> float:
+        """log P(tokens, EOS | source) under the model."""
+        return math.fsum(self.positional_scores)
+
+
+# --- scorers ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class GNMTLengthPenalty:
+    """lp(|Y|) = ((5 + |Y|) / 6) ** alpha (Wu et al. 2016; ESC eq. 2); |Y| counts the EOS."""
+
+    alpha: float
+
+    def __call__(self, lengths: Tensor) -> Tensor:
+        return ((5.0 + lengths) / 6.0) ** self.alpha
+
+
+class ScoreTerm(Protocol):
+    """A term added to the normalised log-probability of a finished hypothesis."""
+
+    needs_attention: bool
+    upper_bound: float  # no hypothesis gets more (used by the exact early stop)
+
+    def __call__(self, coverage: Tensor, memory_pad_mask: Tensor) -> Tensor:
+        """(N,) term from the summed attention ``coverage`` (N, S) over all target steps."""
+
+
+@dataclass(frozen=True)
+class CoveragePenalty:
+    """cp = beta * sum_i log(min(sum_j p_ij, 1)) (ESC eq. 3; Wu et al. 2016).
+
+    ``i`` runs over the non-padding memory positions (the source EOS included), ``j`` over
+    every target step including the one that produced EOS.
+    """
+
+    beta: float
+    needs_attention: ClassVar[bool] = True
+    upper_bound: ClassVar[float] = 0.0
+
+    def __call__(self, coverage: Tensor, memory_pad_mask: Tensor) -> Tensor:
+        # A position that got no attention at all would give log 0; clamp to the smallest
+        # positive float so the hypothesis ranks last instead of producing NaN.
+        capped = coverage.clamp(min=torch.finfo(coverage.dtype).tiny, max=1.0).log()
+        return self.beta * capped.masked_fill(memory_pad_mask, 0.0).sum(-1)
+
+
+class LengthLimit(Protocol):
+    """The largest number of target tokens (EOS not counted) for each source length."""
+
+    def __call__(self, src_lengths: Tensor) -> Tensor:
+        """(B,) long limits from the (B,) source lengths without EOS."""
+
+
+@dataclass(frozen=True)
+class LinearLengthLimit:
+    """floor(a * |x| + b) tokens."""
+
+    a: float
+    b: float
+
+    def __call__(self, src_lengths: Tensor) -> Tensor:
+        return torch.floor(src_lengths.double() * self.a + self.b + _LIMIT_EPSILON).long()
+
+
+@dataclass(frozen=True)
+class RatioLengthLimit:
+    """ESC's hard stop: decoding ends once |S'| would exceed gamma * |S| (floor(gamma * |S|) tokens)."""
+
+    gamma: float
+
+    def __call__(self, src_lengths: Tensor) -> Tensor:
+        return torch.floor(src_lengths.double() * self.gamma + _LIMIT_EPSILON).long()
+
+
+@dataclass
+class HypothesisScorer:
+    """s(Y) = log P(Y) / lp(|Y|) + sum(terms) (ESC eq. 1) and the length limits of a search.
+
+    Pass one to :func:`beam_search` to plug in other terms or limits; :meth:`from_config`
+    builds the standard one from a :class:`DecodeConfig`.
+    """
+
+    length_penalty: GNMTLengthPenalty | None = None
+    terms: Sequence[ScoreTerm] = ()
+    length_limits: Sequence[LengthLimit] = field(default_factory=lambda: (LinearLengthLimit(1.2, 10),))
+
+    @classmethod
+    def from_config(cls, cfg: DecodeConfig) -> HypothesisScorer:
+        limits: list[LengthLimit] = [LinearLengthLimit(cfg.max_len_a, cfg.max_len_b)]
+        if cfg.max_len_ratio is not None:
+            limits.append(RatioLengthLimit(cfg.max_len_ratio))
+        terms: list[ScoreTerm] = [CoveragePenalty(cfg.coverage_penalty)] if cfg.coverage_penalty > 0 else []
+        penalty = GNMTLengthPenalty(cfg.length_penalty) if cfg.length_penalty != 0 else None
+        return cls(length_penalty=penalty, terms=tuple(terms), length_limits=tuple(limits))
+
+    @property
+    def needs_attention(self) -> bool:
+        return any(term.needs_attention for term in self.terms)
+
+    def max_lengths(self, src_lengths: Tensor) -> Tensor:
+        """(B,) token limits (EOS not counted): the smallest of all length limits."""
+        limits = [limit(src_lengths) for limit in self.length_limits]
+        if not limits:
+            raise ValueError("HypothesisScorer needs at least one length limit")
+        return torch.stack(limits).amin(0).clamp(min=0)
+
+    def score(self, log_probs: Tensor, lengths: Tensor, coverage: Tensor | None, memory_pad_mask: Tensor | None) -> Tensor:
+        """Scores of finished hypotheses; ``lengths`` count the EOS."""
+        scores = log_probs if self.length_penalty is None else log_probs / self.length_penalty(lengths.to(log_probs.dtype))
+        for term in self.terms:
+            scores = scores + term(coverage, memory_pad_mask).to(scores.dtype)
+        return scores
+
+    def bound(self, log_probs: Tensor, max_lengths: Tensor) -> Tensor:
+        """Upper bound on the score of any completion of live hypotheses with ``log_probs`` (<= 0)."""
+        scores = log_probs if self.length_penalty is None else log_probs / self.length_penalty(max_lengths.to(log_probs.dtype))
+        return scores + sum(term.upper_bound for term in self.terms)

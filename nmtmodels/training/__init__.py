@@ -1,0 +1,2 @@
+"""Training: the loop, its state (resume, restart, prune, lock, RNG), optimiser, loss, distributed helpers and validation
+(docs/training.md)."""

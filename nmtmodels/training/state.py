@@ -1,0 +1,268 @@
+"""A run's state on disk and in the process (docs/training.md, "Checkpoints", "Resume and
+restart", "Output-directory lock" and "Signals"): RNG states, what a checkpoint holds and how
+a run resumes from it or starts over, which numbered checkpoints are pruned, the lock of the
+output directory and the SIGTERM / SIGUSR1 handlers.
+
+The functions that take ``trainer`` read and set the attributes of a
+:class:`nmtmodels.training.trainer.Trainer`."""
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import random
+import shutil
+import signal
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from nmtmodels.checkpoint import copy_checkpoint, load_checkpoint, numbered_checkpoints
+from nmtmodels.config import ConfigError, to_dict
+from nmtmodels.training.config import CHANGEABLE_ON_RESUME, TrainConfig
+from nmtmodels.training.distributed import all_gather_object, barrier
+from nmtmodels.training.errors import OutputDirLocked
+from nmtmodels.training.metrics import rewrite_metrics
+
+try:
+    import fcntl
+except ImportError:  # not POSIX: no output-directory lock
+    fcntl = None  # type: ignore[assignment]
+
+LOCK_NAME = ".nmt-train.lock"
+
+
+# ---------------------------------------------------------------------- RNG state
+def seed_everything(seed: int) -> None:
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+
+
+def get_rng_state() -> dict[str, Any]:
+    """Python, numpy and torch (CPU + CUDA) generator states, in checkpoint-safe types."""
+    kind, keys, pos, has_gauss, gauss = np.random.get_state()
+    state = {
+        "python": random.getstate(),
+        "numpy": {"kind": kind, "keys": torch.from_numpy(keys.astype(np.int64)), "pos": int(pos),
+                  "has_gauss": int(has_gauss), "gauss": float(gauss)},
+        "torch": torch.get_rng_state(),
+    }
+    if torch.cuda.is_available():
+        state["cuda"] = torch.cuda.get_rng_state_all()
+    return state
+
+
+def set_rng_state(state: dict[str, Any]) -> None:
+    random.setstate(_as_tuple(state["python"]))
+    np_state = state["numpy"]
+    np.random.set_state((np_state["kind"], np_state["keys"].numpy().astype(np.uint32), np_state["pos"],
+                         np_state["has_gauss"], np_state["gauss"]))
+    torch.set_rng_state(state["torch"])
+    if "cuda" in state and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(state["cuda"])
+
+
+def _as_tuple(value: Any) -> Any:
+    return tuple(_as_tuple(v) for v in value) if isinstance(value, (list, tuple)) else value
+
+
+# ---------------------------------------------------------------------- checkpoint contents
+def checkpoint_state(trainer: Any) -> dict[str, Any]:
+    """What a checkpoint of ``trainer`` holds; collective (every rank's RNG state is gathered),
+    so every rank calls it."""
+    rng_states = all_gather_object(get_rng_state(), trainer.dist)
+    return {
+        "model_config": trainer.model_config,
+        "model": trainer.model.state_dict(),
+        "vocab": {
+            "src": trainer.src_vocab.tokens,
+            "tgt": trainer.tgt_vocab.tokens,
+            "src_fingerprint": trainer.src_vocab.fingerprint(),
+            "tgt_fingerprint": trainer.tgt_vocab.fingerprint(),
+        },
+        "train_config": to_dict(trainer.cfg),
+        "decode_config": trainer.decode_config,
+        "update": trainer.update,
+        "metrics": trainer.last_metrics,
+        "trainer": {
+            "optimizer": trainer.optimizer.state_dict(),
+            "scheduler": trainer.scheduler.state_dict(),
+            "rng": rng_states,
+            "sampler": trainer.sampler.state_dict(),
+            "update": trainer.update,
+            "data_fingerprint": trainer.data_fingerprint,
+            "init_fingerprint": trainer.init_fingerprint,
+            "metrics_history": trainer.metrics_history,
+            "elapsed": trainer.elapsed,
+            "best": trainer.best,
+            "bad_validations": trainer.bad_validations,
+            "nonfinite_run": trainer.nonfinite_run,
+            "nonfinite_total": trainer.nonfinite_total,
+            "kept": trainer.kept,
+        },
+    }
+
+
+def resume(trainer: Any, path: Path, state: dict[str, Any]) -> None:
+    """Restore ``trainer`` from ``state`` (:func:`checkpoint_state`, read from ``path``) and
+    rewrite ``metrics.csv`` up to it."""
+    saved = state["trainer"]
+    trainer.model.load_state_dict(state["model"])
+    trainer.optimizer.load_state_dict(saved["optimizer"])
+    trainer.scheduler.load_state_dict(saved["scheduler"])
+    trainer.sampler.load_state_dict(saved["sampler"])
+    rng = saved["rng"]
+    set_rng_state(rng[trainer.dist.rank] if len(rng) == trainer.dist.world_size else rng[0])
+    trainer.update = int(saved["update"])
+    trainer.elapsed = float(saved["elapsed"])
+    trainer.best = saved["best"]
+    trainer.bad_validations = int(saved["bad_validations"])
+    trainer.nonfinite_run = int(saved.get("nonfinite_run", 0))  # absent in older checkpoints
+    trainer.nonfinite_total = int(saved.get("nonfinite_total", 0))
+    trainer.kept = [dict(k) for k in saved["kept"]]
+    trainer.last_metrics = dict(state.get("metrics") or {})
+    trainer.metrics_history = [dict(row) for row in saved.get("metrics_history", [])]
+    trainer.saved_at = trainer.update
+    if trainer.dist.is_main:
+        rewrite_metrics(trainer.out_dir / "metrics.csv", trainer.metrics_history)
+        trainer.log(f"resumed from {path} at update {trainer.update} (epoch {trainer.sampler.epoch}, "
+                    f"batch {trainer.sampler.position})")
+
+
+# ---------------------------------------------------------------------- resume or restart
+def resume_or_restart(trainer: Any, path: Path) -> None:
+    """Resume ``trainer`` from ``path`` when it is a checkpoint of the same run; otherwise a
+    ConfigError naming what changed, or with ``trainer.restart_on_change`` the old run's
+    checkpoints and metrics are deleted and training starts over."""
+    state = load_checkpoint(path, map_location="cpu")
+    changes = changes_since(trainer, state)
+    if not changes:
+        resume(trainer, path, state)
+        return
+    if not trainer.restart_on_change:
+        raise ConfigError(f"{path} belongs to a different run: {'; '.join(changes)}. Resuming it would not "
+                          "train this run's model; use a new out_dir, or start over (nmt-train --restart-on-change)")
+    barrier(trainer.dist)  # every rank has read the checkpoint before it is deleted
+    if trainer.dist.is_main:
+        trainer.log(f"starting over: {path} belongs to a different run ({'; '.join(changes)}); "
+                    "deleting its checkpoints and metrics")
+        delete_previous_run(trainer.out_dir)
+    barrier(trainer.dist)
+
+
+def changes_since(trainer: Any, state: dict[str, Any]) -> list[str]:
+    """What differs between the run that wrote ``state`` and ``trainer``'s (empty: the same run)."""
+    changes = [f"model.{k} was {state['model_config'].get(k)!r} and is {trainer.model_config.get(k)!r} now"
+               for k in sorted(set(state["model_config"]) | set(trainer.model_config))
+               if state["model_config"].get(k) != trainer.model_config.get(k)]
+    changes += [f"the {side} vocabulary differs" for side, vocab in (("src", trainer.src_vocab), ("tgt", trainer.tgt_vocab))
+                if state["vocab"][f"{side}_fingerprint"] != vocab.fingerprint()]
+    then, now = state.get("train_config", {}), to_dict(trainer.cfg)
+    changes += [f"train.{k} was {then.get(k)!r} and is {now.get(k)!r} now" for k in sorted(set(then) | set(now))
+                if k not in CHANGEABLE_ON_RESUME and then.get(k) != now.get(k)]
+    saved_data = state["trainer"].get("data_fingerprint")
+    if saved_data is not None and saved_data != trainer.data_fingerprint:
+        changes.append("the training data differs")
+    if state["trainer"].get("init_fingerprint") != trainer.init_fingerprint:
+        changes.append("the initial parameters (--init-from) differ")
+    saved_groups = [len(g["params"]) for g in state["trainer"]["optimizer"].get("param_groups", [])]
+    groups = [len(g["params"]) for g in trainer.optimizer.param_groups]
+    if saved_groups != groups:  # e.g. a run from before weight decay spared biases and norms
+        changes.append(f"the optimizer's parameter groups were {saved_groups} parameters and are {groups} now")
+    if not changes:  # the batch order can only be compared on the same data and settings
+        changes += trainer.sampler.mismatches(state["trainer"]["sampler"])
+    return changes
+
+
+def delete_previous_run(out_dir: Path) -> None:
+    """Delete the checkpoints, ``metrics.csv`` and TensorBoard logs of the run in ``out_dir``."""
+    for path in [out_dir / "checkpoint_last.pt", out_dir / "checkpoint_best.pt", out_dir / "metrics.csv",
+                 *(path for _, path in numbered_checkpoints(out_dir))]:
+        path.unlink(missing_ok=True)
+    shutil.rmtree(out_dir / "tensorboard", ignore_errors=True)
+
+
+# ---------------------------------------------------------------------- numbered and best checkpoints
+def prune_list(kept: list[dict[str, Any]], cfg: TrainConfig) -> list[dict[str, Any]]:
+    """The entries of ``kept`` (numbered checkpoints: ``{"update", "metric"}``) outside the
+    ``keep_last`` newest and the ``keep_best`` best."""
+    if cfg.keep_last < 0:
+        return []
+    newest = sorted(kept, key=lambda k: k["update"])[-cfg.keep_last:] if cfg.keep_last else []
+    rated = [k for k in kept if k["metric"] is not None]
+    best = sorted(rated, key=_best_first(cfg.best_metric))[: cfg.keep_best]
+    keep = {k["update"] for k in newest} | {k["update"] for k in best}
+    return [k for k in kept if k["update"] not in keep]
+
+
+def restore_best_checkpoint(out_dir: Path, kept: list[dict[str, Any]], best_metric: str) -> None:
+    """Make sure ``checkpoint_best.pt`` exists, even if it was deleted while the run was
+    interrupted: a copy of the best numbered checkpoint of ``kept``, or of
+    ``checkpoint_last.pt`` when none was validated."""
+    best_path = out_dir / "checkpoint_best.pt"
+    if best_path.exists():
+        return
+    rated = [k for k in kept if k["metric"] is not None]
+    if rated:
+        best = min(rated, key=_best_first(best_metric))
+        copy_checkpoint(out_dir / f"checkpoint_{best['update']}.pt", best_path)
+    else:  # never validated: the last model is the best we know
+        copy_checkpoint(out_dir / "checkpoint_last.pt", best_path)
+
+
+def _best_first(best_metric: str) -> Callable[[dict[str, Any]], tuple[float, int]]:
+    """Sort key of rated ``kept`` entries: best metric first, then the newest."""
+    sign = -1.0 if best_metric == "bleu" else 1.0
+    return lambda k: (sign * k["metric"], -k["update"])
+
+
+# ---------------------------------------------------------------------- lock and signals
+@contextlib.contextmanager
+def output_lock(out_dir: Path, *, is_main: bool, log: Callable[[str], None]) -> Iterator[None]:
+    """Hold an exclusive flock on ``out_dir/.nmt-train.lock`` (rank 0: ``is_main``) while training;
+    OutputDirLocked when another process holds it."""
+    if not is_main or fcntl is None:
+        yield
+        return
+    path = out_dir / LOCK_NAME
+    with open(path, "a+", encoding="utf-8") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                # e.g. ENOLCK on a network file system without locks: train unguarded
+                log(f"warning: {path}: cannot lock ({exc.strerror}); make sure no other "
+                    f"trainer writes to {out_dir}")
+                yield
+                return
+            handle.seek(0)
+            holder = handle.read().strip()
+            raise OutputDirLocked(
+                f"{out_dir}: another nmt-train{f' (pid {holder})' if holder.isdigit() else ''} is training "
+                f"in this directory ({path} is locked); wait for it to end or use another --out-dir") from None
+        handle.seek(0)
+        handle.truncate()
+        handle.write(f"{os.getpid()}\n")
+        handle.flush()
+        yield  # closing the file releases the lock
+
+
+@contextlib.contextmanager
+def stop_signal_handlers(request_stop: Callable[[int], None]) -> Iterator[None]:
+    """While in the block, SIGTERM and SIGUSR1 call ``request_stop(signum)``; the previous
+    handlers come back after it.  Does nothing outside the main thread (no handlers there)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    wanted = [signal.SIGTERM] + ([signal.SIGUSR1] if hasattr(signal, "SIGUSR1") else [])
+    previous = {sig: signal.signal(sig, lambda signum, frame: request_stop(signum)) for sig in wanted}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
