@@ -12,12 +12,14 @@ compressors and compressed sources in rules/compress.smk).
 import json
 import os
 import shlex
+import sys
 
 from snakemake.utils import min_version, validate
 
 from workflow_scripts.dag import evaluation as ev
 from workflow_scripts.dag import analyses, checks, cluster, corpus_data, esc, gpu_parts, keys, lattices, packages, paths
-from workflow_scripts.dag import runs, seeds, sources
+from workflow_scripts.dag import future_dates, runs, seeds, sources, startup
+from workflow_scripts.data.fetch import unchanged_fetch_time  # the job module's digest record, for future_dates
 
 min_version("9.0")
 
@@ -25,13 +27,19 @@ min_version("9.0")
 configfile: os.path.join(workflow.basedir, "config.yaml")
 
 
-keys.check_keys(config, os.path.join(workflow.basedir, "schemas/config.schema.yaml"))  # misspelt keys: one line
-checks.check_subword_values(config)  # bad sentencepiece values and subwords names: one line too
-validate(config, "schemas/config.schema.yaml")
-seeds.expand_seeds(config)  # experiments.X.seeds: X, X_seed<b>, ... (one run per seed), before the checks
-# Cross-references the schema cannot see; cluster jobs re-read this file, so the checks that
-# import torch or look at licensed files run in the main process only.
-checks.check(config, os.environ, main_process=workflow.is_main_process)
+# A config error is one line, `error: KEY: ...` on stderr, exit status 1 (no Python frames).
+with startup.one_line_errors():
+    keys.check_keys(config, os.path.join(workflow.basedir, "schemas/config.schema.yaml"))  # misspelt keys: one line
+    checks.check_subword_values(config)  # bad sentencepiece values and subwords names: one line too
+    validate(config, "schemas/config.schema.yaml")
+    seeds.expand_seeds(config)  # experiments.X.seeds: X, X_seed<b>, ... (one run per seed), before the checks
+    # Cross-references the schema cannot see; cluster jobs re-read this file, so the checks that
+    # import torch or look at licensed files run in the main process only.
+    checks.check(config, os.environ, main_process=workflow.is_main_process)
+if workflow.is_main_process:  # after a killed run: `--unlock`, then `--rerun-incomplete`, said at once
+    startup.show_killed_run_hint(".snakemake")
+# Downloads and raw files dated in the future (clock skew): unchanged downloads dated back, a warning for the rest.
+future_dates.check_future_dates(unchanged_fetch_time, main_process=workflow.is_main_process)
 
 CORPORA = config["corpora"]
 MIRROR, LICENSED = corpus_data.input_dirs(config, os.environ)
@@ -44,6 +52,12 @@ CPU_JOB = cluster.cluster_resources(config)
 # Jobs run `python -m workflow_scripts.*` / `nmtmodels.*` from any environment (conda,
 # cluster node) without installing the project: put the repository on their path.
 os.environ.update(PYTHONPATH=cluster.python_path_with(workflow.basedir, os.environ))
+# ... and run the interpreter that runs Snakemake (its venv need not be on PATH), unless a
+# deployment method (conda, apptainer) gives the rules their own environments.
+os.environ.update(PATH=cluster.path_with_interpreter(sys.executable, os.environ, bool(workflow.deployment_settings.deployment_method)))
+# A training still running from a killed Snakemake holds its directory's lock: the rerun's job
+# waits for it and resumes from its checkpoints instead of failing (nmt-train --wait-for-lock).
+os.environ.update(NMT_TRAIN_WAIT_FOR_LOCK="1")
 
 
 wildcard_constraints:
@@ -73,6 +87,18 @@ include: "rules/report.smk"
 include: "rules/lattice.smk"
 include: "rules/analyses.smk"
 include: "rules/gpu.smk"
+
+
+onstart:
+    # Jobs are about to run (not on -n): a results, logs or downloads directory they cannot write
+    # is one line naming it, before any job starts (not Snakemake's failure inside the first job).
+    startup.check_writable(startup.planned_files(workflow))
+
+
+onsuccess:
+    # Kept blank dev/test lines are only in the preprocess jobs' logs otherwise (docs/faults.md).
+    for line in corpus_data.blank_reference_warnings(config):
+        print(f"warning: {line}", file=sys.stderr)
 
 
 rule all:

@@ -29,8 +29,10 @@ comment (written before digests existed, or by other tools) still load, unchecke
 Writes are atomic (temporary file + ``os.replace``); a failed write (full disk, quota)
 raises :class:`CheckpointWriteError` naming the file and the free space, and leaves the
 previous file in place.  ``save_checkpoint(last, state, copies=[best, numbered])`` writes
-the copies (hard links where possible: :func:`copy_checkpoint`) before it renames ``last``
-into place, so ``last`` never records a best checkpoint or a numbered one that is not on disk.
+the copies (:func:`copy_checkpoint`) before it renames ``last`` into place, so ``last`` never
+records a best checkpoint or a numbered one that is not on disk.  Copies are independent
+files, never hard links: damage to one name (a truncation, an editor, a bad rsync) leaves
+every other copy readable (docs/faults.md, "Checkpoints").
 
 ``nmt-train --init-from`` loads another run's parameters with :func:`initialise_from` and
 records :func:`parameters_fingerprint` of the result.  Loading a model to translate with is
@@ -38,9 +40,12 @@ records :func:`parameters_fingerprint` of the result.  Loading a model to transl
 """
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
+import pickle
 import shutil
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -50,6 +55,11 @@ import torch
 from nmtmodels.config import ConfigError, ModelConfig
 from nmtmodels.textio import atomic_path
 from nmtmodels.vocab import Vocabulary, check_fingerprint
+
+try:
+    import fcntl
+except ImportError:  # not POSIX: no reflinks
+    fcntl = None  # type: ignore[assignment]
 
 if TYPE_CHECKING:
     from nmtmodels.models.base import Seq2SeqModel
@@ -63,6 +73,9 @@ _COMMENT = len(DIGEST_PREFIX) + 64  # bytes of the archive comment
 _EOCD = 22  # zip end-of-central-directory record (without its comment)
 _EOCD_SIGNATURE = b"PK\x05\x06"
 _CHUNK = 1 << 20
+FICLONE = 0x40049409  # linux/fs.h _IOW(0x94, 9, int): make the target share the source's blocks
+# copy_file_range errors that mean "not here" (old kernel, seccomp, another filesystem), not a failed write
+_NO_COPY_RANGE = {errno.ENOSYS, errno.EXDEV, errno.EINVAL, errno.EOPNOTSUPP, errno.ENOTSUP, errno.EPERM, errno.EBADF}
 
 
 class CheckpointError(ValueError):
@@ -198,25 +211,52 @@ def save_checkpoint(path: str | os.PathLike, state: dict[str, Any],
 def copy_checkpoint(source: str | os.PathLike, target: str | os.PathLike) -> None:
     """Put the bytes of ``source`` at ``target`` atomically; CheckpointWriteError naming ``target``.
 
-    A hard link where the filesystem allows one, a copy otherwise.  A link is safe because no
-    checkpoint file is ever changed in place: every write makes a new file and renames it
-    over the old name, which leaves the other names of the old bytes as they were.  It saves
-    writing a transformer-big checkpoint (with its optimizer state) two more times at every
-    validation.
+    ``target`` becomes a file of its own, never a hard link to ``source``: truncating or
+    overwriting one name in place leaves the other intact.  Where the filesystem shares
+    blocks copy-on-write (a reflink: btrfs, XFS with reflink, bcachefs, OCFS2, ZFS with block
+    cloning) the copy takes no extra space until one of the files changes; elsewhere (ext4,
+    tmpfs, most network mounts) it costs the checkpoint's size on disk (docs/training.md,
+    "Checkpoints").
     """
     try:
         with atomic_path(target) as tmp:
-            _link_or_copy(Path(source), tmp)
+            _clone_or_copy(Path(source), tmp)
     except OSError as exc:
         raise _write_error(target, exc) from None
 
 
-def _link_or_copy(source: Path, target: Path) -> None:
-    target.unlink()  # the empty placeholder from atomic_path
+def _clone_or_copy(source: Path, target: Path) -> None:
+    """Fill the empty file ``target`` with the bytes of ``source``: a reflink (the FICLONE
+    ioctl) where the filesystem has one, else ``os.copy_file_range`` (copied inside the kernel,
+    on the server for NFS 4.2), else reads and writes."""
+    with open(source, "rb") as src, open(target, "r+b") as dst:
+        if _reflink(src.fileno(), dst.fileno()):
+            return
+        size = os.fstat(src.fileno()).st_size
+        copied = 0
+        if hasattr(os, "copy_file_range"):
+            try:
+                while copied < size:
+                    count = os.copy_file_range(src.fileno(), dst.fileno(), size - copied)
+                    if count == 0:
+                        break
+                    copied += count
+            except OSError as exc:
+                if copied or exc.errno not in _NO_COPY_RANGE:
+                    raise  # e.g. ENOSPC: the disk is full
+        if copied == 0 and size > 0:
+            shutil.copyfileobj(src, dst, _CHUNK)
+
+
+def _reflink(src_fd: int, dst_fd: int) -> bool:
+    """True when ``dst_fd`` now shares the blocks of ``src_fd`` (Linux FICLONE)."""
+    if fcntl is None or not sys.platform.startswith("linux"):
+        return False
     try:
-        os.link(source, target)
-    except OSError:  # no hard links here (another filesystem, FAT, some network mounts)
-        shutil.copyfile(source, target)
+        fcntl.ioctl(dst_fd, FICLONE, src_fd)
+    except OSError:  # EOPNOTSUPP (ext4, tmpfs), EXDEV, EINVAL, ...: copy instead
+        return False
+    return True
 
 
 def load_checkpoint(path: str | os.PathLike, map_location: str | torch.device = "cpu") -> dict[str, Any]:
@@ -231,7 +271,19 @@ def load_checkpoint(path: str | os.PathLike, map_location: str | torch.device = 
     try:
         state = torch.load(path, map_location=map_location, weights_only=True)
     except Exception as exc:  # noqa: BLE001 - torch raises many types for corrupt or foreign files
-        raise CheckpointError(f"{path}: not a readable checkpoint ({type(exc).__name__}: {exc})") from None
+        if isinstance(exc, pickle.UnpicklingError) and "Unsupported global" in str(exc):
+            # A pickle of other Python objects: not ours.  torch's advice (load it with
+            # weights_only=False) would run its code, so it is not repeated.
+            raise CheckpointError(f"{path}: not an nmtmodels checkpoint (it holds Python objects other than tensors and "
+                                  "plain values; nmtmodels never loads such files)") from None
+        # torch's first line only: the rest of an UnpicklingError is its advice to load with
+        # weights_only=False, which would run the file's code.
+        lines = str(exc).strip().splitlines()
+        first = lines[0] if lines else ""
+        if isinstance(exc, pickle.UnpicklingError):
+            detail = str(exc).split("WeightsUnpickler error:", 1)[-1].strip().splitlines() if "WeightsUnpickler error:" in str(exc) else []
+            first = detail[0] if detail else "not a pickle of tensors"
+        raise CheckpointError(f"{path}: not a readable checkpoint ({type(exc).__name__}: {first})") from None
     if not isinstance(state, dict) or state.get("format") != FORMAT:
         raise CheckpointError(f"{path}: not an nmtmodels checkpoint")
     if state.get("version") != VERSION:

@@ -6,10 +6,18 @@ suggestion) and values of the wrong type, naming the dotted key path, e.g.
 ``ConfigError: model.d_model: expected int, got str ('512')``.  Nested dataclass
 fields are built recursively.
 
-Numbers: PyYAML implements YAML 1.1, which reads ``1e-3``, ``1e9`` and ``1.0e9`` (no dot or
-no exponent sign) as strings.  :func:`load_yaml` and :func:`parse_yaml_value` read them as
-floats (the YAML 1.2 core schema), and a float field also accepts a string that is a
-decimal number in that syntax, for configs read by other YAML 1.1 loaders (Snakemake).
+Numbers (:func:`_coerce`, the one policy of ``nmt-train`` and the workflow's start-up checks):
+
+* a string is not a number: ``lr: "0.001"`` or ``lr: "1e-3 "`` is an error naming the key,
+  with one exception.  PyYAML implements YAML 1.1, which reads ``1e-3``, ``1e9`` and ``1.0e9``
+  (no dot or no exponent sign) as strings; :func:`load_yaml` and :func:`parse_yaml_value` read
+  them as floats (the YAML 1.2 core schema), but other YAML 1.1 readers (Snakemake's config)
+  pass on the string.  So a string spelt exactly like that (:data:`EXPONENT_FLOAT`: no
+  spaces, no other characters) is the float it spells, wherever it came from;
+* a float field takes an int or a float (never a bool);
+* an int field takes an int only: ``max_updates: 1e3`` is a float (YAML 1.2, and the rule
+  above for the string), an error that says to write ``1000``.  The workflow passes config
+  values on to its jobs as written, so a value it accepts must mean the same to every job.
 
 ``ModelConfig.from_dict({"preset": "base", "dropout": 0.3}, where="model")`` starts
 from a preset and applies overrides; keys and types are checked by :func:`from_dict`, value
@@ -45,19 +53,20 @@ import yaml
 
 T = TypeVar("T")
 
-# YAML 1.2 core schema floats (no .inf/.nan): digits with a dot and/or an exponent.
-_FLOAT = re.compile(r"[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?")
+# Exponent floats, which YAML 1.1 (PyYAML) reads as strings when they lack a dot or an exponent
+# sign: 1e9, 1e-3, 1.0e9.  :class:`YamlLoader` reads them as floats, and so does :func:`_coerce`
+# when a YAML 1.1 reader passed one on as a string.
+EXPONENT_FLOAT = re.compile(r"[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9_]+)[eE][-+]?[0-9]+")
+
+# A decimal number (with or without a dot or an exponent): what an error calls a quoted number.
+_DECIMAL = re.compile(r"[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?")
 
 
 class YamlLoader(yaml.SafeLoader):
     """``yaml.SafeLoader`` that also reads exponent floats such as ``1e9``, ``1e-3``, ``1.0e9``."""
 
 
-YamlLoader.add_implicit_resolver(
-    "tag:yaml.org,2002:float",
-    re.compile(r"^[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9_]+)[eE][-+]?[0-9]+$"),
-    list("-+0123456789."),
-)
+YamlLoader.add_implicit_resolver("tag:yaml.org,2002:float", re.compile(f"^(?:{EXPONENT_FLOAT.pattern})$"), list("-+0123456789."))
 
 
 def parse_yaml_value(text: str) -> Any:
@@ -113,20 +122,29 @@ def _coerce(value: Any, tp: Any, where: str) -> Any:
             raise ConfigError(f"{where}: expected a mapping, got {type(value).__name__}")
         _, val_tp = typing.get_args(tp) or (Any, Any)
         return {k: _coerce(v, val_tp, f"{where}.{k}") for k, v in value.items()}
-    if tp is float:
-        if isinstance(value, str) and _FLOAT.fullmatch(value.strip()):
-            return float(value)  # "1e-3" from a YAML 1.1 reader
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise ConfigError(f"{where}: expected float, got {type(value).__name__} ({value!r})")
-        return float(value)
-    if tp is int:
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise ConfigError(f"{where}: expected int, got {type(value).__name__} ({value!r})")
-        return value
+    if tp is float or tp is int:
+        return _number(value, tp, where)
     if isinstance(tp, type):
         if not isinstance(value, tp):
             raise ConfigError(f"{where}: expected {_type_name(tp)}, got {type(value).__name__} ({value!r})")
         return value
+    return value
+
+
+def _number(value: Any, tp: type, where: str) -> Any:
+    """``value`` for a float or int field, by the policy in the module doc."""
+    if isinstance(value, str) and EXPONENT_FLOAT.fullmatch(value):
+        value = float(value.replace("_", ""))  # "1e-3" from a YAML 1.1 reader (Snakemake)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        hint = ""
+        if isinstance(value, str) and _DECIMAL.fullmatch(value.strip()):
+            hint = f"; a string is not a number: write {value.strip()} without quotes or spaces"
+        raise ConfigError(f"{where}: expected {tp.__name__}, got {type(value).__name__} ({value!r}){hint}")
+    if tp is float:
+        return float(value)
+    if isinstance(value, float):  # 1e3 is a float in YAML 1.2: the workflow passes it on as is (rule params)
+        hint = f"; write {int(value)}" if value.is_integer() else ""
+        raise ConfigError(f"{where}: expected int, got float ({value!r}){hint}")
     return value
 
 

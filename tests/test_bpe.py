@@ -127,3 +127,83 @@ def test_invalid_utf8_in_training_text_leaves_no_output(tmp_path, corpus):
     with pytest.raises(DataError, match=r"train\.de:301: invalid UTF-8"):
         bpe.learn(20, True, corpus, (str(tmp_path / "c1"), str(tmp_path / "c2")), (str(tmp_path / "v1"), str(tmp_path / "v2")))
     assert not any((tmp_path / name).exists() for name in ("c1", "c2", "v1", "v2"))
+
+
+def learn_in(directory: Path, corpus: tuple[str, str], merges: int, capsys) -> tuple[dict[str, Path], str]:
+    """Learn joint codes into ``directory`` (named bpeN as in the workflow); (outputs, the learn log)."""
+    directory.mkdir()
+    paths = learn(directory, corpus, merges, joint=True)
+    return paths, capsys.readouterr().err
+
+
+def apply_cli(codes: Path, vocab: Path, text: str, output: Path, *extra: str) -> None:
+    bpe.main(["apply", "--codes", str(codes), "--vocab", str(vocab), "--vocabulary-threshold", "1", "--input", text,
+              "--output", str(output), *extra])
+
+
+def test_a_corpus_that_runs_out_of_pairs_says_so_in_the_log_and_the_codes(tmp_path, corpus, capsys):
+    """Fewer merges than bpeN when no pair occurs twice more: the learn log and the codes' first
+    line say how many; subword-nmt reads such codes as version 0.2, and apply takes them."""
+    paths, log = learn_in(tmp_path / "bpe600", corpus, 600, capsys)
+    lines = paths["codes.en"].read_text().splitlines()
+    learned = len(lines) - 1
+    assert 60 < learned < 600
+    assert lines[0] == f"#version: (learned {learned} of 600 merges: the corpus ran out of pairs) 0.2"
+    assert f"bpe learn: {paths['codes.en']}: the corpus ran out of pairs after {learned} of 600 merges" in log
+    assert f"bpe learn: {paths['codes.de']}: the corpus ran out of pairs after {learned} of 600 merges" in log
+    apply_cli(paths["codes.en"], paths["vocab.en"], corpus[0], tmp_path / "ours")
+    assert "note" not in capsys.readouterr().err
+    run_cli("apply-bpe", "-c", str(paths["codes.en"]), "--vocabulary", str(paths["vocab.en"]), "-i", corpus[0], "-o", str(tmp_path / "ref"))
+    assert (tmp_path / "ours").read_bytes() == (tmp_path / "ref").read_bytes()
+    # all 60 merges: no record, the log says nothing of pairs (the codes are subword-nmt's, test above)
+    paths, log = learn_in(tmp_path / "bpe60", corpus, 60, capsys)
+    assert paths["codes.en"].read_text().startswith("#version: 0.2\n") and "ran out of pairs" not in log
+
+
+def cut(codes: Path, lines: int) -> None:
+    """Drop the last ``lines`` lines, at a line boundary."""
+    codes.write_text("".join(codes.read_text().splitlines(True)[:-lines]))
+
+
+@pytest.mark.parametrize(("merges", "damage", "message"), [
+    (600, lambda codes: cut(codes, 1), r"codes.en: \d+ merges, but its first line records that learning made \d+: the file was cut"),
+    (60, lambda codes: cut(codes, 1), r"codes.en: 59 merges, fewer than the 60 of bpe60, and its first line records no early stop, "
+                                      r"and \d+ subwords of .*vocab.en need merges it lacks \('"),
+    (60, lambda codes: cut(codes, 30), r"codes.en: 30 merges, fewer than the 60 of bpe60"),
+    (60, lambda codes: codes.write_bytes(codes.read_bytes()[:-3]), r"codes.en:61: the last line has no newline: the file was cut short"),
+], ids=["ran-out-cut", "cut-one-line", "cut-half", "cut-inside-a-line"])
+def test_apply_refuses_cut_codes_in_one_line_naming_them_and_writes_nothing(tmp_path, corpus, capsys, merges, damage, message):
+    paths, _ = learn_in(tmp_path / f"bpe{merges}", corpus, merges, capsys)
+    damage(paths["codes.en"])
+    with pytest.raises(SystemExit) as exit_info:
+        apply_cli(paths["codes.en"], paths["vocab.en"], corpus[0], tmp_path / "out")
+    assert exit_info.value.code == 1
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and err[0].startswith(f"python -m workflow_scripts.data.bpe: error: {paths['codes.en']}")
+    assert re.search(message, err[0]), err[0]
+    assert not (tmp_path / "out").exists() and not list(tmp_path.glob(".out*"))
+
+
+def test_apply_checks_the_merges_against_bpe_n(tmp_path, corpus, capsys):
+    """N comes from the codes' bpeN directory (the workflow's layout) or --merges; codes learned
+    before the count was recorded, with fewer merges, pass when the vocabulary needs no other merge."""
+    paths, _ = learn_in(tmp_path / "bpe60", corpus, 60, capsys)
+    apply_cli(paths["codes.en"], paths["vocab.en"], corpus[0], tmp_path / "out", "--merges", "60")
+    with pytest.raises(SystemExit):
+        apply_cli(paths["codes.en"], paths["vocab.en"], corpus[0], tmp_path / "out2", "--merges", "50")
+    assert "codes.en: 60 merges, more than the 50 of bpe50: codes of another merge count?" in capsys.readouterr().err
+    moved = tmp_path / "bpe600"
+    moved.mkdir()
+    ran_out, _ = learn_in(tmp_path / "bpe700", corpus, 700, capsys)
+    (moved / "codes").write_bytes(ran_out["codes.en"].read_bytes())  # learned for bpe700, where bpe600 asks
+    with pytest.raises(SystemExit):
+        apply_cli(moved / "codes", ran_out["vocab.en"], corpus[0], tmp_path / "out2")
+    assert "codes: learned for bpe700 (its first line), not bpe600" in capsys.readouterr().err
+    legacy = ran_out["codes.en"].read_text().splitlines(True)
+    (moved / "codes").write_text("#version: 0.2\n" + "".join(legacy[1:]))  # as learned before the record
+    apply_cli(moved / "codes", ran_out["vocab.en"], corpus[0], tmp_path / "out3")
+    err = capsys.readouterr().err
+    assert f"bpe apply: note: {moved / 'codes'}: {len(legacy) - 1} merges, fewer than the 600 of bpe600: accepted as codes whose " \
+           "corpus ran out of pairs" in err
+    apply_cli(ran_out["codes.en"], ran_out["vocab.en"], corpus[0], tmp_path / "out4")
+    assert (tmp_path / "out3").read_bytes() == (tmp_path / "out4").read_bytes()

@@ -56,6 +56,39 @@ def test_an_inactive_experiment_may_name_a_bpe_size_the_corpus_leaves_out():
                                      active_experiments=["base"]))
 
 
+@pytest.mark.parametrize("train", ['lr: "1e-3 "', "lr: '0.001'", "max_updates: 1e3", "max_updates: 2.5", "lr: fast"])
+def test_a_bad_number_gets_the_message_of_nmt_train_after_the_experiments_key(tmp_path, capsys, train):
+    """One number policy (nmtmodels/config.py): nmt-train reads the experiment YAML with exponent
+    floats, Snakemake reads the config as YAML 1.1 (1e3 is the string '1e3'); the workflow's error
+    is nmt-train's, the section named as the experiment's key path (train: training + overrides)."""
+    from nmtmodels import cli
+
+    section = f"{{max_updates: 5, {train}}}"
+    (tmp_path / "exp.yaml").write_text(f"train: {section}\n")
+    missing = str(tmp_path / "missing")  # the config is read before any data
+    assert cli.train_main(["--config", str(tmp_path / "exp.yaml"), "--train-src", missing, "--train-tgt", missing,
+                           "--src-vocab", missing, "--tgt-vocab", missing, "--out-dir", str(tmp_path / "out")]) == 2
+    nmt_train = capsys.readouterr().err.strip().removeprefix("nmt-train: error: ")
+    assert nmt_train.startswith("train.")
+    config = config_with()
+    config["experiments"]["base"]["train"] = yaml.safe_load(section)  # as Snakemake reads it (YAML 1.1)
+    with pytest.raises(checks.WorkflowConfigError) as caught:
+        checks.check_experiments(config)
+    assert str(caught.value) == "experiments.base.train (training)." + nmt_train.removeprefix("train.")
+
+
+def test_an_exponent_float_is_the_same_setting_in_the_workflow_and_in_nmt_train():
+    """``lr: 1e-3`` reaches the workflow as the string '1e-3' (YAML 1.1): it is 0.001, as for
+    nmt-train, so a system with ``lr: 0.001`` compares equal to it."""
+    config = config_with()
+    config["experiments"]["base"]["train"] = yaml.safe_load("{lr: 1e-3}")
+    config["experiments"]["other"]["train"] = {"lr": 0.001}
+    assert config["experiments"]["base"]["train"]["lr"] == "1e-3"
+    for name in ("base", "other"):
+        runs.check_run_sections(runs.experiment_settings(config, name), f"experiments.{name}")
+    assert runs.comparable_settings(config, "base")["train.lr"] == runs.comparable_settings(config, "other")["train.lr"] == 0.001
+
+
 def test_tokenized_references_are_every_reference_of_the_test_set():
     # NIST MT02 (configs/full.yaml): four English references, mt02.en0 ... mt02.en3.
     tok = "results/data/nist_zh_en/tok/mt02"

@@ -192,6 +192,14 @@ def readme_install_command() -> str:
     return commands[0].strip()
 
 
+def test_the_readme_says_how_to_get_the_cpu_wheel_of_the_locked_torch():
+    """``pip install`` alone pulls torch's CUDA build on Linux; the Install section gives the
+    one line that takes the CPU wheel of the locked version instead."""
+    section = (ROOT / "README.md").read_text().split("## Install", 1)[1].split("\n## ", 1)[0]
+    torch_pin = re.search(r"^torch==(\S+)$", (ROOT / "requirements" / "lock.txt").read_text(), flags=re.MULTILINE).group(1)
+    assert f"`python -m pip install torch=={torch_pin} --index-url https://download.pytorch.org/whl/cpu`" in section
+
+
 def test_ci_installs_as_the_readme_says():
     command = readme_install_command()
     assert "-c requirements/lock.txt" in command

@@ -641,3 +641,21 @@ def test_hugging_face_iwslt2017_json_on_the_mirror(tmp_path):
     records = json.loads(gzip.decompress((MIRROR / spec["downloads"]["validation.json"]["mirror"]).read_bytes()))
     assert len(german) == len(english) == len(records) == 888
     assert english[5] == records[5]["translation"]["en"].replace("\n", " ")
+
+
+def test_a_download_dated_in_the_future_is_dated_now_and_extracted(tmp_path, capsys):
+    """Snakemake fails a job whose input is newer than its outputs ('older modification time
+    ... than input', issue 34) and deletes them: extract dates such a download now first."""
+    import os
+    import time
+
+    spec, downloads_dir = make_corpus(tmp_path, {"a.en": b"one\ntwo\n", "a.de": b"eins\nzwei\n", "b.en": b"x\n"},
+                                      {"train": [PLAIN]})
+    future = time.time() + 86400
+    for name in ("a.en", "a.de", "b.en"):
+        os.utime(downloads_dir / name, (future, future))
+    assert extract_lines(spec, "train", "de", downloads_dir, tmp_path) == ["eins", "zwei"]
+    assert f"{downloads_dir / 'a.de'} was dated in the future" in capsys.readouterr().err
+    assert os.stat(downloads_dir / "a.de").st_mtime <= time.time() and os.stat(downloads_dir / "a.en").st_mtime <= time.time()
+    assert os.stat(downloads_dir / "b.en").st_mtime == pytest.approx(future)  # not read by this split: left alone
+    assert extract.date_inputs_now([downloads_dir / "a.de", downloads_dir / "missing"]) == []  # dated already

@@ -101,6 +101,44 @@ def test_a_repaired_mirror_file_without_checksum_is_fetched_again(tmp_path):
     assert gzip.decompress((workdir / "resources/downloads/multi30k_en_de/val_unchecked.en").read_bytes()) == b"good text\n"
 
 
+def test_a_download_dated_in_the_future_reruns_nothing_or_rebuilds_the_same_files(tmp_path):
+    """Issue 34: Tatoeba's cmn.txt (over snakemake's 1 MB checksum limit) dated a day ahead.
+    Its bytes are those fetched: the start-up dates it back and warns, nothing is planned.
+    Without its fetch record: a warning naming it and the fix, and the rerun of extract
+    succeeds with the same files (snakemake failed it, 'older modification time than input',
+    and deleted the good raw files)."""
+    import os
+    import time
+
+    if not (MIRROR / "zh-en" / "cmn.txt.gz").is_file():
+        pytest.skip(f"no Tatoeba file in the corpus mirror at {MIRROR}")
+    targets = ["results/data/tatoeba_zh_en/raw/dev.en", "results/data/tatoeba_zh_en/raw/train.zh"]
+    tatoeba = [*targets, *CI, "--config", "active_corpora=[tatoeba_zh_en]"]
+    workdir = tmp_path / "work"
+    snakemake(workdir, "--cores", "2", *tatoeba)
+    made = {target: (workdir / target).read_bytes() for target in targets}
+    download = workdir / "resources/downloads/tatoeba_zh_en/cmn.txt"
+    assert download.stat().st_size > 1_000_000  # snakemake's --max-checksum-file-size: no digest of its own
+
+    future = time.time() + 86400
+    os.utime(download, (future, future))
+    console = (lambda proc: proc.stdout + proc.stderr)(snakemake(workdir, "-n", "--cores", "1", *tatoeba))
+    assert "Warning: resources/downloads/tatoeba_zh_en/cmn.txt was dated in the future (+24.0 h, clock skew?)" in console
+    assert "Nothing to be done" in console and download.stat().st_mtime < time.time()
+
+    (workdir / "resources/downloads/tatoeba_zh_en/cmn.txt.origin.json").unlink()  # as if fetched before records
+    os.utime(download, (future, future))
+    proc = snakemake(workdir, "-n", "-p", "--cores", "1", *tatoeba)
+    warning = next(line for line in proc.stderr.splitlines() if "dated in the future" in line)
+    assert warning.startswith("Warning: 1 file(s) dated in the future (clock skew?): resources/downloads/tatoeba_zh_en/cmn.txt (+24.0 h).")
+    assert "`touch resources/downloads/tatoeba_zh_en/cmn.txt`" in warning and "snakemake --touch" in warning
+    assert sorted(job["rule"] for job in jobs_of(proc)) == ["extract", "extract"]
+    snakemake(workdir, "--cores", "2", *tatoeba)
+    assert {target: (workdir / target).read_bytes() for target in targets} == made
+    logs = [(workdir / f"logs/extract/tatoeba_zh_en/{name}.log").read_text() for name in ("dev.en", "train.zh")]
+    assert any("cmn.txt was dated in the future (clock skew?); dated now" in log for log in logs), logs  # the first job
+
+
 def test_a_failed_local_job_shows_its_log_on_the_console(tmp_path):
     """The default workflow profile (profiles/default) sets show-failed-logs: the console
     carries the job's own error (here a checksum mismatch naming the mirror file)."""
@@ -187,3 +225,41 @@ def test_moving_the_mirror_refetches_no_compression_set_but_a_repaired_one_is(tm
     (moved / "compression" / "tiny.jsonl.gz").write_bytes(gzip.compress(f"{record}\n{record}\n".encode()))
     planned = jobs_of(fetch_compression_target(workdir, "tiny", entry, moved, "-n", "-p"))
     assert [job["rule"] for job in planned] == ["fetch_compression_set"]
+
+
+@needs_mirror
+def test_rules_run_the_interpreter_that_runs_snakemake(tmp_path):
+    """``/path/to/venv/bin/snakemake`` without the venv on PATH: the jobs' ``python`` is still
+    the interpreter running Snakemake (docs/faults.md, "Runs that collide or stop")."""
+    import os
+    import sys
+
+    bare = os.pathsep.join(["/usr/bin", "/bin"])  # shell tools, but not this interpreter
+    entry = yaml.safe_load((ROOT / "config.yaml").read_text())["corpora"]["multi30k_en_de"]["downloads"]["val.en"]
+    overlay = tmp_path / "val.yaml"
+    overlay.write_text(yaml.safe_dump({"corpora": {"multi30k_en_de": {"downloads": {"val.en": entry}}}}))
+    proc = snakemake(tmp_path / "work", "resources/downloads/multi30k_en_de/val.en", "--cores", "1", "--configfile",
+                     str(overlay), check=False, extra_env={"PATH": bare})
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
+    assert (tmp_path / "work/resources/downloads/multi30k_en_de/val.en").stat().st_size > 0
+
+    from workflow_scripts.dag.cluster import path_with_interpreter
+
+    assert path_with_interpreter(sys.executable, {"PATH": bare}, False).split(os.pathsep)[0] == os.path.dirname(sys.executable)
+    assert path_with_interpreter(sys.executable, {"PATH": bare}, True) == bare  # conda or apptainer: their python
+    assert path_with_interpreter(str(tmp_path / "python3"), {"PATH": bare}, False) == bare  # no `python` beside it
+
+
+def test_kept_blank_lines_are_repeated_when_the_run_ends(tmp_path):
+    """``blank_references: warn``: the preprocess jobs' warnings, read back from their logs for
+    the active corpora (the Snakefile's onsuccess prints them); other corpora's logs are not read."""
+    config = yaml.safe_load((ROOT / "config.yaml").read_text())
+    config["active_corpora"] = ["multi30k_en_de"]
+    warned = "preprocess: warning: a.en / a.de: 2 blank target (de) lines: 3, 9; kept (blank_references: warn)"
+    logs = tmp_path / "logs" / "preprocess"
+    (logs / "multi30k_en_de").mkdir(parents=True)
+    (logs / "multi30k_en_de" / "test_2016_flickr.ref1.en-de.log").write_text(f"{warned}\npreprocess en-de: ...\n")
+    (logs / "multi30k_en_de" / "dev.en-de.log").write_text("preprocess en-de dev/test: no blank lines\n")
+    (logs / "tatoeba_zh_en").mkdir()
+    (logs / "tatoeba_zh_en" / "dev.zh-en.log").write_text(warned.replace("a.en", "other") + "\n")
+    assert corpus_data.blank_reference_warnings(config, str(tmp_path)) == [warned]

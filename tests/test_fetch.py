@@ -295,3 +295,68 @@ def test_missing_licensed_lists_every_missing_file_once_with_its_keys(tmp_path):
     unset = missing_licensed(downloads[2:3], mirror_dir=mirror, licensed_dir="")
     assert "licensed_data_dir is not set" in unset and "<licensed_data_dir>/nist/there.zh" in unset
     assert missing_licensed(downloads[2:5] + downloads[6:], mirror_dir=mirror, licensed_dir=licensed) is None
+
+
+def test_unchanged_fetch_time_only_for_the_bytes_fetched(tmp_path):
+    """A fetched file dated in the future can be dated back to its fetch time while its bytes
+    are those recorded; not when they changed, without a record, or for a directory link."""
+    import os
+    import time
+
+    (tmp_path / "m").mkdir()
+    (tmp_path / "m" / "a.gz").write_bytes(gzip.compress(TEXT, mtime=0))
+    output = tmp_path / "d" / "a"
+    before = time.time()
+    fetch({"mirror": "a.gz", "sha256": TEXT_SHA}, "a", output, mirror_dir=tmp_path / "m")
+    os.utime(output, (time.time() + 86400, time.time() + 86400))
+    fetched = fetch_module.unchanged_fetch_time(output)
+    assert fetched is not None and before - 1 <= fetched <= time.time()
+    output.write_bytes(gzip.compress(TEXT + b"more\n", mtime=0))
+    assert fetch_module.unchanged_fetch_time(output) is None
+    assert fetch_module.unchanged_fetch_time(tmp_path / "d" / "never") is None
+    licensed = tmp_path / "tree"
+    licensed.mkdir()
+    fetch({"local": str(licensed)}, "tree", tmp_path / "d" / "tree")
+    assert fetch_module.unchanged_fetch_time(tmp_path / "d" / "tree") is None
+
+
+def test_start_up_dates_back_unchanged_downloads_and_warns_about_other_future_files(tmp_path):
+    """workflow_scripts.dag.future_dates (the Snakefile's start-up, issue 34): a download whose
+    bytes are those fetched goes back to its fetch time; a changed one and a raw file dated in
+    the future are named in one warning with the fix; cluster jobs do nothing."""
+    import os
+    import time
+
+    from workflow_scripts.dag import future_dates
+
+    (tmp_path / "m").mkdir()
+    (tmp_path / "m" / "a.gz").write_bytes(gzip.compress(TEXT, mtime=0))
+    downloads = tmp_path / "resources" / "downloads" / "toy"
+    for name in ("kept", "changed"):
+        fetch({"mirror": "a.gz"}, name, downloads / name, mirror_dir=tmp_path / "m")
+    (downloads / "changed").write_bytes(b"other bytes\n")
+    raw = tmp_path / "results" / "data" / "toy" / "raw"
+    raw.mkdir(parents=True)
+    for path in (raw / "train.en", raw / "dev.en"):
+        path.write_text("a\n")
+    now = time.time()
+    for path in (downloads / "kept", downloads / "changed", raw / "train.en"):
+        os.utime(path, (now + 2 * 86400, now + 2 * 86400))
+    os.utime(raw / "dev.en", (now + 5, now + 5))  # within the tolerance
+
+    assert future_dates.check_future_dates(fetch_module.unchanged_fetch_time, tmp_path, main_process=False, warn=print) == []
+    assert os.stat(downloads / "kept").st_mtime > now + 3600
+
+    warned: list[str] = []
+    messages = future_dates.check_future_dates(fetch_module.unchanged_fetch_time, tmp_path, now=now, warn=warned.append)
+    assert messages == warned and len(messages) == 2
+    assert os.stat(downloads / "kept").st_mtime <= now
+    assert messages[0].startswith("Warning: resources/downloads/toy/kept was dated in the future (+2.0 d")
+    assert "dated back to its fetch time" in messages[0]
+    assert os.stat(downloads / "changed").st_mtime > now + 3600 and os.stat(raw / "train.en").st_mtime > now + 3600
+    assert messages[1].startswith("Warning: 2 file(s) dated in the future (clock skew?): resources/downloads/toy/changed (+2.0 d),"
+                                  " results/data/toy/raw/train.en (+2.0 d).")
+    assert "`touch resources/downloads/toy/changed results/data/toy/raw/train.en`" in messages[1]
+    assert "snakemake --touch" in messages[1] and "dev.en" not in messages[1] and "\n" not in messages[1]
+    assert future_dates.check_future_dates(fetch_module.unchanged_fetch_time, tmp_path / "nothing", now=now,
+                                         warn=warned.append) == []

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import gzip
+import hashlib
 import json
 import os
 import subprocess
@@ -84,9 +85,12 @@ def test_the_rule_command_writes_a_package_that_reads_back(tmp_path):
                            "--vocab", str(tmp_path / "vocab"), "--out-dir", str(out))
     assert proc.returncode == 0, proc.stderr
     package = read_package(out)
-    assert json.loads((out / "preprocess.json").read_text()) == json.loads(settings)
+    written = json.loads((out / "preprocess.json").read_text())
+    assert written.pop("sha256") == {"bpe.codes": hashlib.sha256((tmp_path / "codes").read_bytes()).hexdigest(),
+                                     "bpe.vocab": hashlib.sha256((tmp_path / "vocab").read_bytes()).hexdigest()}
+    assert written == json.loads(settings)
     assert package.checkpoint.read_bytes() == b"checkpoint bytes"
-    assert os.stat(package.checkpoint).st_ino == os.stat(tmp_path / "best.pt").st_ino  # a hard link on this filesystem
+    assert os.stat(package.checkpoint).st_ino != os.stat(tmp_path / "best.pt").st_ino  # a copy of its own, not a hard link
     assert package.codes.read_text() == (tmp_path / "codes").read_text() and package.vocab.read_text() == "the 3\nt@@ 1\n"
     assert sorted(p.name for p in out.parent.iterdir()) == ["model"]  # no temporary directory left
     # BPE settings without codes, and a bad settings key: one line each, nothing written
@@ -96,6 +100,34 @@ def test_the_rule_command_writes_a_package_that_reads_back(tmp_path):
     proc = package_command("--checkpoint", str(tmp_path / "best.pt"), "--settings", json.dumps(bad), "--out-dir", str(tmp_path / "x"))
     assert proc.returncode == 2 and "--settings: subwords: expected bpeN, spmN or char, got 'bpe'" in proc.stderr.splitlines()[-1]
     assert not (tmp_path / "x").exists()
+
+
+def test_the_rule_command_refuses_codes_with_fewer_merges_than_bpe_n_in_one_line(tmp_path):
+    """bpe600 with 299 merges: refused unless the codes record that the corpus ran out of pairs."""
+    from nmtmodels.text.bpe_codes import ran_out_line
+
+    experiment = next(e for e, spec in CONFIG["experiments"].items() if spec["family"] == "transformer" and not spec.get("lattice"))
+    settings = json.dumps(json.loads(packages.package_settings_json(CONFIG, experiment, "multi30k_en_de")) | {"subwords": "bpe600"})
+    (tmp_path / "best.pt").write_bytes(b"checkpoint bytes")
+    merges = [f"a{i} b{i}</w>" for i in range(299)]  # made "a0b0": the vocabulary has all 300 words
+    (tmp_path / "vocab").write_text("".join(f"a{i}b{i} 2\n" for i in range(300)))
+
+    def package(first_line: str) -> subprocess.CompletedProcess:
+        (tmp_path / "codes").write_text("".join(line + "\n" for line in [first_line, *merges]))
+        return package_command("--checkpoint", str(tmp_path / "best.pt"), "--settings", settings, "--codes", str(tmp_path / "codes"),
+                               "--vocab", str(tmp_path / "vocab"), "--out-dir", str(tmp_path / "model"))
+
+    proc = package("#version: 0.2")
+    assert proc.returncode == 1 and proc.stderr.splitlines() == [
+        f"python -m nmtmodels.cli package: error: {tmp_path / 'codes'}: 299 merges, fewer than the 600 of bpe600, and its first line "
+        f"records no early stop, and 1 subwords of {tmp_path / 'vocab'} need merges it lacks ('a299b299'): the file was cut short "
+        "(truncated); learn the codes again"]
+    assert not (tmp_path / "model").exists()
+    proc = package(ran_out_line(300, 600))
+    assert proc.returncode == 1 and "299 merges, but its first line records that learning made 300" in proc.stderr
+    proc = package(ran_out_line(299, 600))
+    assert proc.returncode == 0, proc.stderr
+    assert read_package(tmp_path / "model").settings.subwords == "bpe600"
 
 
 def raw_pairs(corpus: str, count: int) -> dict[str, list[str]]:

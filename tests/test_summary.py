@@ -352,3 +352,24 @@ def test_summary_targets_and_inputs():
     assert len(inputs["metrics"]) == len(inputs["experiment"]) == len(inputs["model_info"]) == len(runs.experiment_runs(config))
     assert "results/experiments/gate/iwslt/train/metrics.csv" in inputs["metrics"]
     assert ev.curve_inputs(config, "iwslt") == [f"results/experiments/{e}/iwslt/train/metrics.csv" for e in ("transformer", "lpe", "gate")]
+
+
+def test_blank_reference_lines_are_a_warning_of_the_summary(tree, made, tmp_path):
+    """``blank_references: warn`` keeps blank reference lines; the summary names each test set
+    with their number (the scores' blank_reference_lines), and results written before 0.2
+    (no such column) give no warning."""
+    root, _ = tree
+    frame = tables.read_results(root / "results.csv")
+    assert (frame["blank_reference_lines"] == 0).all()  # the fixture's references have none
+    first = frame.iloc[0]
+    chosen = (frame["corpus"] == first["corpus"]) & (frame["test_set"] == first["test_set"])
+    frame.loc[chosen, "blank_reference_lines"] = 3
+    frame.to_csv(tmp_path / "blank.csv", index=False)
+    assert summary.blank_reference_rows(tmp_path / "blank.csv") == [
+        {"corpus": first["corpus"], "test_set": first["test_set"], "lines": 3}]
+    frame.drop(columns=["blank_reference_lines"]).to_csv(tmp_path / "old.csv", index=False)
+    assert summary.blank_reference_rows(tmp_path / "old.csv") == []
+    _, data = made
+    markdown = summary.to_markdown({**data, "blank_references": summary.blank_reference_rows(tmp_path / "blank.csv")})
+    assert f"- {first['corpus']} / {first['test_set']}: 3 reference line(s) are blank" in markdown
+    assert "## Warnings" not in summary.to_markdown(data)

@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import argparse
 import errno
+import os
 import shutil
 import sys
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -59,6 +61,28 @@ def _os_error(exc: OSError) -> str:
     return message
 
 
+def check_output(path: str, flag: str = "--output") -> None:
+    """ConfigError naming ``flag`` when ``path`` cannot be written, before any work is done: it is
+    a directory, or the nearest existing directory above it (where the atomic write creates its
+    temporary file, or the missing directories) is not one, or refuses a new file (tried with a
+    temporary file, removed at once: permissions, a read-only file system, a full quota)."""
+    target = Path(path)
+    if target.is_dir():
+        raise ConfigError(f"{flag} {path}: is a directory")
+    directory = target.absolute().parent
+    while not directory.exists():
+        directory = directory.parent
+    shown = os.path.relpath(directory) if not target.is_absolute() else str(directory)
+    if not directory.is_dir():
+        raise ConfigError(f"{flag} {path}: {shown} is not a directory")
+    try:
+        fd, probe = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
+    except OSError as exc:
+        raise ConfigError(f"{flag} {path}: cannot write in {shown} ({exc.strerror or exc})") from None
+    os.close(fd)
+    os.unlink(probe)
+
+
 def _run(prog: str, body: Callable[[], int]) -> int:
     """Run ``body``; report expected failures (config, data, checkpoint, divergence, a
     locked output directory, failed file operations) as one line."""
@@ -74,9 +98,8 @@ def _run(prog: str, body: Callable[[], int]) -> int:
 
 
 def _device(name: str) -> torch.device:
-    """``auto``: cuda when there is a GPU, else cpu; otherwise the device named."""
-    import torch
+    """``auto``: cuda when there is a GPU, else cpu; otherwise the device named, or a
+    ConfigError in one line when torch cannot use it here (:func:`nmtmodels.devices.resolve_device`)."""
+    from nmtmodels.devices import resolve_device
 
-    if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    return torch.device(name)
+    return resolve_device(name)

@@ -1,6 +1,9 @@
 """``python -m nmtmodels.cli package``: write a model package (:mod:`nmtmodels.text.model_package`).
 
-A checkpoint with the settings and subword files that turn raw text into its input."""
+A checkpoint with the settings and subword files that turn raw text into its input.  BPE codes
+cut short, or with another number of merges than ``bpeN`` asks for, are refused in one line
+naming them (codes whose corpus ran out of pairs record it in their first line); the sha256 of
+each subword file goes into ``preprocess.json``."""
 from __future__ import annotations
 
 import json
@@ -10,6 +13,7 @@ from collections.abc import Sequence
 from nmtmodels.cli.common import make_parser
 from nmtmodels.config import ConfigError
 from nmtmodels.text.model_package import PackageSettings, write_package
+from nmtmodels.textio import DataError
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -32,8 +36,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(f"subwords {settings.subwords}: " + ("--spm-model is required" if settings.is_spm
                                                           else "--spm-model does not apply"))
     try:
-        write_package(args.out_dir, args.checkpoint, settings, args.codes, args.vocab, args.spm_model)
-    except OSError as exc:
+        write_package(args.out_dir, args.checkpoint, settings, args.codes, args.vocab, args.spm_model,
+                      note=lambda message: print(f"{parser.prog}: note: {message}", file=sys.stderr))
+    except (OSError, DataError) as exc:
         parser.exit(1, f"{parser.prog}: error: {exc}\n")
     print(f"model package {args.out_dir}: {settings.source.lang}-{settings.target.lang}, {settings.subwords}", file=sys.stderr)
     return 0

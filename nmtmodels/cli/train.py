@@ -6,6 +6,7 @@ already tokenised and BPE-encoded (or character-separated), resuming from
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -21,6 +22,9 @@ from nmtmodels.text.postprocess import TEXT_FORMATS
 from nmtmodels.textio import read_lines
 from nmtmodels.vocab import Vocabulary
 
+# The workflow's jobs set it (Snakefile): a training left running by a killed Snakemake is
+# waited for and adopted by the rerun's job instead of refused (docs/faults.md).
+WAIT_ENV = "NMT_TRAIN_WAIT_FOR_LOCK"
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = make_parser("nmt-train", "Train a model (resumes from OUT_DIR/checkpoint_last.pt).")
@@ -51,6 +55,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                              "vocabularies, training data, --init-from parameters), delete that run's checkpoints and metrics "
                              "and start over "
                              "instead of failing (the workflow's training rules pass it)")
+    parser.add_argument("--wait-for-lock", action="store_true", default=os.environ.get(WAIT_ENV) == "1",
+                        help="when another nmt-train trains in OUT_DIR, wait for it to end and resume from its checkpoints "
+                             f"instead of failing (default when the environment has {WAIT_ENV}=1, as the workflow's jobs do)")
     parser.add_argument("--device", default="auto", help="auto, cpu, cuda (under torchrun: cuda:LOCAL_RANK)")
     args = parser.parse_args(argv)
     if bool(args.valid_src) != bool(args.valid_tgt):
@@ -109,6 +116,6 @@ def _train(args: argparse.Namespace) -> int:
     trainer = Trainer(model, train_cfg, train_data, valid_data, out_dir, model_config=model_cfg.to_dict(),
                       src_vocab=src_vocab, tgt_vocab=tgt_vocab, bleu_fn=bleu_fn, decode_config=plain_dict(decode_cfg),
                       device=device, dist=dist, log=log, restart_on_change=args.restart_on_change,
-                      init_fingerprint=init_fingerprint)
+                      init_fingerprint=init_fingerprint, wait_for_lock=args.wait_for_lock)
     result = trainer.train()
     return EXIT_REQUEUE if result.status == "interrupted" else 0

@@ -28,7 +28,7 @@ import time
 from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
-from nmtmodels.cli.common import _device, _fail, _run, _warn, make_parser
+from nmtmodels.cli.common import _device, _fail, _run, _warn, check_output, make_parser
 from nmtmodels.compiling import DECODE_COMPILE_MODES
 from nmtmodels.config import ConfigError
 from nmtmodels.data import ExtraField, ParallelDataset
@@ -107,6 +107,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _translate(args: argparse.Namespace) -> int:
     from nmtmodels.decoding.translator import Translator
 
+    if args.output:  # before loading and decoding, not when the translation is done
+        check_output(args.output)
     checkpoint = args.checkpoint[0] if len(args.checkpoint) == 1 else args.checkpoint
     translator = Translator.from_checkpoint(checkpoint, device=_device(args.device), pretokenized=args.pretokenized)
     for flag, path, side in (("--src-vocab", args.src_vocab, "src"), ("--tgt-vocab", args.tgt_vocab, "tgt")):

@@ -12,10 +12,12 @@ import contextlib
 from collections.abc import Callable
 from typing import Any, Literal
 
+import numpy as np
 import torch
 
 from nmtmodels.batching import BucketBatchSampler
 from nmtmodels.data import ParallelDataset
+from nmtmodels.decoding.scorer import Hypothesis
 from nmtmodels.decoding.search import beam_search, greedy_search
 from nmtmodels.models.base import Seq2SeqModel
 from nmtmodels.modules.attention import avoid_per_shape_attention_kernels
@@ -34,18 +36,26 @@ def translate_dataset(
 ) -> list[list[Any]]:
     """Hypotheses (``nmtmodels.decoding.scorer.Hypothesis``, best first) for every example of
     ``dataset``, in dataset order.  Beam 1 with nbest 1 runs greedy search.  ``progress``
-    is called with the number of sentences of each batch when it is done."""
+    is called with the number of sentences of each batch when it is done.  A sentence with no
+    token (an empty input line) is not decoded: its one hypothesis is empty, with score 0."""
     device = torch.device(device)
     if device.type == "cuda":
         avoid_per_shape_attention_kernels()
     autocast = (torch.autocast("cuda", dtype=torch.bfloat16)
                 if amp == "bf16" and device.type == "cuda" else contextlib.nullcontext())
-    sampler = BucketBatchSampler(dataset.sizes("tokens")[:, :1], max_tokens, shuffle=False)
+    lengths = dataset.sizes("tokens")[:, :1]
+    sampler = BucketBatchSampler(lengths, max_tokens, shuffle=False)
     results: list[list[Any]] = [[] for _ in range(len(dataset))]
+    empty = lengths[:, 0] <= 1  # no token but </s>: an empty line gets an empty translation, as in CTranslate2
+    for row in np.flatnonzero(empty):
+        results[row] = [Hypothesis(tokens=[], score=0.0, positional_scores=[])]
     was_training = model.training
     model.eval()
     try:
         for indices in sampler.batches():
+            indices = indices[~empty[indices]]
+            if not len(indices):
+                continue
             batch = dataset.collate(indices).to(device)
             batch.tgt_in = batch.tgt_out = None
             with autocast:

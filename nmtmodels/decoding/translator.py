@@ -41,6 +41,7 @@ from nmtmodels.decoding import batched
 from nmtmodels.decoding.ensemble import Ensemble, check_members
 from nmtmodels.decoding.scorer import DecodeConfig
 from nmtmodels.decoding.scorer import Hypothesis as SearchHypothesis
+from nmtmodels.devices import resolve_device
 from nmtmodels.text.model_package import CHECKPOINT_FILE, ModelPackage, package_directory, read_package
 from nmtmodels.text.preprocessing import SegmentationError
 from nmtmodels.textio import DataError
@@ -98,7 +99,7 @@ class Translator:
                  package: ModelPackage | None, device: torch.device | str = "cpu", name: str = "<checkpoint>"):
         self.model, self.src_vocab, self.tgt_vocab, self.state = model, src_vocab, tgt_vocab, state
         self.package = package
-        self.device = torch.device(device)
+        self.device = resolve_device(device)
         self.name = name
         self.family = state["model_config"].get("family", "?")
         self._encode = package.source_encoder() if package is not None else None
@@ -110,6 +111,7 @@ class Translator:
         ``pretokenized``); several paths: an :class:`~nmtmodels.decoding.ensemble.Ensemble` of their
         models, with the first one's package and decode settings.  CheckpointError /
         ConfigError in one line naming the path."""
+        device = resolve_device(device)  # before any file is read: a bad device is one line
         paths = [path] if isinstance(path, (str, os.PathLike)) else list(path)
         if not paths:
             raise ValueError("from_checkpoint needs at least one path")

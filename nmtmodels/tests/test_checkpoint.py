@@ -99,14 +99,14 @@ def test_full_disk_while_saving_is_one_line_naming_the_file_and_free_space(tmp_p
 
 def test_copies_are_written_before_the_main_file(tmp_path, monkeypatch):
     save_checkpoint(tmp_path / "last.pt", {"a": 1}, copies=[tmp_path / "best.pt"])
-    real_copy = ckpt._link_or_copy
+    real_copy = ckpt._clone_or_copy
 
     def fail_for_best(source, target):
         if "best.pt" in str(target):
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
         return real_copy(source, target)
 
-    monkeypatch.setattr(ckpt, "_link_or_copy", fail_for_best)
+    monkeypatch.setattr(ckpt, "_clone_or_copy", fail_for_best)
     with pytest.raises(CheckpointWriteError, match=r"best.pt: cannot write checkpoint: \[Errno 28\]"):
         save_checkpoint(tmp_path / "last.pt", {"a": 2}, copies=[tmp_path / "n.pt", tmp_path / "best.pt"])
     assert load_checkpoint(tmp_path / "last.pt")["a"] == 1  # last still matches best
@@ -115,8 +115,8 @@ def test_copies_are_written_before_the_main_file(tmp_path, monkeypatch):
 
 
 def test_copies_keep_their_bytes_when_the_main_file_is_saved_again(tmp_path):
-    """Copies may be hard links of the main file: a later save replaces the main file's name
-    only, so the best and numbered copies still hold what they held."""
+    """A later save replaces the main file only: the best and numbered copies still hold what
+    they held."""
     save_checkpoint(tmp_path / "last.pt", {"a": 1}, copies=[tmp_path / "best.pt", tmp_path / "n1.pt"])
     assert (tmp_path / "best.pt").read_bytes() == (tmp_path / "last.pt").read_bytes()
     save_checkpoint(tmp_path / "last.pt", {"a": 2}, copies=[tmp_path / "n2.pt"])
@@ -126,15 +126,54 @@ def test_copies_keep_their_bytes_when_the_main_file_is_saved_again(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["best.pt", "last.pt", "n1.pt", "n2.pt"]
 
 
-def test_copies_are_real_copies_where_hard_links_fail(tmp_path, monkeypatch):
-    def no_links(source, target):
-        raise OSError(errno.EXDEV, os.strerror(errno.EXDEV))
+def test_copies_are_files_of_their_own_so_damage_to_one_spares_the_others(tmp_path):
+    """Issue 34: hard links made checkpoint_last/best/N.pt one file, so one truncation destroyed
+    every copy.  Each copy is its own file (a reflink where the filesystem has them)."""
+    names = ["last.pt", "best.pt", "n.pt", "copied.pt"]
+    save_checkpoint(tmp_path / "last.pt", model_state(0), copies=[tmp_path / "best.pt", tmp_path / "n.pt"])
+    copy_checkpoint(tmp_path / "best.pt", tmp_path / "copied.pt")
+    stats = [os.stat(tmp_path / name) for name in names]
+    assert len({stat.st_ino for stat in stats}) == 4 and all(stat.st_nlink == 1 for stat in stats)
+    sha = {name: hashlib.sha256((tmp_path / name).read_bytes()).hexdigest() for name in names}
+    assert len(set(sha.values())) == 1
+    for damaged in names:
+        data = (tmp_path / damaged).read_bytes()
+        os.truncate(tmp_path / damaged, 0)
+        with pytest.raises(CheckpointError, match=r"not a readable checkpoint \(EOFError: \)"):
+            load_checkpoint(tmp_path / damaged)
+        for other in names:
+            if other != damaged:
+                assert hashlib.sha256((tmp_path / other).read_bytes()).hexdigest() == sha[other]
+                assert ckpt.verify_digest(tmp_path / other) and load_checkpoint(tmp_path / other)["model_config"]
+        (tmp_path / damaged).write_bytes(data)
 
-    monkeypatch.setattr(ckpt.os, "link", no_links)
-    save_checkpoint(tmp_path / "last.pt", {"a": 1}, copies=[tmp_path / "best.pt"])
-    assert (tmp_path / "best.pt").read_bytes() == (tmp_path / "last.pt").read_bytes()
-    assert (tmp_path / "best.pt").stat().st_ino != (tmp_path / "last.pt").stat().st_ino
-    assert load_checkpoint(tmp_path / "best.pt")["a"] == 1
+
+def test_a_copy_tries_a_reflink_then_copy_file_range_then_plain_writes(tmp_path, monkeypatch):
+    save_checkpoint(tmp_path / "a.pt", model_state(0))
+    calls = []
+
+    def no_reflink(fd, request, arg):
+        calls.append(request)
+        raise OSError(errno.EOPNOTSUPP, os.strerror(errno.EOPNOTSUPP))
+
+    def no_copy_range(*args):
+        calls.append("copy_file_range")
+        raise OSError(errno.ENOSYS, os.strerror(errno.ENOSYS))
+
+    monkeypatch.setattr(ckpt.fcntl, "ioctl", no_reflink)
+    monkeypatch.setattr(ckpt.os, "copy_file_range", no_copy_range, raising=False)
+    copy_checkpoint(tmp_path / "a.pt", tmp_path / "b.pt")
+    assert calls == [0x40049409, "copy_file_range"]  # FICLONE, then the kernel copy, then read/write
+    assert (tmp_path / "b.pt").read_bytes() == (tmp_path / "a.pt").read_bytes()
+    assert os.stat(tmp_path / "b.pt").st_ino != os.stat(tmp_path / "a.pt").st_ino
+
+    def full_disk(*args):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(ckpt.os, "copy_file_range", full_disk, raising=False)
+    with pytest.raises(CheckpointWriteError, match=r"c.pt: cannot write checkpoint: \[Errno 28\] No space left"):
+        copy_checkpoint(tmp_path / "a.pt", tmp_path / "c.pt")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.pt", "b.pt"]
 
 
 def test_bytes_changed_in_place_are_refused(tmp_path):
@@ -224,3 +263,19 @@ def test_outputs_follow_the_umask_and_data_errors_pickle(tmp_path):
     assert os.stat(tmp_path / "c.pt").st_mode & 0o777 == 0o666 & ~mask
     error = pickle.loads(pickle.dumps(DataError("f.txt", "bad token", 3)))
     assert (str(error), error.path, error.line) == ("f.txt:3: bad token", "f.txt", 3)
+
+
+def test_a_pickle_of_other_objects_is_not_a_checkpoint_and_gets_no_unsafe_advice(tmp_path):
+    import argparse
+
+    torch.save({"model": argparse.Namespace(a=1)}, tmp_path / "foreign.pt")  # loadable only with weights_only=False
+    with pytest.raises(CheckpointError) as caught:
+        ckpt.load_checkpoint(tmp_path / "foreign.pt")
+    message = str(caught.value)
+    assert message.startswith(f"{tmp_path / 'foreign.pt'}: not an nmtmodels checkpoint")
+    assert "weights_only" not in message and "\n" not in message
+    for junk in (b"hello\n", b"not a checkpoint"):  # torch: KeyError; UnpicklingError with its weights_only advice
+        (tmp_path / "text.pt").write_bytes(junk)
+        with pytest.raises(CheckpointError, match=r"text\.pt: not a readable checkpoint \(") as caught:
+            ckpt.load_checkpoint(tmp_path / "text.pt")
+        assert "weights_only" not in str(caught.value) and "\n" not in str(caught.value)

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import contextlib
 import csv
 import math
 import os
@@ -395,6 +396,64 @@ def test_set_reads_exponent_numbers_as_floats(tmp_path):
         "train": {"seed": 7, "amp": "bf16", "adam_betas": [0.9, 0.9]}}
 
 
+@pytest.mark.parametrize("train, message", [
+    ('lr: "1e-3 "', "train.lr: expected float, got str ('1e-3 '); a string is not a number: write 1e-3 without quotes or spaces"),
+    ("max_updates: 1e3", "train.max_updates: expected int, got float (1000.0); write 1000"),
+])
+def test_a_number_in_quotes_or_a_float_for_an_int_is_one_line_naming_the_key(tmp_path, capsys, train, message):
+    """The number policy of nmtmodels.config; the workflow gives the same message (tests/test_dag.py)."""
+    (tmp_path / "exp.yaml").write_text(f"train: {{max_updates: 5, {train}}}\n")
+    args = train_args(tmp_path, out=str(tmp_path / "out"))  # no data: the config is read first
+    assert cli.train_main(args) == 2
+    assert capsys.readouterr().err.splitlines() == [f"nmt-train: error: {message}"]
+
+
+@contextlib.contextmanager
+def read_only(directory: Path):
+    """``directory`` refuses new entries: mode 555, or for root (whom modes do not stop) the
+    immutable attribute; skips the test where neither can be set."""
+    directory.mkdir(parents=True, exist_ok=True)
+    if os.geteuid() != 0:
+        directory.chmod(0o555)
+        try:
+            yield
+        finally:
+            directory.chmod(0o755)
+        return
+    if subprocess.run(["chattr", "+i", str(directory)], capture_output=True).returncode != 0:
+        pytest.skip("running as root without chattr +i: no directory is read-only here")
+    try:
+        yield
+    finally:
+        subprocess.run(["chattr", "-i", str(directory)], check=True)
+
+
+@pytest.mark.parametrize("where, message", [
+    ("ro/out.txt", "--output {out}: cannot write in {tmp}/ro ("),
+    ("ro/new/out.txt", "--output {out}: cannot write in {tmp}/ro ("),
+    ("file.txt/out.txt", "--output {out}: {tmp}/file.txt is not a directory"),
+    ("ro", "--output {out}: is a directory"),
+])
+def test_an_output_that_cannot_be_written_fails_before_decoding(tmp_path, capsys, monkeypatch, where, message):
+    """Before, nmt-translate loaded the model, translated every line, then failed naming its
+    temporary file.  Now nothing is loaded: the checkpoint here does not even exist."""
+    from nmtmodels.decoding.translator import Translator
+
+    def never(*args, **kwargs):
+        raise AssertionError("the checkpoint was loaded before --output was checked")
+
+    monkeypatch.setattr(Translator, "from_checkpoint", never)
+    (tmp_path / "in.txt").write_text("a b c\n")
+    (tmp_path / "file.txt").write_text("")
+    out = tmp_path / where
+    with read_only(tmp_path / "ro"):
+        rc, _, err = translate(["--checkpoint", str(tmp_path / "none.pt"), "--input", str(tmp_path / "in.txt"),
+                                "--output", str(out)], capsys)
+    assert rc == 2
+    assert len(err.splitlines()) == 1 and err.startswith("nmt-translate: error: " + message.format(out=out, tmp=tmp_path)), err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["file.txt", "in.txt", "ro"] and not any((tmp_path / "ro").iterdir())
+
+
 def test_training_that_diverges_fails_in_one_line(copy_run, tmp_path, capsys):
     args = train_args(copy_run, out=str(tmp_path / "out")) + ["--set", "train.lr=1e9", "--set", "train.warmup_updates=1"]
     assert cli.train_main(args) == 2
@@ -459,6 +518,41 @@ def test_second_trainer_on_a_directory_is_refused_in_one_line(copy_run, tmp_path
         fcntl.flock(holder, fcntl.LOCK_EX | fcntl.LOCK_NB)
         assert cli.train_main(train_args(copy_run, out=str(out)) + ["--set", "train.max_updates=2"]) == 2
     assert capsys.readouterr().err.splitlines()[-1].startswith(f"nmt-train: error: {out}: another nmt-train is training")
+
+
+def test_a_trainer_told_to_wait_adopts_the_run_of_the_one_before(copy_run, tmp_path, capsys, monkeypatch):
+    """A workflow rerun after Snakemake was killed while its training ran on: the new job waits
+    for the old trainer (here: a held lock, released after a while) and then resumes from its
+    checkpoints, ending where an uninterrupted run ends."""
+    import fcntl
+    import threading
+
+    out = tmp_path / "out"
+    args = train_args(copy_run, out=str(out)) + ["--set", "train.max_updates=4", "--set", "train.log_interval=1",
+                                                  "--set", "train.save_interval_updates=2"]
+    assert cli.train_main(args) == 0  # the "orphan" finished its run
+    reference = load_checkpoint(out / "checkpoint_last.pt")["model"]
+    capsys.readouterr()
+    holder = open(out / ".nmt-train.lock", "w")
+    fcntl.flock(holder, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    released = threading.Timer(1.0, holder.close)  # closing releases the lock
+    released.start()
+    monkeypatch.setenv("NMT_TRAIN_WAIT_FOR_LOCK", "1")  # as the Snakefile sets it for every job
+    best = (out / "checkpoint_best.pt").read_bytes()
+    (out / "checkpoint_best.pt").unlink()  # Snakemake deletes a job's outputs before it starts the job
+    (out / "metrics.csv").unlink()
+    try:
+        assert cli.train_main(args) == 0
+    finally:
+        released.join()
+    err = capsys.readouterr().err
+    assert "is locked), e.g. one left running by a killed workflow run; waiting for it to end" in err
+    assert "the other trainer ended; resuming from its checkpoints" in err
+    resumed = load_checkpoint(out / "checkpoint_last.pt")["model"]
+    assert all(torch.equal(resumed[name], reference[name]) for name in reference)
+    assert load_checkpoint(out / "checkpoint_best.pt")["model"].keys() == reference.keys()
+    assert (out / "checkpoint_best.pt").read_bytes() == best
+    assert len((out / "metrics.csv").read_text().splitlines()) > 1
 
 
 def test_checkpoint_with_nan_parameters_is_refused(copy_run, capsys, tmp_path):
@@ -531,3 +625,17 @@ def test_no_command_takes_an_abbreviated_option(command, capsys):
         cli.main([command, "--hel"])
     captured = capsys.readouterr()
     assert exit_info.value.code == 2 and captured.out == "" and "error:" in captured.err
+
+
+def test_a_device_torch_cannot_use_is_one_line(copy_run, capsys):
+    """``--device cuda`` on a CPU-only torch (or without a visible GPU) and a misspelt device:
+    exit 2 and one line, for nmt-translate and nmt-train (before: a 43-line traceback)."""
+    bad = ["gpu"] + ([] if torch.cuda.is_available() else ["cuda"])
+    for device in bad:
+        rc, out, err = translate(["--checkpoint", str(copy_run / "out/checkpoint_last.pt"), "--input", str(copy_run / "test.src"),
+                                  "--device", device], capsys)
+        assert rc == 2 and out == "" and len(err.strip().splitlines()) == 1, err
+        assert err.startswith(f"nmt-translate: error: device '{device}': "), err
+        assert cli.train_main(train_args(copy_run, out="other") + ["--device", device]) == 2
+        err = capsys.readouterr().err
+        assert err.strip().splitlines()[-1].startswith(f"nmt-train: error: device '{device}': "), err

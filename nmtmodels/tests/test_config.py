@@ -6,7 +6,7 @@ from dataclasses import dataclass
 import pytest
 
 from nmtmodels import registry
-from nmtmodels.config import PRESETS, ConfigError, ModelConfig
+from nmtmodels.config import PRESETS, ConfigError, ModelConfig, from_dict, parse_yaml_value
 from nmtmodels.models import base
 from nmtmodels.models.transformer import TransformerModel
 
@@ -107,7 +107,60 @@ def test_exponent_floats_read_as_floats(tmp_path) -> None:
         count: int = 0
 
     assert from_dict(Numbers, {"rate": "1e-3"}).rate == 0.001  # what a YAML 1.1 reader (Snakemake) passes on
-    with pytest.raises(ConfigError, match=r"config.rate: expected float, got str \('fast'\)"):
+    with pytest.raises(ConfigError, match=r"config.rate: expected float, got str \('fast'\)$"):
         from_dict(Numbers, {"rate": "fast"})
-    with pytest.raises(ConfigError, match=r"config.count: expected int, got str \('1e3'\)"):
+    with pytest.raises(ConfigError, match=r"config.count: expected int, got float \(1000.0\); write 1000$"):
         from_dict(Numbers, {"count": "1e3"})
+
+
+@dataclass
+class _Numbers:
+    rate: float = 0.0
+    count: int = 0
+
+
+@pytest.mark.parametrize("data, value", [
+    ({"rate": 1}, 1.0), ({"rate": 0.5}, 0.5), ({"rate": "1e-3"}, 0.001), ({"rate": "1.0e9"}, 1e9), ({"rate": "-2E+5"}, -2e5),
+    ({"count": 7}, 7), ({"count": -1}, -1),
+])
+def test_numbers_that_are_accepted(data: dict, value) -> None:
+    """Ints and floats; a string only when spelt as an exponent float (YAML 1.1 reads 1e-3 as one)."""
+    (key, _), = data.items()
+    got = getattr(from_dict(_Numbers, data), key)
+    assert got == value and type(got) is type(value)
+
+
+@pytest.mark.parametrize("data, message", [
+    # a string is not a number: quoted, or with spaces (no strip), whatever it spells
+    ({"rate": "1e-3 "}, "config.rate: expected float, got str ('1e-3 '); a string is not a number: write 1e-3 without quotes or spaces"),
+    ({"rate": " 1e-3"}, "config.rate: expected float, got str (' 1e-3'); a string is not a number: write 1e-3 without quotes or spaces"),
+    ({"rate": "0.001"}, "config.rate: expected float, got str ('0.001'); a string is not a number: write 0.001 without quotes or spaces"),
+    ({"rate": "fast"}, "config.rate: expected float, got str ('fast')"),
+    ({"rate": True}, "config.rate: expected float, got bool (True)"),
+    ({"count": "5"}, "config.count: expected int, got str ('5'); a string is not a number: write 5 without quotes or spaces"),
+    # an int key takes ints only: 1e3 is a float (in YAML 1.2, and as Snakemake's string)
+    ({"count": 1e3}, "config.count: expected int, got float (1000.0); write 1000"),
+    ({"count": "1e3"}, "config.count: expected int, got float (1000.0); write 1000"),
+    ({"count": 1.5}, "config.count: expected int, got float (1.5)"),
+    ({"count": "1e3 "}, "config.count: expected int, got str ('1e3 '); a string is not a number: write 1e3 without quotes or spaces"),
+    ({"count": False}, "config.count: expected int, got bool (False)"),
+])
+def test_numbers_that_are_rejected_name_the_key(data: dict, message: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        from_dict(_Numbers, data)
+    assert str(caught.value) == message
+
+
+def test_the_policy_reads_a_yaml_file_and_its_yaml_1_1_reading_alike(tmp_path) -> None:
+    """nmt-train reads the experiment YAML with exponent floats; Snakemake (YAML 1.1) passes the
+    same text on with strings for them: both give the same value or the same error."""
+    import yaml
+
+    for text in ("{rate: 1e-3, count: 3}", "{rate: 1.0e9}", "{count: 1e3}", "{rate: '1e-3 '}", "{count: 2.5}"):
+        results = []
+        for data in (parse_yaml_value(text), yaml.safe_load(text)):
+            try:
+                results.append(from_dict(_Numbers, data))
+            except ConfigError as exc:
+                results.append(str(exc))
+        assert results[0] == results[1], text

@@ -168,3 +168,11 @@ def test_cli(tmp_path):
     assert result.returncode != 0
     assert "4 hypotheses but reference 1 has 3 lines" in result.stderr and str(files["short"]) in result.stderr
     assert not (tmp_path / "bad.json").exists()
+
+
+def test_blank_reference_lines_are_counted() -> None:
+    """Lines where some reference stream is empty (kept by ``blank_references: warn``)."""
+    hyps = ["a cat", "a dog", "", "the end"]
+    first, second = ["a cat", "", "x", "the end"], ["a cat", "a dog", "  ", "the end"]
+    assert score_corpus(hyps, [first, second], "en")["blank_reference_lines"] == 2  # lines 2 and 3
+    assert score_corpus(hyps, [second], "en")["blank_reference_lines"] == 1

@@ -3,6 +3,7 @@ from __future__ import annotations
 import csv
 import errno
 import fcntl
+import hashlib
 import importlib
 import math
 import os
@@ -16,6 +17,7 @@ from torch import nn
 from nmtmodels import checkpoint as ckpt_module
 from nmtmodels.batch import PAD_ID
 from nmtmodels.checkpoint import (
+    CheckpointError,
     CheckpointWriteError,
     load_checkpoint,
     numbered_checkpoints,
@@ -29,6 +31,8 @@ from nmtmodels.tests.copy_task_fixtures import (
     tiny_model,
     train_config,
 )
+from nmtmodels.text.model_package import PackageSettings, write_package
+from nmtmodels.text.preprocessing import LanguageSettings
 from nmtmodels.training import trainer as train_module
 from nmtmodels.training.config import TrainConfig
 from nmtmodels.training.errors import OutputDirLocked, TrainingDiverged
@@ -307,6 +311,86 @@ def test_restart_on_change_starts_over_as_in_an_empty_directory(corpus, tmp_path
     assert rows == [1, 2, 3, 4]
 
 
+def sha256(path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_truncating_one_checkpoint_leaves_every_other_copy_intact(corpus, tmp_path):
+    """Issue 34: checkpoint_last.pt, checkpoint_best.pt, the newest checkpoint_N.pt and the model
+    package's checkpoint.pt were hard links of one file, so `truncate -s 0` on one emptied all."""
+    run = tmp_path / "train"
+    make_trainer(corpus, run, max_updates=6, save_interval_updates=3, log_interval=1).train()
+    settings = PackageSettings(source=LanguageSettings("en", "whitespace"), target=LanguageSettings("en", "whitespace"),
+                               unicode_form="NFKC", subwords="char")
+    package = write_package(tmp_path / "model", run / "checkpoint_best.pt", settings)
+    files = [run / "checkpoint_last.pt", run / "checkpoint_best.pt", run / "checkpoint_6.pt", run / "checkpoint_3.pt",
+             package / "checkpoint.pt"]
+    assert load_checkpoint(run / "checkpoint_best.pt")["update"] == 6  # so all but checkpoint_3.pt hold one state
+    digests = {path: sha256(path) for path in files}
+    for damaged in files:
+        data = damaged.read_bytes()
+        os.truncate(damaged, 0)
+        with pytest.raises(CheckpointError, match=r"not a readable checkpoint \(EOFError: \)"):
+            load_checkpoint(damaged)
+        for other in files:
+            if other != damaged:
+                assert sha256(other) == digests[other], f"truncating {damaged.name} changed {other}"
+                assert load_checkpoint(other)["update"] in (3, 6)
+        damaged.write_bytes(data)
+
+
+def test_resume_from_an_unreadable_last_checkpoint_falls_back_to_the_newest_readable_numbered_one(corpus, tmp_path):
+    settings = {"save_interval_updates": 2, "log_interval": 1, "dropout": 0.1}
+    straight = make_trainer(corpus, tmp_path / "straight", max_updates=10, **settings)
+    straight.train()
+    run = tmp_path / "run"
+    make_trainer(corpus, run, max_updates=6, **settings).train()
+    last = run / "checkpoint_last.pt"
+    os.truncate(last, 0)
+    os.truncate(run / "checkpoint_6.pt", 100)  # the newest numbered one is damaged too
+    messages = []
+    resumed = make_trainer(corpus, run, max_updates=10, model_seed=3, log=messages.append, **settings)
+    assert resumed.train().update == 10
+    assert_bitwise_equal(params(straight), params(resumed))  # as if never interrupted
+    warnings = [m for m in messages if m.startswith("warning:")]
+    assert warnings == [f"warning: {last}: not a readable checkpoint (EOFError: ); resuming from {run / 'checkpoint_4.pt'}, "
+                        "the newest readable numbered checkpoint (unreadable too: checkpoint_6.pt)"]
+    assert f"resumed from {run / 'checkpoint_4.pt'} at update 4" in "\n".join(messages)
+    assert [load_checkpoint(run / f"checkpoint_{u}.pt")["update"] for u in (6, 8, 10)] == [6, 8, 10]  # rewritten
+    # a finished run whose last checkpoint is damaged: the rerun (snakemake -f) repairs it
+    os.truncate(last, 0)
+    messages.clear()
+    make_trainer(corpus, run, max_updates=10, log=messages.append, **settings).train()
+    assert messages[0] == (f"warning: {last}: not a readable checkpoint (EOFError: ); resuming from "
+                           f"{run / 'checkpoint_10.pt'}, the newest readable numbered checkpoint")
+    assert sha256(last) == sha256(run / "checkpoint_10.pt")
+    # a damaged best checkpoint: the rerun replaces it with a copy of the best numbered one
+    best = run / "checkpoint_best.pt"
+    os.truncate(best, 0)
+    messages.clear()
+    make_trainer(corpus, run, max_updates=10, log=messages.append, **settings).train()
+    source = run / f"checkpoint_{load_checkpoint(best)['update']}.pt"
+    assert [m for m in messages if m.startswith("warning:")] == [
+        f"warning: {best}: not a readable checkpoint (EOFError: ); replaced it with a copy of {source}"]
+    assert sha256(best) == sha256(source)
+
+
+def test_resume_without_any_readable_checkpoint_says_how_to_start_over(corpus, tmp_path):
+    make_trainer(corpus, tmp_path, max_updates=4, save_interval_updates=2).train()
+    for path in [tmp_path / "checkpoint_last.pt", *(path for _, path in numbered_checkpoints(tmp_path))]:
+        os.truncate(path, 0)
+    for restart in (False, True):
+        with pytest.raises(CheckpointError) as caught:
+            make_trainer(corpus, tmp_path, max_updates=4, save_interval_updates=2, restart_on_change=restart).train()
+        assert str(caught.value) == (
+            f"{tmp_path / 'checkpoint_last.pt'}: not a readable checkpoint (EOFError: ); no readable numbered checkpoint "
+            f"(checkpoint_N.pt) in {tmp_path} to resume from instead; to start over, delete {tmp_path / 'checkpoint_last.pt'} "
+            f"and {tmp_path / 'checkpoint_[0-9]*.pt'}")
+    for path in [tmp_path / "checkpoint_last.pt", *(path for _, path in numbered_checkpoints(tmp_path))]:
+        path.unlink()  # what the message says
+    assert make_trainer(corpus, tmp_path, max_updates=4, save_interval_updates=2).train().update == 4
+
+
 # ---------------------------------------------------------------------- checkpoints, validation, stopping
 def test_keep_last_keep_best_and_best_checkpoint(corpus, tmp_path):
     bleu = iter([10.0, 30.0, 20.0, 25.0, 5.0, 28.0])
@@ -464,7 +548,7 @@ def test_a_run_without_a_finite_validation_fails_without_a_best_checkpoint(corpu
 def test_failed_best_copy_leaves_last_consistent_with_best(corpus, tmp_path, monkeypatch):
     """A full disk while writing checkpoint_best.pt: checkpoint_last.pt still records the best
     that checkpoint_best.pt holds (the old order wrote last first, then failed on best)."""
-    real_copy = ckpt_module._link_or_copy
+    real_copy = ckpt_module._clone_or_copy
     best_writes = {"n": 0}
 
     def copyfile(source, target):
@@ -474,7 +558,7 @@ def test_failed_best_copy_leaves_last_consistent_with_best(corpus, tmp_path, mon
                 raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
         return real_copy(source, target)
 
-    monkeypatch.setattr(ckpt_module, "_link_or_copy", copyfile)
+    monkeypatch.setattr(ckpt_module, "_clone_or_copy", copyfile)
     bleu = iter([10.0, 20.0, 30.0])
     trainer = make_trainer(corpus, tmp_path, bleu_fn=lambda model: next(bleu), max_tokens=24, valid_bleu=True,
                            best_metric="bleu", save_interval_updates=2, max_updates=6)

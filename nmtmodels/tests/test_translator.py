@@ -318,3 +318,38 @@ def test_cli_takes_several_checkpoints_and_refuses_other_vocabularies(package, s
     [line] = capsys.readouterr().err.splitlines()
     assert line == (f"nmt-translate: error: {tmp_path / 'other.pt'}: its src vocabulary differs from that of "
                     f"{directory / 'checkpoint.pt'}; an ensemble's members must share both vocabularies")
+
+
+def test_devices_resolve_or_fail_in_one_line(package):
+    """``device="auto"`` (the CLI's default) works in the API too; a device this torch cannot
+    use is one line naming it, before any file is read."""
+    import torch
+
+    from nmtmodels.config import ConfigError
+
+    directory, _, _ = package
+    translator = Translator.from_checkpoint(directory, device="auto")
+    assert translator.device.type == ("cuda" if torch.cuda.is_available() else "cpu")
+    with pytest.raises(ConfigError, match=r"^device 'gpu0': not a device name \(auto, cpu, cuda or cuda:N\)$"):
+        Translator.from_checkpoint(directory, device="gpu0")
+    if not torch.cuda.is_available():
+        with pytest.raises(ConfigError, match=r"^device 'cuda': (this torch build .* has no CUDA support|no CUDA device is visible)"):
+            Translator.from_checkpoint(directory / "no-such-dir", device="cuda")
+
+
+def test_an_empty_line_gets_an_empty_translation(package, tmp_path):
+    """As CTranslate2: an empty (or blank) input line is not decoded and gives an empty line,
+    and the line count is kept, in the API and in nmt-translate."""
+    from nmtmodels import cli
+
+    directory, _, _ = package
+    translator = Translator.from_checkpoint(directory)
+    results = translator.translate(["A dog.", "", "   ", "Two men."])
+    assert [r.text for r in results][1:3] == ["", ""]
+    assert results[0].text and results[3].text
+    assert results[0].text == translator.translate(["A dog."])[0].text
+    source = tmp_path / "in.txt"
+    source.write_text("A dog.\n\nTwo men.\n", encoding="utf-8")
+    assert cli.translate_main(["--checkpoint", str(directory), "--input", str(source), "--output", str(tmp_path / "out.txt")]) == 0
+    lines = (tmp_path / "out.txt").read_text(encoding="utf-8").split("\n")
+    assert len(lines) == 4 and lines[1] == "" and lines[3] == "" and lines[0] and lines[2]

@@ -4,8 +4,8 @@ Layout (written by the workflow's rule ``model_package`` into
 ``results/experiments/EXPERIMENT/CORPUS/model/``, or by :func:`write_package`)::
 
     checkpoint.pt        the checkpoint the run decodes: train/checkpoint_best.pt, or with
-                         average_checkpoints: N the average of its last N (a hard link where
-                         the filesystem allows one)
+                         average_checkpoints: N the average of its last N (a copy of its own,
+                         never a hard link: a reflink where the filesystem has them)
     preprocess.json      languages, normaliser and tokeniser settings, subword units
     bpe.codes            source BPE codes (subwords bpeN only)
     bpe.vocab            source BPE vocabulary, "subword count" lines, read with the threshold
@@ -15,11 +15,18 @@ Layout (written by the workflow's rule ``model_package`` into
 of the corpus' ``preprocess`` spec (``lang``, ``tokenizer``, ``join_pretokenized``,
 ``lowercase``), the unicode form, the subword units (``bpeN``, ``spmN`` or ``char``) and, for
 BPE, the vocabulary threshold that the workflow's ``apply_bpe`` used (``"bpe": {...}``), for
-SentencePiece the model file (``"sentencepiece": {"model": "spm.model"}``).  The target
+SentencePiece the model file (``"sentencepiece": {"model": "spm.model"}``), and the sha256
+digest of each subword file (``"sha256": {"bpe.codes": HEX, "bpe.vocab": HEX}``).  The target
 settings name the language of the detokeniser.  Source text then goes through the steps that
 made the training source (:class:`~nmtmodels.text.preprocessing.TextProcessor`, then subword-nmt
 BPE with codes, vocabulary and threshold, SentencePiece with the model, or characters with ▁
 for spaces); the target side is undone by :func:`nmtmodels.text.postprocess.postprocess`.
+
+Subword files are checked: :func:`write_package` refuses BPE codes that are cut short or have
+another number of merges than ``bpeN`` asks for (:func:`nmtmodels.text.bpe_codes.check_codes`)
+and records the digests; :func:`read_package` refuses a file whose sha256 differs from the
+recorded one (DataError naming the file).  Packages written before the digests were recorded
+load without them; their BPE codes get the merge check instead.
 
 CLI (the rule's command)::
 
@@ -28,8 +35,10 @@ CLI (the rule's command)::
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import os
+import re
 import shutil
 import tempfile
 from collections.abc import Callable
@@ -38,6 +47,7 @@ from typing import Any
 
 from nmtmodels.checkpoint import copy_checkpoint
 from nmtmodels.config import ConfigError
+from nmtmodels.text.bpe_codes import check_codes
 from nmtmodels.text.postprocess import SUBWORDS, postprocess
 from nmtmodels.text.preprocessing import (
     UNICODE_FORMS,
@@ -56,6 +66,7 @@ CODES_FILE = "bpe.codes"
 VOCAB_FILE = "bpe.vocab"
 SPM_MODEL_FILE = "spm.model"
 FORMAT = 1
+_SHA256 = re.compile(r"[0-9a-f]{64}")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -67,6 +78,7 @@ class PackageSettings:
     unicode_form: str
     subwords: str
     vocabulary_threshold: int | None = None
+    digests: tuple[tuple[str, str], ...] = ()  # (subword file name, sha256 hex); () in packages written before digests
 
     @property
     def is_bpe(self) -> bool:
@@ -80,6 +92,16 @@ class PackageSettings:
     def is_char(self) -> bool:
         return self.subwords == "char"
 
+    @property
+    def subword_file_names(self) -> tuple[str, ...]:
+        """The names of the files beside ``preprocess.json`` that the subword units need."""
+        return (CODES_FILE, VOCAB_FILE) if self.is_bpe else (SPM_MODEL_FILE,) if self.is_spm else ()
+
+    @property
+    def merges(self) -> int | None:
+        """N of ``bpeN``, else None."""
+        return int(self.subwords[3:]) if self.is_bpe else None
+
     def to_dict(self) -> dict[str, Any]:
         def side(settings: LanguageSettings) -> dict[str, Any]:
             return {"lang": settings.lang, "tokenizer": settings.tokenizer, "join_pretokenized": settings.join_pretokenized}
@@ -90,6 +112,8 @@ class PackageSettings:
             data["bpe"] = {"codes": CODES_FILE, "vocabulary": VOCAB_FILE, "vocabulary_threshold": self.vocabulary_threshold}
         if self.is_spm:
             data["sentencepiece"] = {"model": SPM_MODEL_FILE}
+        if self.digests:
+            data["sha256"] = dict(self.digests)
         return data
 
     @classmethod
@@ -121,8 +145,19 @@ class PackageSettings:
         if subwords.startswith("bpe"):
             bpe = check_type(data.get("bpe", {}), dict, f"{where}: bpe")
             threshold = check_type(bpe.get("vocabulary_threshold", 1), int, f"{where}: bpe.vocabulary_threshold")
-        return cls(source=sides[0], target=sides[1], unicode_form=unicode_form, subwords=subwords,
-                   vocabulary_threshold=threshold)
+        settings = cls(source=sides[0], target=sides[1], unicode_form=unicode_form, subwords=subwords,
+                       vocabulary_threshold=threshold)
+        if "sha256" not in data:
+            return settings  # written before the digests were recorded
+        digests = check_type(data["sha256"], dict, f"{where}: sha256")
+        names = settings.subword_file_names
+        if sorted(digests) != sorted(names):
+            raise ConfigError(f"{where}: sha256: expected digests of {', '.join(names) or 'no files'} (subwords {subwords}), "
+                              f"got {', '.join(sorted(digests)) or 'none'}")
+        for name in names:
+            if not (isinstance(digests[name], str) and _SHA256.fullmatch(digests[name])):
+                raise ConfigError(f"{where}: sha256.{name}: expected 64 lowercase hex digits, got {digests[name]!r}")
+        return dataclasses.replace(settings, digests=tuple((name, digests[name]) for name in names))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -150,9 +185,20 @@ class ModelPackage:
 
     def subword_files(self) -> list[Path]:
         """The files beside ``preprocess.json`` that the subword units need."""
-        if self.settings.is_bpe:
-            return [self.codes, self.vocab]
-        return [self.spm_model] if self.settings.is_spm else []
+        return [self.directory / name for name in self.settings.subword_file_names]
+
+    def check_subword_files(self) -> None:
+        """Each subword file against its recorded sha256 (DataError naming the file); without
+        digests (a package written before they were recorded), the BPE codes against ``bpeN``."""
+        recorded = dict(self.settings.digests)
+        if not recorded:
+            if self.settings.is_bpe:
+                check_codes(self.codes, self.settings.merges, self.vocab)
+            return
+        for path in self.subword_files():
+            if file_sha256(path) != recorded[path.name]:
+                raise DataError(path, f"content does not match the sha256 that {PREPROCESS_FILE} records (the file was "
+                                      "changed or cut short after the package was written); use another copy of the package")
 
     def source_encoder(self) -> Callable[[str], str]:
         """Raw source sentence -> model input (tokens separated by spaces): the corpus'
@@ -189,6 +235,15 @@ def settings_from_corpus(corpus_spec: dict[str, Any], subwords: str, unicode_for
     return PackageSettings(source=src, target=tgt, unicode_form=unicode_form, subwords=subwords, vocabulary_threshold=threshold)
 
 
+def file_sha256(path: str | os.PathLike) -> str:
+    """The sha256 hex digest of a file's bytes."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for chunk in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
 def package_directory(path: str | os.PathLike) -> Path | None:
     """The package directory of ``path`` (the directory itself, or a checkpoint in it), or
     None when there is no ``preprocess.json`` there."""
@@ -198,7 +253,8 @@ def package_directory(path: str | os.PathLike) -> Path | None:
 
 
 def read_package(directory: str | os.PathLike) -> ModelPackage:
-    """Read ``DIRECTORY/preprocess.json``; ConfigError or DataError naming the file."""
+    """Read ``DIRECTORY/preprocess.json`` and check the subword files
+    (:meth:`ModelPackage.check_subword_files`); ConfigError or DataError naming the file."""
     directory = Path(directory)
     settings_path = directory / PREPROCESS_FILE
     try:
@@ -209,17 +265,25 @@ def read_package(directory: str | os.PathLike) -> ModelPackage:
     for path in package.subword_files():
         if not path.is_file():
             raise ConfigError(f"{settings_path}: subwords {package.settings.subwords} need {path.name} beside it; it is missing")
+    package.check_subword_files()
     return package
 
 
 def write_package(out_dir: str | os.PathLike, checkpoint: str | os.PathLike, settings: PackageSettings,
                   codes: str | os.PathLike | None = None, vocab: str | os.PathLike | None = None,
-                  spm_model: str | os.PathLike | None = None) -> Path:
-    """Write a package directory (it replaces ``out_dir`` whole, or leaves it as it was on failure)."""
+                  spm_model: str | os.PathLike | None = None, *, note: Callable[[str], None] | None = None) -> Path:
+    """Write a package directory (it replaces ``out_dir`` whole, or leaves it as it was on failure).
+    BPE codes are checked against ``bpeN`` first (DataError naming them; a note for codes
+    accepted on their vocabulary goes to ``note``); ``preprocess.json`` records the sha256 of
+    each subword file copied (``settings.digests`` given are replaced)."""
     if settings.is_bpe != (codes is not None and vocab is not None):
         raise ValueError(f"subwords {settings.subwords}: " + ("need" if settings.is_bpe else "take no") + " codes and vocabulary")
     if settings.is_spm != (spm_model is not None):
         raise ValueError(f"subwords {settings.subwords}: " + ("need" if settings.is_spm else "take no") + " SentencePiece model")
+    if settings.is_bpe:
+        message = check_codes(codes, settings.merges, vocab)
+        if message and note:
+            note(message)
     out_dir = Path(out_dir)
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
@@ -230,6 +294,7 @@ def write_package(out_dir: str | os.PathLike, checkpoint: str | os.PathLike, set
             shutil.copyfile(vocab, tmp / VOCAB_FILE)
         if settings.is_spm:
             shutil.copyfile(spm_model, tmp / SPM_MODEL_FILE)
+        settings = dataclasses.replace(settings, digests=tuple((name, file_sha256(tmp / name)) for name in settings.subword_file_names))
         (tmp / PREPROCESS_FILE).write_text(json.dumps(settings.to_dict(), indent=2, sort_keys=True) + "\n", encoding="utf-8")
         os.chmod(tmp, 0o777 & ~current_umask())  # mkdtemp makes 0700; follow the umask like mkdir
         if out_dir.exists():

@@ -98,7 +98,8 @@ def score_corpus(
     """BLEU, chrF, TER and (given tokenised text) tokenised BLEU of one system output.
 
     Returns ``{"bleu": {...}, "chrf": {...}, "ter": {...}, "tokenized_bleu": {...} | None,
-    "num_sentences": n, "num_references": r, "lang": lang}``; every metric entry holds
+    "num_sentences": n, "num_references": r, "blank_reference_lines": b, "lang": lang}`` (``b``:
+    lines where some reference is empty, as ``blank_references: warn`` keeps them); every metric entry holds
     ``score`` and sacrebleu's ``signature``.  ValueError on empty input or mismatched counts.
     """
     _check_counts(hypotheses, references, "detokenised text")
@@ -124,6 +125,7 @@ def score_corpus(
         "tokenized_bleu": tokenized,
         "num_sentences": len(hypotheses),
         "num_references": len(references),
+        "blank_reference_lines": sum(1 for line in zip(*references) if any(not ref.strip() for ref in line)),
         "lang": lang,
     }
 

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from nmtmodels.checkpoint import copy_checkpoint, load_checkpoint, numbered_checkpoints
+from nmtmodels.checkpoint import CheckpointError, copy_checkpoint, load_checkpoint, numbered_checkpoints, verify_digest
 from nmtmodels.config import ConfigError, to_dict
 from nmtmodels.training.config import CHANGEABLE_ON_RESUME, TrainConfig
 from nmtmodels.training.distributed import all_gather_object, barrier
@@ -110,7 +110,8 @@ def checkpoint_state(trainer: Any) -> dict[str, Any]:
 
 def resume(trainer: Any, path: Path, state: dict[str, Any]) -> None:
     """Restore ``trainer`` from ``state`` (:func:`checkpoint_state`, read from ``path``) and
-    rewrite ``metrics.csv`` up to it."""
+    rewrite ``metrics.csv`` up to it; when ``path`` is a numbered checkpoint (``checkpoint_last.pt``
+    was unreadable), ``checkpoint_last.pt`` becomes a copy of it."""
     saved = state["trainer"]
     trainer.model.load_state_dict(state["model"])
     trainer.optimizer.load_state_dict(saved["optimizer"])
@@ -129,6 +130,8 @@ def resume(trainer: Any, path: Path, state: dict[str, Any]) -> None:
     trainer.metrics_history = [dict(row) for row in saved.get("metrics_history", [])]
     trainer.saved_at = trainer.update
     if trainer.dist.is_main:
+        if path != trainer.checkpoint_last:  # repair it, so that a finished run ends with one
+            copy_checkpoint(path, trainer.checkpoint_last)
         rewrite_metrics(trainer.out_dir / "metrics.csv", trainer.metrics_history)
         trainer.log(f"resumed from {path} at update {trainer.update} (epoch {trainer.sampler.epoch}, "
                     f"batch {trainer.sampler.position})")
@@ -136,10 +139,11 @@ def resume(trainer: Any, path: Path, state: dict[str, Any]) -> None:
 
 # ---------------------------------------------------------------------- resume or restart
 def resume_or_restart(trainer: Any, path: Path) -> None:
-    """Resume ``trainer`` from ``path`` when it is a checkpoint of the same run; otherwise a
-    ConfigError naming what changed, or with ``trainer.restart_on_change`` the old run's
-    checkpoints and metrics are deleted and training starts over."""
-    state = load_checkpoint(path, map_location="cpu")
+    """Resume ``trainer`` from ``path`` (``checkpoint_last.pt``; when it is unreadable, the newest
+    readable numbered checkpoint: :func:`readable_resume_checkpoint`) when it is a checkpoint of
+    the same run; otherwise a ConfigError naming what changed, or with ``trainer.restart_on_change``
+    the old run's checkpoints and metrics are deleted and training starts over."""
+    path, state = readable_resume_checkpoint(path, trainer.log if trainer.dist.is_main else lambda msg: None)
     changes = changes_since(trainer, state)
     if not changes:
         resume(trainer, path, state)
@@ -153,6 +157,30 @@ def resume_or_restart(trainer: Any, path: Path) -> None:
                     "deleting its checkpoints and metrics")
         delete_previous_run(trainer.out_dir)
     barrier(trainer.dist)
+
+
+def readable_resume_checkpoint(last: Path, log: Callable[[str], None]) -> tuple[Path, dict[str, Any]]:
+    """(path, state) of ``last`` or, when it cannot be read (truncated, damaged), of the newest
+    readable ``checkpoint_N.pt`` beside it, with a one-line warning naming both; CheckpointError
+    saying how to start over when there is none."""
+    try:
+        return last, load_checkpoint(last, map_location="cpu")
+    except CheckpointError as exc:
+        problem = str(exc)
+    skipped = []
+    for _, path in reversed(numbered_checkpoints(last.parent)):
+        try:
+            state = load_checkpoint(path, map_location="cpu")
+        except CheckpointError:
+            skipped.append(path.name)
+            continue
+        if "trainer" in state:
+            also = f" (unreadable too: {', '.join(skipped)})" if skipped else ""
+            log(f"warning: {problem}; resuming from {path}, the newest readable numbered checkpoint{also}")
+            return path, state
+        skipped.append(path.name)
+    raise CheckpointError(f"{problem}; no readable numbered checkpoint (checkpoint_N.pt) in {last.parent} to resume from "
+                          f"instead; to start over, delete {last} and {last.parent / 'checkpoint_[0-9]*.pt'}")
 
 
 def changes_since(trainer: Any, state: dict[str, Any]) -> list[str]:
@@ -200,19 +228,37 @@ def prune_list(kept: list[dict[str, Any]], cfg: TrainConfig) -> list[dict[str, A
     return [k for k in kept if k["update"] not in keep]
 
 
-def restore_best_checkpoint(out_dir: Path, kept: list[dict[str, Any]], best_metric: str) -> None:
-    """Make sure ``checkpoint_best.pt`` exists, even if it was deleted while the run was
-    interrupted: a copy of the best numbered checkpoint of ``kept``, or of
-    ``checkpoint_last.pt`` when none was validated."""
+def restore_best_checkpoint(out_dir: Path, kept: list[dict[str, Any]], best_metric: str,
+                            log: Callable[[str], None] = lambda msg: None) -> None:
+    """Make sure a readable ``checkpoint_best.pt`` exists, even if it was deleted or damaged
+    while the run was interrupted: a copy of the best numbered checkpoint of ``kept``, or of
+    ``checkpoint_last.pt`` when none was validated (a damaged one with a warning from ``log``)."""
     best_path = out_dir / "checkpoint_best.pt"
-    if best_path.exists():
+    problem = unreadable(best_path) if best_path.exists() else None
+    if best_path.exists() and problem is None:
         return
     rated = [k for k in kept if k["metric"] is not None]
     if rated:
         best = min(rated, key=_best_first(best_metric))
-        copy_checkpoint(out_dir / f"checkpoint_{best['update']}.pt", best_path)
+        source = out_dir / f"checkpoint_{best['update']}.pt"
     else:  # never validated: the last model is the best we know
-        copy_checkpoint(out_dir / "checkpoint_last.pt", best_path)
+        source = out_dir / "checkpoint_last.pt"
+    copy_checkpoint(source, best_path)
+    if problem is not None:
+        log(f"warning: {problem}; replaced it with a copy of {source}")
+
+
+def unreadable(path: Path) -> str | None:
+    """Why checkpoint ``path`` cannot be loaded (the one-line CheckpointError), or None; an intact
+    digest is enough, so only a damaged file or one without a digest is read whole."""
+    try:
+        if not verify_digest(path):
+            load_checkpoint(path, map_location="cpu")
+    except CheckpointError as exc:
+        return str(exc)
+    except OSError as exc:
+        return f"{path}: cannot read ({exc.strerror or exc})"
+    return None
 
 
 def _best_first(best_metric: str) -> Callable[[dict[str, Any]], tuple[float, int]]:
@@ -223,9 +269,11 @@ def _best_first(best_metric: str) -> Callable[[dict[str, Any]], tuple[float, int
 
 # ---------------------------------------------------------------------- lock and signals
 @contextlib.contextmanager
-def output_lock(out_dir: Path, *, is_main: bool, log: Callable[[str], None]) -> Iterator[None]:
-    """Hold an exclusive flock on ``out_dir/.nmt-train.lock`` (rank 0: ``is_main``) while training;
-    OutputDirLocked when another process holds it."""
+def output_lock(out_dir: Path, *, is_main: bool, log: Callable[[str], None], wait: bool = False) -> Iterator[None]:
+    """Hold an exclusive flock on ``out_dir/.nmt-train.lock`` (rank 0: ``is_main``) while training.
+    When another process holds it: OutputDirLocked, or with ``wait`` a one-line note and a
+    blocking wait for it to end (the workflow's trainings wait, so a rerun after Snakemake was
+    killed adopts the trainer it left running: docs/training.md, "Output-directory lock")."""
     if not is_main or fcntl is None:
         yield
         return
@@ -242,9 +290,16 @@ def output_lock(out_dir: Path, *, is_main: bool, log: Callable[[str], None]) -> 
                 return
             handle.seek(0)
             holder = handle.read().strip()
-            raise OutputDirLocked(
-                f"{out_dir}: another nmt-train{f' (pid {holder})' if holder.isdigit() else ''} is training "
-                f"in this directory ({path} is locked); wait for it to end or use another --out-dir") from None
+            if wait:
+                log(f"{out_dir}: another nmt-train{f' (pid {holder})' if holder.isdigit() else ''} is training in this "
+                    f"directory ({path} is locked), e.g. one left running by a killed workflow run; waiting for it to end, "
+                    "then resuming from its checkpoints")
+                fcntl.flock(handle, fcntl.LOCK_EX)
+                log(f"{out_dir}: the other trainer ended; resuming from its checkpoints")
+            else:
+                raise OutputDirLocked(
+                    f"{out_dir}: another nmt-train{f' (pid {holder})' if holder.isdigit() else ''} is training "
+                    f"in this directory ({path} is locked); wait for it to end (--wait-for-lock) or use another --out-dir") from None
         handle.seek(0)
         handle.truncate()
         handle.write(f"{os.getpid()}\n")

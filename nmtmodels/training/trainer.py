@@ -101,6 +101,7 @@ class Trainer:
         log: Callable[[str], None] | None = None,
         restart_on_change: bool = False,
         init_fingerprint: str | None = None,
+        wait_for_lock: bool = False,
     ):
         if cfg.valid_bleu and bleu_fn is None:
             raise ConfigError("train.valid_bleu: no BLEU scorer was given (validation references missing?)")
@@ -118,6 +119,7 @@ class Trainer:
         self.src_vocab, self.tgt_vocab = src_vocab, tgt_vocab
         self.bleu_fn = bleu_fn
         self.decode_config = decode_config
+        self.wait_for_lock = wait_for_lock
         self.restart_on_change = restart_on_change
         self.init_fingerprint = init_fingerprint
         self.data_fingerprint = train_data.fingerprint()
@@ -174,12 +176,13 @@ class Trainer:
         return self.out_dir / "checkpoint_last.pt"
 
     def train(self) -> TrainResult:
-        """Train until a limit, early stopping or a signal; resumes from ``checkpoint_last.pt``.
+        """Train until a limit, early stopping or a signal; resumes from ``checkpoint_last.pt`` (when it
+        is unreadable, from the newest readable numbered checkpoint, with a warning).
 
         OutputDirLocked when another trainer works in ``out_dir``; TrainingDiverged (docs/training.md,
         "Non-finite updates")."""
         self.out_dir.mkdir(parents=True, exist_ok=True)
-        with output_lock(self.out_dir, is_main=self.dist.is_main, log=self.log):
+        with output_lock(self.out_dir, is_main=self.dist.is_main, log=self.log, wait=self.wait_for_lock):
             if self.checkpoint_last.exists():
                 resume_or_restart(self, self.checkpoint_last)
             if self.dist.is_main:  # only once the run is known to start or to resume
@@ -248,7 +251,7 @@ class Trainer:
                 f"(update {self.update}); no {self.out_dir / 'checkpoint_best.pt'} written; lower train.lr or set "
                 "train.clip_norm")
         if self.dist.is_main:
-            restore_best_checkpoint(self.out_dir, self.kept, self.cfg.best_metric)
+            restore_best_checkpoint(self.out_dir, self.kept, self.cfg.best_metric, log=self.log)
         self.log(f"finished: {reason} at update {self.update}"
                  + (f", best {cfg.best_metric} {self.best:.4f}" if self.best is not None else ""))
         return TrainResult("finished", reason, self.update, self.best, self.last_metrics)

@@ -34,6 +34,19 @@ def threads_per_process(config: dict[str, Any], threads: int) -> int:
     return max(1, threads // max(1, config["train_resources"].get("gpus", 0)))
 
 
+def path_with_interpreter(executable: str, environ: dict[str, str], own_environments: bool) -> str:
+    """PATH for the jobs: with the directory of the interpreter that runs Snakemake first, so
+    the rules' ``python`` is that interpreter (a venv need not be activated: running
+    ``/path/to/venv/bin/snakemake`` is enough).  Unchanged when rules get environments of their
+    own (``--software-deployment-method conda`` or apptainer: the environment's ``python``),
+    or when that directory holds no ``python`` (then ``python`` is the first one on PATH)."""
+    directory = os.path.dirname(executable)
+    path = environ.get("PATH", "")
+    if own_environments or not directory or not os.access(os.path.join(directory, "python"), os.X_OK):
+        return path
+    return os.pathsep.join([directory, *(p for p in path.split(os.pathsep) if p and p != directory)])
+
+
 def python_path_with(directory: str, environ: dict[str, str]) -> str:
     """PYTHONPATH with the repository first, so jobs run the project's modules from any environment."""
     return os.pathsep.join(p for p in (directory, environ.get("PYTHONPATH", "")) if p)

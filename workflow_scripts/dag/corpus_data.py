@@ -106,3 +106,26 @@ def tokenized_references(config: dict[str, Any], corpus: str, test_set: str) -> 
     where = {"corpus": corpus, "split": test_set, **paths.sides(spec), "lang": spec["tgt"]}
     count = corpus_specs.reference_count(spec, test_set, spec["tgt"])
     return [paths.tokenized(**where)] + [paths.fill(paths.TOKENIZED_REFERENCE, ref=k, **where) for k in range(1, count)]
+
+
+BLANK_WARNING = "(blank_references: warn)"
+
+
+def blank_reference_warnings(config: dict[str, Any], root: str = ".") -> list[str]:
+    """The ``preprocess`` jobs' warnings about blank dev or test lines that ``blank_references:
+    warn`` kept, for the active corpora, from their logs below ``root`` (the Snakefile repeats
+    them on the console when a run ends)."""
+    import glob
+    import os
+
+    logs: set[str] = set()
+    for corpus in config["active_corpora"]:
+        spec = config["corpora"][corpus]
+        for rule in ("preprocess", "preprocess_reference"):
+            pattern = paths.log(rule).replace("{corpus}", corpus).replace("{src}", spec["src"]).replace("{tgt}", spec["tgt"])
+            logs.update(glob.glob(os.path.join(root, pattern.replace("{split}", "*").replace("{ref}", "*"))))
+    found = []
+    for log in sorted(logs):
+        with open(log, encoding="utf-8", errors="replace") as handle:
+            found += [line.strip() for line in handle if BLANK_WARNING in line]
+    return found

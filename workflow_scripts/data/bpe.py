@@ -5,7 +5,16 @@ codes learned on the word counts of both sides together (written to both codes
 outputs), then each side encoded with those codes and its subword counts written as that
 side's vocabulary.  ``learn --separate`` does the same per side, with its own codes.
 Merges stop early when no pair occurs at least twice (subword-nmt's default
-``--min-frequency 2``).
+``--min-frequency 2``): the corpus ran out of pairs.  Then the codes' first line records how
+many were learned, ``#version: (learned 299 of 600 merges: the corpus ran out of pairs) 0.2``
+(subword-nmt reads it as version 0.2), and the log says so; codes with all N merges are
+byte-identical with subword-nmt's.
+
+``apply`` first checks the codes (:func:`nmtmodels.text.bpe_codes.check_codes`): whole (the last
+line ends with a newline), and as many merges as the ``bpeN`` directory holding them asks for
+(``--merges`` overrides it), or as many as their first line records when the corpus ran out
+of pairs; codes without that record and fewer merges pass only when every subword of the
+vocabulary is made by their merges (codes learned before the count was recorded).
 
 ``apply`` reproduces ``subword-nmt apply-bpe --codes C --vocabulary V
 --vocabulary-threshold T`` byte for byte with :func:`nmtmodels.text.preprocessing.load_bpe`
@@ -17,6 +26,7 @@ CLI::
     python -m workflow_scripts.data.bpe learn --merges N (--joint | --separate) --vocabulary-threshold T \\
         --src-in TOK1 --tgt-in TOK2 --src-codes-out C1 --tgt-codes-out C2 --src-vocab-out V1 --tgt-vocab-out V2
     python -m workflow_scripts.data.bpe apply --codes C --vocab V --vocabulary-threshold T --input TOK --output OUT [--threads N]
+        [--merges N]
 """
 from __future__ import annotations
 
@@ -28,6 +38,7 @@ from collections.abc import Callable, Iterable
 
 from subword_nmt import learn_bpe
 
+from nmtmodels.text.bpe_codes import VERSION_LINE, check_codes, merges_of_units, ran_out_line
 from nmtmodels.text.preprocessing import bpe_from_codes, load_bpe
 from nmtmodels.textio import DataError, atomic_output, atomic_outputs, read_lines
 from workflow_scripts.data.parallel import WorkerError, add_threads_argument, parallel_map
@@ -41,11 +52,22 @@ def word_counts(lines: Iterable[str]) -> collections.Counter:
 
 
 def learn_codes(counts: collections.Counter, merges: int) -> str:
-    """The text of a codes file with up to ``merges`` merge operations learned from word ``counts``."""
+    """The text of a codes file with up to ``merges`` merge operations learned from word
+    ``counts``; fewer when the corpus runs out of pairs, recorded in the first line."""
     dictionary = [f"{word} {count}" for word, count in counts.items()]
     codes = io.StringIO()
     learn_bpe.learn_bpe(dictionary, codes, merges, MIN_PAIR_FREQUENCY, is_dict=True)
-    return codes.getvalue()
+    text = codes.getvalue()
+    first, _, rest = text.partition("\n")
+    learned = rest.count("\n")
+    if learned < merges and first == VERSION_LINE:
+        text = ran_out_line(learned, merges) + "\n" + rest
+    return text
+
+
+def merge_count(codes: str) -> int:
+    """The number of merges in the text of a codes file (lines after the #version line)."""
+    return codes.count("\n") - 1
 
 
 def vocabulary_text(counts: collections.Counter) -> str:
@@ -59,8 +81,9 @@ def learn(
     inputs: tuple[str, str],
     codes_outputs: tuple[str, str],
     vocab_outputs: tuple[str, str],
-) -> None:
-    """Learn codes and vocabularies for (src, tgt) ``inputs``; all four outputs appear together."""
+) -> list[int]:
+    """Learn codes and vocabularies for (src, tgt) ``inputs``; all four outputs appear together.
+    Returns the number of merges learned for each side (fewer than ``merges`` when its corpus ran out of pairs)."""
     if merges < 1:
         raise ValueError(f"merges must be at least 1, got {merges}")
     if joint:
@@ -77,6 +100,7 @@ def learn(
     with atomic_outputs(*codes_outputs, *vocab_outputs) as handles:
         for handle, text in zip(handles, codes + vocabularies):
             handle.write(text)
+    return [merge_count(text) for text in codes]
 
 
 def line_encoder(codes_path: str, vocab_path: str, threshold: int) -> Callable[[str], str]:
@@ -84,8 +108,14 @@ def line_encoder(codes_path: str, vocab_path: str, threshold: int) -> Callable[[
     return load_bpe(codes_path, vocab_path, threshold).process_line
 
 
-def apply(codes_path: str, vocab_path: str, threshold: int, input_path: str, output_path: str, *, threads: int = 1) -> int:
-    """Encode ``input_path`` into ``output_path`` (atomically); return the line count."""
+def apply(codes_path: str, vocab_path: str, threshold: int, input_path: str, output_path: str, *, threads: int = 1,
+          merges: int | None = None, note: Callable[[str], None] | None = None) -> int:
+    """Encode ``input_path`` into ``output_path`` (atomically); return the line count.  The codes
+    are checked first against ``merges`` (default: N of the ``bpeN`` directory holding them):
+    DataError naming the codes file, nothing written; a note for codes accepted on their vocabulary goes to ``note``."""
+    message = check_codes(codes_path, merges if merges is not None else merges_of_units(codes_path), vocab_path)
+    if message and note:
+        note(message)
     count = 0
     with atomic_output(output_path) as out:
         encoded = parallel_map(line_encoder, (codes_path, vocab_path, threshold), read_lines(input_path), threads=threads)
@@ -122,6 +152,8 @@ def main(argv: list[str] | None = None) -> None:
     apply_parser.add_argument("--vocabulary-threshold", type=int, required=True, help="subwords seen fewer times are split")
     apply_parser.add_argument("--input", required=True)
     apply_parser.add_argument("--output", required=True)
+    apply_parser.add_argument("--merges", type=int, default=None,
+                              help="merges the codes must have (default: N of the bpeN directory that holds them)")
     add_threads_argument(apply_parser)
 
     args = parser.parse_args(argv)
@@ -129,16 +161,21 @@ def main(argv: list[str] | None = None) -> None:
         if args.command == "learn":
             if args.merges < 1:
                 learn_parser.error(f"--merges must be at least 1, got {args.merges}")
-            learn(args.merges, args.joint, (args.src_in, args.tgt_in),
-                  (args.src_codes_out, args.tgt_codes_out), (args.src_vocab_out, args.tgt_vocab_out))
+            learned = learn(args.merges, args.joint, (args.src_in, args.tgt_in),
+                            (args.src_codes_out, args.tgt_codes_out), (args.src_vocab_out, args.tgt_vocab_out))
             print(f"bpe learn: {args.merges} {'joint' if args.joint else 'separate'} merges", file=sys.stderr)
+            for path, count in zip((args.src_codes_out, args.tgt_codes_out), learned):
+                if count < args.merges:
+                    print(f"bpe learn: {path}: the corpus ran out of pairs after {count} of {args.merges} merges (no pair "
+                          f"of symbols occurs twice more); the codes' first line records it", file=sys.stderr)
             if args.vocabulary_threshold is not None:
                 for path in (args.src_vocab_out, args.tgt_vocab_out):
                     rare, total = below_threshold(path, args.vocabulary_threshold)
                     print(f"bpe learn: {path}: {rare} of {total} subwords occur fewer than "
                           f"{args.vocabulary_threshold} times and will be split at apply time", file=sys.stderr)
         else:
-            count = apply(args.codes, args.vocab, args.vocabulary_threshold, args.input, args.output, threads=args.threads)
+            count = apply(args.codes, args.vocab, args.vocabulary_threshold, args.input, args.output, threads=args.threads,
+                          merges=args.merges, note=lambda message: print(f"bpe apply: note: {message}", file=sys.stderr))
             print(f"bpe apply: {count} lines encoded into {args.output}", file=sys.stderr)
     except (DataError, WorkerError) as exc:
         parser.exit(1, f"{parser.prog}: error: {exc}\n")

@@ -16,17 +16,24 @@ format check) covers the whole corpus whatever the limit.
 
 A download that :mod:`workflow_scripts.data.fetch` recorded (``NAME.origin.json`` beside it)
 is named in errors together with where it was copied from (mirror, licensed file or URL).
+
+A download dated in the future (clock skew, ``touch -d``) is dated now before it is read
+(:func:`date_inputs_now`): snakemake checks after each job that its outputs are newer than
+its inputs, and would otherwise fail the job and delete its (good) output.
 """
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
+import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from nmtmodels.config import ConfigError
 from nmtmodels.textio import DataError, write_lines
+from workflow_scripts.data.corpus_spec import downloads_for
 from workflow_scripts.data.fetch import origin_note
 from workflow_scripts.data.formats import read_split
 
@@ -36,6 +43,22 @@ def first(sentences: Iterable[str], limit: int) -> Iterator[str]:
     for number, sentence in enumerate(sentences):
         if number < limit:
             yield sentence
+
+
+def date_inputs_now(files: Iterable[str | os.PathLike]) -> list[str]:
+    """Date now each of ``files`` (a link itself, not its target) dated in the future; return
+    their names.  Only a date still in the future is changed: when several jobs read one
+    download, the first one dates it, and the others leave it (each job's outputs, which
+    snakemake touches when the job ends, are then newer than it)."""
+    dated = []
+    for path in files:
+        try:
+            if os.lstat(path).st_mtime_ns > time.time_ns():
+                os.utime(path, follow_symlinks=False)  # as `touch` and snakemake date files: the clock's time
+                dated.append(os.fspath(path))
+        except OSError:
+            continue  # a missing download is read_split's to report
+    return dated
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -53,7 +76,10 @@ def main(argv: list[str] | None = None) -> int:
             spec = json.loads(args.spec)
         except json.JSONDecodeError as exc:
             raise ConfigError(f"--spec: invalid JSON ({exc})") from None
-        sentences = read_split(spec, args.split, args.lang, downloads_dir, ref=args.ref, where=f"corpora.{downloads_dir.name}")
+        where = f"corpora.{downloads_dir.name}"
+        for path in date_inputs_now(downloads_dir / name for name in downloads_for(spec, args.split, args.lang, where=where)):
+            print(f"extract: warning: {path} was dated in the future (clock skew?); dated now", file=sys.stderr)
+        sentences = read_split(spec, args.split, args.lang, downloads_dir, ref=args.ref, where=where)
         if args.split == "train" and spec.get("max_train_pairs"):
             sentences = first(sentences, spec["max_train_pairs"])
         count = write_lines(args.output, sentences)

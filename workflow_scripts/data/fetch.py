@@ -33,7 +33,9 @@ origin and source path or URL, the source's size, mtime and sha256, the content 
 :func:`source_fingerprint` (a parameter of the workflow's ``fetch`` rule) turns it into a
 value that changes exactly when the source's content changed, so that a repaired mirror or
 licensed file is fetched again, while a moved mirror or licensed directory with the same
-content is not; and :func:`origin_note` lets later steps name the origin in their errors.
+content is not; :func:`origin_note` lets later steps name the origin in their errors; and
+:func:`unchanged_fetch_time` lets the workflow's start-up date a download that is dated in the
+future back to its fetch time when its bytes are still those recorded (nothing reruns).
 """
 from __future__ import annotations
 
@@ -219,6 +221,27 @@ def source_fingerprint(
             atomic_write_text(record_path(output), json.dumps({**record, "source": source.location, **state},
                                                               indent=1, sort_keys=True) + "\n")
     return f"sha256:{digest}"
+
+
+def unchanged_fetch_time(output: str | os.PathLike) -> float | None:
+    """When ``output`` was fetched (seconds since the epoch, from its record's ``fetched``) if
+    its bytes are still those fetch wrote (their sha256 is the recorded ``source_sha256``);
+    None for no or an unreadable record, a directory link, changed bytes or an unreadable file.
+
+    A fetched file dated in the future (clock skew, a stray ``touch -d``) whose bytes are
+    unchanged can be dated back to this time: it is earlier than anything made from the file,
+    so that nothing reruns (:mod:`workflow_scripts.dag.future_dates`).  Hashes the file.
+    """
+    record = read_record(output)
+    if not record or not record.get("source_sha256") or os.path.islink(output):
+        return None
+    try:
+        fetched = datetime.fromisoformat(str(record["fetched"])).timestamp()
+        if file_sha256(output) != record["source_sha256"]:
+            return None
+    except (KeyError, ValueError, OSError):
+        return None
+    return fetched
 
 
 def origin_note(path: str | os.PathLike, downloads_dir: str | os.PathLike) -> str:

@@ -273,6 +273,21 @@ def score_rows(results_csv: str | Path, marker_test: str) -> list[dict[str, Any]
     return rows
 
 
+def blank_reference_rows(results_csv: str | Path) -> list[dict[str, Any]]:
+    """The test sets scored with blank reference lines (``blank_references: warn`` keeps them):
+    ``{"corpus", "test_set", "lines"}`` each, from the scores' ``blank_reference_lines``."""
+    frame = tables.read_results(results_csv)
+    found: dict[tuple[str, str], int] = {}
+    for _, row in frame.iterrows():
+        try:
+            lines = int(row["blank_reference_lines"])
+        except (TypeError, ValueError):  # unknown: scored before 0.2 recorded it
+            continue
+        if lines > 0:
+            found[(row["corpus"], row["test_set"])] = max(lines, found.get((row["corpus"], row["test_set"]), 0))
+    return [{"corpus": corpus, "test_set": test_set, "lines": lines} for (corpus, test_set), lines in found.items()]
+
+
 SEED_SCORE_FIELDS = ("experiment", "variant", "paper", "corpus", "test_set", "metric", "score", "score_sd", "n_seeds",
                      "seeds", "signature", "baseline", "baseline_score", "delta", "reported_run", "reported_seed",
                      "reported_score", "reported_baseline_score", "reported_delta", "p_sign", "p_paired_bs", "p_paired_ar",
@@ -424,6 +439,7 @@ def make_summary(metadata: dict[str, Any], results_csv: str | Path, marker_test:
         "scores": score_rows(results_csv, marker_test),
         "comparisons": comparisons,
     }
+    summary["blank_references"] = blank_reference_rows(results_csv)
     seeded = seed_score_rows(results_csv, marker_test)
     if seeded is not None:  # only with seeds: a single-seed summary is as it was
         summary["seed_scores"] = seeded
@@ -483,6 +499,11 @@ def to_markdown(summary: dict[str, Any]) -> str:
                       _cell(r["train_tokens_per_s"], 0),
                       f"{r['best_dev_loss']:.3f} ({r['best_dev_loss_update']})" if r["best_dev_loss"] is not None else "",
                       _cell(r["best_dev_bleu"]), _oov_cell(r.get("source_oov") or {})] for r in summary["runs"]])
+    if summary.get("blank_references"):
+        lines += ["## Warnings", ""]
+        lines += [f"- {b['corpus']} / {b['test_set']}: {b['lines']} reference line(s) are blank; they were kept and scored "
+                  "(`blank_references: warn`; the `preprocess` job's log names the lines, `fail` stops at them)"
+                  for b in summary["blank_references"]] + [""]
     if summary.get("claims") is not None:  # a summary made before claims had none
         lines += _claim_lines(summary)
     lines += ["## Scores", "",

@@ -59,12 +59,15 @@ RESULT_COLUMNS = (
     "num_sentences", "num_references", "baseline", "baseline_score", "delta",
     "p_sign", "sign_better", "sign_worse", "sign_ties", "p_paired_bs", "p_paired_ar",
     "parameters", "train_tokens_per_s", "seed_group", "seed", "length_ratio", "brevity_penalty",
+    "blank_reference_lines",
 )
 # Columns a results table written before seeds lacks (read_results fills them: each run its own system).
 SEED_COLUMNS = ("seed_group", "seed")
 # sacreBLEU's hypothesis/reference length ratio and brevity penalty (BLEU metrics only; the
 # scores.json fields); a results table written before them lacks them (read_results: empty).
 LENGTH_COLUMNS = ("length_ratio", "brevity_penalty")
+# Added in 0.2 (scores.json's blank_reference_lines): unknown (empty) in results written before.
+LATER_COLUMNS = ("blank_reference_lines",)
 # What aggregate_seeds adds: the standard deviation over the seeds (NaN for one seed), their number and list,
 # and the run whose significance tests a seeded row reports (the seed closest to the mean) with its own numbers.
 SEED_SUMMARY_COLUMNS = ("score_sd", "n_seeds", "seeds", "reported_run", "reported_seed", "reported_score",
@@ -131,13 +134,15 @@ def collect_results(metadata: dict[str, Any], root: str | Path = ".") -> pd.Data
                         "train_tokens_per_s": info["train_tokens_per_s"],
                         "seed_group": exp.get("seed_group") or name, "seed": exp.get("seed"),
                         "length_ratio": entry.get("length_ratio"), "brevity_penalty": entry.get("brevity_penalty"),
+                        "blank_reference_lines": scores.get("blank_reference_lines"),  # absent in scores made before 0.2
                     }
                     row.update(_versus_best_baseline(load, name, exp["baselines"], corpus, test_set, concatenated, metric,
                                                      entry["score"]))
                     rows.append(row)
     frame = pd.DataFrame(rows, columns=list(RESULT_COLUMNS))
     return frame.astype({"parameters": "Int64", "sign_better": "Int64", "sign_worse": "Int64", "sign_ties": "Int64",
-                         "num_sentences": "Int64", "num_references": "Int64", "seed": "Int64"})
+                         "num_sentences": "Int64", "num_references": "Int64", "seed": "Int64",
+                         "blank_reference_lines": "Int64"})
 
 
 def _reference_count(signature: str, default: int) -> int:
@@ -183,12 +188,15 @@ def read_results(path: str | Path) -> pd.DataFrame:
     frame = pd.read_csv(path, keep_default_na=False, na_values=[""],
                         dtype={"tables": str, "baselines": str, "input": str, "paper": str, "baseline": str,
                                "seed_group": str, "seed": "Int64"})
-    missing = [c for c in RESULT_COLUMNS if c not in frame.columns and c not in SEED_COLUMNS + LENGTH_COLUMNS]
+    missing = [c for c in RESULT_COLUMNS if c not in frame.columns and c not in SEED_COLUMNS + LENGTH_COLUMNS + LATER_COLUMNS]
     if missing:
         raise DataError(path, f"not a results table: no column '{missing[0]}'", 1)
     for column in LENGTH_COLUMNS:  # written before them: unknown
         if column not in frame.columns:
             frame[column] = math.nan
+    for column in LATER_COLUMNS:
+        if column not in frame.columns:
+            frame[column] = pd.array([None] * len(frame), dtype="Int64")
     if "seed_group" not in frame.columns:  # written before seeds: every run its own system
         frame["seed_group"] = frame["experiment"]
     if "seed" not in frame.columns:

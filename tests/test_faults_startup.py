@@ -1,0 +1,159 @@
+"""Start-up faults of the workflow (docs/faults.md, "Workflow"), each one line before any job runs
+(workflow_scripts/dag/startup.py):
+
+* a config error: ``error: KEY: ...`` on stderr, exit status 1, no Python frames;
+* a results (logs, downloads) directory the jobs cannot write: one line naming it;
+* a killed run's lock and incomplete files: one hint with both steps, ``--unlock`` and
+  ``--rerun-incomplete``, at the first of Snakemake's two errors.
+
+The Snakemake runs are dry runs or stop before the first job: no corpus mirror is needed.
+"""
+from __future__ import annotations
+
+import base64
+import contextlib
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.test_workflow import ROOT, snakemake
+from workflow_scripts.dag import WorkflowConfigError, startup
+
+NO_MIRROR = {"NMT_DATA_MIRROR": "/nonexistent/mirror"}
+DOWNLOAD = "resources/downloads/multi30k_en_de/val.en"
+
+
+def error_lines(proc) -> list[str]:
+    return [line for line in (proc.stdout + proc.stderr).splitlines() if line.startswith(("error:", "hint:"))]
+
+
+@pytest.mark.parametrize("overlay, message", [
+    ({"active_corpora": ["nope"]},
+     "active_corpora[0]: unknown corpus 'nope' (defined: multi30k_de_en, multi30k_en_de, tanaka_ja_en, tatoeba_zh_en)"),
+    # a number in quotes: the message of nmt-train (nmtmodels/tests/test_cli.py) after the experiment's key path
+    ({"experiments": {"baseline": {"train": {"lr": "1e-3 "}}}},
+     "experiments.baseline.train (training).lr: expected float, got str ('1e-3 '); a string is not a number: "
+     "write 1e-3 without quotes or spaces"),
+])
+def test_a_config_error_is_one_line_and_exit_status_1(tmp_path, overlay, message):
+    """Before, Snakemake printed the message, then 3 to 6 ``File "...", line N`` frames."""
+    (tmp_path / "bad.yaml").write_text(yaml.safe_dump(overlay))
+    proc = snakemake(tmp_path / "work", "-n", "all", "--cores", "1", "--configfile", str(tmp_path / "bad.yaml"),
+                     check=False, extra_env=NO_MIRROR)
+    assert proc.returncode == 1
+    assert error_lines(proc) == [f"error: {message}"]
+    assert 'File "' not in proc.stdout + proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_a_schema_error_is_one_line_naming_the_key(capsys):
+    """Snakemake's ``validate`` prints the key's schema (a dozen lines) after its message."""
+    from snakemake.utils import validate
+
+    config = yaml.safe_load((ROOT / "config.yaml").read_text())
+    config["corpora"]["multi30k_en_de"]["bpe"]["merges"] = [8000, "many"]
+    with pytest.raises(SystemExit) as caught, startup.one_line_errors():
+        validate(config, str(ROOT / "schemas/config.schema.yaml"))
+    assert caught.value.code == 1
+    assert capsys.readouterr().err == "error: corpora.multi30k_en_de.bpe.merges[1]: 'many' is not of type 'integer'\n"
+    with pytest.raises(ValueError, match="not a config error"), startup.one_line_errors():
+        raise ValueError("not a config error")  # anything else goes on to Snakemake
+    with pytest.raises(SystemExit), startup.one_line_errors():
+        raise WorkflowConfigError("x: y")
+    assert capsys.readouterr().err == "error: x: y\n"
+
+
+# ---------------------------------------------------------------------- unwritable directories
+@contextlib.contextmanager
+def read_only(directory: Path):
+    """``directory`` refuses new entries: mode 555, or for root (whom modes do not stop) the
+    immutable attribute; skips the test where neither can be set."""
+    directory.mkdir(parents=True, exist_ok=True)
+    if os.geteuid() != 0:
+        directory.chmod(0o555)
+        try:
+            yield
+        finally:
+            directory.chmod(0o755)
+        return
+    if subprocess.run(["chattr", "+i", str(directory)], capture_output=True).returncode != 0:
+        pytest.skip("running as root without chattr +i: no directory is read-only here")
+    try:
+        yield
+    finally:
+        subprocess.run(["chattr", "-i", str(directory)], check=True)
+
+
+def test_the_nearest_existing_directory_of_each_planned_file_is_checked(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "results" / "data").mkdir(parents=True)
+    (tmp_path / "logs").write_text("")  # a file where a directory should be
+    planned = ["results/data/c/tok/train.en", "results/benchmarks/fetch/c/x.tsv"]
+
+    def writable_but(denied):
+        return lambda path, mode: path != denied
+
+    assert startup.unwritable_directory(planned, access=writable_but("results")) == (
+        "results", "directory is not writable", "results/benchmarks/fetch/c/x.tsv")
+    assert startup.unwritable_directory(planned, access=writable_but("results/data")) == (
+        "results/data", "directory is not writable", "results/data/c/tok/train.en")
+    assert startup.unwritable_directory(planned, access=writable_but("nothing")) is None
+    assert startup.unwritable_directory(["logs/fetch/c/x.log"], access=writable_but("nothing")) == (
+        "logs", "not a directory", "logs/fetch/c/x.log")
+    assert startup.unwritable_directory(["new.txt"], access=writable_but(".")) == (".", "directory is not writable", "new.txt")
+
+
+def test_a_read_only_results_directory_stops_the_run_before_its_first_job(tmp_path):
+    """Before, the first job started and Snakemake failed creating its benchmark directory
+    (``WorkflowError: Failed to create output directory ... PermissionError``)."""
+    work = tmp_path / "work"
+    with read_only(work / "results"):
+        planned = snakemake(work, "-n", DOWNLOAD, "--cores", "1", check=False, extra_env=NO_MIRROR)
+        proc = snakemake(work, DOWNLOAD, "--cores", "1", check=False, extra_env=NO_MIRROR)
+    assert planned.returncode == 0, planned.stderr[-2000:]  # a dry run writes nothing: not checked
+    assert proc.returncode == 1
+    assert error_lines(proc) == [
+        "error: results: directory is not writable, but the jobs to run write below it (e.g. "
+        "results/benchmarks/fetch/multi30k_en_de/val.en.tsv); make it writable, or run in another directory (snakemake -d DIR)"]
+    assert "Error in rule" not in proc.stdout + proc.stderr and not (work / DOWNLOAD).exists()
+    assert not list((work / ".snakemake" / "locks").glob("*"))  # the lock is released
+
+
+# ---------------------------------------------------------------------- after a killed run
+def leave_killed_run_state(work: Path, partial: str, lock: bool = True) -> None:
+    """What a run killed while a job wrote ``partial`` leaves: the file, its incomplete marker
+    (Snakemake's file persistence: the path in URL-safe base64) and the run's lock."""
+    (work / partial).parent.mkdir(parents=True, exist_ok=True)
+    (work / partial).write_text("half a file\n")
+    incomplete = work / ".snakemake" / "incomplete"
+    incomplete.mkdir(parents=True)
+    (incomplete / base64.urlsafe_b64encode(partial.encode()).decode()).write_text('{"external_jobid": null}')
+    if lock:
+        (work / ".snakemake" / "locks").mkdir(parents=True)
+        (work / ".snakemake" / "locks" / "0.output.lock").write_text(f"{partial}\n")
+
+
+def test_a_killed_run_gets_one_hint_with_both_steps(tmp_path):
+    """Before, Snakemake asked for --rerun-incomplete; rerun with it, it asked for --unlock."""
+    work = tmp_path / "work"
+    leave_killed_run_state(work, DOWNLOAD)
+    proc = snakemake(work, "-n", DOWNLOAD, "--cores", "1", check=False, extra_env=NO_MIRROR)
+    assert proc.returncode == 1 and "IncompleteFilesException" in proc.stdout + proc.stderr
+    assert error_lines(proc) == [
+        f"hint: a killed run left a lock and incomplete files in {work.resolve()}: unless another snakemake is running "
+        "there, run `snakemake --unlock`, then rerun your command with `--rerun-incomplete`"]
+
+
+def test_the_hint_needs_both_a_lock_and_an_incomplete_file(tmp_path):
+    both, unlocked, gone = tmp_path / "both", tmp_path / "unlocked", tmp_path / "gone"
+    leave_killed_run_state(both, "results/data/c/tok/train.en")
+    leave_killed_run_state(unlocked, "results/data/c/tok/train.en", lock=False)
+    leave_killed_run_state(gone, "results/data/c/tok/train.en")
+    (gone / "results/data/c/tok/train.en").unlink()  # an atomic writer left no file: nothing to rerun
+    assert list(startup.incomplete_files(both / ".snakemake")) == ["results/data/c/tok/train.en"]
+    assert startup.killed_run_left_state(both / ".snakemake")
+    assert not startup.killed_run_left_state(unlocked / ".snakemake")
+    assert not startup.killed_run_left_state(gone / ".snakemake")
+    assert not startup.killed_run_left_state(tmp_path / "fresh" / ".snakemake")

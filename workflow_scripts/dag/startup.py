@@ -1,0 +1,160 @@
+"""What the Snakefile does at start-up besides checking the config (:mod:`.checks`): every
+failure it can foresee is one line on stderr, not a traceback.
+
+    one_line_errors       around the start-up checks: a :class:`WorkflowConfigError` prints
+                          ``error: MESSAGE`` and exits with status 1 (Snakemake would print the
+                          message, then the Python frames of the Snakefile and the checks); a
+                          schema error too, as ``error: KEY: PROBLEM`` (not the key's schema)
+    check_writable        ``onstart`` (jobs are about to run; not on ``-n``): every directory
+                          that a planned job writes below must be writable or creatable, else
+                          ``error: DIR: ...`` naming it, before any job starts
+    show_killed_run_hint  a killed run leaves a lock and incomplete files in ``.snakemake``;
+                          Snakemake then asks for ``--rerun-incomplete`` and, on the next call,
+                          for ``--unlock``.  At the first of the two errors, one line names both
+"""
+from __future__ import annotations
+
+import base64
+import contextlib
+import logging
+import os
+import sys
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+from workflow_scripts.dag import WorkflowConfigError
+
+
+def fail(message: str) -> None:
+    """``error: MESSAGE`` on stderr, exit status 1."""
+    print(f"error: {message}", file=sys.stderr, flush=True)
+    sys.exit(1)
+
+
+@contextlib.contextmanager
+def one_line_errors() -> Iterator[None]:
+    """A :class:`WorkflowConfigError` raised in the block: its message alone (:func:`fail`); so
+    is an error of Snakemake's ``validate`` against the JSON schema (:func:`schema_error`)."""
+    try:
+        yield
+    except WorkflowConfigError as exc:
+        fail(str(exc))
+    except Exception as exc:
+        message = schema_error(exc)
+        if message is None:
+            raise
+        fail(message)
+
+
+def schema_error(exc: BaseException) -> str | None:
+    """``KEY: PROBLEM`` for the ``WorkflowError`` that ``snakemake.utils.validate`` raises
+    while handling a jsonschema ``ValidationError`` (Snakemake prints the error with the
+    schema of the key, a dozen lines or more); None for any other exception."""
+    from jsonschema.exceptions import ValidationError
+
+    cause = exc.__cause__ or exc.__context__
+    if not isinstance(cause, ValidationError):
+        return None
+    where = "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in cause.absolute_path).lstrip(".")
+    return f"{where or 'config'}: {cause.message}"
+
+
+# ---------------------------------------------------------------------- writable outputs
+def unwritable_directory(paths: Iterable[str], access: Callable[[str, int], bool] = os.access) -> tuple[str, str, str] | None:
+    """(directory, reason, path) for the first of ``paths`` (files to be written, relative to the
+    working directory or absolute) whose nearest existing ancestor is not a directory that this
+    process may create entries in; None when every one can be written."""
+    verdicts: dict[str, str | None] = {}
+    for path in paths:
+        directory = os.path.dirname(os.path.normpath(path)) or "."
+        while not os.path.lexists(directory):
+            directory = os.path.dirname(directory) or "."
+        if directory not in verdicts:
+            if not os.path.isdir(directory):
+                verdicts[directory] = "not a directory"
+            elif not access(directory, os.W_OK | os.X_OK):
+                verdicts[directory] = "directory is not writable"
+            else:
+                verdicts[directory] = None
+        if verdicts[directory] is not None:
+            return directory, verdicts[directory], str(path)
+    return None
+
+
+def planned_files(workflow: Any) -> Iterator[str]:
+    """The outputs, logs and benchmarks of the jobs that Snakemake is about to run."""
+    for job in workflow.dag.needrun_jobs():
+        yield from (str(f) for f in job.output)
+        yield from (str(f) for f in (job.log or ()))
+        if getattr(job, "benchmark", None):
+            yield str(job.benchmark)
+
+
+def check_writable(paths: Iterable[str]) -> None:
+    """:func:`fail` naming the first directory that keeps a planned file from being written."""
+    found = unwritable_directory(paths)
+    if found:
+        directory, reason, path = found
+        fail(f"{directory}: {reason}, but the jobs to run write below it (e.g. {path}); make it writable, "
+             "or run in another directory (snakemake -d DIR)")
+
+
+# ---------------------------------------------------------------------- after a killed run
+def incomplete_files(state_dir: str | Path) -> Iterator[str]:
+    """The files that Snakemake's incomplete-output markers (``.snakemake/incomplete/``) name: each
+    marker's name is the file's path, URL-safe base64, in parts of one directory each (all but
+    the last starting with ``@``) when long.  A name that does not decode is yielded as is."""
+    root = Path(state_dir) / "incomplete"
+    if not root.is_dir():
+        return
+    for marker in root.rglob("*"):
+        if marker.is_dir():
+            continue
+        encoded = "".join(part.removeprefix("@") for part in marker.relative_to(root).parts)
+        try:
+            yield base64.urlsafe_b64decode(encoded).decode()
+        except (ValueError, UnicodeDecodeError):
+            yield str(marker)
+
+
+def killed_run_left_state(state_dir: str | Path) -> bool:
+    """Whether Snakemake's state directory (``.snakemake``, in the working directory) holds a lock
+    and an incomplete-output marker of a file that exists: what a run killed while a job was
+    writing leaves behind (or a run still going), and what makes Snakemake stop twice."""
+    state = Path(state_dir)
+    workdir = state.absolute().parent
+    return any(state.glob("locks/*")) and any((workdir / path).exists() for path in incomplete_files(state))
+
+
+KILLED_RUN_HINT = ("hint: a killed run left a lock and incomplete files in {workdir}: unless another snakemake is running "
+                   "there, run `snakemake --unlock`, then rerun your command with `--rerun-incomplete`")
+# The exceptions Snakemake prints for these two (snakemake.exceptions), by class name.
+KILLED_RUN_ERRORS = ("IncompleteFilesException", "LockException")
+
+
+class KilledRunHint(logging.Handler):
+    """Prints :data:`KILLED_RUN_HINT` once, after Snakemake logs one of :data:`KILLED_RUN_ERRORS`
+    (its ``print_exception`` names the class in the record's ``exception``), when
+    :func:`killed_run_left_state` holds: both steps at the first error, not one per call."""
+
+    def __init__(self, state_dir: str | Path):
+        super().__init__(logging.ERROR)
+        self.state_dir = Path(state_dir).absolute()
+        self.shown = False
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if self.shown or getattr(record, "exception", None) not in KILLED_RUN_ERRORS:
+            return
+        if killed_run_left_state(self.state_dir):
+            self.shown = True
+            print(KILLED_RUN_HINT.format(workdir=self.state_dir.parent), file=sys.stderr, flush=True)
+
+
+def show_killed_run_hint(state_dir: str | Path = ".snakemake") -> KilledRunHint:
+    """Attach a :class:`KilledRunHint` to Snakemake's logger (the main process's)."""
+    from snakemake.logging import logger
+
+    handler = KilledRunHint(state_dir)
+    logger.addHandler(handler)
+    return handler
