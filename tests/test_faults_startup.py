@@ -11,14 +11,12 @@ The Snakemake runs are dry runs or stop before the first job: no corpus mirror i
 from __future__ import annotations
 
 import base64
-import contextlib
-import os
-import subprocess
 from pathlib import Path
 
 import pytest
 import yaml
 
+from nmtmodels.tests.filesystem import read_only
 from tests.test_workflow import ROOT, snakemake
 from workflow_scripts.dag import WorkflowConfigError, startup
 
@@ -66,26 +64,6 @@ def test_a_schema_error_is_one_line_naming_the_key(capsys):
 
 
 # ---------------------------------------------------------------------- unwritable directories
-@contextlib.contextmanager
-def read_only(directory: Path):
-    """``directory`` refuses new entries: mode 555, or for root (whom modes do not stop) the
-    immutable attribute; skips the test where neither can be set."""
-    directory.mkdir(parents=True, exist_ok=True)
-    if os.geteuid() != 0:
-        directory.chmod(0o555)
-        try:
-            yield
-        finally:
-            directory.chmod(0o755)
-        return
-    if subprocess.run(["chattr", "+i", str(directory)], capture_output=True).returncode != 0:
-        pytest.skip("running as root without chattr +i: no directory is read-only here")
-    try:
-        yield
-    finally:
-        subprocess.run(["chattr", "-i", str(directory)], check=True)
-
-
 def test_the_nearest_existing_directory_of_each_planned_file_is_checked(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "results" / "data").mkdir(parents=True)

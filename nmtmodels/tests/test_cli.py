@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-import contextlib
 import csv
 import math
 import os
@@ -30,6 +29,7 @@ from nmtmodels.data import ParallelDataset
 from nmtmodels.decoding.scorer import DecodeConfig
 from nmtmodels.experiment import apply_overrides, check_extras, load_experiment, parse_extras
 from nmtmodels.tests.copy_task_fixtures import LETTERS, copy_task, write_lines
+from nmtmodels.tests.filesystem import read_only
 from nmtmodels.text.postprocess import postprocess
 from nmtmodels.training.trainer import EXIT_REQUEUE
 from nmtmodels.training.validation import make_bleu_fn
@@ -406,26 +406,6 @@ def test_a_number_in_quotes_or_a_float_for_an_int_is_one_line_naming_the_key(tmp
     args = train_args(tmp_path, out=str(tmp_path / "out"))  # no data: the config is read first
     assert cli.train_main(args) == 2
     assert capsys.readouterr().err.splitlines() == [f"nmt-train: error: {message}"]
-
-
-@contextlib.contextmanager
-def read_only(directory: Path):
-    """``directory`` refuses new entries: mode 555, or for root (whom modes do not stop) the
-    immutable attribute; skips the test where neither can be set."""
-    directory.mkdir(parents=True, exist_ok=True)
-    if os.geteuid() != 0:
-        directory.chmod(0o555)
-        try:
-            yield
-        finally:
-            directory.chmod(0o755)
-        return
-    if subprocess.run(["chattr", "+i", str(directory)], capture_output=True).returncode != 0:
-        pytest.skip("running as root without chattr +i: no directory is read-only here")
-    try:
-        yield
-    finally:
-        subprocess.run(["chattr", "-i", str(directory)], check=True)
 
 
 @pytest.mark.parametrize("where, message", [
