@@ -14,6 +14,7 @@ This module imports no torch: ``nmtmodels.cli`` and ``--help`` stay quick.
 from __future__ import annotations
 
 import argparse
+import difflib
 import errno
 import os
 import shutil
@@ -21,7 +22,7 @@ import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from nmtmodels.config import ConfigError
 from nmtmodels.textio import DataError
@@ -32,10 +33,23 @@ if TYPE_CHECKING:
 EXIT_USAGE = 2
 
 
+class _Parser(argparse.ArgumentParser):
+    """An unknown option's error names the nearest known ones (``--beem``: did you mean ``--beam``?)."""
+
+    def error(self, message: str) -> NoReturn:
+        unknown = [word for word in message.partition("unrecognized arguments:")[2].split() if word.startswith("--")]
+        known = [option for action in self._actions for option in action.option_strings if option.startswith("--")]
+        nearest = [match for word in unknown for match in difflib.get_close_matches(word.partition("=")[0], known, n=1)]
+        if nearest:
+            message += f" (did you mean {', '.join(nearest)}?)"
+        super().error(message)
+
+
 def make_parser(prog: str, description: str | None = None, **kwargs: Any) -> argparse.ArgumentParser:
     """The argument parser of a command.  Options are never abbreviated (``--be 5`` is an
-    error, not ``--beam 5``), so adding an option cannot change what an old command line means."""
-    return argparse.ArgumentParser(prog=prog, description=description, allow_abbrev=False, **kwargs)
+    error, not ``--beam 5``), so adding an option cannot change what an old command line means;
+    a misspelt option's error suggests the nearest one."""
+    return _Parser(prog=prog, description=description, allow_abbrev=False, **kwargs)
 
 
 def _fail(prog: str, message: str) -> int:

@@ -597,6 +597,17 @@ def test_options_are_not_abbreviated(capsys):
     assert proc.returncode == 2 and "unrecognized arguments: --be 5" in proc.stderr
 
 
+def test_a_misspelt_option_gets_the_nearest_one(capsys):
+    for typo, meant in (("--beem", "--beam"), ("--outptu", "--output"), ("--max-len-aa", "--max-len-a")):
+        with pytest.raises(SystemExit) as exit_info:
+            cli.translate_main(["--checkpoint", "model", typo, "5"])
+        err = capsys.readouterr().err.strip()
+        assert exit_info.value.code == 2 and err.endswith(f"unrecognized arguments: {typo} 5 (did you mean {meant}?)"), err
+    with pytest.raises(SystemExit):
+        cli.translate_main(["--checkpoint", "model", "--zzzzzz"])
+    assert "did you mean" not in capsys.readouterr().err  # nothing near: no guess
+
+
 @pytest.mark.parametrize("command", list(cli.COMMANDS))
 def test_no_command_takes_an_abbreviated_option(command, capsys):
     """Every parser comes from nmtmodels.cli.common.make_parser: --hel is not --help (which
