@@ -154,8 +154,10 @@ rule learning_curves:
             labels={"corpus": "{corpus}"},
         ),
     params:
+        # character-level runs (loss per character) get a panel of their own
         runs=lambda w, input: " ".join(
-            f"--run {name} {shlex.quote(path)}" for name, path in zip(ev.length_systems(config, w.corpus), input)
+            f"--{'char-run' if runs.is_char_level(config, name) else 'run'} {name} {shlex.quote(path)}"
+            for name, path in zip(ev.length_systems(config, w.corpus), input)
         ),
     conda:
         "../envs/evaluate.yaml"

@@ -94,3 +94,15 @@ def test_cli_bad_checkpoint_is_a_clear_error_without_outputs(tmp_path, capsys):
                                  "--png", str(png), "--json", str(out)]) == 1
     assert "junk.pt" in capsys.readouterr().err
     assert not png.exists() and not out.exists()
+
+
+def test_each_heat_map_has_a_colour_bar_and_a_tick_per_character():
+    plots = [{"source": list("ab▁c") + ["</s>"], "target": list("xy▁z"), "attention": [[0.7, 0.1, 0.1, 0.05, 0.05]] * 4},
+             {"source": list("de") + ["</s>"], "target": list("uv"), "attention": [[0.2, 0.3, 0.5], [0.6, 0.2, 0.2]]}]
+    fig = attention_plots.figure(plots, "char2word")
+    heat_maps = [ax for ax in fig.axes if ax.get_images()]
+    bars = [ax for ax in fig.axes if ax.get_ylabel() == "attention weight"]
+    assert len(heat_maps) == len(bars) == 2
+    assert [t.get_text() for t in heat_maps[0].get_xticklabels()] == ["x", "y", "␣", "z"]
+    assert [t.get_text() for t in heat_maps[1].get_yticklabels()] == ["d", "e", "</s>"]
+    assert heat_maps[0].get_images()[0].get_clim() == (0.0, 0.7)

@@ -335,6 +335,30 @@ def test_learning_curve_png_plots_every_run_of_the_corpus(tree, tmp_path):
         assert plotted[name] == curves.curve_series(root / f"results/experiments/{name}/nist/train/metrics.csv")
 
 
+def test_character_runs_get_their_own_loss_panel_and_the_legend_covers_no_curve(tree, tmp_path):
+    """Per-character and per-token losses are not on one axis, and the legend sits below the
+    panels (with 14 runs it used to cover the curves)."""
+    root, config = tree
+    names = ev.length_systems(config, "nist")
+    data = {n: curves.curve_series(root / p) for n, p in zip(names, ev.curve_inputs(config, "nist"), strict=True)}
+    char = {names[0]}
+    fig = curves.figure(data, "nist", char)
+    by_label = {ax.get_ylabel(): ax for ax in fig.axes}
+    token, per_char = by_label[curves.LOSS_LABELS["token"]], by_label[curves.LOSS_LABELS["char"]]
+    assert len(per_char.get_lines()) == len(data[names[0]]) - ("dev BLEU" in data[names[0]])  # train and dev loss
+    assert len(token.get_lines()) == sum(len(data[n]) - ("dev BLEU" in data[n]) for n in names[1:])
+    assert all(ax.get_legend() is None for ax in fig.axes) and len(fig.legends) == 1
+    labels = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert labels == [*names, "train loss", "dev loss"]
+    legend_top = fig.legends[0].get_window_extent(fig.canvas.get_renderer()).y1
+    assert all(legend_top <= ax.get_window_extent().y0 for ax in fig.axes)
+    assert len(curves.figure(data, "nist").axes) == len(fig.axes) - 1  # no character run: no such panel
+    png = tmp_path / "c.png"
+    argv = ["--char-run", names[0], str(root / ev.curve_inputs(config, "nist")[0])]
+    argv += [a for n, p in zip(names[1:], ev.curve_inputs(config, "nist")[1:], strict=True) for a in ("--run", n, str(root / p))]
+    assert curves.main([*argv, "--title", "nist", "--png", str(png)]) == 0 and png.read_bytes()[:8] == PNG_MAGIC
+
+
 def test_curves_missing_metrics_is_one_line(tmp_path, capsys):
     assert curves.main(["--run", "x", str(tmp_path / "nope.csv"), "--png", str(tmp_path / "x.png")]) == 1
     err = capsys.readouterr().err.strip()

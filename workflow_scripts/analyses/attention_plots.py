@@ -30,6 +30,7 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 from nmtmodels.symbols import EOS, SPACE_SYMBOL
 from nmtmodels.textio import DataError, atomic_output, read_lines
@@ -80,28 +81,44 @@ def attention_for(checkpoint: str, lines: Sequence[str], beam: int = 4) -> list[
     return plots
 
 
-def plot(plots: Sequence[dict], title: str, path: str) -> None:
-    """One heat-map per sentence, stacked; columns are target characters (as in the paper);
-    the colour scale of each runs from 0 to its largest weight."""
+def figure(plots: Sequence[dict], title: str) -> Any:
+    """One heat-map per sentence, stacked; columns are target characters (as in the paper),
+    rows source characters (▁ shown as ␣), every character a labelled tick.  The colour scale
+    of each runs from 0 to its largest weight, with a colour bar that says so."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     import numpy as np
 
-    heights = [max(2.0, 0.14 * len(p["source"]) + 1.0) for p in plots]
-    width = max(6.0, 0.14 * max(len(p["target"]) for p in plots) + 2.5)
+    heights = [max(2.2, 0.17 * len(p["source"]) + 1.2) for p in plots]
+    width = max(6.5, 0.17 * max(len(p["target"]) for p in plots) + 3.0)
     fig, axes = plt.subplots(len(plots), 1, figsize=(width, sum(heights)), squeeze=False,
                              gridspec_kw={"height_ratios": heights})
     for ax, p in zip(axes[:, 0], plots):
         weights = np.asarray(p["attention"]).T  # (sources, targets): a column per decoded character
         # colour scale up to the sentence's largest weight, so diffuse attention stays visible
-        ax.imshow(weights, cmap="Blues", aspect="auto", vmin=0.0, vmax=float(weights.max()), interpolation="nearest")
-        ax.set_xticks(range(len(p["target"])), [t.replace(SPACE_SYMBOL, "␣") for t in p["target"]], fontsize=6)
-        ax.set_yticks(range(len(p["source"])), [s.replace(SPACE_SYMBOL, "␣") for s in p["source"]], fontsize=6)
-        ax.tick_params(axis="x", labeltop=True, labelbottom=False)
+        image = ax.imshow(weights, cmap="Blues", aspect="auto", vmin=0.0, vmax=float(weights.max()), interpolation="nearest")
+        ax.set_xticks(range(len(p["target"])), [t.replace(SPACE_SYMBOL, "␣") for t in p["target"]], fontsize=7)
+        ax.set_yticks(range(len(p["source"])), [s.replace(SPACE_SYMBOL, "␣") for s in p["source"]], fontsize=7)
+        ax.tick_params(axis="x", labeltop=True, labelbottom=False, length=2)
+        ax.tick_params(axis="y", length=2)
+        ax.set_xlabel("output characters", fontsize=8)
+        ax.xaxis.set_label_position("top")
+        ax.set_ylabel("source characters", fontsize=8)
+        bar = fig.colorbar(image, ax=ax, fraction=0.025, pad=0.01)
+        bar.set_label("attention weight", fontsize=7)
+        bar.ax.tick_params(labelsize=6)
     fig.suptitle(title, fontsize=9)
     fig.tight_layout(rect=(0, 0, 1, 1 - 0.4 / sum(heights)))
+    return fig
+
+
+def plot(plots: Sequence[dict], title: str, path: str) -> None:
+    """:func:`figure` as a PNG at ``path`` (written atomically)."""
+    import matplotlib.pyplot as plt
+
+    fig = figure(plots, title)
     with atomic_output(path, "wb") as handle:
         fig.savefig(handle, format="png", dpi=120)
     plt.close(fig)

@@ -6,7 +6,7 @@ validations (``valid_loss``, and ``valid_bleu`` when ``train.valid_bleu`` is on)
 row does not have is empty.  :func:`curve_series` returns exactly the points a plot draws.
 
     python -m workflow_scripts.evaluation.curves --title CORPUS --run NAME metrics.csv
-        [--run NAME metrics.csv ...] --png curves/CORPUS.png
+        [--run NAME metrics.csv ...] [--char-run NAME metrics.csv ...] --png curves/CORPUS.png
 """
 from __future__ import annotations
 
@@ -68,41 +68,60 @@ def curve_series(metrics_csv: str | Path) -> dict[str, tuple[list[float], list[f
     return {label: series[label] for label, _ in SERIES if label in series}
 
 
-def plot_curves(runs: dict[str, str | Path], png: str | Path, title: str) -> dict[str, dict[str, tuple[list[float], list[float]]]]:
-    """One PNG: a loss panel (train loss solid, dev loss dashed, one colour per run) and,
-    when any run logged it, a dev BLEU panel; updates on the x axis.  Returns the plotted
-    series (run -> :func:`curve_series`)."""
-    data = {name: curve_series(path) for name, path in runs.items()}
+LOSS_LABELS = {"token": "loss per target token (label-smoothed)", "char": "loss per target character (label-smoothed)"}
+
+
+def figure(data: dict[str, dict[str, tuple[list[float], list[float]]]], title: str, char_runs: set[str] | frozenset[str] = frozenset()):
+    """The learning-curve figure of :func:`plot_curves`: one loss panel per unit (character
+    models' loss is per target character, not comparable with the per-token loss of subword
+    models, so they get a panel of their own), a dev BLEU panel when any run logged it, and
+    one legend below the panels (run colours; solid train, dashed dev) that covers no curve."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.lines import Line2D
 
+    units = [unit for unit in ("token", "char") if any((name in char_runs) == (unit == "char") for name in data)]
     has_bleu = any("dev BLEU" in series for series in data.values())
-    fig, axes = plt.subplots(1, 2 if has_bleu else 1, figsize=(11.0 if has_bleu else 6.4, 4.0), squeeze=False)
-    loss_ax = axes[0][0]
+    panels = [LOSS_LABELS[unit] for unit in units] + (["dev BLEU"] if has_bleu else [])
+    fig, axes = plt.subplots(1, len(panels), figsize=(5.0 * len(panels) + 0.6, 4.6), squeeze=False)
+    axis = dict(zip(panels, axes[0]))
     colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    handles = []
     for i, (name, series) in enumerate(data.items()):
         colour = colours[i % len(colours)]
+        loss_ax = axis[LOSS_LABELS["char" if name in char_runs else "token"]]
         for label, style in (("train loss", "-"), ("dev loss", "--")):
             if label in series:
                 xs, ys = series[label]
-                loss_ax.plot(xs, ys, style, color=colour, marker="." if len(xs) < 30 else None, label=f"{name} {label}")
-        if has_bleu and "dev BLEU" in series:
+                loss_ax.plot(xs, ys, style, color=colour, marker="." if len(xs) < 30 else None)
+        if "dev BLEU" in series:
             xs, ys = series["dev BLEU"]
-            axes[0][1].plot(xs, ys, "-", color=colour, marker="o", label=name)
-    loss_ax.set_xlabel("updates")
-    loss_ax.set_ylabel("loss (label-smoothed, per target token)")
-    loss_ax.set_title(f"{title}: loss", fontsize=9)
-    if has_bleu:
-        axes[0][1].set_xlabel("updates")
-        axes[0][1].set_ylabel("dev BLEU")
-        axes[0][1].set_title(f"{title}: dev BLEU", fontsize=9)
-    for ax in axes[0]:
+            axis["dev BLEU"].plot(xs, ys, "-", color=colour, marker="o")
+        handles.append(Line2D([], [], color=colour, label=name))
+    handles += [Line2D([], [], color="black", linestyle="-", label="train loss"),
+                Line2D([], [], color="black", linestyle="--", label="dev loss")]
+    for label, ax in axis.items():
+        ax.set_xlabel("updates")
+        ax.set_ylabel(label)
+        ax.set_title(f"{title}: {label}", fontsize=9)
         ax.grid(alpha=0.3)
-        if ax.get_legend_handles_labels()[0]:
-            ax.legend(fontsize=7)
-    fig.tight_layout()
+    columns = min(len(handles), 4 * len(panels))
+    rows = -(-len(handles) // columns)
+    fig.legend(handles=handles, loc="lower center", ncol=columns, fontsize=7, frameon=False)
+    fig.tight_layout(rect=(0, min(0.45, 0.05 + 0.045 * rows), 1, 1))
+    return fig
+
+
+def plot_curves(runs: dict[str, str | Path], png: str | Path, title: str,
+                char_runs: set[str] | frozenset[str] = frozenset()) -> dict[str, dict[str, tuple[list[float], list[float]]]]:
+    """One PNG of :func:`figure` for ``runs`` (name -> metrics.csv; ``char_runs``: the names
+    of character-level runs).  Returns the plotted series (run -> :func:`curve_series`)."""
+    import matplotlib.pyplot as plt
+
+    data = {name: curve_series(path) for name, path in runs.items()}
+    fig = figure(data, title, char_runs)
     with atomic_output(png, mode="wb") as handle:
         fig.savefig(handle, format="png", dpi=120)
     plt.close(fig)
@@ -111,13 +130,17 @@ def plot_curves(runs: dict[str, str | Path], png: str | Path, title: str) -> dic
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m workflow_scripts.evaluation.curves", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--run", nargs=2, action="append", required=True, metavar=("NAME", "METRICS_CSV"),
-                        help="a run's name and its train/metrics.csv (repeat)")
+    parser.add_argument("--run", nargs=2, action="append", default=[], metavar=("NAME", "METRICS_CSV"),
+                        help="a subword run's name and its train/metrics.csv (repeat)")
+    parser.add_argument("--char-run", nargs=2, action="append", default=[], metavar=("NAME", "METRICS_CSV"),
+                        help="a character-level run (loss per target character: a panel of its own)")
     parser.add_argument("--title", default="learning curves")
     parser.add_argument("--png", required=True)
     args = parser.parse_args(argv)
+    if not args.run and not args.char_run:
+        parser.error("give at least one --run or --char-run")
     try:
-        plot_curves(dict(args.run), args.png, args.title)
+        plot_curves(dict(args.run + args.char_run), args.png, args.title, {name for name, _ in args.char_run})
     except DataError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
