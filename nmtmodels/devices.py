@@ -2,9 +2,12 @@
 ``torch.device``, or into one line saying why not (the Translator API and every command)."""
 from __future__ import annotations
 
-import torch
+from typing import TYPE_CHECKING
 
 from nmtmodels.config import ConfigError
+
+if TYPE_CHECKING:
+    import torch
 
 CHOICES = "auto, cpu, cuda or cuda:N"
 
@@ -13,6 +16,8 @@ def resolve_device(name: str | torch.device) -> torch.device:
     """``auto``: the first GPU when torch sees one, else the CPU.  A device torch cannot use
     here (a misspelt name, ``cuda`` on a CPU-only build or without a visible GPU, ``cuda:N``
     past the last GPU) is a ConfigError in one line."""
+    import torch
+
     if isinstance(name, torch.device):
         device = name
     elif name == "auto":
@@ -34,3 +39,46 @@ def resolve_device(name: str | torch.device) -> torch.device:
     elif device.type != "cpu" and device.type not in ("mps", "meta"):
         raise ConfigError(f"device {str(name)!r}: not supported here ({CHOICES})")
     return device
+
+
+THREADS_ENV = "OMP_NUM_THREADS"
+
+
+def usable_cores() -> int:
+    """The CPU cores this process may run on (its affinity, e.g. a SLURM or container limit)."""
+    import os
+
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def default_threads(environ: dict[str, str] | None = None) -> int | None:
+    """The intra-op threads of a translation when none are asked for: None (torch's own
+    setting) when ``OMP_NUM_THREADS`` is set, as the workflow's jobs set it; else
+    half the usable cores, between 1 and :data:`DEFAULT_THREADS`.  Every core is fastest on an
+    idle machine but several times slower beside other busy processes (the OpenMP threads wait
+    for each other), half of them costs little idle and keeps that from happening
+    (benchmarks/README.md, "nmt-translate's threads")."""
+    import os
+
+    environ = os.environ if environ is None else environ
+    if environ.get(THREADS_ENV):
+        return None
+    return max(1, min(DEFAULT_THREADS, usable_cores() // 2))
+
+
+# At most this many threads by default (CTranslate2's default intra_threads is 4 as well).
+DEFAULT_THREADS = 4
+
+
+def set_threads(threads: int | None) -> None:
+    """torch's intra-op threads for this process (a process-wide setting); None leaves it."""
+    if threads is None:
+        return
+    if threads < 1:
+        raise ConfigError(f"threads: must be >= 1, got {threads}")
+    import torch
+
+    torch.set_num_threads(threads)

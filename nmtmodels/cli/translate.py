@@ -33,6 +33,7 @@ from nmtmodels.compiling import DECODE_COMPILE_MODES
 from nmtmodels.config import ConfigError
 from nmtmodels.data import ExtraField, ParallelDataset
 from nmtmodels.decoding.search import EARLY_STOP_RULES
+from nmtmodels.devices import DEFAULT_THREADS, default_threads
 from nmtmodels.experiment import check_extras, parse_extras
 from nmtmodels.symbols import UNK_ID
 from nmtmodels.text.postprocess import TEXT_FORMATS
@@ -93,10 +94,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--log-interval", type=float, default=PROGRESS_INTERVAL, metavar="SECONDS",
                         help=f"progress line on stderr every SECONDS when stderr is not a terminal (default {PROGRESS_INTERVAL:g})")
     parser.add_argument("--device", default="auto")
+    parser.add_argument("--threads", type=int, default=None,
+                        help="CPU threads for decoding (default: OMP_NUM_THREADS when set, else half the usable "
+                             f"cores, 1 to {DEFAULT_THREADS}; every core is slow on a busy machine)")
     parser.add_argument("--amp", choices=("bf16", "none"), default="none")
     args = parser.parse_args(argv)
     if args.batch_tokens < 1:
         parser.error("--batch-tokens must be >= 1")
+    if args.threads is not None and args.threads < 1:
+        parser.error("--threads must be >= 1")
     if not args.pretokenized and args.postprocess:
         parser.error("--postprocess goes with --pretokenized (raw input is detokenised for the package's target language)")
     if args.interactive and args.input:
@@ -110,7 +116,9 @@ def _translate(args: argparse.Namespace) -> int:
     if args.output:  # before loading and decoding, not when the translation is done
         check_output(args.output)
     checkpoint = args.checkpoint[0] if len(args.checkpoint) == 1 else args.checkpoint
-    translator = Translator.from_checkpoint(checkpoint, device=_device(args.device), pretokenized=args.pretokenized)
+    threads = args.threads if args.threads is not None else default_threads()
+    translator = Translator.from_checkpoint(checkpoint, device=_device(args.device), pretokenized=args.pretokenized,
+                                            threads=threads)
     for flag, path, side in (("--src-vocab", args.src_vocab, "src"), ("--tgt-vocab", args.tgt_vocab, "tgt")):
         if path:
             try:

@@ -41,7 +41,7 @@ from nmtmodels.decoding import batched
 from nmtmodels.decoding.ensemble import Ensemble, check_members
 from nmtmodels.decoding.scorer import DecodeConfig
 from nmtmodels.decoding.scorer import Hypothesis as SearchHypothesis
-from nmtmodels.devices import resolve_device
+from nmtmodels.devices import resolve_device, set_threads
 from nmtmodels.text.model_package import CHECKPOINT_FILE, ModelPackage, package_directory, read_package
 from nmtmodels.text.preprocessing import SegmentationError
 from nmtmodels.textio import DataError
@@ -106,12 +106,14 @@ class Translator:
 
     @classmethod
     def from_checkpoint(cls, path: str | os.PathLike | Sequence[str | os.PathLike], *, device: torch.device | str = "cpu",
-                        pretokenized: bool = False) -> Translator:
+                        pretokenized: bool = False, threads: int | None = None) -> Translator:
         """Load a package directory or a checkpoint (in a package directory unless
         ``pretokenized``); several paths: an :class:`~nmtmodels.decoding.ensemble.Ensemble` of their
-        models, with the first one's package and decode settings.  CheckpointError /
-        ConfigError in one line naming the path."""
+        models, with the first one's package and decode settings.  ``threads``: torch's
+        intra-op threads (as CTranslate2's ``intra_threads``; a setting of the whole process),
+        None to leave them.  CheckpointError / ConfigError in one line naming the path."""
         device = resolve_device(device)  # before any file is read: a bad device is one line
+        set_threads(threads)
         paths = [path] if isinstance(path, (str, os.PathLike)) else list(path)
         if not paths:
             raise ValueError("from_checkpoint needs at least one path")

@@ -353,3 +353,26 @@ def test_an_empty_line_gets_an_empty_translation(package, tmp_path):
     assert cli.translate_main(["--checkpoint", str(directory), "--input", str(source), "--output", str(tmp_path / "out.txt")]) == 0
     lines = (tmp_path / "out.txt").read_text(encoding="utf-8").split("\n")
     assert len(lines) == 4 and lines[1] == "" and lines[3] == "" and lines[0] and lines[2]
+
+
+def test_threads_are_asked_for_or_bounded(package, monkeypatch):
+    """``threads`` sets torch's intra-op threads (as CTranslate2's intra_threads); the CLI's
+    default leaves an OMP_NUM_THREADS setting alone (the workflow's jobs) and otherwise takes
+    half the usable cores (at most DEFAULT_THREADS), not every core of a shared machine."""
+    import torch
+
+    from nmtmodels import devices
+
+    directory, _, _ = package
+    before = torch.get_num_threads()
+    try:
+        Translator.from_checkpoint(directory, threads=1)
+        assert torch.get_num_threads() == 1
+        for cores, expected in ((64, devices.DEFAULT_THREADS), (6, 3), (2, 1), (1, 1)):  # half the cores, 1 to 4
+            monkeypatch.setattr(devices, "usable_cores", lambda cores=cores: cores)
+            assert devices.default_threads({}) == expected
+        assert devices.default_threads({"OMP_NUM_THREADS": "3"}) is None
+        with pytest.raises(ConfigError, match="threads: must be >= 1"):
+            Translator.from_checkpoint(directory, threads=0)
+    finally:
+        torch.set_num_threads(before)
