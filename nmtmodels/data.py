@@ -12,7 +12,8 @@ on the source and BOS/EOS on the target) are handled per ``too_long``:
 
 * ``"error"`` (validation and translation): DataError naming the file and line;
 * ``"skip"``  (training): dropped, and their number (and the first line) is reported;
-* ``"truncate"`` (translation on request): cut to the limit, keeping ``</s>``.
+* ``"truncate"`` (translation on request): cut to the limit, keeping ``</s>``; an integer
+  extra field with one value per source token (lattice spans) is cut with the tokens.
 
 Batches of a token or character budget: :class:`nmtmodels.batching.BucketBatchSampler`.
 """
@@ -199,12 +200,17 @@ class ParallelDataset:
         too_long: TooLong = "error",
         name: str = "<input>",
         first_line: int = 1,
+        extras: Mapping[str, tuple[ExtraField, Sequence[str]]] | None = None,
     ) -> ParallelDataset:
-        """A source-only dataset from strings (interactive translation); errors name
-        ``name`` and the line counted from ``first_line``."""
+        """A source-only dataset from strings (translation); errors name ``name`` and the line
+        counted from ``first_line``.  ``extras``: name -> (field, its lines, aligned with
+        ``src_lines``); the field's ``path`` names the lines in errors."""
+        extras = dict(extras or {})
+        paths = {"source": name, **{f"extra:{key}": field.path for key, (field, _) in extras.items()}}
+        readers = {"source": iter(src_lines), **{f"extra:{key}": iter(lines) for key, (_, lines) in extras.items()}}
         return cls._from_line_iterators(
-            {"source": name}, {"source": iter(src_lines)}, src_vocab, None, {}, max_positions, too_long, print,
-            first_line,
+            paths, readers, src_vocab, None, {key: field for key, (field, _) in extras.items()}, max_positions,
+            too_long, print, first_line,
         )
 
     @classmethod
@@ -270,6 +276,9 @@ class ParallelDataset:
                     first_skipped = first_skipped or number
                     continue
                 if max_src is not None and len(src_ids) > max_src:
+                    for name, spec in extras.items():  # per-token integers (lattice spans) are cut with their tokens
+                        if not spec.tokens and len(extra_ids[name]) == len(src_tokens):
+                            extra_ids[name] = extra_ids[name][: max_src - 1]
                     src_ids = src_ids[: max_src - 1] + [EOS_ID]
                     src_tokens = src_tokens[: max_src - 1]
                 if has_tgt and max_tgt is not None and len(tgt_ids) + 1 > max_tgt:

@@ -58,8 +58,9 @@ rule train:
 
 
 # The model package (nmtmodels/text/model_package.py): the decoded checkpoint, preprocess.json and the source
-# BPE codes or SentencePiece model, so that nmt-translate and nmtmodels.decoding.translator.Translator read raw text.  Only
-# runs that read plain subwords get one (workflow_scripts/dag/packages.py).
+# BPE codes or SentencePiece model (a lattice run: its lattice settings and the codes of its BPE sizes; an ESC
+# run: also its compressor), so that nmt-translate and nmtmodels.decoding.translator.Translator read raw text.
+# Every run of `all` gets one (workflow_scripts/dag/packages.py).
 rule model_package:
     input:
         unpack(lambda w: packages.package_inputs(config, w.experiment, w.corpus)),

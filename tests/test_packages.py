@@ -32,13 +32,54 @@ def merged(base: dict, extra: dict) -> dict:
 
 
 @pytest.mark.parametrize("config", [CONFIG, merged(CONFIG, FULL)], ids=["config.yaml", "full.yaml"])
-def test_plain_text_runs_get_a_package_and_lattice_and_esc_runs_none(config):
-    expected = [f"results/experiments/{e}/{c}/model" for e, c in runs.experiment_runs(config)
-                if config["experiments"][e]["family"] in PLAIN_FAMILIES and not config["experiments"][e].get("lattice")]
-    assert packages.package_targets(config) == expected
+def test_every_run_of_all_gets_a_package_lattice_and_esc_runs_included(config):
+    assert packages.package_targets(config) == [f"results/experiments/{e}/{c}/model" for e, c in runs.experiment_runs(config)]
     families = {config["experiments"][e]["family"] for e, _ in runs.experiment_runs(config)}
     assert families - PLAIN_FAMILIES, "the config trains no lattice or ESC model: the test shows nothing"
-    assert len(expected) < len(runs.experiment_runs(config))
+
+
+@pytest.mark.parametrize("lattice, unit", [(["jieba", "thulac", "snownlp"], "char"), (["jieba"], "char"),
+                                           (["bpe2000", "bpe4000"], "subword")])
+def test_a_lattice_run_s_package_takes_its_segmentations_and_the_codes_of_its_bpe_sizes(lattice, unit):
+    """The package records what the lattice rules used: the segmentations, the position unit
+    of rule lattice_inputs (footnote 1: subword for BPE sizes only) and lattice_vocab_size."""
+    from workflow_scripts.data.lattice import paper_position_unit
+
+    config = copy.deepcopy(CONFIG)
+    config["lattice_vocab_size"] = 5000
+    experiment = next(e for e, spec in config["experiments"].items() if spec["family"] == "lattice_transformer")
+    config["experiments"][experiment]["lattice"] = lattice
+    corpus = config["experiments"][experiment]["corpora"][0]
+    settings = json.loads(packages.package_settings_json(config, experiment, corpus))
+    assert settings["lattice"] == {"segmentations": lattice, "position_unit": unit, "vocab_limit": 5000}
+    assert paper_position_unit(lattice) == unit
+    inputs = packages.package_inputs(config, experiment, corpus)
+    bpe = [part for part in lattice if part.startswith("bpe")]
+    assert set(inputs) == {"checkpoint", *(f"lattice_{part}_{kind}" for part in bpe for kind in ("codes", "vocab"))}
+    for part in bpe:
+        assert inputs[f"lattice_{part}_codes"] == f"results/data/{corpus}/{part}/codes.zh-en.zh"
+    assert ("bpe" in settings) == bool(bpe) and "codes" not in settings.get("bpe", {})  # the source is the lattice
+    flags = packages.package_subword_flags(inputs)
+    assert flags.count("--lattice-bpe") == len(bpe) and "--codes" not in flags
+
+
+def test_an_esc_run_s_package_takes_the_compressor_and_the_compress_rule_s_search():
+    from workflow_scripts.dag import esc
+
+    experiment = next(e for e, spec in CONFIG["experiments"].items() if spec["family"] in esc.ESC_FAMILIES)
+    corpus = CONFIG["experiments"][experiment]["corpora"][0]
+    compressor = CONFIG["experiments"][experiment]["compressor"]
+    settings = json.loads(packages.package_settings_json(CONFIG, experiment, corpus))["compression"]
+    flags = esc.compressor_decode_flags(CONFIG, compressor).split()
+    given = dict(zip(flags[::2], flags[1::2]))  # the compress rule's options
+    names = {"--beam": "beam", "--lenpen": "length_penalty", "--coverage-penalty": "coverage_penalty",
+             "--max-len-a": "max_len_a", "--max-len-b": "max_len_b", "--min-len": "min_len", "--max-len-ratio": "max_len_ratio"}
+    assert {names[flag]: float(value) for flag, value in given.items() if flag in names} == {
+        key: float(value) for key, value in settings["decode"].items() if value is not None}
+    assert settings["batch_tokens"] == int(given["--batch-tokens"])
+    inputs = packages.package_inputs(CONFIG, experiment, corpus)
+    assert inputs["compressor"] == f"results/compression/{compressor}/{corpus}/train/checkpoint_best.pt"
+    assert "--compressor" in packages.package_subword_flags(inputs) and "--codes" in packages.package_subword_flags(inputs)
 
 
 def test_package_settings_are_the_corpus_preprocessing_and_the_run_s_units():

@@ -228,6 +228,48 @@ def test_miniature_ends_with_results_table_length_plots_and_report(miniature):
 
 
 @pytest.mark.slow
+def test_every_package_translates_raw_test_sources_as_the_workflow_did(miniature):
+    """Every run of `all` has a model package, lattice and ESC runs included; translating a test
+    set's raw source with it gives the workflow's own .hyp line for line (same checkpoint and
+    decode settings; the package segments, builds lattices and compresses in-process)."""
+    from nmtmodels.decoding.translator import Translator
+
+    config = yaml.safe_load((ROOT / "config.yaml").read_text())
+    families = set()
+    for package in sorted(miniature.glob("results/experiments/*/*/model")):
+        run, corpus = package.parent, package.parent.name
+        spec = config["corpora"][corpus]
+        translator = Translator.from_checkpoint(package, threads=1)  # the translate rule's OMP_NUM_THREADS
+        compared = 0
+        for test_set in spec["test_sets"]:
+            raw = miniature / f"results/data/{corpus}/raw/{test_set}.{spec['src']}"
+            expected = read(run / f"{test_set}.hyp")
+            got = [t.text for t in translator.translate(read(raw))]
+            assert got == expected, (run.relative_to(miniature), test_set)
+            compared += len(got)
+        assert compared, run
+        families.add(translator.family)
+    assert {"transformer", "lattice_transformer", "bbfnmt", "char2word", "graph_transformer", "reordering"} <= families
+    runs = {path.parent for path in miniature.glob("results/experiments/*/*/train")}
+    assert runs == {path.parent for path in miniature.glob("results/experiments/*/*/model")}
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    lattice = subprocess.run([sys.executable, "-m", "nmtmodels.cli", "translate", "--checkpoint",
+                              str(miniature / "results/experiments/lattice_lpe_lsa_zh/tatoeba_zh_en/model")],
+                             input="我们明天去北京。\n", capture_output=True, text=True, env=env, check=False)
+    assert lattice.returncode == 0 and len(lattice.stdout.splitlines()) == 1, lattice.stderr
+    esc = subprocess.run([sys.executable, "-m", "nmtmodels.cli", "translate", "--show-compressed", "--checkpoint",
+                          str(miniature / "results/experiments/esc_bbf/multi30k_en_de/model")],
+                         input="Two young men are playing football on a green field.\n", capture_output=True, text=True,
+                         env=env, check=False)
+    assert esc.returncode == 0, esc.stderr
+    [line] = esc.stdout.splitlines()
+    compressed, translation = line.split("\t")
+    assert compressed == Translator.from_checkpoint(
+        miniature / "results/experiments/esc_bbf/multi30k_en_de/model", threads=1).translate(
+        ["Two young men are playing football on a green field."])[0].compressed
+
+
+@pytest.mark.slow
 def test_changed_training_settings_retrain_from_scratch(miniature, tmp_path):
     """Snakemake reruns a training job whose settings changed; the job must train the new
     run, not resume the old checkpoint (whose budget is spent) and pass it off as new.

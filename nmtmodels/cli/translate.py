@@ -36,6 +36,7 @@ from nmtmodels.decoding.search import EARLY_STOP_RULES
 from nmtmodels.devices import DEFAULT_THREADS, default_threads
 from nmtmodels.experiment import check_extras, parse_extras
 from nmtmodels.symbols import UNK_ID
+from nmtmodels.text.model_package import EncodedSource
 from nmtmodels.text.postprocess import TEXT_FORMATS
 from nmtmodels.textio import DataError, atomic_output, read_lines
 from nmtmodels.vocab import Vocabulary, check_fingerprint
@@ -90,6 +91,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="with --pretokenized: undo the subwords (--tgt-format) and detokenise the output for LANG")
     parser.add_argument("--tgt-format", choices=TEXT_FORMATS, default="bpe",
                         help="target encoding, for --postprocess (default bpe)")
+    parser.add_argument("--show-compressed", action="store_true",
+                        help="ESC model packages: write the compressed source, a tab, then the translation on each line")
     parser.add_argument("--truncate", action="store_true", help="cut over-long sentences instead of failing")
     parser.add_argument("--log-interval", type=float, default=PROGRESS_INTERVAL, metavar="SECONDS",
                         help=f"progress line on stderr every SECONDS when stderr is not a terminal (default {PROGRESS_INTERVAL:g})")
@@ -107,6 +110,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error("--postprocess goes with --pretokenized (raw input is detokenised for the package's target language)")
     if args.interactive and args.input:
         parser.error("--interactive reads standard input; it does not go with --input")
+    if not args.pretokenized and (args.extra or args.extra_tokens):
+        parser.error("--extra and --extra-tokens go with --pretokenized (a model package makes its extra inputs from raw text)")
+    if args.pretokenized and args.show_compressed:
+        parser.error("--show-compressed goes with a model package's raw text (with --pretokenized, --extra-tokens gives the "
+                     "compressed source)")
     return _run(PROG, lambda: _translate(args))
 
 
@@ -125,9 +133,14 @@ def _translate(args: argparse.Namespace) -> int:
                 check_fingerprint(Vocabulary.from_file(path), translator.state["vocab"][f"{side}_fingerprint"], side, path)
             except ValueError as exc:
                 raise ConfigError(f"{flag}: {exc}") from None
+    if args.show_compressed and translator.compressor is None:
+        raise ConfigError(f"--show-compressed: {args.checkpoint[0]} is no ESC model package (model family "
+                          f"{translator.family!r}): it compresses nothing")
     job = _Job(translator, args)
-    extras = parse_extras(args.extra, args.extra_tokens, 1, "--extra")
-    pads = check_extras(translator.model, extras, translator.family, "--extra")
+    extras, pads = {}, {}
+    if translator.pretokenized:
+        extras = parse_extras(args.extra, args.extra_tokens, 1, "--extra")
+        pads = check_extras(translator.model, extras, translator.family, "--extra")
     if args.input is None:
         if pads:
             raise ConfigError(f"standard input cannot take the extra inputs model family {translator.family!r} needs; use --input")
@@ -172,16 +185,20 @@ class _Job:
                 results = self.translator.search(dataset, self.decode_cfg, progress=progress.update, **search)
         _warn_unfinished(name, results, numbers)
         outputs = []
-        for number, hyps in zip(numbers, results):
+        for position, (number, hyps) in enumerate(zip(numbers, results)):
             lines = self.render(int(number) - 1, hyps)
             if not lines:  # the search guarantees a hypothesis per sentence; never shift lines
                 raise RuntimeError(f"{name}:{number}: the search returned no hypothesis")
+            if self.args.show_compressed:
+                compressed = self.translator.source_text(self.translator.compressed_tokens(dataset, position) or [])
+                lines = [f"{compressed}\t{line}" for line in lines]
             outputs.append(lines)
         return outputs
 
     def render(self, index: int, hyps: list[Any]) -> list[str]:
         """The output lines of input line ``index`` (0-based): its best hypothesis, or with
-        ``--nbest`` N ``index ||| text ||| score`` lines."""
+        ``--nbest`` N ``index ||| text ||| score`` lines (``--show-compressed`` puts the compressed
+        source and a tab before each, in :meth:`translate`)."""
         nbest, lines = self.decode_cfg.nbest, []
         for hyp in hyps[:nbest]:
             if self.translator.pretokenized:
@@ -220,13 +237,12 @@ def _translate_chunk(job: _Job, chunk: Sequence[tuple[int, bytes]], unknown: _Un
     ``<stdin>:LINE`` on stderr and an empty output line, so input and output stay aligned; the
     other lines are translated together."""
     translator = job.translator
-    encoded: list[str] = []
+    encoded: list[EncodedSource] = []
     numbers: list[int] = []
-    dataset = None
     for number, raw in chunk:
         try:
             line = translator.encode_line(_stdin_line(raw, number), STDIN, number)
-            dataset = translator.encoded_dataset([line], too_long=job.too_long, name=STDIN, first_line=number)  # this line alone
+            translator.check_encoded(line, name=STDIN, number=number, too_long=job.too_long)  # this line alone
         except DataError as exc:
             print(f"{PROG}: error: {exc}", file=sys.stderr, flush=True)
             continue
@@ -234,8 +250,7 @@ def _translate_chunk(job: _Job, chunk: Sequence[tuple[int, bytes]], unknown: _Un
         numbers.append(number)
     outputs: dict[int, list[str]] = {number: [""] for number, _ in chunk}
     if encoded:
-        if len(encoded) > 1:
-            dataset = translator.encoded_dataset(encoded, too_long=job.too_long, name=STDIN)
+        dataset = translator.encoded_dataset(encoded, too_long=job.too_long, name=STDIN, first_line=numbers[0])
         outputs.update(zip(numbers, job.translate(dataset, STDIN, numbers, unknown, interactive=interactive)))
     return [line for lines in outputs.values() for line in lines], len(chunk) - len(numbers)
 

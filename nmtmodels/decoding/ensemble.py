@@ -64,12 +64,22 @@ def check_members(states: Sequence[dict[str, Any]], models: Sequence[Seq2SeqMode
     """CheckpointError naming the first checkpoint that cannot join the first one's ensemble."""
     first = states[0]["vocab"]
     wanted = set(getattr(models[0], "extra_inputs", {}) or {})
+    first_family = _family(states[0])
     for state, model, path in zip(states[1:], models[1:], paths[1:]):
-        for side in ("src", "tgt"):
-            if state["vocab"][f"{side}_fingerprint"] != first[f"{side}_fingerprint"]:
-                raise CheckpointError(f"{path}: its {side} vocabulary differs from that of {paths[0]}; "
-                                      "an ensemble's members must share both vocabularies")
         extras = set(getattr(model, "extra_inputs", {}) or {})
         if extras != wanted:
-            raise CheckpointError(f"{path}: takes the extra inputs {sorted(extras)} but {paths[0]} takes {sorted(wanted)}; "
-                                  "an ensemble's members must read the same inputs")
+            raise CheckpointError(f"{path}: model family {_family(state)!r} reads {_inputs(extras)} but {paths[0]}'s family "
+                                  f"{first_family!r} reads {_inputs(wanted)}; an ensemble's members must read the same inputs")
+        for side in ("src", "tgt"):
+            if state["vocab"][f"{side}_fingerprint"] != first[f"{side}_fingerprint"]:
+                raise CheckpointError(f"{path}: its {side} vocabulary (model family {_family(state)!r}) differs from that of "
+                                      f"{paths[0]} (model family {first_family!r}); an ensemble's members must share both "
+                                      "vocabularies")
+
+
+def _family(state: dict[str, Any]) -> str:
+    return (state.get("model_config") or {}).get("family", "?")
+
+
+def _inputs(extras: set[str]) -> str:
+    return "the source and the extra inputs " + ", ".join(sorted(extras)) if extras else "the source alone"

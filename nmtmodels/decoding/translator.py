@@ -20,9 +20,14 @@ detokenisation or the CJK space rule for the target language).
 training source (what the workflow's rules pass); hypotheses are then the model's tokens
 joined by spaces, as ``nmt-translate --pretokenized`` writes them.
 
-Model families with ``extra_inputs`` (lattice models: lattice spans; ESC models: the
-compressed source) read inputs that the workflow builds from the corpus; they cannot read raw
-text, and ``from_checkpoint`` says so in one line instead of guessing.
+Model families with ``extra_inputs`` read raw text through their package too: a lattice
+package segments each sentence with its segmenters (or BPE sizes), builds the lattice and
+reads its edge tokens with their ``starts`` and ``ends`` (:meth:`ModelPackage.input_encoder
+<nmtmodels.text.model_package.ModelPackage.input_encoder>`); an ESC package first compresses
+the encoded source with its compressor (:class:`nmtmodels.decoding.compressor.Compressor`) and
+reads the compressed tokens as ``compressed``, which :attr:`Translation.compressed` shows.  A
+checkpoint whose extra inputs its package does not make (a package written before these
+were packaged, or none) is refused in one line by ``from_checkpoint``.
 """
 from __future__ import annotations
 
@@ -36,13 +41,13 @@ import torch
 
 from nmtmodels.checkpoint import CheckpointError, load_model_from_checkpoint
 from nmtmodels.config import ConfigError, from_dict
-from nmtmodels.data import ParallelDataset, TooLong
+from nmtmodels.data import ExtraField, ParallelDataset, TooLong
 from nmtmodels.decoding import batched
 from nmtmodels.decoding.ensemble import Ensemble, check_members
 from nmtmodels.decoding.scorer import DecodeConfig
 from nmtmodels.decoding.scorer import Hypothesis as SearchHypothesis
 from nmtmodels.devices import resolve_device, set_threads
-from nmtmodels.text.model_package import CHECKPOINT_FILE, ModelPackage, package_directory, read_package
+from nmtmodels.text.model_package import CHECKPOINT_FILE, EncodedSource, ModelPackage, package_directory, read_package
 from nmtmodels.text.preprocessing import SegmentationError
 from nmtmodels.textio import DataError
 from nmtmodels.vocab import Vocabulary
@@ -74,6 +79,8 @@ class Translation:
     source: str
     source_tokens: list[str]
     hypotheses: list[TextHypothesis]
+    compressed: str | None = None  # ESC: the compressed source as plain text (source language), else None
+    compressed_tokens: list[str] | None = None  # ESC: the compressed tokens the model read
 
     @property
     def text(self) -> str:
@@ -84,11 +91,14 @@ class Translation:
         return self.hypotheses[0].score
 
 
-def raw_text_refusal(family: str, extra_inputs: Sequence[str]) -> str:
-    """The one-line reason why a family with extra inputs cannot translate raw text."""
-    return (f"model family {family!r} reads inputs that the workflow builds from the corpus (extra inputs: "
-            f"{', '.join(sorted(extra_inputs))}), so it cannot translate raw text; translate the workflow's encoded "
-            "source with --pretokenized --input FILE and the --extra/--extra-tokens files of its translate rule")
+def raw_text_refusal(family: str, extra_inputs: Sequence[str], made: Sequence[str] = ()) -> str:
+    """The one-line reason why a model with extra inputs cannot translate raw text with a package
+    that makes only ``made`` of them."""
+    missing = sorted(set(extra_inputs) - set(made))
+    return (f"model family {family!r} reads the extra inputs {', '.join(sorted(extra_inputs))} and the model package "
+            f"makes {', '.join(sorted(made)) or 'none'} of them from raw text (missing: {', '.join(missing)}); rebuild the "
+            "package with the workflow's rule model_package, or translate the workflow's encoded source with "
+            "--pretokenized --input FILE and the --extra/--extra-tokens files of its translate rule")
 
 
 class Translator:
@@ -102,7 +112,12 @@ class Translator:
         self.device = resolve_device(device)
         self.name = name
         self.family = state["model_config"].get("family", "?")
-        self._encode = package.source_encoder() if package is not None else None
+        self._encode = package.input_encoder() if package is not None else None
+        self.compressor = None
+        if package is not None and package.compressor is not None and "compressed" in (getattr(model, "extra_inputs", {}) or {}):
+            from nmtmodels.decoding.compressor import Compressor
+
+            self.compressor = Compressor(package.compressor, package.settings.compression, self.device)
 
     @classmethod
     def from_checkpoint(cls, path: str | os.PathLike | Sequence[str | os.PathLike], *, device: torch.device | str = "cpu",
@@ -132,15 +147,16 @@ class Translator:
             model = Ensemble([entry[0] for entry in loaded])
         package = None
         if not pretokenized:
-            extras = dict(getattr(model, "extra_inputs", {}) or {})
-            if extras:
-                raise ConfigError(f"{checkpoint}: {raw_text_refusal(state['model_config'].get('family', '?'), list(extras))}")
             directory = package_directory(checkpoint)
             if directory is None:
                 raise ConfigError(f"{checkpoint}: no preprocess.json beside the checkpoint, so raw text cannot be "
                                   "preprocessed; use the run's model package (results/experiments/EXPERIMENT/CORPUS/model/, "
                                   "rule model_package) or pass --pretokenized for input encoded like the training source")
             package = read_package(directory)
+            extras = dict(getattr(model, "extra_inputs", {}) or {})
+            if set(extras) - set(package.settings.extra_inputs):
+                family = state["model_config"].get("family", "?")
+                raise ConfigError(f"{checkpoint}: {raw_text_refusal(family, list(extras), package.settings.extra_inputs)}")
         return cls(model, src_vocab, tgt_vocab, state, package=package, device=device,
                    name=" ".join(str(c) for c in checkpoints))
 
@@ -154,30 +170,67 @@ class Translator:
 
     # ------------------------------------------------------------------ source side
     def encode(self, sentence: str) -> str:
-        """The model input for one raw sentence (tokens separated by spaces):
-        :meth:`nmtmodels.text.model_package.ModelPackage.source_encoder`.  With ``pretokenized`` the
-        sentence is returned as it is."""
-        return sentence if self._encode is None else self._encode(sentence)
+        """The model's source tokens for one raw sentence (separated by spaces):
+        :meth:`nmtmodels.text.model_package.ModelPackage.source_encoder`.  With ``pretokenized``
+        the sentence is returned as it is."""
+        return self.encode_source(sentence).tokens
 
-    def encode_line(self, sentence: str, name: str = "<input>", number: int = 1) -> str:
-        """:meth:`encode`, with a segmenter's failure as a DataError naming ``name`` and line ``number``."""
+    def encode_source(self, sentence: str) -> EncodedSource:
+        """The source tokens and the integer extra inputs (lattice ``starts``/``ends``) of one
+        raw sentence: :meth:`nmtmodels.text.model_package.ModelPackage.input_encoder`."""
+        return EncodedSource(sentence, {}) if self._encode is None else self._encode(sentence)
+
+    def encode_line(self, sentence: str, name: str = "<input>", number: int = 1) -> EncodedSource:
+        """:meth:`encode_source`, with a segmenter's failure as a DataError naming ``name`` and line ``number``."""
         try:
-            return self.encode(sentence)
+            return self.encode_source(sentence)
         except SegmentationError as exc:
             raise DataError(name, str(exc), number) from None
 
-    def encoded_dataset(self, encoded: Sequence[str], *, name: str = "<input>", first_line: int = 1,
-                        too_long: TooLong = "error") -> ParallelDataset:
-        """The source dataset of lines already encoded (by :meth:`encode`, or ``pretokenized``
-        input); errors name ``name`` and the line counted from ``first_line``."""
-        return ParallelDataset.from_lines(encoded, self.src_vocab, max_positions=self.model.max_positions(),
-                                          too_long=too_long, name=name, first_line=first_line)
+    def compress(self, encoded: Sequence[str | EncodedSource], *, name: str = "<input>", first_line: int = 1) -> list[str] | None:
+        """The compressed source lines of an ESC package's translator (:mod:`nmtmodels.decoding.compressor`),
+        None for other translators."""
+        if self.compressor is None:
+            return None
+        return self.compressor.compress([_tokens(line) for line in encoded], name=name, first_line=first_line)
+
+    def encoded_dataset(self, encoded: Sequence[str | EncodedSource], *, name: str = "<input>", first_line: int = 1,
+                        too_long: TooLong = "error", compressed: Sequence[str] | None = None) -> ParallelDataset:
+        """The source dataset of lines already encoded (by :meth:`encode_source`, or
+        ``pretokenized`` input) with the extra inputs the model reads: those of the encoding, and
+        for an ESC package ``compressed`` (:meth:`compress` unless given); errors name ``name``
+        and the line counted from ``first_line``."""
+        extras: dict[str, tuple[ExtraField, Sequence[str]]] = {}
+        if self.package is not None:
+            for key, pad in (getattr(self.model, "extra_inputs", {}) or {}).items():
+                if key == "compressed":
+                    lines = compressed if compressed is not None else self.compress(encoded, name=name, first_line=first_line)
+                    extras[key] = (ExtraField(f"{name} (compressed)", pad, tokens=True), lines)
+                else:
+                    extras[key] = (ExtraField(f"{name} ({key})", pad), [line.extras[key] for line in encoded])
+        return ParallelDataset.from_lines([_tokens(line) for line in encoded], self.src_vocab,
+                                          max_positions=self.model.max_positions(), too_long=too_long, name=name,
+                                          first_line=first_line, extras=extras)
+
+    def check_encoded(self, encoded: str | EncodedSource, *, name: str, number: int, too_long: TooLong) -> None:
+        """DataError naming ``name`` and line ``number`` when one encoded line cannot be read
+        (too long); an ESC model's compression is not run for the check."""
+        self.encoded_dataset([encoded], name=name, first_line=number, too_long=too_long, compressed=[""])
 
     def dataset(self, sentences: Sequence[str], *, name: str = "<input>", first_line: int = 1,
                 too_long: TooLong = "error") -> ParallelDataset:
-        """The source dataset of ``sentences`` (encoded with :meth:`encode`)."""
+        """The source dataset of ``sentences`` (encoded with :meth:`encode_source`)."""
         encoded = [self.encode_line(sentence, name, number) for number, sentence in enumerate(sentences, start=first_line)]
         return self.encoded_dataset(encoded, name=name, first_line=first_line, too_long=too_long)
+
+    def compressed_tokens(self, dataset: ParallelDataset, index: int) -> list[str] | None:
+        """The compressed tokens that the model reads for example ``index`` (ESC), else None."""
+        rows = dataset.extras.get("compressed")
+        return None if rows is None else self.src_vocab.decode(rows[index], keep_unk=True)
+
+    def source_text(self, tokens: Sequence[str]) -> str:
+        """Source-side tokens (a compressed source) as plain text in the source language."""
+        return self.package.postprocess_source(" ".join(tokens)) if self.package is not None else " ".join(tokens)
 
     # ------------------------------------------------------------------ search
     def decode_config(self, **overrides: Any) -> DecodeConfig:
@@ -219,6 +272,15 @@ class Translator:
         decode_cfg = self.decode_config(beam=beam, nbest=nbest, return_attention=return_attention, **decode)
         dataset = self.dataset(list(sentences), too_long=too_long)
         results = self.search(dataset, decode_cfg, max_tokens=max_tokens)
-        return [Translation(source=sentence, source_tokens=self.src_vocab.decode(dataset.src[i], keep_unk=True),
-                            hypotheses=[self.render(h) for h in hyps[:decode_cfg.nbest]])
-                for i, (sentence, hyps) in enumerate(zip(sentences, results))]
+        translations = []
+        for i, (sentence, hyps) in enumerate(zip(sentences, results)):
+            compressed = self.compressed_tokens(dataset, i)
+            translations.append(Translation(
+                source=sentence, source_tokens=self.src_vocab.decode(dataset.src[i], keep_unk=True),
+                hypotheses=[self.render(h) for h in hyps[:decode_cfg.nbest]],
+                compressed=None if compressed is None else self.source_text(compressed), compressed_tokens=compressed))
+        return translations
+
+
+def _tokens(line: str | EncodedSource) -> str:
+    return line.tokens if isinstance(line, EncodedSource) else line

@@ -2,7 +2,7 @@
 Neural Machine Translation"), registered as ``"lattice_transformer"``.
 
 The source is a word or subword lattice (several segmentations of one character sequence,
-identical edges merged; see ``workflow_scripts/data/lattice.py``).
+identical edges merged; see :mod:`nmtmodels.text.lattice`).
 All its edges form the input token sequence t_1..t_M, ordered by (start, end); the extra
 integer inputs ``starts``/``ends`` give every edge's span e_{i:j}.
 
@@ -11,7 +11,7 @@ integer inputs ``starts``/``ends`` give every edge's span e_{i:j}.
   The elements are those of footnote 1: characters in a word lattice, minimum subword units
   in a subword lattice ("th@@ e / the / hous@@ e / house" has positions 0 0 1 2 2 3, not
   the character offsets 0 0 2 3 3 7).  ``starts``/``ends`` arrive already counted in that
-  unit (``workflow_scripts/data/lattice.py inputs --position-unit subword|char``; the workflow
+  unit (:func:`nmtmodels.text.lattice.renumber_nodes`, ``--position-unit subword|char``; the workflow
   picks the footnote's unit per lattice), so the model needs no option for it.
 * Lattice-aware self-attention (LSA, eq. 4-5, after Shaw et al. 2018): every encoder
   self-attention adds relation embeddings a^K_r, a^V_r (r = the Table 1 relation of the
@@ -41,7 +41,7 @@ Edge spans (the helpers below: relations, spans, positions): node v_i is the gap
 element i; edge e_{i:j} (i < j) covers elements c_{i+1}..c_j and is given by ``start = i``
 and ``end = j``.  The elements are the lattice's *position unit*
 (footnote 1): characters for a word lattice, minimum subword units for a subword lattice;
-the unit is chosen when the inputs are written (``workflow_scripts/data/lattice.py``,
+the unit is chosen when the inputs are written (:mod:`nmtmodels.text.lattice`,
 ``--position-unit``), so the model reads the numbers as they come.  A batch carries the
 edges of each sentence as the extra integer inputs ``starts`` and ``ends`` (B, M), one entry
 per edge token; the source row has one more token, ``</s>``, which is treated as the edge

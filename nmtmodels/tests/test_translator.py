@@ -224,6 +224,8 @@ def test_a_checkpoint_without_package_needs_pretokenized(package, capsys):
 @pytest.mark.parametrize("family, needs", [("lattice_transformer", "ends, starts"), ("bsfnmt", "compressed"),
                                            ("bbfnmt", "compressed")])
 def test_lattice_and_esc_checkpoints_refuse_raw_text_in_one_line(tmp_path, capsys, family, needs):
+    """Without a package: the one-line error of any bare checkpoint.  In a package that does not
+    make the family's extra inputs (a plain character package): one line naming them."""
     vocab = Vocabulary(["a", "b", "c"])
     config = ModelConfig.from_dict({"family": family, "d_model": 16, "heads": 2, "ffn_dim": 32, "encoder_layers": 1,
                                     "decoder_layers": 1})
@@ -231,14 +233,25 @@ def test_lattice_and_esc_checkpoints_refuse_raw_text_in_one_line(tmp_path, capsy
     state = {"model": model.state_dict(), "model_config": config.to_dict(), "decode_config": {},
              "vocab": {"src": vocab.tokens, "tgt": vocab.tokens, "src_fingerprint": vocab.fingerprint(),
                        "tgt_fingerprint": vocab.fingerprint()}}
-    save_checkpoint(tmp_path / "checkpoint.pt", state)
+    save_checkpoint(tmp_path / "bare" / "checkpoint.pt", state)
     (tmp_path / "in.txt").write_text("a b\n")
-    assert cli.translate_main(["--checkpoint", str(tmp_path / "checkpoint.pt"), "--input", str(tmp_path / "in.txt")]) == 2
+    assert cli.translate_main(["--checkpoint", str(tmp_path / "bare" / "checkpoint.pt"), "--input", str(tmp_path / "in.txt")]) == 2
     [line] = capsys.readouterr().err.splitlines()
-    assert f"model family '{family}' reads inputs that the workflow builds from the corpus (extra inputs: {needs})" in line
+    assert line.startswith(f"nmt-translate: error: {tmp_path / 'bare' / 'checkpoint.pt'}: no preprocess.json beside the checkpoint")
     assert "--pretokenized" in line
-    with pytest.raises(ConfigError, match="cannot translate raw text"):
-        Translator.from_checkpoint(tmp_path)
+    with pytest.raises(ConfigError, match="no preprocess.json beside the checkpoint"):
+        Translator.from_checkpoint(tmp_path / "bare")
+    settings = PackageSettings(source=LanguageSettings("en", "whitespace"), target=LanguageSettings("de", "whitespace"),
+                               unicode_form="NFKC", subwords="char")
+    directory = write_package(tmp_path / "model", tmp_path / "bare" / "checkpoint.pt", settings)
+    assert cli.translate_main(["--checkpoint", str(directory), "--input", str(tmp_path / "in.txt")]) == 2
+    [line] = capsys.readouterr().err.splitlines()
+    assert line == (f"nmt-translate: error: {directory / 'checkpoint.pt'}: model family '{family}' reads the extra inputs "
+                    f"{needs} and the model package makes none of them from raw text (missing: {needs}); rebuild the package "
+                    "with the workflow's rule model_package, or translate the workflow's encoded source with --pretokenized "
+                    "--input FILE and the --extra/--extra-tokens files of its translate rule")
+    with pytest.raises(ConfigError, match=rf"model family '{family}' reads the extra inputs {needs} .*\(missing: {needs}\)"):
+        Translator.from_checkpoint(directory)
 
 
 @pytest.fixture(scope="module")
@@ -316,8 +329,9 @@ def test_cli_takes_several_checkpoints_and_refuses_other_vocabularies(package, s
                                                       "tgt_fingerprint": vocab.fingerprint()}})
     assert cli.translate_main(["--checkpoint", str(directory), str(tmp_path / "other.pt"), "--input", str(tmp_path / "in.en")]) == 2
     [line] = capsys.readouterr().err.splitlines()
-    assert line == (f"nmt-translate: error: {tmp_path / 'other.pt'}: its src vocabulary differs from that of "
-                    f"{directory / 'checkpoint.pt'}; an ensemble's members must share both vocabularies")
+    assert line == (f"nmt-translate: error: {tmp_path / 'other.pt'}: its src vocabulary (model family 'transformer') differs "
+                    f"from that of {directory / 'checkpoint.pt'} (model family 'transformer'); an ensemble's members must "
+                    "share both vocabularies")
 
 
 def test_devices_resolve_or_fail_in_one_line(package):

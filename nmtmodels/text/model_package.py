@@ -10,6 +10,9 @@ Layout (written by the workflow's rule ``model_package`` into
     bpe.codes            source BPE codes (subwords bpeN only)
     bpe.vocab            source BPE vocabulary, "subword count" lines, read with the threshold
     spm.model            source SentencePiece model (subwords spmN only, :mod:`nmtmodels.text.spm`)
+    lattice.bpeN.codes   source BPE codes and vocabulary of each BPE size a lattice packs
+    lattice.bpeN.vocab   (lattice packages only; a lattice package has no bpe.codes)
+    compressor.pt        the ESC compressor's checkpoint (ESC packages only)
 
 ``preprocess.json`` holds the source and target :class:`~nmtmodels.text.preprocessing.LanguageSettings`
 of the corpus' ``preprocess`` spec (``lang``, ``tokenizer``, ``join_pretokenized``,
@@ -22,6 +25,24 @@ made the training source (:class:`~nmtmodels.text.preprocessing.TextProcessor`, 
 BPE with codes, vocabulary and threshold, SentencePiece with the model, or characters with ▁
 for spaces); the target side is undone by :func:`nmtmodels.text.postprocess.postprocess`.
 
+**Lattice packages** (``"lattice": {"segmentations": [...], "position_unit": U, "vocab_limit":
+N}``): the source is the lattice of the named segmentations of each sentence, built as the
+workflow's rules build it (:mod:`nmtmodels.text.lattice`): a word segmenter (``jieba``,
+``thulac``, ``snownlp``, ``fugashi``) segments the normalised text (the ``segment`` rule's
+input, lowercased when the corpus is), a BPE size ``bpeN`` applies ``lattice.bpeN.codes`` to
+the tokenised text (rule ``apply_bpe``); the lattice's edge tokens are the source, and its
+start and end nodes in ``position_unit`` are the extra inputs ``starts`` and ``ends``
+(:meth:`ModelPackage.input_encoder`).  One segmentation is the 1-best input of the lattice
+baselines.  ``vocab_limit`` is the workflow's ``lattice_vocab_size`` (0: every edge token of
+the training lattices), recorded for the reader: the vocabulary itself is the checkpoint's.
+
+**ESC packages** (``"compression": {"checkpoint": "compressor.pt", "decode": {...},
+"batch_tokens": N}``): the source is the plain subword source; the translator first
+compresses it with the compressor (its decode settings: beam, ``length_penalty``,
+``coverage_penalty``, ``max_len_a``/``max_len_b``, ``min_len``, ``max_len_ratio``, in batches
+of ``batch_tokens``, over-long sources cut as the ``compress`` rule's ``--truncate`` does) and
+reads the compressed tokens as the extra input ``compressed``.
+
 Subword files are checked: :func:`write_package` refuses BPE codes that are cut short or have
 another number of merges than ``bpeN`` asks for (:func:`nmtmodels.text.bpe_codes.check_codes`)
 and records the digests; :func:`read_package` refuses a file whose sha256 differs from the
@@ -30,7 +51,8 @@ load without them; their BPE codes get the merge check instead.
 
 CLI (the rule's command)::
 
-    python -m nmtmodels.cli package --checkpoint CKPT --settings JSON [--codes C --vocab V | --spm-model M] --out-dir DIR
+    python -m nmtmodels.cli package --checkpoint CKPT --settings JSON [--codes C --vocab V | --spm-model M]
+        [--lattice-bpe bpeN CODES VOCAB ...] [--compressor CKPT] --out-dir DIR
 """
 from __future__ import annotations
 
@@ -43,16 +65,20 @@ import shutil
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from nmtmodels.checkpoint import copy_checkpoint
 from nmtmodels.config import ConfigError
 from nmtmodels.text.bpe_codes import check_codes
+from nmtmodels.text.lattice import POSITION_UNITS, lattice_inputs
 from nmtmodels.text.postprocess import SUBWORDS, postprocess
 from nmtmodels.text.preprocessing import (
+    SEGMENTERS,
     UNICODE_FORMS,
     LanguageSettings,
+    SegmentationError,
     TextProcessor,
+    WordSegmenter,
     check_type,
     language_settings,
     load_bpe,
@@ -65,8 +91,87 @@ CHECKPOINT_FILE = "checkpoint.pt"
 CODES_FILE = "bpe.codes"
 VOCAB_FILE = "bpe.vocab"
 SPM_MODEL_FILE = "spm.model"
+COMPRESSOR_FILE = "compressor.pt"
+# The compressor's search settings a package records (the compress rule's options).
+COMPRESSION_DECODE_KEYS = ("beam", "length_penalty", "coverage_penalty", "max_len_a", "max_len_b", "min_len", "max_len_ratio")
 FORMAT = 1
 _SHA256 = re.compile(r"[0-9a-f]{64}")
+
+
+def _is_bpe(units: str) -> bool:
+    return units[:3] == "bpe" and units[3:].isdigit()
+
+
+class EncodedSource(NamedTuple):
+    """A raw sentence as a model reads it: source tokens separated by spaces and the integer
+    extra inputs a lattice package makes (``starts``, ``ends``; space-separated integers)."""
+
+    tokens: str
+    extras: dict[str, str]
+
+
+@dataclasses.dataclass(frozen=True)
+class LatticeSettings:
+    """``"lattice"`` of ``preprocess.json``: the segmentations a lattice packs (word segmenters
+    of the source language or BPE sizes ``bpeN``), the position unit of its nodes and the
+    workflow's vocabulary limit (module docstring)."""
+
+    segmentations: tuple[str, ...]
+    position_unit: str
+    vocab_limit: int = 0
+
+    @property
+    def bpe_sizes(self) -> tuple[str, ...]:
+        return tuple(part for part in self.segmentations if _is_bpe(part))
+
+    @property
+    def file_names(self) -> tuple[str, ...]:
+        return tuple(name for part in self.bpe_sizes for name in (f"lattice.{part}.codes", f"lattice.{part}.vocab"))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"segmentations": list(self.segmentations), "position_unit": self.position_unit, "vocab_limit": self.vocab_limit}
+
+    @classmethod
+    def from_dict(cls, data: Any, lang: str, where: str) -> LatticeSettings:
+        data = check_type(data, dict, where)
+        parts = check_type(data.get("segmentations"), list, f"{where}.segmentations")
+        known = SEGMENTERS.get(lang, ())
+        if not parts:
+            raise ConfigError(f"{where}.segmentations: expected at least one segmentation")
+        for i, part in enumerate(parts):
+            if not (isinstance(part, str) and (_is_bpe(part) or part in known)):
+                raise ConfigError(f"{where}.segmentations[{i}]: expected bpeN or a {lang} segmenter "
+                                  f"({', '.join(known) or 'none known'}), got {part!r}")
+        unit = data.get("position_unit")
+        if unit not in POSITION_UNITS:
+            raise ConfigError(f"{where}.position_unit: expected one of {', '.join(POSITION_UNITS)}, got {unit!r}")
+        limit = check_type(data.get("vocab_limit", 0), int, f"{where}.vocab_limit")
+        return cls(tuple(parts), unit, limit)
+
+
+@dataclasses.dataclass(frozen=True)
+class CompressionSettings:
+    """``"compression"`` of ``preprocess.json``: the ESC compressor's search settings
+    (:data:`COMPRESSION_DECODE_KEYS`, over the compressor checkpoint's own) and batch size."""
+
+    decode: tuple[tuple[str, Any], ...]
+    batch_tokens: int = 4096
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"checkpoint": COMPRESSOR_FILE, "decode": dict(self.decode), "batch_tokens": self.batch_tokens}
+
+    @classmethod
+    def from_dict(cls, data: Any, where: str) -> CompressionSettings:
+        data = check_type(data, dict, where)
+        decode = check_type(data.get("decode", {}), dict, f"{where}.decode")
+        unknown = sorted(set(decode) - set(COMPRESSION_DECODE_KEYS))
+        if unknown:
+            raise ConfigError(f"{where}.decode.{unknown[0]}: not a compressor search setting "
+                              f"(known: {', '.join(COMPRESSION_DECODE_KEYS)})")
+        batch_tokens = check_type(data.get("batch_tokens", 4096), int, f"{where}.batch_tokens")
+        if batch_tokens < 1:
+            raise ConfigError(f"{where}.batch_tokens: must be >= 1, got {batch_tokens}")
+        return cls(tuple(sorted(decode.items())), batch_tokens)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -79,6 +184,8 @@ class PackageSettings:
     subwords: str
     vocabulary_threshold: int | None = None
     digests: tuple[tuple[str, str], ...] = ()  # (subword file name, sha256 hex); () in packages written before digests
+    lattice: LatticeSettings | None = None  # the source is a lattice of these segmentations (module docstring)
+    compression: CompressionSettings | None = None  # an ESC package: the compressor's settings
 
     @property
     def is_bpe(self) -> bool:
@@ -94,8 +201,21 @@ class PackageSettings:
 
     @property
     def subword_file_names(self) -> tuple[str, ...]:
-        """The names of the files beside ``preprocess.json`` that the subword units need."""
+        """The names of the files beside ``preprocess.json`` that the source's subword units need
+        (a lattice package: those of its BPE sizes; the target's units need none)."""
+        if self.lattice is not None:
+            return self.lattice.file_names
         return (CODES_FILE, VOCAB_FILE) if self.is_bpe else (SPM_MODEL_FILE,) if self.is_spm else ()
+
+    @property
+    def reads_bpe_threshold(self) -> bool:
+        """Whether source BPE is applied (plain BPE or a lattice's BPE sizes), with ``vocabulary_threshold``."""
+        return self.is_bpe if self.lattice is None else bool(self.lattice.bpe_sizes)
+
+    @property
+    def extra_inputs(self) -> tuple[str, ...]:
+        """The extra model inputs the package makes from raw text."""
+        return (("starts", "ends") if self.lattice is not None else ()) + (("compressed",) if self.compression else ())
 
     @property
     def merges(self) -> int | None:
@@ -108,10 +228,16 @@ class PackageSettings:
 
         data = {"format": FORMAT, "source": side(self.source), "target": side(self.target),
                 "lowercase": self.source.lowercase, "unicode_form": self.unicode_form, "subwords": self.subwords}
-        if self.is_bpe:
+        if self.is_bpe and self.lattice is None:
             data["bpe"] = {"codes": CODES_FILE, "vocabulary": VOCAB_FILE, "vocabulary_threshold": self.vocabulary_threshold}
-        if self.is_spm:
+        elif self.reads_bpe_threshold:
+            data["bpe"] = {"vocabulary_threshold": self.vocabulary_threshold}
+        if self.is_spm and self.lattice is None:
             data["sentencepiece"] = {"model": SPM_MODEL_FILE}
+        if self.lattice is not None:
+            data["lattice"] = self.lattice.to_dict()
+        if self.compression is not None:
+            data["compression"] = self.compression.to_dict()
         if self.digests:
             data["sha256"] = dict(self.digests)
         return data
@@ -141,12 +267,17 @@ class PackageSettings:
         subwords = check_type(data["subwords"], str, f"{where}: subwords")
         if not SUBWORDS.fullmatch(subwords):
             raise ConfigError(f"{where}: subwords: expected bpeN, spmN or char, got {subwords!r}")
-        threshold = None
-        if subwords.startswith("bpe"):
+        lattice = compression = None
+        if data.get("lattice") is not None:
+            lattice = LatticeSettings.from_dict(data["lattice"], sides[0].lang, f"{where}: lattice")
+        if data.get("compression") is not None:
+            compression = CompressionSettings.from_dict(data["compression"], f"{where}: compression")
+        settings = cls(source=sides[0], target=sides[1], unicode_form=unicode_form, subwords=subwords,
+                       lattice=lattice, compression=compression)
+        if settings.reads_bpe_threshold:
             bpe = check_type(data.get("bpe", {}), dict, f"{where}: bpe")
             threshold = check_type(bpe.get("vocabulary_threshold", 1), int, f"{where}: bpe.vocabulary_threshold")
-        settings = cls(source=sides[0], target=sides[1], unicode_form=unicode_form, subwords=subwords,
-                       vocabulary_threshold=threshold)
+            settings = dataclasses.replace(settings, vocabulary_threshold=threshold)
         if "sha256" not in data:
             return settings  # written before the digests were recorded
         digests = check_type(data["sha256"], dict, f"{where}: sha256")
@@ -183,6 +314,11 @@ class ModelPackage:
     def spm_model(self) -> Path:
         return self.directory / SPM_MODEL_FILE
 
+    @property
+    def compressor(self) -> Path | None:
+        """The ESC compressor's checkpoint, None unless the package has one."""
+        return self.directory / COMPRESSOR_FILE if self.settings.compression is not None else None
+
     def subword_files(self) -> list[Path]:
         """The files beside ``preprocess.json`` that the subword units need."""
         return [self.directory / name for name in self.settings.subword_file_names]
@@ -192,7 +328,7 @@ class ModelPackage:
         digests (a package written before they were recorded), the BPE codes against ``bpeN``."""
         recorded = dict(self.settings.digests)
         if not recorded:
-            if self.settings.is_bpe:
+            if self.settings.is_bpe and self.settings.lattice is None:
                 check_codes(self.codes, self.settings.merges, self.vocab)
             return
         for path in self.subword_files():
@@ -203,8 +339,12 @@ class ModelPackage:
     def source_encoder(self) -> Callable[[str], str]:
         """Raw source sentence -> model input (tokens separated by spaces): the corpus'
         normalisation and tokenisation, then BPE (codes, vocabulary, threshold), SentencePiece
-        (the model) or characters.  Building it loads the tokeniser and the codes or model."""
+        (the model) or characters; for a lattice package, the lattice's edge tokens
+        (:meth:`input_encoder`).  Building it loads the tokeniser and the codes or model."""
         settings = self.settings
+        if settings.lattice is not None:
+            encode = self.input_encoder()
+            return lambda sentence: encode(sentence).tokens
         tokenize = TextProcessor(settings.source, settings.unicode_form).tokenize
         if settings.is_bpe:
             bpe = load_bpe(self.codes, self.vocab, settings.vocabulary_threshold)
@@ -216,11 +356,51 @@ class ModelPackage:
             return lambda sentence: pieces.encode_line(tokenize(sentence))
         return lambda sentence: " ".join(sentence_characters(tokenize(sentence)))
 
+    def input_encoder(self) -> Callable[[str], EncodedSource]:
+        """Raw source sentence -> :class:`EncodedSource`: :meth:`source_encoder`'s tokens, and
+        for a lattice package the lattice's edge tokens with their ``starts`` and ``ends``
+        (module docstring: each segmentation as the workflow's rules make it, then
+        :func:`nmtmodels.text.lattice.lattice_inputs`).  A segmenter that is not installed is a
+        ConfigError naming the extra to install; one that changes the text a SegmentationError."""
+        settings, lattice = self.settings, self.settings.lattice
+        if lattice is None:
+            encode = self.source_encoder()
+            return lambda sentence: EncodedSource(encode(sentence), {})
+        source = settings.source
+        if not lattice.bpe_sizes and source.tokenizer != "moses":  # only NORM is read, which the tokeniser does not change
+            source = dataclasses.replace(source, tokenizer="whitespace")  # (moses also normalises punctuation: kept)
+        processor = TextProcessor(source, settings.unicode_form)
+        makers: list[Callable[[str, str], list[str]]] = []
+        for part in lattice.segmentations:
+            if _is_bpe(part):
+                bpe = load_bpe(self.directory / f"lattice.{part}.codes", self.directory / f"lattice.{part}.vocab",
+                               settings.vocabulary_threshold)
+                makers.append(lambda norm, tok, bpe=bpe: bpe.process_line(tok).split())
+            else:
+                words = WordSegmenter(settings.source.lang, part)
+                makers.append(lambda norm, tok, words=words: words.segment(norm))
+
+        def encode(sentence: str) -> EncodedSource:
+            norm, tok = processor.process(sentence)  # the segment rule reads NORM, apply_bpe reads TOK
+            try:
+                inputs = lattice_inputs([make(norm, tok) for make in makers], lattice.position_unit)
+            except ValueError as exc:
+                raise SegmentationError(f"no lattice of {'+'.join(lattice.segmentations)}: {exc}") from None
+            return EncodedSource(inputs.tokens, {"starts": inputs.starts, "ends": inputs.ends})
+
+        return encode
+
     def postprocess(self, text: str) -> str:
         """Model output tokens -> plain text: BPE, SentencePiece pieces or characters joined,
         then detokenised for the target language."""
         settings = self.settings
         return postprocess(text, settings.target.lang, bpe=settings.is_bpe, spm=settings.is_spm, char_level=settings.is_char)
+
+    def postprocess_source(self, text: str) -> str:
+        """Source-side subword tokens (an ESC package's compressed source) -> plain text in the
+        source language."""
+        settings = self.settings
+        return postprocess(text, settings.source.lang, bpe=settings.is_bpe, spm=settings.is_spm, char_level=settings.is_char)
 
 
 def settings_from_corpus(corpus_spec: dict[str, Any], subwords: str, unicode_form: str, where: str) -> PackageSettings:
@@ -271,29 +451,48 @@ def read_package(directory: str | os.PathLike) -> ModelPackage:
 
 def write_package(out_dir: str | os.PathLike, checkpoint: str | os.PathLike, settings: PackageSettings,
                   codes: str | os.PathLike | None = None, vocab: str | os.PathLike | None = None,
-                  spm_model: str | os.PathLike | None = None, *, note: Callable[[str], None] | None = None) -> Path:
+                  spm_model: str | os.PathLike | None = None, *,
+                  lattice_bpe: dict[str, tuple[str | os.PathLike, str | os.PathLike]] | None = None,
+                  compressor: str | os.PathLike | None = None, note: Callable[[str], None] | None = None) -> Path:
     """Write a package directory (it replaces ``out_dir`` whole, or leaves it as it was on failure).
-    BPE codes are checked against ``bpeN`` first (DataError naming them; a note for codes
-    accepted on their vocabulary goes to ``note``); ``preprocess.json`` records the sha256 of
-    each subword file copied (``settings.digests`` given are replaced)."""
-    if settings.is_bpe != (codes is not None and vocab is not None):
-        raise ValueError(f"subwords {settings.subwords}: " + ("need" if settings.is_bpe else "take no") + " codes and vocabulary")
-    if settings.is_spm != (spm_model is not None):
-        raise ValueError(f"subwords {settings.subwords}: " + ("need" if settings.is_spm else "take no") + " SentencePiece model")
-    if settings.is_bpe:
-        message = check_codes(codes, settings.merges, vocab)
+    ``lattice_bpe``: ``bpeN`` -> (codes, vocabulary) of each BPE size ``settings.lattice`` packs;
+    ``compressor``: the ESC compressor's checkpoint (``settings.compression``).  BPE codes are
+    checked against ``bpeN`` first (DataError naming them; a note for codes accepted on their
+    vocabulary goes to ``note``); ``preprocess.json`` records the sha256 of each subword file
+    copied (``settings.digests`` given are replaced)."""
+    plain = settings.lattice is None
+    if (settings.is_bpe and plain) != (codes is not None and vocab is not None):
+        raise ValueError(f"subwords {settings.subwords}: " + ("need" if settings.is_bpe and plain else "take no")
+                         + " codes and vocabulary" + ("" if plain else " (the source is a lattice)"))
+    if (settings.is_spm and plain) != (spm_model is not None):
+        raise ValueError(f"subwords {settings.subwords}: " + ("need" if settings.is_spm and plain else "take no")
+                         + " SentencePiece model")
+    lattice_bpe = dict(lattice_bpe or {})
+    wanted = settings.lattice.bpe_sizes if settings.lattice is not None else ()
+    if sorted(lattice_bpe) != sorted(wanted):
+        raise ValueError(f"the lattice's BPE sizes are {', '.join(wanted) or 'none'}; "
+                         f"got codes for {', '.join(sorted(lattice_bpe)) or 'none'}")
+    if (settings.compression is not None) != (compressor is not None):
+        raise ValueError("an ESC package (settings.compression) needs the compressor's checkpoint, and only it takes one")
+    checks = [(codes, vocab, settings.merges)] if settings.is_bpe and plain else []
+    checks += [(files[0], files[1], int(part[3:])) for part, files in sorted(lattice_bpe.items())]
+    for check_path, check_vocab, merges in checks:
+        message = check_codes(check_path, merges, check_vocab)
         if message and note:
             note(message)
+    copies = {CODES_FILE: codes, VOCAB_FILE: vocab, SPM_MODEL_FILE: spm_model}
+    for part, (part_codes, part_vocab) in lattice_bpe.items():
+        copies.update({f"lattice.{part}.codes": part_codes, f"lattice.{part}.vocab": part_vocab})
     out_dir = Path(out_dir)
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
     try:
         copy_checkpoint(checkpoint, tmp / CHECKPOINT_FILE)
-        if settings.is_bpe:
-            shutil.copyfile(codes, tmp / CODES_FILE)
-            shutil.copyfile(vocab, tmp / VOCAB_FILE)
-        if settings.is_spm:
-            shutil.copyfile(spm_model, tmp / SPM_MODEL_FILE)
+        if compressor is not None:
+            copy_checkpoint(compressor, tmp / COMPRESSOR_FILE)
+        for name, source in copies.items():
+            if source is not None:
+                shutil.copyfile(source, tmp / name)
         settings = dataclasses.replace(settings, digests=tuple((name, file_sha256(tmp / name)) for name in settings.subword_file_names))
         (tmp / PREPROCESS_FILE).write_text(json.dumps(settings.to_dict(), indent=2, sort_keys=True) + "\n", encoding="utf-8")
         os.chmod(tmp, 0o777 & ~current_umask())  # mkdtemp makes 0700; follow the umask like mkdir

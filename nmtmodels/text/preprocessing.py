@@ -42,7 +42,6 @@ import dataclasses
 import io
 import logging
 import os
-import sys
 import unicodedata
 from collections.abc import Callable
 from typing import Any
@@ -77,7 +76,7 @@ def _jieba() -> Callable[[str], list[str]]:
 def _thulac() -> Callable[[str], list[str]]:
     import thulac
 
-    with contextlib.redirect_stdout(sys.stderr):  # thulac prints "Model loaded succeed"
+    with contextlib.redirect_stdout(io.StringIO()):  # thulac prints "Model loaded succeed": not a line for the user
         model = thulac.thulac(seg_only=True)
     return lambda text: [word for word, _tag in model.cut(text)]
 

@@ -68,17 +68,27 @@ def compression_source(config: dict[str, Any], compressor: str, corpus: str, spl
                          **paths.sides(spec), lang=spec["src"])
 
 
-def compressor_decode_flags(config: dict[str, Any], compressor: str) -> str:
-    """nmt-translate options of a compressor's length-controlled search (ESC eq. 1-3):
-    beam, alpha (``length_penalty``), beta (``coverage_penalty``), gamma (``max_len_ratio``)."""
+def compressor_decode_settings(config: dict[str, Any], compressor: str) -> dict[str, Any]:
+    """A compressor's length-controlled search (ESC eq. 1-3): beam, alpha (``length_penalty``),
+    beta (``coverage_penalty``), gamma (``max_len_ratio``, None: no hard stop) and the length
+    limits, as the ``compress`` rule passes them and a model package records them."""
     from nmtmodels.config import from_dict
     from nmtmodels.decoding.scorer import DecodeConfig
 
     decode = from_dict(DecodeConfig, compressor_settings(config, compressor)["decode"], where="decode")
-    flags = [f"--beam {decode.beam}", f"--lenpen {decode.length_penalty}", f"--coverage-penalty {decode.coverage_penalty}",
-             f"--max-len-a {decode.max_len_a}", f"--max-len-b {decode.max_len_b}", f"--min-len {decode.min_len}"]
-    if decode.max_len_ratio is not None:
-        flags.append(f"--max-len-ratio {decode.max_len_ratio}")
+    return {"beam": decode.beam, "length_penalty": decode.length_penalty, "coverage_penalty": decode.coverage_penalty,
+            "max_len_a": decode.max_len_a, "max_len_b": decode.max_len_b, "min_len": decode.min_len,
+            "max_len_ratio": decode.max_len_ratio}
+
+
+def compressor_decode_flags(config: dict[str, Any], compressor: str) -> str:
+    """nmt-translate options of a compressor's search (:func:`compressor_decode_settings`) and batch size."""
+    decode = compressor_decode_settings(config, compressor)
+    flags = [f"--beam {decode['beam']}", f"--lenpen {decode['length_penalty']}",
+             f"--coverage-penalty {decode['coverage_penalty']}", f"--max-len-a {decode['max_len_a']}",
+             f"--max-len-b {decode['max_len_b']}", f"--min-len {decode['min_len']}"]
+    if decode["max_len_ratio"] is not None:
+        flags.append(f"--max-len-ratio {decode['max_len_ratio']}")
     flags.append(f"--batch-tokens {compressor_spec(config, compressor).get('batch_tokens', 4096)}")
     return " ".join(flags)
 

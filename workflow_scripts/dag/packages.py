@@ -1,12 +1,12 @@
-"""Model packages (rule ``model_package`` in rules/train.smk): which runs get one and what
-goes in it (:mod:`nmtmodels.text.model_package`).
+"""Model packages (rule ``model_package`` in rules/train.smk): what goes in the package of
+each run (:mod:`nmtmodels.text.model_package`).
 
-A run gets a package when its only source input is the corpus' plain BPE, SentencePiece or
-character encoding (:func:`workflow_scripts.dag.sources.reads_plain_subwords`): the families
-transformer, reordering, graph_transformer, char2char and char2word.  Lattice models (and
-the 1-best Transformer over a lattice's segmentation) and ESC models read inputs that other
-workflow rules build (lattices, compressed sources); nmt-translate refuses raw text for
-those families, and their runs get no package.
+Every run that `all` trains gets a package, so that ``nmt-translate`` reads raw text for every
+family.  A run that reads plain BPE, SentencePiece or characters gets the source side's codes
+or model; a lattice run (and the 1-best Transformer over one segmentation of a lattice) gets
+its lattice settings (segmentations, position unit, vocabulary limit) and the codes of each
+BPE size the lattice packs; an ESC run gets its compressor's checkpoint and search settings
+(those of the ``compress`` rule).
 """
 from __future__ import annotations
 
@@ -15,45 +15,68 @@ import shlex
 from typing import Any
 
 from workflow_scripts.dag import paths
+from workflow_scripts.dag.esc import compressor_decode_settings, compressor_spec
+from workflow_scripts.dag.lattices import is_bpe
 from workflow_scripts.dag.runs import decode_checkpoint, experiment_runs
-from workflow_scripts.dag.sources import reads_plain_subwords
-
-
-def has_package(config: dict[str, Any], experiment: str, corpus: str) -> bool:
-    return reads_plain_subwords(config, experiment, corpus)
 
 
 def package_targets(config: dict[str, Any]) -> list[str]:
-    """The model package of every run of `all` that gets one."""
-    return [paths.fill(paths.MODEL_PACKAGE, experiment=experiment, corpus=corpus)
-            for experiment, corpus in experiment_runs(config) if has_package(config, experiment, corpus)]
+    """The model package of every run of `all`."""
+    return [paths.fill(paths.MODEL_PACKAGE, experiment=experiment, corpus=corpus) for experiment, corpus in experiment_runs(config)]
 
 
 def package_inputs(config: dict[str, Any], experiment: str, corpus: str) -> dict[str, str]:
     """The checkpoint the run decodes (:func:`~workflow_scripts.dag.runs.decode_checkpoint`)
-    and, for BPE, the source side's codes and vocabulary, for SentencePiece its model."""
+    and the source side's files: for BPE its codes and vocabulary, for SentencePiece its model,
+    for a lattice the codes and vocabulary of each BPE size it packs (``lattice_bpeN_codes``,
+    ``lattice_bpeN_vocab``); an ESC run's compressor checkpoint (``compressor``)."""
     inputs = {"checkpoint": decode_checkpoint(config, experiment, corpus)}
-    subwords = config["experiments"][experiment]["subwords"]
-    spec = config["corpora"][corpus]
-    where = {"corpus": corpus, "units": subwords, **paths.sides(spec), "lang": spec["src"]}
-    if subwords.startswith("bpe"):
-        inputs.update(codes=paths.codes(**where), vocab=paths.vocab(**where))
-    elif subwords.startswith("spm"):
-        inputs.update(spm_model=paths.spm_model(**where))
+    spec = config["experiments"][experiment]
+    corpus_spec = config["corpora"][corpus]
+    where = {"corpus": corpus, **paths.sides(corpus_spec), "lang": corpus_spec["src"]}
+    if spec.get("lattice"):
+        for part in filter(is_bpe, spec["lattice"]):
+            inputs.update({f"lattice_{part}_codes": paths.codes(units=part, **where),
+                           f"lattice_{part}_vocab": paths.vocab(units=part, **where)})
+    elif spec["subwords"].startswith("bpe"):
+        inputs.update(codes=paths.codes(units=spec["subwords"], **where), vocab=paths.vocab(units=spec["subwords"], **where))
+    elif spec["subwords"].startswith("spm"):
+        inputs.update(spm_model=paths.spm_model(units=spec["subwords"], **where))
+    if spec.get("compressor"):
+        inputs["compressor"] = paths.fill(paths.COMPRESSOR_CHECKPOINT, compressor=spec["compressor"], corpus=corpus)
     return inputs
 
 
 def package_subword_flags(inputs: dict[str, str]) -> str:
-    """The subword files of :func:`package_inputs` as flags of ``python -m nmtmodels.cli package``."""
-    flags = {"codes": "--codes", "vocab": "--vocab", "spm_model": "--spm-model"}
-    return " ".join(f"{flag} {shlex.quote(inputs[key])}" for key, flag in flags.items() if key in inputs)
+    """The source files of :func:`package_inputs` as flags of ``python -m nmtmodels.cli package``."""
+    flags = {"codes": "--codes", "vocab": "--vocab", "spm_model": "--spm-model", "compressor": "--compressor"}
+    out = [f"{flag} {shlex.quote(inputs[key])}" for key, flag in flags.items() if key in inputs]
+    for key in inputs:
+        if key.startswith("lattice_") and key.endswith("_codes"):
+            part = key.removeprefix("lattice_").removesuffix("_codes")
+            out.append(f"--lattice-bpe {part} {shlex.quote(inputs[key])} {shlex.quote(inputs[f'lattice_{part}_vocab'])}")
+    return " ".join(out)
 
 
 def package_settings_json(config: dict[str, Any], experiment: str, corpus: str) -> str:
     """``preprocess.json`` of the run's package as canonical JSON (the rule's parameter: it
-    changes only with what raw input depends on, not with, say, another BPE size)."""
+    changes only with what raw input depends on, not with, say, another BPE size).  A lattice's
+    position unit is the one its ``lattice_inputs`` rule uses (footnote 1 of the paper)."""
+    from nmtmodels.text.lattice import paper_position_unit
     from nmtmodels.text.model_package import settings_from_corpus
 
-    settings = settings_from_corpus(config["corpora"][corpus], config["experiments"][experiment]["subwords"],
-                                    config["unicode_form"], where=f"corpora.{corpus}")
-    return json.dumps(settings.to_dict(), sort_keys=True)
+    spec = config["experiments"][experiment]
+    settings = settings_from_corpus(config["corpora"][corpus], spec["subwords"], config["unicode_form"],
+                                    where=f"corpora.{corpus}").to_dict()
+    if spec.get("lattice"):
+        settings["lattice"] = {"segmentations": list(spec["lattice"]), "position_unit": paper_position_unit(spec["lattice"]),
+                               "vocab_limit": config.get("lattice_vocab_size") or 0}
+        threshold = config["corpora"][corpus].get("bpe", {}).get("vocabulary_threshold", 1)
+        settings.pop("bpe", None)
+        settings.pop("sentencepiece", None)
+        if any(map(is_bpe, spec["lattice"])):
+            settings["bpe"] = {"vocabulary_threshold": threshold}
+    if spec.get("compressor"):
+        settings["compression"] = {"checkpoint": "compressor.pt", "decode": compressor_decode_settings(config, spec["compressor"]),
+                                   "batch_tokens": compressor_spec(config, spec["compressor"]).get("batch_tokens", 4096)}
+    return json.dumps(settings, sort_keys=True)
