@@ -1,7 +1,9 @@
 """``nmt-translate`` (``python -m nmtmodels.cli translate``): translate text with a checkpoint.
 
 It reads raw text and writes detokenised text with a model package
-(:mod:`nmtmodels.text.model_package`), through :class:`nmtmodels.decoding.translator.Translator`;
+(:mod:`nmtmodels.text.model_package`: a lattice package segments and builds lattices, an ESC
+package compresses first, and ``--show-compressed`` writes the compressed source and a tab
+before each translation), through :class:`nmtmodels.decoding.translator.Translator`;
 with ``--pretokenized`` it reads encoded text with any checkpoint and writes the model's tokens
 (the workflow's rules), which ``--postprocess LANG`` turns into plain text
 (:func:`nmtmodels.text.postprocess.postprocess`).  Exit codes: :mod:`nmtmodels.cli.common`.

@@ -224,9 +224,9 @@ def moses(line: str) -> str:
                                               aggressive_dash_splits=True, escape=False, return_str=True)
 
 
-@pytest.fixture(scope="module")
-def esc(tmp_path_factory):
-    """(ESC package, raw sentences, their encoded source by hand)."""
+@pytest.fixture(scope="module", params=["bsfnmt", "btfnmt", "bbfnmt"])
+def esc(tmp_path_factory, request):
+    """(ESC package of each ESC family, raw sentences, their encoded source by hand)."""
     path = MIRROR / "multi30k" / "train.en.gz"
     if not path.is_file():
         pytest.skip(f"no Multi30k in the mirror {MIRROR} (set NMT_DATA_MIRROR)")
@@ -244,7 +244,7 @@ def esc(tmp_path_factory):
     tokens = list(counts)
     save_model(d / "compressor.pt", "transformer", tokens, tokens, decode={"beam": 5, "early_stop": "top"}, seed=1,
                max_source_positions=16, max_target_positions=16)  # long sources are cut
-    save_model(d / "esc.pt", "bbfnmt", tokens, DE_WORDS)
+    save_model(d / "esc.pt", request.param, tokens, DE_WORDS)
     settings = PackageSettings(source=LanguageSettings("en", "moses"), target=LanguageSettings("de", "moses"),
                                unicode_form="NFKC", subwords="bpe300", vocabulary_threshold=1,
                                compression=CompressionSettings(tuple(sorted(COMPRESSION.items())), 4096))
