@@ -20,6 +20,10 @@ def pytest_configure(config):
     A SLURM_CONF of the caller stays; tests/test_slurm.py's cluster gets the machine's own
     (fixture ``machine_slurm``)."""
     os.environ.setdefault("SLURM_CONF", NO_SLURM)
+    # The workflow's tests mean the laptop run on the CPU: on a GPU host its jobs (nmt-train and
+    # nmt-translate pick a GPU when they see one) would train and decode on the GPU, and the
+    # miniature's packages, translated on the CPU, would be compared with GPU decodes.
+    os.environ["CUDA_VISIBLE_DEVICES"] = ""
 
 
 @pytest.fixture(scope="module")

@@ -346,7 +346,7 @@ def test_cli_trains_fusion_model_initialises_from_checkpoint_and_caps_by_ratio(t
         assert cli.vocab_main(["--inputs", str(tmp_path / "train.src"), "--output", str(tmp_path / "vocab")]) == 0
         common = ["--config", str(tmp_path / "exp.yaml"), "--train-src", str(tmp_path / "train.src"),
                   "--train-tgt", str(tmp_path / "train.tgt"), "--src-vocab", str(tmp_path / "vocab"),
-                  "--tgt-vocab", str(tmp_path / "vocab"),
+                  "--tgt-vocab", str(tmp_path / "vocab"), "--device", "cpu",
                   "--extra-tokens", f"compressed={tmp_path / 'train.c'}:{tmp_path / 'train.c'}"]
         assert cli.train_main([*common, "--out-dir", str(tmp_path / "a")]) == 0
         first = load_checkpoint(str(tmp_path / "a" / "checkpoint_last.pt"))["model"]

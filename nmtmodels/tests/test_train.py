@@ -59,7 +59,7 @@ def make_trainer(corpus, out_dir, *, model_seed=0, dropout=0.0, log=None, bleu_f
     model, model_cfg = tiny_model(len(vocab), len(vocab), seed=model_seed, dropout=dropout)
     return Trainer(model, train_config(**cfg), train or train_data, valid, out_dir, model_config=model_cfg.to_dict(),
                    src_vocab=vocab, tgt_vocab=vocab, bleu_fn=bleu_fn, log=log or (lambda msg: None),
-                   restart_on_change=restart_on_change)
+                   restart_on_change=restart_on_change, device="cpu")  # these tests mean the CPU, also on a GPU host
 
 
 def params(trainer: Trainer) -> dict[str, torch.Tensor]:
@@ -276,7 +276,7 @@ def test_resume_refuses_a_different_model(corpus, tmp_path):
     vocab, train, valid = corpus
     model, cfg = tiny_model(len(vocab), len(vocab), dropout=0.0, ffn_dim=32)
     trainer = Trainer(model, train_config(max_updates=2), train, valid, tmp_path, model_config=cfg.to_dict(),
-                      src_vocab=vocab, tgt_vocab=vocab, log=lambda m: None)
+                      src_vocab=vocab, tgt_vocab=vocab, log=lambda m: None, device="cpu")
     with pytest.raises(ConfigError, match=r"belongs to a different run: model.ffn_dim was 64 and is 32 now"):
         trainer.train()
 
