@@ -24,8 +24,10 @@ Measured, in one run, on ``--threads`` CPU threads (or ``--device cuda``):
 * decoding: beam 4 on test_2016_flickr with the model just trained, sentences/s and
   output tokens/s (BPE units, EOS not counted; what OpenNMT-py's "Tokens per second"
   counts), batches of ``--decode-batch-tokens`` source tokens; our trained weights also
-  exported with ``nmtmodels.decoding.export`` (``nmt-export``) and decoded by CTranslate2 4.x in this
-  process (the project's ``export`` extra), unless ``--no-ct2-export``;
+  exported with ``nmtmodels.decoding.export`` (``nmt-export``) and decoded by CTranslate2 4.x in a
+  fresh process (the project's ``export`` extra), unless ``--no-ct2-export``: once with our
+  per-sentence length limit (``translate_with_limits``) and once with one ``max_decoding_length``
+  of 250 for every sentence (how the row was measured before issue 33);
 * the GEMM peak of this machine at the same thread count (best ``torch.mm`` GFLOP/s over
   square sizes 512-2048 on CPU, 2048-8192 on CUDA; measured at the start and the end of the
   run, the best kept) in every precision a row's matmuls run in: fp32, and bf16 for our row
@@ -93,8 +95,10 @@ from benchmarks._peers import (  # noqa: E402
     Sockeye,
     TrainSpeed,
     aggregate_intervals,
+    child_env,
     count_output,
     cpu_name,
+    run_logged,
 )
 
 CORPUS = "multi30k_en_de"
@@ -473,43 +477,75 @@ def ours_train_speed(setup: Setup, metrics_csv: Path, counts: list[tuple[int, in
                       "Trainer metrics.csv tokens_per_s + collated batch sizes")
 
 
-def measure_ours_ctranslate2(setup: Setup, work: Path) -> tuple[DecodeSpeed | PeerError, str]:
+CT2_FIXED_LIMIT = 250  # one max_decoding_length for every sentence: the CTranslate2 peer row's, ours before issue 33
+# Decodes in a fresh process, as the CTranslate2 peer does: in the benchmark's own process, after
+# torch's multi-threaded training and search, CTranslate2 ran much slower on the same weights
+# (benchmarks/README.md, "CTranslate2 on our own weights with our per-sentence length limit").
+OURS_CT2_DECODE = """
+import json, sys, time
+import ctranslate2
+from nmtmodels.decoding.export import SUPPRESSED, translate_with_limits
+model, source, output, beam, batch_tokens, threads, device, fixed_limit = sys.argv[1:9]
+translator = ctranslate2.Translator(model, device=device, compute_type="float32", intra_threads=int(threads), inter_threads=1)
+lines = [line.split() for line in open(source, encoding="utf-8")]
+options = {"beam_size": int(beam), "max_batch_size": int(batch_tokens), "batch_type": "tokens"}
+start = time.perf_counter()
+if fixed_limit == "per-sentence":
+    results = translate_with_limits(translator, lines, model, **options)
+else:
+    results = translator.translate_batch(lines, max_decoding_length=int(fixed_limit), suppress_sequences=SUPPRESSED, **options)
+seconds = time.perf_counter() - start
+with open(output, "w", encoding="utf-8") as out:
+    out.writelines(" ".join(r.hypotheses[0]) + "\\n" for r in results)
+print(json.dumps({"seconds": seconds}))
+"""
+
+
+def measure_ours_ctranslate2(setup: Setup, work: Path, fixed_limit: int | None = None,
+                             ) -> tuple[DecodeSpeed | PeerError, str]:
     """Export the checkpoint :func:`measure_ours` trained (``nmtmodels.decoding.export``, fp32) and decode
-    the test set with ``ctranslate2.Translator`` in this process: beam ``setup.beam``, batches of
-    ``decode_batch_tokens`` tokens, CTranslate2's own length penalty (score / length, its
-    default) and stop rule, ``max_decoding_length`` 250 (as the CTranslate2 peer row), never
-    ``<pad>`` or ``<s>`` (as our search). Returns the speed and a note: the share of sentences
-    whose output equals ours with the exact stop rule."""
+    the test set with ``ctranslate2.Translator`` in a fresh process of this interpreter
+    (:data:`OURS_CT2_DECODE`): beam ``setup.beam``, batches of ``decode_batch_tokens`` tokens,
+    CTranslate2's own length penalty (score / length, its default) and stop rule, never ``<pad>``
+    or ``<s>`` (as our search). The length limit is ours, per sentence (``translate_with_limits``:
+    one ``translate_batch`` call per group of sentences with the same limit
+    ``floor(max_len_a * |x| + max_len_b)`` from export.json), or with ``fixed_limit`` one
+    ``max_decoding_length`` for the whole set (:data:`CT2_FIXED_LIMIT`, the peer row's). Returns
+    the speed and a note: the longest output, how many outputs are longer than our limit, and
+    the share of sentences whose output equals ours with the exact stop rule."""
     checkpoint = work / "ours" / "train" / "checkpoint_last.pt"
     if not checkpoint.is_file():
         return PeerError("needs our trained checkpoint (our training failed)"), ""
     try:
-        import ctranslate2
+        import ctranslate2  # noqa: F401 - a clear error here when it is missing
 
-        from nmtmodels.decoding.export import SUPPRESSED, export_ctranslate2
+        from nmtmodels.decoding.export import TargetLengthLimit, export_ctranslate2
     except ImportError as exc:
         return PeerError(f"{exc} (pip install -e '.[export]')"), ""
     out = work / "ours-ctranslate2"
+    variant = "per-sentence" if fixed_limit is None else str(fixed_limit)
+    output, timing = out / f"test.{variant}.hyp", out / f"timing.{variant}.json"
     try:
         model_dir = export_ctranslate2(checkpoint, out / "model", force=True)
-        translator = ctranslate2.Translator(str(model_dir), device="cuda" if setup.cuda else "cpu", compute_type="float32",
-                                            intra_threads=setup.threads, inter_threads=1)
+        run_logged([sys.executable, "-c", OURS_CT2_DECODE, model_dir, setup.test_src, output, setup.beam,
+                    setup.decode_batch_tokens, setup.threads, "cuda" if setup.cuda else "cpu", variant],
+                   out / "decode.log", child_env(setup), cwd=ROOT, stdout=timing)
+        seconds = json.loads(timing.read_text(encoding="utf-8"))["seconds"]
         lines = [line.split() for line in setup.test_src.read_text(encoding="utf-8").splitlines()]
-        start = time.perf_counter()
-        results = translator.translate_batch(lines, beam_size=setup.beam, max_batch_size=setup.decode_batch_tokens,
-                                             batch_type="tokens", max_decoding_length=250, suppress_sequences=SUPPRESSED)
-        seconds = time.perf_counter() - start
+        limits = TargetLengthLimit.from_export(model_dir)([len(tokens) for tokens in lines])
     except Exception as exc:  # noqa: BLE001 - shown in the table like a peer's failure
         return PeerError(f"{type(exc).__name__}: {exc}"), ""
-    hypotheses = [" ".join(result.hypotheses[0]) for result in results]
-    (out / "test.hyp").write_text("".join(line + "\n" for line in hypotheses), encoding="utf-8")
-    sentences, tokens = count_output(out / "test.hyp")
-    note = ""
+    hypotheses = output.read_text(encoding="utf-8").splitlines()
+    sentences, tokens = count_output(output)
+    lengths = [len(line.split()) for line in hypotheses]
+    over = sum(length > limit for length, limit in zip(lengths, limits))
+    notes = [f"longest output {max(lengths, default=0)} tok; {over} outputs over our limit"]
     ours_hyp = work / "ours" / f"test.{OUR_DECODE_RULES[0]}.hyp"
     if ours_hyp.is_file():
         same = sum(a == b for a, b in zip(hypotheses, ours_hyp.read_text(encoding="utf-8").splitlines()))
-        note = f"output = ours (exact) on {100 * same / max(1, sentences):.0f}% of sentences"
-    return DecodeSpeed(sentences, seconds, tokens, "timed around translate_batch"), note
+        notes.append(f"output = ours (exact) on {100 * same / max(1, sentences):.0f}% of sentences")
+    timer = "timed around translate_with_limits" if fixed_limit is None else "timed around translate_batch"
+    return DecodeSpeed(sentences, seconds, tokens, timer), "; ".join(notes)
 
 
 # ---------------------------------------------------------------------- report
@@ -742,15 +778,16 @@ def main(argv: list[str] | None = None) -> None:
         for rule in OUR_DECODE_RULES[1:]:
             rows.append(Row(f"ours, decode.early_stop: {rule} (OpenNMT-py's stop rule)", None, decodes[rule]))
         if not args.no_ct2_export:
-            note = ""
+            for fixed_limit, label in ((None, ""), (CT2_FIXED_LIMIT, f", one max_decoding_length {CT2_FIXED_LIMIT}")):
+                note = ""
 
-            def exported() -> tuple[Any, Any]:
-                nonlocal note
-                decode, note = measure_ours_ctranslate2(setup, work)
-                return None, decode
+                def exported(fixed_limit: int | None = fixed_limit) -> tuple[Any, Any]:
+                    nonlocal note
+                    decode, note = measure_ours_ctranslate2(setup, work, fixed_limit)
+                    return None, decode
 
-            row = timed(f"CTranslate2 {_ctranslate2_version()} (our weights, nmt-export)", exported)
-            row.note = note
+                row = timed(f"CTranslate2 {_ctranslate2_version()} (our weights, nmt-export{label})", exported)
+                row.note = note
     for key in [k for k in PEERS if k in args.peers]:
         peer = PEERS[key](setup, work, reinstall=args.reinstall)
 

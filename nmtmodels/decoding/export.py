@@ -40,9 +40,16 @@ How our model maps onto ``ctranslate2.specs.TransformerSpec``:
 
 What our search does and CTranslate2 does not by default (``export.json`` lists the options):
 we never emit ``<pad>`` or ``<s>`` (``suppress_sequences=[["<pad>"], ["<s>"]]``), and the length
-limit is per sentence, ``floor(max_len_a * |x| + max_len_b)`` tokens, where CTranslate2's
-``max_decoding_length`` is one number per call. With those two, greedy decoding gives our
-greedy search's tokens (nmtmodels/tests/test_export.py).
+limit is per sentence where CTranslate2's ``max_decoding_length`` is one number per call.
+``export.json``'s ``length_limit`` holds the checkpoint's decode settings for it
+(:class:`TargetLengthLimit`: ``min(floor(max_len_a * |x| + max_len_b), floor(max_len_ratio * |x|),
+max_target_positions - 1)`` target tokens, ``</s>`` not counted, ``|x|`` the source tokens
+without ``</s>``, as :func:`nmtmodels.decoding.search._max_lengths` computes it), and
+:func:`translate_with_limits` applies it: one ``translate_batch`` call per group of sentences
+with the same limit, results in input order. With those two, greedy decoding gives our greedy
+search's tokens (nmtmodels/tests/test_export.py). The fixed ``max_decoding_length`` of
+``max_target_positions - 1`` (1023) that earlier exports recommended let beam search run on
+to hundreds of tokens for a short sentence (issue 33).
 
 Refused, with a one-line :class:`ExportError`: every other family (:data:`REFUSED_FAMILIES`
 says why for each), a model whose modules are not exactly the baseline's (a subclass, or a
@@ -54,7 +61,8 @@ import json
 import os
 import shutil
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -62,7 +70,8 @@ import torch
 from torch import nn
 
 from nmtmodels.checkpoint import load_checkpoint
-from nmtmodels.config import ConfigError
+from nmtmodels.config import ConfigError, from_dict
+from nmtmodels.decoding.scorer import DecodeConfig, HypothesisScorer
 from nmtmodels.symbols import BOS, EOS, PAD, UNK
 from nmtmodels.text.model_package import CHECKPOINT_FILE, PREPROCESS_FILE, package_directory
 from nmtmodels.textio import current_umask
@@ -131,8 +140,10 @@ def export_ctranslate2(checkpoint_or_package: str | os.PathLike, out_dir: str | 
     spec.optimize(quantization=quantization)
     package = package_directory(checkpoint)
     cfg = model.cfg
+    decode = from_dict(DecodeConfig, state.get("decode_config") or {}, where=f"{checkpoint}: decode_config")
+    limit = TargetLengthLimit.of(decode, model.max_positions())
     info = {
-        "format": 1,
+        "format": 2,  # 2: length_limit; translate_options without a fixed max_decoding_length
         "exported_from": str(checkpoint),
         "family": FAMILY,
         "ctranslate2": ctranslate2.__version__,
@@ -140,8 +151,9 @@ def export_ctranslate2(checkpoint_or_package: str | os.PathLike, out_dir: str | 
         "max_source_positions": cfg.max_source_positions,
         "max_target_positions": cfg.max_target_positions,
         "decode": state.get("decode_config") or {},
-        "translate_options": {"suppress_sequences": SUPPRESSED, "max_input_length": cfg.max_source_positions - 1,
-                              "max_decoding_length": cfg.max_target_positions - 1},
+        "length_limit": limit.to_dict(),
+        # Per call; the per-sentence max_decoding_length / min_decoding_length come from length_limit.
+        "translate_options": {"suppress_sequences": SUPPRESSED, "max_input_length": limit.max_input_length},
         "preprocessing": PREPROCESS_FILE if package is not None else None,
     }
     out_dir.parent.mkdir(parents=True, exist_ok=True)
@@ -159,6 +171,133 @@ def export_ctranslate2(checkpoint_or_package: str | os.PathLike, out_dir: str | 
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return out_dir
+
+
+# ---------------------------------------------------------------------- the length limit
+@dataclass(frozen=True)
+class TargetLengthLimit:
+    """Our search's target-length limit for one sentence, as ``export.json``'s ``length_limit``
+    records it (:attr:`FORMULA`)::
+
+        limit(|x|) = min(floor(max_len_a * |x| + max_len_b), floor(max_len_ratio * |x|), max_target_tokens)
+
+    target tokens, ``</s>`` not counted; ``|x|`` = the source tokens without ``</s>``, at most
+    ``max_source_tokens`` (a longer source is cut to that many, as ``nmt-translate --truncate``
+    and CTranslate2's ``max_input_length`` do); the ``max_len_ratio`` term only when it is set
+    (ESC's ``gamma``), and never below 0. ``max_source_tokens`` / ``max_target_tokens`` are the
+    model's ``max_source_positions - 1`` / ``max_target_positions - 1`` (the position tables hold
+    ``</s>`` and ``<s>`` too). ``min_len``: no ``</s>`` before that many tokens, unless the limit
+    is smaller. The numbers come from :class:`~nmtmodels.decoding.scorer.HypothesisScorer`, the
+    code our search runs (:mod:`nmtmodels.decoding.search`, "Length limit of a row")."""
+
+    max_len_a: float
+    max_len_b: float
+    max_len_ratio: float | None
+    min_len: int
+    max_source_tokens: int
+    max_target_tokens: int
+
+    FORMULA = ("min(floor(max_len_a * |x| + max_len_b), floor(max_len_ratio * |x|) if max_len_ratio is set, "
+               "max_target_tokens) target tokens, </s> not counted; |x| = source tokens without </s>, "
+               "at most max_source_tokens")
+
+    @classmethod
+    def of(cls, decode: DecodeConfig, max_positions: tuple[int, int]) -> TargetLengthLimit:
+        """The limit of a search with ``decode`` on a model of ``max_positions()`` (source, target)."""
+        return cls(max_len_a=decode.max_len_a, max_len_b=decode.max_len_b, max_len_ratio=decode.max_len_ratio,
+                   min_len=int(decode.min_len), max_source_tokens=max_positions[0] - 1,
+                   max_target_tokens=max_positions[1] - 1)
+
+    @classmethod
+    def from_export(cls, export: Mapping[str, Any] | str | os.PathLike) -> TargetLengthLimit:
+        """From an export directory (its ``export.json``), the parsed ``export.json`` or its
+        ``length_limit`` block; ExportError for an export without one (format 1, before issue 33)."""
+        if not isinstance(export, Mapping):
+            path = Path(export)
+            export = json.loads((path / EXPORT_FILE if path.is_dir() else path).read_text(encoding="utf-8"))
+        block = export.get("length_limit", export)
+        try:
+            return cls(**{name: block[name] for name in ("max_len_a", "max_len_b", "max_len_ratio", "min_len",
+                                                         "max_source_tokens", "max_target_tokens")})
+        except (KeyError, TypeError):
+            raise ExportError(f"{EXPORT_FILE} has no length_limit block (an export older than format 2?): "
+                              "export the checkpoint again") from None
+
+    @property
+    def max_input_length(self) -> int:
+        """CTranslate2's ``max_input_length``: it counts the ``</s>`` it appends (config.json's
+        ``add_source_eos``), so the longest source is ``max_source_tokens`` tokens."""
+        return self.max_source_tokens + 1
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"max_len_a": self.max_len_a, "max_len_b": self.max_len_b, "max_len_ratio": self.max_len_ratio,
+                "min_len": self.min_len, "max_source_tokens": self.max_source_tokens,
+                "max_target_tokens": self.max_target_tokens, "formula": self.FORMULA}
+
+    def __call__(self, source_lengths: Sequence[int]) -> list[int]:
+        """The limits of sources of ``source_lengths`` tokens (without ``</s>``, before the cut)."""
+        lengths = torch.tensor([min(int(n), self.max_source_tokens) for n in source_lengths], dtype=torch.long)
+        scorer = HypothesisScorer.from_config(DecodeConfig(max_len_a=self.max_len_a, max_len_b=self.max_len_b,
+                                                           max_len_ratio=self.max_len_ratio))
+        return scorer.max_lengths(lengths).clamp(max=self.max_target_tokens).tolist()
+
+
+@dataclass(frozen=True)
+class _NothingDecoded:
+    """The result of a sentence whose limit is 0 tokens: our search writes an empty hypothesis;
+    CTranslate2 refuses ``max_decoding_length=0``, so it is not asked (no scores)."""
+
+    hypotheses: list[list[str]]
+    scores: tuple[()] = ()
+    attention: tuple[()] = ()
+    logits: tuple[()] = ()
+
+
+# translate_batch options that translate_with_limits sets per group of sentences.
+_PER_GROUP = ("max_decoding_length", "min_decoding_length", "max_input_length")
+
+
+def limit_groups(limits: Sequence[int]) -> list[tuple[int, list[int]]]:
+    """``(limit, row indices)`` for every distinct limit, smallest first; the rows in input order."""
+    groups: dict[int, list[int]] = {}
+    for row, limit in enumerate(limits):
+        groups.setdefault(int(limit), []).append(row)
+    return sorted(groups.items())
+
+
+def translate_with_limits(translator: Any, token_lists: Sequence[Sequence[str]],
+                          export: Mapping[str, Any] | str | os.PathLike | TargetLengthLimit, **options: Any) -> list[Any]:
+    """``translator.translate_batch`` (a ``ctranslate2.Translator`` of an export) with our per-sentence
+    length limit: one call per group of sentences with the same limit ``L``
+    (:class:`TargetLengthLimit`, from ``export``: the export directory, its parsed ``export.json``
+    or the limit itself) with ``max_decoding_length=L``, ``min_decoding_length=min(min_len, L)``
+    and ``max_input_length`` the model's; the results come back in the order of ``token_lists``.
+
+    ``options``: other ``translate_batch`` keywords (``beam_size``, ``length_penalty``,
+    ``max_batch_size`` and ``batch_type``, which then apply within each group, ...);
+    ``suppress_sequences`` defaults to :data:`SUPPRESSED`. A sentence whose limit is 0 is not
+    given to CTranslate2 and gets an empty hypothesis, as in our search. TypeError for an option
+    this function sets per group, and for ``target_prefix`` (one list for all sentences)."""
+    clashing = sorted(set(options) & set(_PER_GROUP))
+    if clashing:
+        raise TypeError(f"translate_with_limits sets {', '.join(clashing)} per group of sentences; do not pass it")
+    if "target_prefix" in options:
+        raise TypeError("translate_with_limits takes no target_prefix")
+    limit = export if isinstance(export, TargetLengthLimit) else TargetLengthLimit.from_export(export)
+    options.setdefault("suppress_sequences", SUPPRESSED)
+    token_lists = [list(tokens) for tokens in token_lists]
+    results: list[Any] = [None] * len(token_lists)
+    for max_tokens, rows in limit_groups(limit([len(tokens) for tokens in token_lists])):
+        if max_tokens == 0:
+            for row in rows:
+                results[row] = _NothingDecoded([[] for _ in range(options.get("num_hypotheses", 1))])
+            continue
+        found = translator.translate_batch([token_lists[row] for row in rows], max_decoding_length=max_tokens,
+                                           min_decoding_length=min(limit.min_len, max_tokens),
+                                           max_input_length=limit.max_input_length, **options)
+        for row, result in zip(rows, found):
+            results[row] = result
+    return results
 
 
 def _preprocessing_files(package: Path | None) -> list[Path]:

@@ -1,16 +1,18 @@
 """CTranslate2 export (nmtmodels/decoding/export.py, nmt-export): tiny Transformers trained for a few
 seconds on a copy task, exported, then decoded greedily by ctranslate2.Translator and by our
-greedy search, which must write the same tokens; the refusals of other families."""
+greedy search, which must write the same tokens; the per-sentence length limit that export.json
+carries and translate_with_limits applies; the refusals of other families."""
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import pytest
 import torch
 
 from nmtmodels import cli
-from nmtmodels.checkpoint import save_checkpoint
+from nmtmodels.checkpoint import load_checkpoint, save_checkpoint
 from nmtmodels.config import ConfigError
 from nmtmodels.data import ParallelDataset
 from nmtmodels.decoding.batched import translate_dataset
@@ -22,7 +24,15 @@ from nmtmodels.vocab import Vocabulary
 
 ctranslate2 = pytest.importorskip("ctranslate2")
 
-from nmtmodels.decoding.export import QUANTIZATIONS, SUPPRESSED, ExportError, build_spec, export_ctranslate2  # noqa: E402
+from nmtmodels.decoding.export import (  # noqa: E402
+    QUANTIZATIONS,
+    SUPPRESSED,
+    ExportError,
+    TargetLengthLimit,
+    build_spec,
+    export_ctranslate2,
+    translate_with_limits,
+)
 
 TARGET_LETTERS = [letter.upper() for letter in LETTERS]
 # Our greedy search's settings; the decoded set holds sentences of 3-12 tokens, so the limits
@@ -96,21 +106,17 @@ def ours(checkpoint: Path, sentences: list[str]) -> list[list[str]]:
     return [tgt_vocab.decode(row[0].tokens, keep_unk=True) for row in translate_dataset(model, dataset, DECODE, max_tokens=256)]
 
 
-def ctranslate2_greedy(model_dir: Path, sentences: list[str], max_target_positions: int) -> list[list[str]]:
-    """ctranslate2.Translator with beam 1 and our per-sentence length limit (sentences are
-    grouped by their limit, since max_decoding_length is one number per call)."""
+def ctranslate2_greedy(model_dir: Path, sentences: list[str]) -> list[list[str]]:
+    """ctranslate2.Translator with beam 1 and our per-sentence length limit, through
+    translate_with_limits and the export's export.json."""
     translator = ctranslate2.Translator(str(model_dir), device="cpu", intra_threads=1)
-    tokens = [line.split() for line in sentences]
-    limits = LinearLengthLimit(DECODE.max_len_a, DECODE.max_len_b)(torch.tensor([len(t) for t in tokens]))
-    limits = limits.clamp(max=max_target_positions - 1).tolist()
-    out: list[list[str]] = [[] for _ in tokens]
-    for limit in sorted(set(limits)):
-        rows = [i for i, value in enumerate(limits) if value == limit]
-        results = translator.translate_batch([tokens[i] for i in rows], beam_size=1, max_decoding_length=limit,
-                                             suppress_sequences=SUPPRESSED)
-        for i, result in zip(rows, results):
-            out[i] = result.hypotheses[0]
-    return out
+    results = translate_with_limits(translator, [line.split() for line in sentences], model_dir, beam_size=1)
+    return [result.hypotheses[0] for result in results]
+
+
+def by_hand(a: float, b: float, source_tokens: int, max_target_tokens: int = 1023) -> int:
+    """floor(a * |x| + b) target tokens, capped by the target position table (|x| without </s>)."""
+    return min(math.floor(a * source_tokens + b + 1e-9), max_target_tokens)
 
 
 @pytest.mark.parametrize(("overrides", "shared"), [m[1:] for m in MODELS], ids=[m[0] for m in MODELS])
@@ -119,8 +125,7 @@ def test_ctranslate2_greedy_writes_our_greedy_tokens(tmp_path, overrides, shared
     out = export_ctranslate2(checkpoint, tmp_path / "ct2")
     sentences = test_sentences()
     expected = ours(checkpoint, sentences)
-    max_target = overrides.get("max_target_positions", 1024)
-    assert ctranslate2_greedy(out, sentences, max_target) == expected
+    assert ctranslate2_greedy(out, sentences) == expected
     # a model that has learnt something: not one output repeated, and some end before the limit
     assert len({" ".join(tokens) for tokens in expected}) > 10
     limits = LinearLengthLimit(DECODE.max_len_a, DECODE.max_len_b)(torch.tensor([len(s.split()) for s in sentences]))
@@ -131,6 +136,85 @@ def test_ctranslate2_greedy_writes_our_greedy_tokens(tmp_path, overrides, shared
     assert vocabularies == (["shared_vocabulary.json"] if shared else ["source_vocabulary.json", "target_vocabulary.json"])
     target = json.loads((out / vocabularies[-1]).read_text())
     assert target[:4] == ["<pad>", "<s>", "</s>", "<unk>"]
+
+
+def test_export_json_carries_the_checkpoints_length_limit(tmp_path):
+    """length_limit holds the checkpoint's max_len_a / max_len_b (0.8, 2; DecodeConfig's defaults are
+    1.2, 10), the unset max_len_ratio and the default min_len, and the token caps of this model's
+    position tables (40 and 30 positions, </s> and <s> included); translate_options no longer
+    recommend one max_decoding_length, and max_input_length counts the </s> CTranslate2 appends."""
+    overrides = MODELS[1][1]
+    out = export_ctranslate2(train_checkpoint(tmp_path / "checkpoint.pt", overrides, shared=True, updates=1), tmp_path / "ct2")
+    info = json.loads((out / "export.json").read_text())
+    limit = info["length_limit"]
+    assert {key: limit[key] for key in limit if key != "formula"} == {
+        "max_len_a": 0.8, "max_len_b": 2, "max_len_ratio": None, "min_len": 1, "max_source_tokens": 39,
+        "max_target_tokens": 29}
+    assert "floor(max_len_a * |x| + max_len_b)" in limit["formula"] and "without </s>" in limit["formula"]
+    assert info["format"] == 2 and "max_decoding_length" not in info["translate_options"]
+    assert info["translate_options"] == {"suppress_sequences": SUPPRESSED, "max_input_length": 40}
+    # the limits it gives, against floor(0.8 |x| + 2) by hand; 33 (from 39 tokens, the longest source) caps at 29
+    lengths = [0, 1, 3, 5, 10, 12, 33, 34, 39, 45]
+    assert TargetLengthLimit.from_export(out)(lengths) == [2, 2, 4, 6, 10, 11, 28, 29, 29, 29]
+    assert TargetLengthLimit.from_export(info)(lengths) == [by_hand(0.8, 2, min(n, 39), 29) for n in lengths]
+
+
+def test_a_max_len_ratio_and_min_len_of_the_checkpoint_are_carried(tmp_path):
+    checkpoint = train_checkpoint(tmp_path / "checkpoint.pt", MODELS[0][1], shared=False, updates=1)
+    state = load_checkpoint(checkpoint)
+    state["decode_config"] = {"max_len_a": 1.5, "max_len_b": 3, "max_len_ratio": 1.2, "min_len": 2}
+    save_checkpoint(checkpoint, state)
+    limit = TargetLengthLimit.from_export(export_ctranslate2(checkpoint, tmp_path / "ct2"))
+    assert (limit.max_len_a, limit.max_len_b, limit.max_len_ratio, limit.min_len) == (1.5, 3, 1.2, 2)
+    # min(floor(1.5 |x| + 3), floor(1.2 |x|)): the ratio is the smaller from |x| = 1 on
+    assert limit([0, 1, 4, 10]) == [0, 1, 4, 12]
+    # a source longer than the position table is cut to max_source_tokens first
+    cut = TargetLengthLimit(max_len_a=1.0, max_len_b=0, max_len_ratio=None, min_len=1, max_source_tokens=10,
+                            max_target_tokens=100)
+    assert cut([9, 10, 11, 50]) == [9, 10, 10, 10]
+
+
+def test_ctranslate2_beam_search_stays_within_our_per_sentence_limit(tmp_path):
+    """Issue 33: beam search with one call-wide max_decoding_length writes outputs longer than
+    floor(a |x| + b) for short sentences; translate_with_limits never does, and each sentence's
+    result is the one CTranslate2 gives that sentence alone with its own limit (order kept)."""
+    checkpoint = train_checkpoint(tmp_path / "checkpoint.pt", MODELS[0][1], shared=False, updates=30)
+    out = export_ctranslate2(checkpoint, tmp_path / "ct2")
+    info = json.loads((out / "export.json").read_text())
+    translator = ctranslate2.Translator(str(out), device="cpu", intra_threads=1)
+    tokens = [line.split() for line in test_sentences()]
+    limits = [by_hand(0.8, 2, len(t)) for t in tokens]  # the checkpoint's decode settings
+    assert len(set(limits)) > 4
+
+    unlimited = translator.translate_batch(tokens, beam_size=4, **info["translate_options"])
+    assert any(len(result.hypotheses[0]) > limit for result, limit in zip(unlimited, limits))  # the runaway
+
+    results = translate_with_limits(translator, tokens, out, beam_size=4, num_hypotheses=2, max_batch_size=64,
+                                    batch_type="tokens")
+    assert len(results) == len(tokens)
+    assert all(len(hypothesis) <= limit for result, limit in zip(results, limits) for hypothesis in result.hypotheses)
+    assert sum(len(result.hypotheses[0]) == limit for result, limit in zip(results, limits)) > 0
+    for sentence, limit, result in zip(tokens, limits, results):
+        alone = translator.translate_batch([sentence], beam_size=4, num_hypotheses=2, max_decoding_length=limit,
+                                           suppress_sequences=SUPPRESSED)[0]
+        assert result.hypotheses == alone.hypotheses
+
+
+def test_translate_with_limits_leaves_a_zero_limit_empty_and_refuses_the_options_it_sets(tmp_path):
+    out = export_ctranslate2(train_checkpoint(tmp_path / "checkpoint.pt", MODELS[0][1], shared=False, updates=1),
+                             tmp_path / "ct2")
+    translator = ctranslate2.Translator(str(out), device="cpu", intra_threads=1)
+    # floor(0.5 |x|) is 0 for one token and 1 for two: CTranslate2 is not asked about the first
+    limit = TargetLengthLimit(max_len_a=0.5, max_len_b=0, max_len_ratio=None, min_len=1, max_source_tokens=1023,
+                              max_target_tokens=1023)
+    results = translate_with_limits(translator, [["a"], ["a", "b"], ["c"]], limit, beam_size=2)
+    assert [len(r.hypotheses[0]) for r in results] == [0, 1, 0]
+    with pytest.raises(TypeError, match="sets max_decoding_length per group"):
+        translate_with_limits(translator, [["a"]], out, max_decoding_length=5)
+    legacy = tmp_path / "legacy.json"
+    legacy.write_text(json.dumps({"format": 1, "translate_options": {"max_decoding_length": 1023}}))
+    with pytest.raises(ExportError, match="no length_limit"):
+        TargetLengthLimit.from_export(legacy)
 
 
 def test_package_export_carries_the_preprocessing_and_translates_raw_text(tmp_path):
