@@ -49,7 +49,7 @@ without ``</s>``, as :func:`nmtmodels.decoding.search._max_lengths` computes it)
 with the same limit, results in input order. With those two, greedy decoding gives our greedy
 search's tokens (nmtmodels/tests/test_export.py). The fixed ``max_decoding_length`` of
 ``max_target_positions - 1`` (1023) that earlier exports recommended let beam search run on
-to hundreds of tokens for a short sentence (issue 33).
+to hundreds of tokens for a short sentence.
 
 Refused, with a one-line :class:`ExportError`: every other family (:data:`REFUSED_FAMILIES`
 says why for each), a model whose modules are not exactly the baseline's (a subclass, or a
@@ -211,7 +211,7 @@ class TargetLengthLimit:
     @classmethod
     def from_export(cls, export: Mapping[str, Any] | str | os.PathLike) -> TargetLengthLimit:
         """From an export directory (its ``export.json``), the parsed ``export.json`` or its
-        ``length_limit`` block; ExportError for an export without one (format 1, before issue 33)."""
+        ``length_limit`` block; ExportError for an export without one (format 1)."""
         if not isinstance(export, Mapping):
             path = Path(export)
             export = json.loads((path / EXPORT_FILE if path.is_dir() else path).read_text(encoding="utf-8"))
@@ -220,7 +220,7 @@ class TargetLengthLimit:
             return cls(**{name: block[name] for name in ("max_len_a", "max_len_b", "max_len_ratio", "min_len",
                                                          "max_source_tokens", "max_target_tokens")})
         except (KeyError, TypeError):
-            raise ExportError(f"{EXPORT_FILE} has no length_limit block (an export older than format 2?): "
+            raise ExportError(f"{EXPORT_FILE} has no length_limit block (an export of format 1?): "
                               "export the checkpoint again") from None
 
     @property
