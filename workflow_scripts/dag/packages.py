@@ -10,6 +10,7 @@ BPE size the lattice packs; an ESC run gets its compressor's checkpoint and sear
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import shlex
 from typing import Any
@@ -63,20 +64,16 @@ def package_settings_json(config: dict[str, Any], experiment: str, corpus: str) 
     changes only with what raw input depends on, not with, say, another BPE size).  A lattice's
     position unit is the one its ``lattice_inputs`` rule uses (footnote 1 of the paper)."""
     from nmtmodels.text.lattice import paper_position_unit
-    from nmtmodels.text.model_package import settings_from_corpus
+    from nmtmodels.text.model_package import CompressionSettings, LatticeSettings, settings_from_corpus
 
-    spec = config["experiments"][experiment]
-    settings = settings_from_corpus(config["corpora"][corpus], spec["subwords"], config["unicode_form"],
-                                    where=f"corpora.{corpus}").to_dict()
+    spec, corpus_spec = config["experiments"][experiment], config["corpora"][corpus]
+    settings = settings_from_corpus(corpus_spec, spec["subwords"], config["unicode_form"], where=f"corpora.{corpus}")
     if spec.get("lattice"):
-        settings["lattice"] = {"segmentations": list(spec["lattice"]), "position_unit": paper_position_unit(spec["lattice"]),
-                               "vocab_limit": config.get("lattice_vocab_size") or 0}
-        threshold = config["corpora"][corpus].get("bpe", {}).get("vocabulary_threshold", 1)
-        settings.pop("bpe", None)
-        settings.pop("sentencepiece", None)
-        if any(map(is_bpe, spec["lattice"])):
-            settings["bpe"] = {"vocabulary_threshold": threshold}
+        lattice = LatticeSettings(tuple(spec["lattice"]), paper_position_unit(spec["lattice"]), config.get("lattice_vocab_size") or 0)
+        threshold = corpus_spec.get("bpe", {}).get("vocabulary_threshold", 1) if lattice.bpe_sizes else None
+        settings = dataclasses.replace(settings, lattice=lattice, vocabulary_threshold=threshold)
     if spec.get("compressor"):
-        settings["compression"] = {"checkpoint": "compressor.pt", "decode": compressor_decode_settings(config, spec["compressor"]),
-                                   "batch_tokens": compressor_spec(config, spec["compressor"]).get("batch_tokens", 4096)}
-    return json.dumps(settings, sort_keys=True)
+        decode = compressor_decode_settings(config, spec["compressor"])
+        batch_tokens = compressor_spec(config, spec["compressor"]).get("batch_tokens", 4096)
+        settings = dataclasses.replace(settings, compression=CompressionSettings(tuple(sorted(decode.items())), batch_tokens))
+    return json.dumps(settings.to_dict(), sort_keys=True)
