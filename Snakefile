@@ -18,10 +18,13 @@ from snakemake.utils import min_version, validate
 
 from workflow_scripts.dag import evaluation as ev
 from workflow_scripts.dag import analyses, checks, cluster, corpus_data, esc, gpu_parts, keys, lattices, packages, paths
-from workflow_scripts.dag import future_dates, runs, seeds, sources, startup
+from workflow_scripts.dag import future_dates, runs, scheduler_timers, seeds, sources, startup
 from workflow_scripts.data.fetch import unchanged_fetch_time  # the job module's digest record, for future_dates
 
 min_version("9.0")
+# At most one re-evaluation timer in Snakemake's scheduler, not one more per finished job
+# (workflow_scripts/dag/scheduler_timers.py; docs/cluster.md, "Snakemake's own CPU").
+scheduler_timers.install()
 
 
 configfile: os.path.join(workflow.basedir, "config.yaml")

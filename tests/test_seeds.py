@@ -64,14 +64,27 @@ def test_without_seeds_the_config_is_unchanged():
 
 @pytest.mark.parametrize(("system_seeds", "baseline_seeds", "message"), [
     ((1, 2, 3), (1, 2), r"experiments\.system\.baseline: 'base' has seeds \[1, 2\] but system has \[1, 2, 3\]; "
-                        r"a compared system needs its baseline's seed list \(experiments\.system\.seeds\)"),
-    ((1, 2, 3), None, r"experiments\.system\.baseline: 'base' has seeds none but system has \[1, 2, 3\]"),
-    (None, (1, 2, 3), r"experiments\.system\.baseline: 'base' has seeds \[1, 2, 3\] but system has none"),
+                        r"a compared system's seeds must be among its baseline's \(experiments\.system\.seeds\)"),
+    ((1, 2, 3), None, r"experiments\.system\.baseline: 'base' has seeds \[1\] but system has \[1, 2, 3\]"),
+    ((4,), (1, 2, 3), r"experiments\.system\.baseline: 'base' has seeds \[1, 2, 3\] but system has \[4\]"),
 ])
-def test_compared_systems_need_equal_seed_lists(system_seeds, baseline_seeds, message):
+def test_a_systems_seeds_must_be_among_its_baselines(system_seeds, baseline_seeds, message):
     with pytest.raises(WorkflowConfigError, match=message) as error:
         seeds.expand_seeds(seeded(system_seeds, baseline_seeds))
     assert "\n" not in str(error.value)
+
+
+@pytest.mark.parametrize(("system_seeds", "train", "expected"), [
+    (None, {}, {"system": "base"}),                       # one run of train.seed 1: the baseline's seed-1 run
+    (None, {"seed": 3}, {"system": "base_seed3"}),
+    ((2, 3), {}, {"system": "base_seed2", "system_seed3": "base_seed3"}),
+])
+def test_a_system_of_fewer_seeds_compares_with_the_baselines_runs_of_its_seeds(system_seeds, train, expected):
+    config = seeded(system_seeds, (1, 2, 3), **({"train": train} if train else {}))
+    seeds.expand_seeds(config)
+    assert {name: config["experiments"][name]["baseline"] for name in expected} == expected
+    assert [n for n in config["experiments"] if n.startswith("system")] == list(expected)
+    checks.check_fair_comparisons(config)  # equal train.seed in every pair
 
 
 def test_a_system_that_all_does_not_run_may_keep_other_seeds():

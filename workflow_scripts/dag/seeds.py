@@ -6,10 +6,14 @@ Expansion turns X into X (seed ``a``: its name and paths stay) plus ``X_seed<b>`
 carries :data:`SEED_KEY` (``{experiment: X, seed: s}``): the paper tables and the results
 summary group the runs of a system by it (mean ± standard deviation over the seeds, and the
 significance test of the seed closest to the mean: :mod:`workflow_scripts.evaluation.tables`).
-A seed copy compares with its baseline's run of the same seed (``baseline: B`` becomes
-``B_seed<b>``), so compared systems need equal seed lists; with equal seeds, the fairness
-check (:func:`workflow_scripts.dag.checks.check_fair_comparisons`) sees equal ``train.seed``
-in every pair.  Without ``seeds`` an experiment is one run with ``train.seed`` as before.
+A run compares with its baseline's run of the same seed (``baseline: B`` becomes
+``B_seed<b>``), so a compared system's seeds must be among its baseline's (an experiment
+without ``seeds`` has one: its ``train.seed``); the fairness check
+(:func:`workflow_scripts.dag.checks.check_fair_comparisons`) then sees equal ``train.seed``
+in every pair.  A system of one seed may so compare with a baseline of three (an ablation
+row of ``configs/ablations.yaml`` against the embedded default's seeded baseline): it
+compares with that seed's run.  Without ``seeds`` an experiment is one run with
+``train.seed`` as before.
 
 Analyses other than the tables (swap noise, Graph-Transformer gates, char2word attention)
 run on the runs they name or select as before; a seed copy does not join the layer sweep
@@ -40,10 +44,21 @@ def _baselines(spec: dict[str, Any]) -> list[str]:
     return [] if value is None else [value] if isinstance(value, str) else list(value)
 
 
-def _baseline_of_seed(experiments: dict[str, Any], baseline: str, seeds: list[int], seed: int) -> str:
-    """The run of ``baseline`` with ``seed``; a system that `all` does not run (not checked) may
-    have a baseline of other seeds, which it keeps."""
-    return seed_run_name(baseline, seed) if _seeds(experiments.get(baseline)) == seeds else baseline
+def _run_seeds(config: dict[str, Any], spec: Any) -> list[int]:
+    """The seeds of an experiment's runs: its ``seeds``, else its resolved ``train.seed``."""
+    listed = _seeds(spec)
+    if listed is not None:
+        return listed
+    seed = {**(config.get("training") or {}), **((spec or {}).get("train") or {})}.get("seed")
+    return [seed]
+
+
+def _baseline_of_seed(experiments: dict[str, Any], baseline: str, seed: int) -> str:
+    """The run of ``baseline`` with ``seed``: ``baseline`` itself for its first seed (or when it
+    has no seed list), else ``baseline_seed<seed>``.  A system that `all` does not run (not
+    checked) may have a baseline without that seed, which it keeps."""
+    theirs = _seeds(experiments.get(baseline))
+    return seed_run_name(baseline, seed) if theirs and seed in theirs[1:] else baseline
 
 
 def expand_seeds(config: dict[str, Any]) -> dict[str, Any]:
@@ -66,16 +81,21 @@ def expand_seeds(config: dict[str, Any]) -> dict[str, Any]:
         for i, baseline in enumerate(_baselines(spec) if name in running else ()):
             if baseline not in experiments:
                 continue  # reported by the evaluation checks
-            theirs = _seeds(experiments[baseline])
-            if theirs != seeds:
+            theirs, ours = _run_seeds(config, experiments[baseline]), _run_seeds(config, spec)
+            if not set(ours) <= set(theirs):
                 key = f"experiments.{name}.baseline" + ("" if isinstance(spec["baseline"], str) else f"[{i}]")
                 raise WorkflowConfigError(
-                    f"{key}: '{baseline}' has seeds {theirs or 'none'} but {name} has {seeds or 'none'}; "
-                    f"a compared system needs its baseline's seed list (experiments.{name}.seeds)")
+                    f"{key}: '{baseline}' has seeds {theirs} but {name} has {ours}; a compared system's seeds "
+                    f"must be among its baseline's (experiments.{name}.seeds)")
     expanded: dict[str, Any] = {}
     for name, spec in experiments.items():
         seeds = _seeds(spec)
-        if seeds is None:
+        if seeds is None:  # one run of its train.seed: its baseline's run of that seed
+            (seed,) = _run_seeds(config, spec)
+            if isinstance(spec, dict) and spec.get("baseline") is not None:
+                spec["baseline"] = (_baseline_of_seed(experiments, spec["baseline"], seed)
+                                    if isinstance(spec["baseline"], str)
+                                    else [_baseline_of_seed(experiments, b, seed) for b in spec["baseline"]])
             expanded[name] = spec
             continue
         for i, seed in enumerate(seeds):
@@ -86,11 +106,11 @@ def expand_seeds(config: dict[str, Any]) -> dict[str, Any]:
             member = copy.deepcopy(spec)
             member["train"] = {**(member.get("train") or {}), "seed": seed}
             member[SEED_KEY] = {"experiment": name, "seed": seed}
+            if isinstance(member.get("baseline"), str):
+                member["baseline"] = _baseline_of_seed(experiments, member["baseline"], seed)
+            elif member.get("baseline") is not None:
+                member["baseline"] = [_baseline_of_seed(experiments, b, seed) for b in member["baseline"]]
             if i > 0:
-                if isinstance(member.get("baseline"), str):
-                    member["baseline"] = _baseline_of_seed(experiments, member["baseline"], seeds, seed)
-                elif member.get("baseline") is not None:
-                    member["baseline"] = [_baseline_of_seed(experiments, b, seeds, seed) for b in member["baseline"]]
                 member.pop("layers_plot", None)
             expanded[run] = member
     experiments.clear()
