@@ -158,3 +158,40 @@ rule significance:
         " --tok-baseline {input.baseline_tok:q} --tok-ref {input.tok_refs:q}"
         " --metrics {params.metrics} --tests {params.tests} --bootstrap-samples {params.bootstrap_samples}"
         " --ar-trials {params.ar_trials} --seed {params.seed} --output {output:q} > {log:q} 2>&1"
+
+
+# A system against its baseline over all their runs (seeds): scores, s_opt and s_sel, the
+# approximate randomisation test stratified by run and the pooled sign test, what the results
+# summary's verdicts read (workflow_scripts/evaluation/run_statistics.py).
+rule run_statistics:
+    input:
+        unpack(lambda w: ev.run_statistics_inputs(config, w.experiment, w.baseline, w.corpus, w.test_set)),
+    output:
+        paths.RUN_STATISTICS,
+    wildcard_constraints:
+        baseline="[A-Za-z0-9_-]+",
+    params:
+        lang=lambda w: CORPORA[w.corpus]["tgt"],
+        seeds=lambda w: " ".join(str(seed) for seed, _, _ in ev.run_pairs(config, w.experiment, w.baseline, w.corpus)),
+        system_runs=lambda w: " ".join(run for _, run, _ in ev.run_pairs(config, w.experiment, w.baseline, w.corpus)),
+        baseline_runs=lambda w: " ".join(base for _, _, base in ev.run_pairs(config, w.experiment, w.baseline, w.corpus)),
+        metrics=" ".join(EVALUATION["significance_metrics"]),
+        bootstrap_samples=EVALUATION["bootstrap_samples"],
+        ar_trials=EVALUATION["ar_trials"],
+        seed=EVALUATION["seed"],
+    conda:
+        "../envs/evaluate.yaml"
+    log:
+        paths.log("run_statistics"),
+    benchmark:
+        paths.benchmark("run_statistics")
+    resources:
+        **cpu_job(mem_mb=2000, runtime=30),
+    shell:
+        "python -m workflow_scripts.evaluation.run_statistics --lang {params.lang} --seeds {params.seeds}"
+        " --comparison {wildcards.experiment} {wildcards.baseline} {wildcards.corpus} {wildcards.test_set}"
+        " --system-runs {params.system_runs} --baseline-runs {params.baseline_runs}"
+        " --system {input.system:q} --baseline {input.baseline:q} --ref {input.refs:q}"
+        " --tok-system {input.system_tok:q} --tok-baseline {input.baseline_tok:q} --tok-ref {input.tok_refs:q}"
+        " --metrics {params.metrics} --bootstrap-samples {params.bootstrap_samples}"
+        " --ar-trials {params.ar_trials} --seed {params.seed} --output {output:q} > {log:q} 2>&1"

@@ -137,7 +137,7 @@ rule results_summary:
         **cpu_job(mem_mb=1000, runtime=10),
     shell:
         "python -m workflow_scripts.evaluation.summary --metadata {params.metadata:q} --results {input.results:q}"
-        " --claims {input.claims:q}"
+        " --claims {input.claims:q} --run-statistics {input.runs:q}"
         ' --marker-test {params.marker_test} --configfiles-json "$NMT_WORKFLOW_CONFIG_FILES"'
         " --markdown {output.markdown:q} --json {output.json:q} > {log:q} 2>&1"
 

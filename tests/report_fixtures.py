@@ -206,3 +206,45 @@ def seeded_results() -> pd.DataFrame:
                            sign_better=better, sign_worse=worse, sign_ties=100 - better - worse, p_paired_bs=p, p_paired_ar=p)
             rows.append(row)
     return pd.DataFrame(rows, columns=list(tables.RESULT_COLUMNS))
+
+
+# ----------------------------------------------------------------------------- comparisons over runs
+def run_entry(system: str, baseline: str, metric: str, system_scores: list[float], baseline_scores: list[float],
+              p_ar: float, p_sign: float, corpus: str = "c", test_set: str = "t") -> dict:
+    """One comparison over runs as workflow_scripts.evaluation.run_statistics writes it, from
+    hand-made per-run scores (s_sel made up: 0.4 and 0.5)."""
+    import statistics
+
+    n = len(system_scores)
+    sd = (lambda xs: statistics.stdev(xs) if len(xs) > 1 else None)
+    stats = {"n": n, "system_scores": system_scores, "baseline_scores": baseline_scores,
+             "system_mean": statistics.mean(system_scores), "system_sd": sd(system_scores),
+             "baseline_mean": statistics.mean(baseline_scores), "baseline_sd": sd(baseline_scores),
+             "system_s_sel": 0.4, "baseline_s_sel": 0.5, "bootstrap_samples": 1000,
+             "delta": statistics.mean(system_scores) - statistics.mean(baseline_scores),
+             "stratified_ar": {"p_value": p_ar, "trials": 10000, "difference": 0.0, "seed": 12345},
+             "sign_pooled": {"better": 10, "worse": 5, "ties": 0, "p_value": p_sign}, "sign_per_run": [p_sign] * n,
+             "runs_better": sum(a > b for a, b in zip(system_scores, baseline_scores)),
+             "runs_worse": sum(a < b for a, b in zip(system_scores, baseline_scores)), "signature": "nrefs:1|case:mixed"}
+    return {"system": system, "baseline": baseline, "corpus": corpus, "test_set": test_set,
+            "seeds": list(range(1, n + 1)), "metrics": {metric: stats}}
+
+
+def training_runs(system: str, n: int, updates: list[int] | None = None, stops: list[str] | None = None,
+                  parameters: int = 1000, dev_losses: list[list[tuple[int, float]]] | None = None,
+                  corpus: str = "c") -> list[dict]:
+    """The summary's ``runs`` of one system's n seeds (all at 700 updates by max_updates unless given)."""
+    from workflow_scripts.evaluation.summary import dev_loss_drop
+
+    updates = updates or [700] * n
+    stops = stops or ["max_updates"] * n
+    found = []
+    for i in range(n):
+        points = (dev_losses or [[(350, 5.0), (700, 4.0)]] * n)[i]
+        found.append({"experiment": system if i == 0 else f"{system}_seed{i + 1}", "corpus": corpus, "system": system,
+                      "seed": i + 1, "family": "f", "budget": {"max_updates": 700, "max_epochs": 0, "max_minutes": 60},
+                      "updates": updates[i], "elapsed_s": 100.0, "stop_reason": stops[i], "parameters": parameters,
+                      "train_tokens_per_s": 1.0, "best_dev_loss": min(loss for _, loss in points),
+                      "best_dev_loss_update": 700, "best_dev_bleu": None,
+                      "dev_loss_drop": dev_loss_drop(points, updates[i])})
+    return found

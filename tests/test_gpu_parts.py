@@ -21,6 +21,7 @@ from workflow_scripts.dag import WorkflowConfigError, checks, gpu_parts, runs, s
 from workflow_scripts.data import segment
 from workflow_scripts.evaluation import merge_gpu_parts as merging
 from workflow_scripts.evaluation import summary as summaries
+from workflow_scripts.evaluation import verdicts
 
 ROOT = Path(__file__).resolve().parents[1]
 BUDGET_KEYS = {"max_updates", "max_minutes", "warmup_updates", "validate_interval_updates"}
@@ -164,37 +165,18 @@ def test_the_segment_cli_reads_the_table_named_by_the_environment(tmp_path, monk
 
 
 # ----------------------------------------------------------------------------- merging the parts
-def part_summary(part: str, system: str, baseline: str, paper: str, metric: str, deltas: list[float], marker: str) -> dict:
-    """A results summary with the fields merge_gpu_parts reads: one system over three seeds."""
-    scores = []
-    for seed, delta in zip((1, 2, 3), deltas, strict=True):
-        suffix = "" if seed == 1 else f"_seed{seed}"
-        scores.append({"experiment": system + suffix, "corpus": "c", "test_set": "t", "metric": metric, "score": 30 + delta,
-                       "delta": delta, "baseline": baseline + suffix})
-        scores.append({"experiment": baseline + suffix, "corpus": "c", "test_set": "t", "metric": metric, "score": 30.0,
-                       "delta": None, "baseline": None})
-    mean = sum(deltas) / 3
-    seed_scores = [
-        {"experiment": system, "paper": paper, "variant": system, "corpus": "c", "test_set": "t", "metric": metric,
-         "score": 30 + mean, "score_sd": 0.5, "n_seeds": 3, "seeds": "1 2 3", "signature": "nrefs:1|case:mixed",
-         "baseline": baseline, "baseline_score": 30.0, "delta": mean, "reported_run": system + "_seed2", "reported_seed": 2,
-         "p_sign": 0.001, "p_paired_bs": 0.002, "p_paired_ar": 0.003, "marker": marker},
-        {"experiment": baseline, "paper": "", "variant": baseline, "corpus": "c", "test_set": "t", "metric": metric,
-         "score": 30.0, "score_sd": 0.25, "n_seeds": 3, "seeds": "1 2 3", "signature": "nrefs:1|case:mixed",
-         "baseline": None, "baseline_score": None, "delta": None, "marker": ""},
-    ]
-    run = {"experiment": system, "corpus": "c", "family": "f", "budget": {"max_updates": 700, "max_epochs": 0, "max_minutes": 4.5},
-           "updates": 700, "elapsed_s": 100.0, "stop_reason": "max_updates", "parameters": 1, "train_tokens_per_s": 1.0,
-           "best_dev_loss": 1.0, "best_dev_loss_update": 700, "best_dev_bleu": None}
-    from workflow_scripts.evaluation import summary
+def part_summary(part: str, system: str, baseline: str, paper: str, metric: str, deltas: list[float], p_value: float) -> dict:
+    """A results summary with the fields merge_gpu_parts reads: one system and its baseline over
+    three seeds, their comparison over runs (both tests at ``p_value``)."""
+    from tests.report_fixtures import run_entry, training_runs
 
-    scores = [{**dict.fromkeys(summary.SCORE_FIELDS), "signature": "nrefs:1", "marker": "", **row} for row in scores]
-    seed_scores = [{**dict.fromkeys(summary.SEED_SCORE_FIELDS), **row} for row in seed_scores]
+    entry = run_entry(system, baseline, metric, [30 + d for d in deltas], [30.0, 30.25, 29.75], p_ar=p_value, p_sign=p_value)
     return {"generated_utc": "2026-11-25T00:00:00Z",
             "machine": {"platform": "p", "cpu": "c", "logical_cores": 16, "memory_gib": 1.0, "gpus": ["NVIDIA H100"],
                         "python": "3.12", "torch": "2.11", "sacrebleu": "2", "snakemake": "9"},
             "workflow": {"commit": "abc", "config_files": ["configs/gpu.yaml", f"configs/gpu_parts/{part}.yaml"]},
-            "marker_test": "sign", "runs": [run], "scores": scores, "comparisons": [], "seed_scores": seed_scores}
+            "marker_test": "sign", "runs": training_runs(system, 3) + training_runs(baseline, 3), "scores": [],
+            "comparisons": [], "run_statistics": [entry]}
 
 
 def write_part(folder: Path, data: dict) -> str:
@@ -204,54 +186,32 @@ def write_part(folder: Path, data: dict) -> str:
     return str(folder / "summary.json")
 
 
-def test_merge_shows_no_win_marker_beside_a_lower_score(tmp_path, capsys):
-    """A lattice part whose sign test favours the system (p = 7.4e-07) while corpus BLEU is 1.40
-    lower: the part's summary has no marker, the merge neither, and the verdict is the summary's."""
-    from tests.test_summary import disagreeing_results, summary_of
-
-    data = summary_of(disagreeing_results(tmp_path, length_ratio=0.93, brevity_penalty=0.925))
-    data["workflow"]["config_files"] = ["configs/gpu.yaml", "configs/gpu_parts/lattice.yaml"]
-    path = write_part(tmp_path / "parts/lattice", data)
-    out = tmp_path / "summary.md"
-    assert merging.main([path, "-o", str(out)]) == 0
-    merged = json.loads(out.with_suffix(".json").read_text())
-    lattice = next(v for v in merged["verdicts"] if v["system"] == "lattice_lpe_lsa_zh")
-    assert (lattice["marker"], lattice["disagreement"], lattice["verdict"]) == (
-        "", "sign test favours the system, score lower", "not reproduced")
-    assert (lattice["baseline"], lattice["length_ratio"], lattice["brevity_penalty"]) == ("lattice_1best_zh", 0.93, 0.925)
-    char = next(v for v in merged["verdicts"] if v["system"] == "char2word")
-    assert char["verdict"] == "not measurable at this budget"
-    # one verdict function: the merge's rows are the part summary's own claims rows
-    assert [{k: v for k, v in row.items() if k != "part"} for row in merged["verdicts"] if "part" in row] == data["claims"]
-    claims_table = out.read_text().split("## Claims and verdicts")[1].split("## Part ")[0]
-    lines = claims_table.splitlines()
-    header = next(line for line in lines if line.startswith("| system |"))
-    row = next(line for line in lines if line.startswith("| lattice_lpe_lsa_zh |"))
-    cells = dict(zip(*([c.strip() for c in line.strip("|").split("|")] for line in (header, row)), strict=True))
-    assert (cells["ours"], cells["marker"], cells["length ratio / BP (ours; baseline)"], cells["verdict"]) == (
-        "9.37", "sign test favours the system, score lower", "0.930 / 0.925; –", "**not reproduced**")
-    assert "1 parts, 11 claims: 1 not reproduced, 1 not measurable at this budget, 9 not run" in capsys.readouterr().out
-
-
 def test_merge_writes_claims_verdicts_and_every_part(tmp_path, capsys):
-    for part, system, paper, metric, deltas, marker in (
-            ("reordering", "reorder_both", "reordering", "bleu", [0.4, 0.6, 0.8], "++"),
-            ("graph", "graph_half_dim_gate", "graph", "tokenized_bleu", [-0.4, -0.6, 0.1], "−")):
-        write_part(tmp_path / "parts" / part, part_summary(part, system, "baseline", paper, metric, deltas, marker))
+    for part, system, paper, metric, deltas in (
+            ("reordering", "reorder_both", "reordering", "bleu", [0.4, 0.6, 0.8]),
+            ("graph", "graph_half_dim_gate", "graph", "tokenized_bleu", [-0.4, -0.6, 0.1])):
+        write_part(tmp_path / "parts" / part, part_summary(part, system, "baseline", paper, metric, deltas, 0.001))
     out = tmp_path / "summary.md"
     paths = [str(p) for p in sorted((tmp_path / "parts").glob("*/summary.json"))]
     assert merging.main([*paths, "-o", str(out)]) == 0
     assert "2 parts, 11 claims: 1 reproduced, 1 reversed, 9 not run" in capsys.readouterr().out
     data = json.loads(out.with_suffix(".json").read_text())
     both = next(v for v in data["verdicts"] if v["system"] == "reorder_both")
-    assert (both["verdict"], both["seeds_better"], both["seeds_compared"], both["baseline_sd"]) == ("reproduced", 3, 3, 0.25)
-    assert both["reported_run"] == "reorder_both_seed2" and both["signature"] == "nrefs:1|case:mixed"
+    # seeds 30.4, 30.6, 30.8 against 30.0, 30.25, 29.75: all three runs better, both tests at 0.001
+    assert (both["verdict"], both["runs_better"], both["n"], both["baseline_sd"]) == ("reproduced", 3, 3, 0.25)
+    assert both["signature"] == "nrefs:1|case:mixed"
     gate = next(v for v in data["verdicts"] if v["system"] == "graph_half_dim_gate")
-    assert (gate["verdict"], gate["seeds_better"], gate["metric"]) == ("reversed", 1, "tokenized_bleu")
+    # 29.6, 29.4, 30.1 against 30.0, 30.25, 29.75: two of three runs worse
+    assert (gate["verdict"], gate["runs_worse"], gate["metric"]) == ("reversed", 2, "tokenized_bleu")
+    # one verdict function: the merge's rows are the part summaries' own claims rows
+    part = json.loads((tmp_path / "parts/graph/summary.json").read_text())
+    assert [{k: v for k, v in row.items() if k != "part"} for row in data["verdicts"] if row.get("part") == "graph"] == \
+        verdicts.claim_rows(part, summaries.read_claims())
     assert {p["part"]: p["wall_minutes"] for p in data["parts"]} == {"graph": 6.4, "reordering": 6.4}
     text = out.read_text()
     assert "## Part graph" in text and "### Results summary" in text  # each part's summary, headings two levels down
     assert "Parts not in this result: lattice, esc, char." in text and "**reversed**" in text
+    assert "| reorder_both |" in text and "| 3 of 3 | 0.0010 | 0.0010 |" in text
     # one summary per part
     assert merging.main([paths[0], paths[0], "-o", str(out)]) == 1
     assert "given more than once" in capsys.readouterr().err

@@ -17,7 +17,7 @@ from tests.report_fixtures import BUDGETS, STOPS, TRAIN_ROWS, build_training_run
 from tests.test_tables import handmade
 from workflow_scripts.dag import evaluation as ev
 from workflow_scripts.dag import runs
-from workflow_scripts.evaluation import curves, summary, tables
+from workflow_scripts.evaluation import curves, run_statistics, summary, tables
 
 ROOT = Path(__file__).resolve().parents[1]
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -37,13 +37,24 @@ def tree(tmp_path_factory) -> tuple[Path, dict]:
     build_training_runs(root, config)
     tables.collect_results(ev.report_metadata(config), root).to_csv(root / "results.csv", index=False)
     (root / "claims.yaml").write_text(yaml.safe_dump(FIXTURE_CLAIMS), encoding="utf-8")
+    for system, baseline, corpus, test_set in ev.run_comparisons(config, str(root / "claims.yaml")):
+        files = {role: [str(root / f) for f in value] for role, value in
+                 ev.run_statistics_inputs(config, system, baseline, corpus, test_set).items()}
+        seeds = [str(seed) for seed, _, _ in ev.run_pairs(config, system, baseline, corpus)]
+        assert run_statistics.main(
+            ["--lang", config["corpora"][corpus]["tgt"], "--seeds", *seeds, "--system", *files["system"],
+             "--baseline", *files["baseline"], "--ref", *files["refs"], "--tok-system", *files["system_tok"],
+             "--tok-baseline", *files["baseline_tok"], "--tok-ref", *files["tok_refs"], "--ar-trials", "2000",
+             "--bootstrap-samples", "200", "--comparison", system, baseline, corpus, test_set,
+             "--output", str(root / ev.run_statistics_path(system, baseline, corpus, test_set))]) == 0
     return root, config
 
 
 def run_cli(root: Path, config: dict, *extra: str) -> int:
     return summary.main(["--metadata", json.dumps(ev.report_metadata(config)), "--results", str(root / "results.csv"),
                          "--workflow-dir", str(ROOT), "--configfile", "config.yaml", "configs/ci.yaml", "--claims",
-                         str(root / "claims.yaml"),
+                         str(root / "claims.yaml"), "--run-statistics",
+                         *(str(root / ev.run_statistics_path(*c)) for c in ev.run_comparisons(config, str(root / "claims.yaml"))),
                          "--markdown", str(root / "out/summary.md"), "--json", str(root / "out/summary.json"), *extra])
 
 
@@ -78,7 +89,8 @@ def test_runs_have_the_hand_written_updates_time_and_stop_reason(tree, made):
         assert (run["updates"], run["elapsed_s"], run["stop_reason"]) == (updates, elapsed, reason), key
         assert run["budget"] == BUDGETS[key[0]]
         assert run["family"] == "transformer"
-        row = f"| {key[0]} | {key[1]} | transformer | " + " | ".join(str(BUDGETS[key[0]][k]) for k in summary.BUDGET_KEYS)
+        row = f"| {key[0]} | {key[1]} | transformer |  | "  # no train.seed: an empty seed cell
+        row = row + "" + " | ".join(str(BUDGETS[key[0]][k]) for k in summary.BUDGET_KEYS)
         assert f"{row} | {updates} | {elapsed:.0f} | {reason} |" in markdown
     assert by_run["gate", "iwslt"]["parameters"] == 987_654 and "987,654" in markdown
 
@@ -195,6 +207,7 @@ def summary_of(results_csv: Path, claims_file: Path = summary.CLAIMS_FILE) -> di
             "scores": summary.score_rows(results_csv, "sign"), "comparisons": []}
     data.update(claims_file="claims.yaml", quality_floor=summary.QUALITY_FLOOR,
                 claims=summary.claim_rows(data, summary.read_claims(claims_file)))
+    assert data["claims"] == []  # claims rows come from comparisons over runs, which results.csv does not hold
     return data
 
 
@@ -208,67 +221,28 @@ def test_no_win_marker_beside_a_lower_score_in_the_summary(tmp_path):
     assert "9.37†" not in markdown and "1.08+" not in markdown and "§" not in markdown
 
 
-def test_claims_section_gives_the_claim_our_difference_and_the_verdict(tmp_path):
-    data = summary_of(disagreeing_results(tmp_path))
-    claims = summary.read_claims()
-    by_system = {v["system"]: v for v in data["claims"]}
-    assert set(by_system) == {"lattice_lpe_lsa_zh", "char2word"}  # the systems of claims.yaml this run has
-    lattice = by_system["lattice_lpe_lsa_zh"]
-    # the baseline the experiment declares (not the config's old BPE "baseline"), and no significance: the test disagrees
-    assert (lattice["baseline"], lattice["delta"], lattice["claim"]) == ("lattice_1best_zh", -1.40, claims["lattice_lpe_lsa_zh"]["claim"])
-    assert lattice["verdict"] == "not reproduced"
-    # char2word 1.08 against char2char 2.60: both below the floor of 5 BLEU
-    assert summary.QUALITY_FLOOR == 5.0 and by_system["char2word"]["verdict"] == "not measurable at this budget"
-    markdown = summary.to_markdown(data)
-    section = markdown.split("## Claims and verdicts")[1].split("## Scores")[0]
-    assert "quality floor of 5 points" in section and "**not measurable at this budget**" in section
-    assert (f"| lattice_lpe_lsa_zh | {claims['lattice_lpe_lsa_zh']['claim']} | 0.91 | tatoeba_zh_en / test | bleu | 9.37 | "
-            "lattice_1best_zh: 10.77 | -1.40 | 7.4e-07 | sign test favours the system, score lower |") in section
-
-
-def test_the_fixtures_claims_and_verdicts(tree, made):
-    root, _ = tree
+def test_the_fixtures_claims_over_runs_and_their_verdicts(tree, made):
+    """The fixture's systems have one run each: no verdict stronger than "suggestive (1 run)";
+    a pair whose runs did not both stop by max_updates at the same count is "not comparable"."""
+    root, config = tree
     markdown, data = made
-    frame = tables.read_results(root / "results.csv")
-    verdicts = {(v["system"], v["corpus"], v["test_set"]): v for v in data["claims"]}
-    # every claimed system on every test set, on its claim's metric
-    assert set(verdicts) == {(r.experiment, r.corpus, r.test_set) for _, r in frame.iterrows()
-                             if r.experiment in FIXTURE_CLAIMS and r.metric == FIXTURE_CLAIMS[r.experiment]["metric"]}
-    for (system, corpus, test_set), v in verdicts.items():
-        r = frame[(frame.experiment == system) & (frame.corpus == corpus) & (frame.test_set == test_set)
-                  & (frame.metric == FIXTURE_CLAIMS[system]["metric"])].iloc[0]
-        assert (v["baseline"], v["delta"], v["p_sign"]) == (r.baseline, r.delta, r.p_sign)
-    # +LPE copies 95% of the reference words, the Transformer 55%: far above the floor, the sign test at p < 0.01
-    for key in (("lpe", "nist", "mt02"), ("lpe", "nist", "ALL"), ("lpe", "iwslt", "tst13")):
-        v = verdicts[key]
-        assert v["delta"] > 0 and v["p_sign"] < 0.01 and v["marker"] == "†" and v["verdict"] == "reproduced"
-    # +LSA 56% against 55%: not significant
-    assert verdicts["lsa", "nist", "mt02"]["p_sign"] > 0.05 and verdicts["lsa", "nist", "mt02"]["verdict"] == "not reproduced"
-    # the gate's best baseline is +LPE (its config lists the Transformer and +LPE); the project's own "++" counts
-    gate = verdicts["gate", "iwslt", "tst13"]
-    assert (gate["baseline"], gate["marker"], gate["verdict"]) == ("lpe", "++", "reproduced")
-    assert "## Claims and verdicts" in markdown and "| gate | +half-dim&gate beats the Transformer | 1.10 |" in markdown
-
-
-@pytest.mark.parametrize(("paper", "delta", "marker", "score", "baseline_score", "expected"), [
-    # both below the floor of 5: nothing measured, whatever the marker says
-    ("char", -1.52, "", 1.08, 2.60, "not measurable at this budget"),
-    ("char", 1.5, "++", 4.99, 3.49, "not measurable at this budget"),
-    # one of them at or above the floor: measured
-    ("char", 1.5, "+", 5.0, 3.5, "reproduced"),
-    ("graph", -8.11, "−−", 12.71, 20.82, "reversed"),
-    # the paper's markers at its level
-    ("reordering", 0.71, "+", 21.73, 21.02, "reproduced"), ("reordering", 0.77, "", 21.59, 20.82, "not reproduced"),
-    ("reordering", -0.5, "−", 20.5, 21.0, "reversed"), ("reordering", 0.5, "−", 21.0, 20.5, "not reproduced"),
-    ("lattice", 0.91, "†", 41.26, 40.35, "reproduced"), ("lattice", -0.9, "‡", 39.45, 40.35, "reversed"),
-    ("lattice", 0.9, "+", 41.25, 40.35, "not reproduced"),  # "+" is not the lattice paper's marker
-    # the issue's lattice row: the sign test disagreed with the score, so no marker
-    ("lattice", -1.40, "", 9.37, 10.77, "not reproduced"),
-    # an older summary's flagged marker is no marker
-    ("reordering", 0.5, "+§", 21.0, 20.5, "not reproduced"),
-])
-def test_the_verdict_rule(paper, delta, marker, score, baseline_score, expected):
-    assert summary.verdict(paper, delta, marker, score, baseline_score) == expected
+    rows = {(v["system"], v["baseline"], v["corpus"], v["test_set"]): v for v in data["claims"]}
+    assert set(rows) == {c for c in ev.run_comparisons(config, str(root / "claims.yaml")) if c[0] in FIXTURE_CLAIMS}
+    for (system, baseline, corpus, test_set), v in rows.items():
+        stats = json.loads((root / ev.run_statistics_path(system, baseline, corpus, test_set)).read_text())
+        metric = stats["metrics"][FIXTURE_CLAIMS[system]["metric"]]
+        assert (v["n"], v["p_ar"], v["delta"]) == (1, metric["stratified_ar"]["p_value"], metric["delta"])
+    # +LPE copies 95% of the reference words, the Transformer 55%: significant, both at max_updates 300, one run
+    for key in (("lpe", "transformer", "nist", "mt02"), ("lpe", "transformer", "nist", "ALL")):
+        assert rows[key]["delta"] > 0 and rows[key]["p_ar"] < 0.01 and rows[key]["verdict"] == "suggestive (1 run)"
+    # the 2-minute cap stopped both iwslt runs, at 250 and 210 updates; +LSA stopped by max_epochs
+    assert rows["lpe", "transformer", "iwslt", "tst13"]["verdict"] == "not comparable"
+    assert rows["lpe", "transformer", "iwslt", "tst13"]["system_training"]["updates"] == [250]
+    assert rows["lsa", "transformer", "nist", "mt02"]["verdict"] == "not comparable"
+    assert {rows["gate", b, "iwslt", "tst13"]["verdict"] for b in ("transformer", "lpe")} == {"not comparable"}
+    section = markdown.split("## Claims and verdicts")[1].split("## Scores")[0]
+    assert "| gate | +half-dim&gate beats the Transformer | 1.10 | iwslt / tst13 | tokenized_bleu | 1 |" in section
+    assert "500; 210 (max_minutes (cap fired))" in section and "**not comparable**" in section
 
 
 def test_fair_comparison_lines(made):

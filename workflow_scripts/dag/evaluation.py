@@ -28,11 +28,14 @@ Layout (relative to the working directory)::
     results/data/C/concat/N.tok.L, N.tok.refK.L                  tokenised references 0 and K = 1, 2, ... of N
     results/report/results.csv, tables/P.{md,tex,html}, length/C/T.{csv,png}
     results/report/summary.{md,json}, curves/C.png                results summary, learning curves
+    results/report/runs/C/T/S.vs.B.json                          system S against B over all their runs (seeds)
 """
 from __future__ import annotations
 
 import re
 from typing import Any
+
+import yaml
 
 from workflow_scripts.dag import WorkflowConfigError, paths
 from workflow_scripts.dag.corpus_data import reference_paths, tokenized_references
@@ -221,6 +224,62 @@ def comparison_inputs(config: dict[str, Any], experiment: str, baseline: str, co
             "refs": refs["refs"], "tok_refs": refs["tok"]}
 
 
+def claim_controls(claims_file: str = paths.CLAIMS) -> dict[str, list[str]]:
+    """system -> the experiments its claim must beat (``controls`` of role ``must_beat`` in
+    the claims file, :mod:`workflow_scripts.evaluation.verdicts`)."""
+    with open(claims_file, encoding="utf-8") as handle:
+        claims = yaml.safe_load(handle) or {}
+    return {system: [c["experiment"] for c in (claim.get("controls") or []) if c.get("role") == "must_beat"]
+            for system, claim in claims.items() if isinstance(claim, dict)}
+
+
+def run_comparisons(config: dict[str, Any], claims_file: str = paths.CLAIMS) -> list[tuple[str, str, str, str]]:
+    """(system, baseline system, corpus, test set) of every comparison over runs: a system is
+    an experiment with all its seeds' runs (:func:`.seeds.seed_of`), compared with the system
+    of its runs' baselines and with each must-beat control of its claim that runs on the
+    corpus (:func:`claim_controls`), one pair of runs per common seed (:func:`run_pairs`)."""
+    runs = experiment_runs(config)
+    systems_on = {(seed_of(config, e)[0], c) for e, c in runs}
+    controls = claim_controls(claims_file)
+    found: dict[tuple[str, str, str, str], None] = {}
+    for experiment, corpus in runs:
+        system = seed_of(config, experiment)[0]
+        others = [seed_of(config, b)[0] for b in baselines_of(config, experiment)]
+        others += [c for c in controls.get(system, []) if (c, corpus) in systems_on]
+        for other in others:
+            for test_set in evaluation_sets(config, corpus):
+                found[(system, other, corpus, test_set)] = None
+    return list(found)
+
+
+def run_pairs(config: dict[str, Any], system: str, baseline: str, corpus: str) -> list[tuple[int | None, str, str]]:
+    """(seed, system run, baseline run) for every seed that both systems ran on ``corpus``, in
+    the order of the system's runs."""
+    def runs_of(group: str) -> dict[int | None, str]:
+        return {seed_of(config, run)[1]: run for run, c in experiment_runs(config)
+                if c == corpus and seed_of(config, run)[0] == group}
+
+    theirs = runs_of(baseline)
+    return [(seed, run, theirs[seed]) for seed, run in runs_of(system).items() if seed in theirs]
+
+
+def run_statistics_path(system: str, baseline: str, corpus: str, test_set: str) -> str:
+    return paths.fill(paths.RUN_STATISTICS, experiment=system, baseline=baseline, corpus=corpus, test_set=test_set)
+
+
+def run_statistics_inputs(config: dict[str, Any], system: str, baseline: str, corpus: str, test_set: str) -> dict[str, Any]:
+    """Input files of one comparison over runs, by role (for ``unpack`` in the rule): the runs'
+    outputs in :func:`run_pairs` order and the references."""
+    concatenated = is_concatenation(config, corpus, test_set)
+    pairs = run_pairs(config, system, baseline, corpus)
+    systems = [system_files(run, corpus, test_set, concatenated) for _, run, _ in pairs]
+    bases = [system_files(base, corpus, test_set, concatenated) for _, _, base in pairs]
+    refs = reference_files(config, corpus, test_set)
+    return {"system": [f["hyp"] for f in systems], "system_tok": [f["tok"] for f in systems],
+            "baseline": [f["hyp"] for f in bases], "baseline_tok": [f["tok"] for f in bases],
+            "refs": refs["refs"], "tok_refs": refs["tok"]}
+
+
 def paper_tables_present(config: dict[str, Any]) -> list[str]:
     """Papers with at least one experiment on an active corpus, in :data:`PAPERS` order."""
     papers = {config["experiments"][e].get("paper") for e, _ in experiment_runs(config)}
@@ -308,6 +367,7 @@ def summary_inputs(config: dict[str, Any]) -> dict[str, Any]:
     """Inputs of the results summary, by role (for ``unpack`` in the rule)."""
     files = [run_files(e, c) for e, c in experiment_runs(config)]
     return {"results": paths.RESULTS_TABLE, "claims": paths.CLAIMS, "oov": oov_targets(config),
+            "runs": [run_statistics_path(*c) for c in run_comparisons(config)],
             **{role: [f[role] for f in files] for role in ("experiment", "metrics", "model_info")}}
 
 

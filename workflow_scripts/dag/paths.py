@@ -108,6 +108,9 @@ PAPER_TABLE_LATEX = REPORT_ROOT + "/tables/{paper}.tex"
 PAPER_TABLE_HTML = REPORT_ROOT + "/tables/{paper}.html"
 LENGTH_TABLE = REPORT_ROOT + "/length/{corpus}/{test_set}.csv"
 LENGTH_PLOT = REPORT_ROOT + "/length/{corpus}/{test_set}.png"
+# A system against its baseline over all their runs (seeds) on one test set: the verdicts' statistics
+# (workflow_scripts/evaluation/run_statistics.py).
+RUN_STATISTICS = REPORT_ROOT + "/runs/{corpus}/{test_set}/{experiment}.vs.{baseline}.json"
 SUMMARY_MARKDOWN = REPORT_ROOT + "/summary.md"
 SUMMARY_JSON = REPORT_ROOT + "/summary.json"
 LEARNING_CURVES = REPORT_ROOT + "/curves/{corpus}.png"
@@ -167,6 +170,7 @@ JOB_STEMS = {
     "concatenate_tokenized_extra_references": "concatenate_references/{corpus}/{concatenation}.tok.ref{ref}.{lang}",
     "score_concatenation": "score/{experiment}/{corpus}/concat/{concatenation}",
     "significance": "significance/{experiment}/{corpus}/{test_set}.vs.{baseline}",
+    "run_statistics": "run_statistics/{corpus}/{test_set}/{experiment}.vs.{baseline}",
     "model_info": "model_info/{experiment}/{corpus}",
     "results_table": "report/results_table",
     "paper_tables": "report/paper_tables/{paper}",

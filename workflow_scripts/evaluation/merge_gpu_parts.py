@@ -8,16 +8,15 @@ Nothing in it is typed by hand.
   summary was made, the wall time of the run (``timeline.md``), its trainings, budgets
   (``max_updates`` / ``max_minutes``) and what stopped them.
 * **Claims and verdicts**: for every claim of ``--claims`` (default
-  :data:`workflow_scripts.evaluation.summary.CLAIMS_FILE`: one per system, the paper's words
+  :data:`workflow_scripts.evaluation.verdicts.CLAIMS_FILE`: one per system, the paper's words
   and numbers), our measurement on the metric of the paper's table, per part and test set, made
-  by the results summary's own :func:`~workflow_scripts.evaluation.summary.claim_rows`: the
-  system's and its baseline's mean ± sample standard deviation over the seeds, the difference
-  of the means, how many seeds beat their baseline's run of the same seed, the significance
-  tests of the seed closest to the mean with the summary's marker (or the disagreement of
-  test and score difference in words), the length ratios and brevity penalties, and the
-  verdict of :func:`~workflow_scripts.evaluation.summary.verdict` (the rule:
-  :data:`~workflow_scripts.evaluation.summary.VERDICT_RULE`, docs/results.md); **not run**
-  when no part has the system.
+  by the results summary's own :func:`~workflow_scripts.evaluation.verdicts.claim_rows` over
+  the part's runs: mean ± sample sd over runs (s_opt) and the bootstrap sd within a run
+  (s_sel), the difference of the means, the runs that beat their baseline's run of the same
+  seed, approximate randomisation stratified by run, the pooled sign test, parameters, updates,
+  length ratios, and the verdict of :func:`~workflow_scripts.evaluation.verdicts.verdict` (the
+  rule: :data:`~workflow_scripts.evaluation.verdicts.VERDICT_RULE`, docs/results.md); **not
+  run** when no part has the system.
 * **Each part**: its ``summary.md`` as it came back (else made again from its JSON), headings
   two levels down: every run's budget, updates and stop reason, the scores over seeds with
   their sacreBLEU signatures, every run's scores and the fair-comparison lines.
@@ -40,9 +39,9 @@ from typing import Any
 from nmtmodels.textio import DataError, atomic_outputs
 from workflow_scripts.dag import gpu_parts
 from workflow_scripts.evaluation import summary as summaries
-from workflow_scripts.evaluation import tables
+from workflow_scripts.evaluation import tables, verdicts
 
-VERDICTS = (*summaries.VERDICTS, "not run")
+VERDICTS = (*verdicts.VERDICTS, "not run")
 WALL_TIME = re.compile(r"wall time: \*\*([0-9.]+) min\*\*")
 
 
@@ -68,8 +67,8 @@ def read_part(path: str | Path) -> dict[str, Any]:
 # ----------------------------------------------------------------------------- verdicts
 def part_verdicts(part: dict[str, Any], claims: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
     """Our measurement and the verdict of every claim whose system this part ran, per test set
-    (:func:`workflow_scripts.evaluation.summary.claim_rows` of the part's summary)."""
-    return [{**row, "part": part["part"]} for row in summaries.claim_rows(part["summary"], claims)]
+    (:func:`workflow_scripts.evaluation.verdicts.claim_rows` of the part's summary)."""
+    return [{**row, "part": part["part"]} for row in verdicts.claim_rows(part["summary"], claims)]
 
 
 def merge(parts: list[dict[str, Any]], claims: dict[str, dict[str, Any]],
@@ -79,12 +78,12 @@ def merge(parts: list[dict[str, Any]], claims: dict[str, dict[str, Any]],
     twice = sorted(name for name, count in Counter(names).items() if count > 1)
     if twice:
         raise DataError(parts[0]["source"], f"part(s) {', '.join(twice)} given more than once; give one summary per part")
-    verdicts = [v for part in parts for v in part_verdicts(part, claims)]
-    ran = {v["system"] for v in verdicts}
-    verdicts += [{"system": system, "paper": claim["paper"], "claim": claim["claim"], "paper_delta": claim.get("paper_delta"),
+    found = [v for part in parts for v in part_verdicts(part, claims)]
+    ran = {v["system"] for v in found}
+    found += [{"system": system, "paper": claim["paper"], "claim": claim["claim"], "paper_delta": claim.get("paper_delta"),
                   "metric": claim["metric"], "verdict": "not run"} for system, claim in claims.items() if system not in ran]
     order = {paper: i for i, paper in enumerate(tables.LAYOUTS)}
-    verdicts.sort(key=lambda v: order.get(v["paper"], len(order)))
+    found.sort(key=lambda v: order.get(v["paper"], len(order)))
     overview = []
     for part in parts:
         data = part["summary"]
@@ -99,7 +98,7 @@ def merge(parts: list[dict[str, Any]], claims: dict[str, dict[str, Any]],
             "stopped_by": dict(Counter(r["stop_reason"] for r in runs)),
         })
     return {"generated_utc": dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-            "parts": overview, "verdicts": verdicts, "claims_file": summaries.shown_path(claims_file)}
+            "parts": overview, "verdicts": found, "claims_file": summaries.shown_path(claims_file)}
 
 
 # ----------------------------------------------------------------------------- Markdown
@@ -131,28 +130,31 @@ def to_markdown(merged: dict[str, Any], parts: list[dict[str, Any]], command: st
         lines += [f"Parts not in this result: {', '.join(missing)}.", ""]
     lines += ["## Claims and verdicts", "",
               "For each system, the paper's claim (its table and test sets, larger models) beside our measurement on the "
-              "metric of the paper's table: mean ± sample standard deviation over the seeds, the difference of the means, "
-              "the seeds whose run beat the baseline's run of the same seed, and the significance tests of the seed "
-              "closest to the mean with the summary's marker (the paper's convention and level) or, where the test and "
-              f"the score difference disagree, that in words. Verdict, as in each part's summary: {summaries.VERDICT_RULE} "
-              f"**not run** when no part ran the system. Claims: `{merged['claims_file']}`.", ""]
+              "metric of the paper's table over all the part's runs, as in each part's summary "
+              "(workflow_scripts/evaluation/verdicts.py): mean ± sample sd over runs (s_opt) and the bootstrap sd within a "
+              "run (s_sel), the difference of the means, the runs that beat their baseline's run of the same seed, "
+              "approximate randomisation stratified by run and the sign test pooled over the runs. Verdict, as in each "
+              f"part's summary: {summaries.VERDICT_RULE} **not run** when no part ran the system; the reasons, controls "
+              f"and deviations are in each part's section below. Claims: `{merged['claims_file']}`.", ""]
     for paper in dict.fromkeys(v["paper"] for v in merged["verdicts"]):
         rows = [v for v in merged["verdicts"] if v["paper"] == paper]
         lines += [f"### {paper}", ""]
         lines += summaries._table(
-            ["system", "paper's claim", "paper's difference", "part", "test set", "metric", "ours", "baseline",
-             "difference of means", "seeds better", "tests of", "p (sign)", "p (paired BS)", "p (paired AR)", "marker",
-             "length ratio / BP (ours; baseline)", "verdict", "signature"],
+            ["system", "paper's claim", "paper's difference", "part", "test set", "metric", "runs", "ours (s_opt; s_sel)",
+             "baseline (s_opt; s_sel)", "difference of means", "runs better", "p (AR, stratified)", "p (sign, pooled)",
+             "parameters (difference)", "updates (ours; baseline)", "length ratio / BP (ours; baseline)", "verdict",
+             "signature"],
             [[v["system"], v["claim"], _cell(v.get("paper_delta")), v.get("part", ""),
-              f"{v['corpus']} / {v['test_set']}" if "corpus" in v else "", v["metric"],
-              summaries.mean_sd(v.get("score"), v.get("score_sd")),
-              (f"{v['baseline']}: " + summaries.mean_sd(v.get("baseline_score"), v.get("baseline_sd"))) if v.get("baseline") else "",
-              _cell(v.get("delta")),
-              f"{v['seeds_better']} of {v['seeds_compared']}" if "seeds_better" in v else "",
-              (f"{v['reported_run']} (seed {v['reported_seed']})" if v.get("reported_seed") is not None
-               else v.get("reported_run", "")),
-              _cell(v.get("p_sign"), 4), _cell(v.get("p_paired_bs"), 4), _cell(v.get("p_paired_ar"), 4),
-              summaries.marker_cell(v), summaries.claim_lengths(v) if "corpus" in v else "", f"**{v['verdict']}**",
+              f"{v['corpus']} / {v['test_set']}" if "corpus" in v else "", v["metric"], str(v.get("n", "")),
+              verdicts.side_cell(v.get("score"), v.get("score_sd"), v.get("s_sel")),
+              (f"{v['baseline']}: " + verdicts.side_cell(v.get("baseline_score"), v.get("baseline_sd"), v.get("baseline_s_sel")))
+              if v.get("baseline") else "",
+              _cell(v.get("delta")), f"{v['runs_better']} of {v['n']}" if "runs_better" in v else "",
+              _cell(v.get("p_ar"), 4), _cell(v.get("p_sign"), 4),
+              verdicts.parameters_cell(v) if "corpus" in v else "",
+              f"{verdicts.updates_cell(v['system_training'])}; {verdicts.updates_cell(v['baseline_training'])}"
+              if "corpus" in v else "",
+              verdicts.claim_lengths(v) if "corpus" in v else "", f"**{v['verdict']}**",
               summaries._code(v["signature"]) if v.get("signature") else ""]
              for v in rows])
     for part in parts:

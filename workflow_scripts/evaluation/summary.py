@@ -55,7 +55,6 @@ import json
 import math
 import os
 import platform
-import re
 import subprocess
 import sys
 from pathlib import Path
@@ -65,8 +64,7 @@ import yaml
 
 from nmtmodels.textio import DataError, atomic_outputs
 from workflow_scripts.dag import evaluation as ev
-from workflow_scripts.dag import paths
-from workflow_scripts.evaluation import tables
+from workflow_scripts.evaluation import markdown, tables, verdicts
 from workflow_scripts.evaluation.curves import curve_series, read_metrics
 
 # The checkout this script belongs to (the workflow directory: jobs run it from there).
@@ -164,8 +162,18 @@ def stop_reason(updates: int, elapsed_s: float, budget: dict[str, Any]) -> str:
     return "other"
 
 
-def training_run(experiment: str, corpus: str, root: str | Path = ".") -> dict[str, Any]:
-    """Budget, updates, time, stop reason, parameters and speed of one run (files below ``root``)."""
+def dev_loss_drop(points: list[tuple[float, float]], updates: int) -> float | None:
+    """How much the best dev loss fell over the last fifth of training: the best of the
+    validations up to 0.8 x ``updates`` minus the best of all (None without a validation
+    in the first four fifths)."""
+    early = [loss for update, loss in points if update <= 0.8 * updates]
+    return min(early) - min(loss for _, loss in points) if early else None
+
+
+def training_run(experiment: str, corpus: str, root: str | Path = ".", system: str | None = None,
+                 seed: int | None = None) -> dict[str, Any]:
+    """Budget, updates, time, stop reason, parameters and speed of one run (files below
+    ``root``); ``system`` and ``seed``: the system (seed group) the run belongs to and its seed."""
     root = Path(root)
     files = ev.run_files(experiment, corpus)
     settings = _read_yaml(root / files["experiment"])
@@ -186,7 +194,8 @@ def training_run(experiment: str, corpus: str, root: str | Path = ".") -> dict[s
     oov = {path.name.removesuffix(".oov.json"): tables.read_json(path)
            for path in sorted((root / files["experiment"]).parent.glob("*.oov.json"))}
     return {
-        "experiment": experiment, "corpus": corpus,
+        "experiment": experiment, "corpus": corpus, "system": system or experiment, "seed": seed,
+        "dev_loss_drop": dev_loss_drop(list(zip(*series["dev loss"])), updates) if "dev loss" in series else None,
         "family": (settings.get("model") or {}).get("family") or info.get("family"),
         "budget": budget, "updates": updates, "elapsed_s": elapsed,
         "stop_reason": stop_reason(updates, elapsed, budget),
@@ -310,106 +319,22 @@ def seed_score_rows(results_csv: str | Path, marker_test: str) -> list[dict[str,
 
 
 # ----------------------------------------------------------------------------- claims
-CLAIMS_FILE = Path(paths.CLAIMS)  # the papers' claims, spelled once (workflow_scripts/dag/paths.py)
-# The quality floor, in points of the claim's metric (BLEU): a system below it shares little
-# more than frequent words with the references, so a comparison of two such systems measures
-# nothing (e.g. the embedded default's character models after 300 updates).
-QUALITY_FLOOR = 5.0
-VERDICTS = ("reproduced", "not reproduced", "reversed", "not measurable at this budget")
+# The claims, the verdict rule and the claim rows: workflow_scripts/evaluation/verdicts.py
+# (shared with merge_gpu_parts); their names are re-exported here.
+CLAIMS_FILE, QUALITY_FLOOR, VERDICTS, VERDICT_RULE = (verdicts.CLAIMS_FILE, verdicts.QUALITY_FLOOR, verdicts.VERDICTS,
+                                                      verdicts.VERDICT_RULE)
+read_claims, verdict, claim_rows = verdicts.read_claims, verdicts.verdict, verdicts.claim_rows
 
 
-def _significant(paper: str, convention: tables.Significance) -> str:
-    """Which markers of ``paper`` count as significantly better, in words."""
-    better = " or ".join(b for _, b, _ in convention.markers.levels)
-    alpha = max(a for a, _, _ in convention.markers.levels)
-    whose = (f"the paper's {tables.TEST_SHORT[convention.paper_test]}" if convention.paper_test
-             else "no test in the paper: the project's own")
-    return f"{paper} {better} (p < {alpha:g}; {whose})"
-
-
-VERDICT_RULE = (
-    f"**not measurable at this budget** when both the system and its baseline score below the quality floor of "
-    f"{QUALITY_FLOOR:g} points of the claim's metric; otherwise **reproduced** when our difference (with seeds: of "
-    "the means) is positive and the marker says significantly better, **reversed** when it is negative and the "
-    "marker says significantly worse, **not reproduced** otherwise. Markers (of evaluation.marker_test, by default the "
-    "sign test) that count: " + "; ".join(_significant(p, c) for p, c in tables.SIGNIFICANCE.items()) + ". A marker "
-    "is printed only where the test's direction agrees with the score difference, so a test that favours the system "
-    "while its score is lower counts as no significance. The papers' corpora and models are larger: the verdict "
-    "compares direction and significance, not the size of the difference (docs/results.md, \"Claims and verdicts\").")
-
-
-def read_claims(path: str | Path = CLAIMS_FILE) -> dict[str, dict[str, Any]]:
-    """The papers' claims (``claims.yaml``): system -> {paper, metric, claim, paper_delta}."""
-    try:
-        claims = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise DataError(path, "no such file") from None
-    except yaml.YAMLError as exc:
-        raise DataError(path, f"not valid YAML ({' '.join(str(exc).split())})") from None
-    if not isinstance(claims, dict):
-        raise DataError(path, "not a mapping of system -> claim")
-    for system, claim in claims.items():
-        missing = [key for key in ("paper", "metric", "claim") if not isinstance(claim, dict) or key not in claim]
-        if missing:
-            raise DataError(path, f"{system}: no {', '.join(missing)}")
-        if claim["paper"] not in tables.LAYOUTS:
-            raise DataError(path, f"{system}.paper: unknown paper '{claim['paper']}' (known: {', '.join(tables.LAYOUTS)})")
-    return claims
-
-
-def verdict(paper: str, delta: float, marker: str, score: float, baseline_score: float,
-            floor: float = QUALITY_FLOOR) -> str:
-    """The verdict on one claimed improvement of ``paper`` (:data:`VERDICT_RULE`): ``delta``
-    our (mean) difference, system minus baseline; ``marker`` the summary's marker of the row
-    (:func:`score_marks`: the paper's convention, printed only where the test agrees with the
-    score difference); ``score`` and ``baseline_score`` the (mean) scores, against ``floor``."""
-    if score < floor and baseline_score < floor:
-        return "not measurable at this budget"
-    says = tables.significance_of(paper).markers.says(marker)
-    if delta > 0 and says > 0:
-        return "reproduced"
-    if delta < 0 and says < 0:
-        return "reversed"
-    return "not reproduced"
-
-
-def _run_of(system: str, run: str) -> bool:
-    return run == system or re.fullmatch(re.escape(system) + r"_seed[0-9]+", run) is not None
-
-
-def claim_rows(summary: dict[str, Any], claims: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
-    """Our measurement and the :func:`verdict` of every claim whose system the summary has, per
-    test set, on the claim's metric, against the baseline the experiment declares: the
-    system's scores over seeds (``seed_scores``) where the summary has them, else its run's;
-    how many seeds beat their baseline's run of the same seed; the tests of the seed closest to
-    the mean, their marker or disagreement, and both systems' length ratio and brevity penalty."""
-    rows = summary.get("seed_scores") or summary["scores"]
-    marker_test = summary.get("marker_test", "sign")
+def read_run_statistics(files: list[str | Path]) -> list[dict[str, Any]]:
+    """The comparisons over runs (:mod:`.run_statistics` outputs), each with its system,
+    baseline, corpus and test set."""
     found = []
-    for row in rows:
-        claim = claims.get(row["experiment"])
-        if claim is None or row["metric"] != claim["metric"] or row.get("delta") is None:
-            continue
-        key = (row["corpus"], row["test_set"], row["metric"])
-        base = next((r for r in rows if r["experiment"] == row["baseline"] and (r["corpus"], r["test_set"], r["metric"]) == key),
-                    {})
-        per_run = [s for s in summary["scores"] if _run_of(row["experiment"], s["experiment"])
-                   and (s["corpus"], s["test_set"], s["metric"]) == key and s.get("delta") is not None]
-        found.append({
-            "system": row["experiment"], "paper": claim["paper"], "variant": row.get("variant"), "claim": claim["claim"],
-            "paper_delta": claim.get("paper_delta"), "corpus": row["corpus"],
-            "test_set": row["test_set"], "metric": row["metric"], "signature": row.get("signature"),
-            "score": row["score"], "score_sd": row.get("score_sd"), "n_seeds": row.get("n_seeds", 1),
-            "baseline": row["baseline"], "baseline_score": row.get("baseline_score"),
-            "baseline_sd": base.get("score_sd"), "delta": row["delta"],
-            "seeds_better": sum(1 for s in per_run if s["delta"] > 0), "seeds_compared": len(per_run),
-            "reported_run": row.get("reported_run", row["experiment"]), "reported_seed": row.get("reported_seed"),
-            "marker_test": marker_test, "marker": row.get("marker") or "", "disagreement": row.get("disagreement") or "",
-            "p_sign": row.get("p_sign"), "p_paired_bs": row.get("p_paired_bs"), "p_paired_ar": row.get("p_paired_ar"),
-            "length_ratio": row.get("length_ratio"), "brevity_penalty": row.get("brevity_penalty"),
-            "baseline_length_ratio": base.get("length_ratio"), "baseline_brevity_penalty": base.get("brevity_penalty"),
-            "verdict": verdict(claim["paper"], row["delta"], row.get("marker") or "", row["score"], row["baseline_score"]),
-        })
+    for path in map(Path, files):
+        data = tables.read_json(path)
+        if not isinstance(data, dict) or not {"system", "baseline", "corpus", "test_set", "metrics"} <= set(data):
+            raise DataError(path, "not an output of python -m workflow_scripts.evaluation.run_statistics --comparison ...")
+        found.append(data)
     return found
 
 
@@ -422,10 +347,12 @@ def shown_path(path: str | Path) -> str:
 # ----------------------------------------------------------------------------- summary
 def make_summary(metadata: dict[str, Any], results_csv: str | Path, marker_test: str = "sign",
                  workflow_dir: str | Path = ".", configfiles: list[str] | None = None,
-                 root: str | Path = ".", claims_file: str | Path = CLAIMS_FILE) -> dict[str, Any]:
-    """All facts of the summary (the JSON); files below ``root``, the claims in ``claims_file``."""
+                 root: str | Path = ".", claims_file: str | Path = CLAIMS_FILE,
+                 run_statistics: list[str | Path] | None = None) -> dict[str, Any]:
+    """All facts of the summary (the JSON); files below ``root``, the claims in ``claims_file``,
+    the comparisons over runs in ``run_statistics``."""
     claims = read_claims(claims_file)
-    runs = {(name, corpus): training_run(name, corpus, root)
+    runs = {(name, corpus): training_run(name, corpus, root, exp.get("seed_group"), exp.get("seed"))
             for name, exp in metadata["experiments"].items() for corpus in exp["corpora"]}
     comparisons = [fair_comparison(name, baseline, corpus, runs, root)
                    for name, exp in metadata["experiments"].items() for corpus in exp["corpora"]
@@ -438,6 +365,7 @@ def make_summary(metadata: dict[str, Any], results_csv: str | Path, marker_test:
         "runs": list(runs.values()),
         "scores": score_rows(results_csv, marker_test),
         "comparisons": comparisons,
+        "run_statistics": read_run_statistics(run_statistics or []),
     }
     summary["blank_references"] = blank_reference_rows(results_csv)
     seeded = seed_score_rows(results_csv, marker_test)
@@ -447,28 +375,13 @@ def make_summary(metadata: dict[str, Any], results_csv: str | Path, marker_test:
     return summary
 
 
-def _cell(value: Any, digits: int = 2) -> str:
-    if value is None:
-        return ""
-    if isinstance(value, float):
-        return f"{value:.{digits}f}" if abs(value) >= 10 ** -digits or value == 0 else f"{value:.2g}"
-    return str(value).replace("|", "\\|")
+_cell, _code, _table, mean_sd = markdown.cell, markdown.code, markdown.table, markdown.mean_sd
 
 
 def _oov_cell(oov: dict[str, dict[str, Any]]) -> str:
     """``TEST: 3.34% (lattice/jieba)`` per test set of a run."""
     return "; ".join(f"{test}: {_cell(100 * r['oov_rate'])}% ({r['unit']})" if r["oov_rate"] is not None
                      else f"{test}: no tokens ({r['unit']})" for test, r in oov.items())
-
-
-def _code(text: str) -> str:
-    """Code in a GitHub table cell: a pipe is escaped even inside backticks (GitHub shows ``|``)."""
-    return "`" + text.replace("|", "\\|") + "`"
-
-
-def _table(headers: list[str], rows: list[list[str]]) -> list[str]:
-    return (["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
-            + ["| " + " | ".join(row) + " |" for row in rows] + [""])
 
 
 def to_markdown(summary: dict[str, Any]) -> str:
@@ -486,19 +399,23 @@ def to_markdown(summary: dict[str, Any]) -> str:
              "", "## Training runs", "",
              "Budget from each run's experiment.yaml (0: no limit); updates and time from the last row of "
              "train/metrics.csv; stop reason: max_updates if updates >= max_updates, else the minutes cap if "
-             "elapsed >= max_minutes, else max_epochs if set, else other. Best dev loss and dev BLEU: over the run's "
-             "validations on the dev set, the numbers to choose settings by (never the test scores below). Test "
-             "source OOV: the share of each test set's source tokens, in the units the model reads, that its source "
-             "vocabulary maps to <unk> (workflow_scripts/evaluation/oov.py).", ""]
-    lines += _table(["experiment", "corpus", "family", "max_updates", "max_epochs", "max_minutes", "updates", "time (s)",
-                     "stopped by", "parameters", "train tok/s", "best dev loss (update)", "best dev BLEU",
-                     "test source OOV (units)"],
-                    [[r["experiment"], r["corpus"], _cell(r["family"]), *(_cell(r["budget"][k]) for k in BUDGET_KEYS),
+             "elapsed >= max_minutes, else max_epochs if set, else other. Best dev loss (and dev BLEU where a run "
+             "validates with BLEU, `train.valid_bleu`): over the run's validations on the dev set, the numbers to "
+             "choose settings by (never the test scores below). Test source OOV: the share of each test set's source "
+             "tokens, in the units the model reads, that its source vocabulary maps to <unk> "
+             "(workflow_scripts/evaluation/oov.py).", ""]
+    dev_bleu = any(r.get("best_dev_bleu") is not None for r in summary["runs"])  # a column only where a run has it
+    lines += _table(["experiment", "corpus", "family", "seed", "max_updates", "max_epochs", "max_minutes", "updates",
+                     "time (s)", "stopped by", "parameters", "train tok/s", "best dev loss (update)"]
+                    + (["best dev BLEU"] if dev_bleu else []) + ["test source OOV (units)"],
+                    [[r["experiment"], r["corpus"], _cell(r["family"]), _cell(r.get("seed")),
+                      *(_cell(r["budget"][k]) for k in BUDGET_KEYS),
                       str(r["updates"]), f"{r['elapsed_s']:.0f}", r["stop_reason"],
                       f"{r['parameters']:,}" if isinstance(r["parameters"], int) else _cell(r["parameters"]),
                       _cell(r["train_tokens_per_s"], 0),
-                      f"{r['best_dev_loss']:.3f} ({r['best_dev_loss_update']})" if r["best_dev_loss"] is not None else "",
-                      _cell(r["best_dev_bleu"]), _oov_cell(r.get("source_oov") or {})] for r in summary["runs"]])
+                      f"{r['best_dev_loss']:.3f} ({r['best_dev_loss_update']})" if r["best_dev_loss"] is not None else ""]
+                     + ([_cell(r["best_dev_bleu"])] if dev_bleu else []) + [_oov_cell(r.get("source_oov") or {})]
+                     for r in summary["runs"]])
     if summary.get("blank_references"):
         lines += ["## Warnings", ""]
         lines += [f"- {b['corpus']} / {b['test_set']}: {b['lines']} reference line(s) are blank; they were kept and scored "
@@ -580,35 +497,7 @@ def _lengths(row: dict[str, Any]) -> list[str]:
     return [_cell(row.get("length_ratio"), 3), _cell(row.get("brevity_penalty"), 3)]
 
 
-def mean_sd(score: Any, sd: Any) -> str:
-    """``score ± sd`` (``score`` alone without a standard deviation; empty without a score)."""
-    return _cell(score) + (f" ± {_cell(sd)}" if sd is not None else "") if score is not None else ""
-
-
-def _claim_lines(summary: dict[str, Any]) -> list[str]:
-    """The Markdown of the claims and verdicts (:func:`claim_rows`)."""
-    lines = ["## Claims and verdicts", "",
-             "For each system with a claim in " + _code(summary["claims_file"]) + ", the paper's claim beside our "
-             "difference on the metric of the paper's table, against the baseline the system's experiment declares "
-             f"(with seeds: means ± sd; tests of the seed closest to the mean). Verdict: {VERDICT_RULE}", ""]
-    if not summary["claims"]:
-        return lines + ["No system of this run has a claim.", ""]
-    return lines + _table(
-        ["system", "paper's claim", "paper's difference", "test set", "metric", "ours", "baseline", "difference",
-         f"p ({summary['marker_test']})", "marker", "length ratio / BP (ours; baseline)", "verdict"],
-        [[v["system"], v["claim"], _cell(v.get("paper_delta")), f"{v['corpus']} / {v['test_set']}", v["metric"],
-          mean_sd(v["score"], v.get("score_sd")), f"{v['baseline']}: " + mean_sd(v.get("baseline_score"), v.get("baseline_sd")),
-          _cell(v["delta"]), _cell(v.get(f"p_{v['marker_test']}"), 4), marker_cell(v) or "none", claim_lengths(v),
-          f"**{v['verdict']}**"] for v in summary["claims"]])
-
-
-def claim_lengths(v: dict[str, Any]) -> str:
-    """The length ratio and brevity penalty of a claim's system and its baseline."""
-    def one(ratio: Any, bp: Any) -> str:
-        return f"{_cell(ratio, 3)} / {_cell(bp, 3)}" if ratio is not None and bp is not None else "–"
-
-    return f"{one(v.get('length_ratio'), v.get('brevity_penalty'))}; " + one(v.get("baseline_length_ratio"),
-                                                                            v.get("baseline_brevity_penalty"))
+_claim_lines, claim_lengths = verdicts.claims_markdown, verdicts.claim_lengths
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -617,6 +506,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--results", required=True, help="results/report/results.csv")
     parser.add_argument("--marker-test", default="sign", choices=sorted(tables.TEST_NAMES))
     parser.add_argument("--claims", default=str(CLAIMS_FILE), help="the papers' claims (default: %(default)s)")
+    parser.add_argument("--run-statistics", nargs="*", default=[],
+                        help="comparisons over runs (python -m workflow_scripts.evaluation.run_statistics)")
     parser.add_argument("--workflow-dir", default=str(WORKFLOW_DIR),
                         help="where to ask git for the commit (default: the checkout holding this script)")
     parser.add_argument("--configfile", nargs="*", default=[], help="the config files of the run")
@@ -631,7 +522,7 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     try:
         summary = make_summary(json.loads(args.metadata), args.results, args.marker_test, args.workflow_dir, configfiles,
-                               claims_file=args.claims)
+                               claims_file=args.claims, run_statistics=args.run_statistics)
     except DataError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

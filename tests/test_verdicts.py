@@ -1,0 +1,188 @@
+"""The verdict engine (workflow_scripts/evaluation/verdicts.py): the rule over runs, claims rows
+from comparisons over runs, the "not comparable" verdict when a minutes cap stopped one side,
+controls, the improving-at-the-end flag and the declared deviations, on hand-made facts."""
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.report_fixtures import run_entry, training_runs
+from workflow_scripts.evaluation import summary, verdicts
+
+ROOT = Path(__file__).resolve().parents[1]
+CLAIM = {"paper": "graph", "metric": "bleu", "claim": "it is better", "paper_delta": 1.0, "controls": [], "deviations": []}
+
+
+@pytest.mark.parametrize(("paper", "facts", "expected"), [
+    # both below the floor of 5: nothing measured
+    ("char", {"n": 3, "delta": -1.5, "score": 1.1, "baseline_score": 2.6, "p_ar": 1e-4, "p_sign": 1e-6, "runs_better": 0,
+              "runs_worse": 3}, "not measurable at this budget"),
+    # the cap stopped a run: no verdict on the methods
+    ("graph", {"n": 3, "delta": 1.4, "score": 22.5, "baseline_score": 21.1, "p_ar": 1e-4, "p_sign": 1e-4, "runs_better": 3,
+               "runs_worse": 0, "comparable": False}, "not comparable"),
+    # one run: never stronger than suggestive, in either direction
+    ("graph", {"n": 1, "delta": 1.4, "score": 22.5, "baseline_score": 21.1, "p_ar": 1e-4, "p_sign": 1e-4, "runs_better": 1,
+               "runs_worse": 0}, "suggestive (1 run)"),
+    ("lattice", {"n": 1, "delta": -2.4, "score": 9.4, "baseline_score": 11.8, "p_ar": 1e-4, "p_sign": 0.008,
+                 "runs_better": 0, "runs_worse": 1}, "suggestive (1 run)"),
+    ("reordering", {"n": 1, "delta": 0.77, "score": 21.6, "baseline_score": 20.8, "p_ar": 0.025, "p_sign": 0.064,
+                    "runs_better": 1, "runs_worse": 0}, "inconclusive (1 run)"),
+    # three runs
+    ("graph", {"n": 3, "delta": 1.4, "score": 22.5, "baseline_score": 21.1, "p_ar": 1e-4, "p_sign": 0.5, "runs_better": 3,
+               "runs_worse": 0}, "reproduced"),  # no test in the paper: the stratified AR test alone
+    ("reordering", {"n": 3, "delta": 0.77, "score": 21.6, "baseline_score": 20.8, "p_ar": 0.012, "p_sign": 0.064,
+                    "runs_better": 3, "runs_worse": 0}, "inconclusive"),  # the paper's sign test is not significant
+    ("reordering", {"n": 3, "delta": 0.77, "score": 21.6, "baseline_score": 20.8, "p_ar": 0.012, "p_sign": 0.04,
+                    "runs_better": 2, "runs_worse": 1}, "reproduced"),
+    ("lattice", {"n": 3, "delta": 0.5, "score": 12.3, "baseline_score": 11.8, "p_ar": 0.02, "p_sign": 0.001,
+                 "runs_better": 3, "runs_worse": 0}, "inconclusive"),  # the lattice paper's level is 0.01
+    ("graph", {"n": 3, "delta": 0.3, "score": 22.5, "baseline_score": 22.2, "p_ar": 0.01, "p_sign": 0.01, "runs_better": 1,
+               "runs_worse": 2}, "inconclusive"),  # runs disagree
+    ("graph", {"n": 3, "delta": 1.4, "score": 22.5, "baseline_score": 21.1, "p_ar": 1e-4, "p_sign": 1e-4, "runs_better": 3,
+               "runs_worse": 0, "controls_beaten": False}, "inconclusive"),
+    ("esc", {"n": 3, "delta": -1.0, "score": 20.0, "baseline_score": 21.0, "p_ar": 0.001, "p_sign": 0.001, "runs_better": 0,
+             "runs_worse": 3}, "reversed"),
+    ("esc", {"n": 3, "delta": -1.0, "score": 20.0, "baseline_score": 21.0, "p_ar": 0.001, "p_sign": 0.001, "runs_better": 2,
+             "runs_worse": 1}, "inconclusive"),
+])
+def test_the_verdict_rule(paper, facts, expected):
+    assert verdicts.verdict(paper, **facts)[0] == expected
+
+
+def test_majority_is_two_thirds():
+    assert [verdicts.majority(n) for n in (1, 2, 3, 5, 10)] == [1, 2, 2, 4, 7]
+
+
+def _summary(entries, run_lists):
+    return {"run_statistics": entries, "runs": [r for group in run_lists for r in group], "scores": [], "seed_scores": []}
+
+
+def test_a_pair_in_which_the_cap_stopped_one_side_is_not_comparable():
+    entry = run_entry("sys", "base", "bleu", [22.0, 22.5, 23.0], [21.0, 21.1, 21.2], p_ar=1e-4, p_sign=1e-4)
+    capped = training_runs("sys", 3, updates=[700, 432, 700], stops=["max_updates", "max_minutes (cap fired)", "max_updates"])
+    (row,) = verdicts.claim_rows(_summary([entry], [capped, training_runs("base", 3)]), {"sys": CLAIM})
+    assert row["verdict"] == "not comparable"
+    assert row["system_training"]["updates"] == [700, 432, 700]
+    assert verdicts.updates_cell(row["system_training"]) == "432/700 (max_minutes (cap fired), max_updates)"
+    # the same numbers with both sides at max_updates: reproduced
+    (row,) = verdicts.claim_rows(_summary([entry], [training_runs("sys", 3), training_runs("base", 3)]), {"sys": CLAIM})
+    assert (row["verdict"], row["n"], row["runs_better"]) == ("reproduced", 3, 3)
+
+
+def test_claim_row_has_parameters_spreads_and_the_markdown_says_n():
+    entry = run_entry("sys", "base", "bleu", [22.0, 22.5, 23.0], [21.0, 21.1, 21.2], p_ar=1e-4, p_sign=1e-4)
+    data = _summary([entry], [training_runs("sys", 3, parameters=11_685_376), training_runs("base", 3, parameters=8_133_376)])
+    (row,) = verdicts.claim_rows(data, {"sys": CLAIM})
+    assert row["parameters_diff_pct"] == pytest.approx(100 * (11_685_376 - 8_133_376) / 8_133_376)  # +43.7%
+    assert row["score"] == pytest.approx(22.5) and row["score_sd"] == pytest.approx(0.5) and row["s_sel"] == 0.4
+    data.update(claims=[row], claims_file="claims.yaml")
+    text = "\n".join(verdicts.claims_markdown(data))
+    assert "| 3 | 22.50 ± 0.50 (s_sel 0.40) | base: 21.10 ± 0.10 (s_sel 0.50) | 1.40 | 3 of 3 |" in text
+    assert "11,685,376 vs 8,133,376 (+43.7%)" in text and "**reproduced**" in text
+
+
+def test_controls_must_beat_and_beside():
+    claim = {**CLAIM, "controls": [
+        {"experiment": "same_params", "role": "must_beat", "what": "the branch without the method"},
+        {"experiment": "other_bias", "role": "beside", "what": "another initialisation"},
+        {"experiment": "never_ran", "role": "must_beat", "what": "not configured"}]}
+    entries = [run_entry("sys", "base", "bleu", [22.0, 22.5, 23.0], [21.0, 21.1, 21.2], p_ar=1e-4, p_sign=1e-4),
+               # the system against the must-beat control: not better
+               run_entry("sys", "same_params", "bleu", [22.0, 22.5, 23.0], [22.4, 22.6, 22.9], p_ar=0.6, p_sign=0.7),
+               run_entry("other_bias", "base", "bleu", [21.5, 21.6, 21.4], [21.0, 21.1, 21.2], p_ar=0.04, p_sign=0.1)]
+    groups = [training_runs(s, 3) for s in ("sys", "base", "same_params", "other_bias")]
+    rows = verdicts.claim_rows(_summary(entries, groups), {"sys": claim})
+    assert len(rows) == 1  # the control's test is in the claim's row, not a row of its own
+    (row,) = rows
+    controls = {c["experiment"]: c for c in row["controls"]}
+    assert controls["same_params"]["verdict"] == "inconclusive" and controls["same_params"]["score"] == pytest.approx(22.633, abs=1e-3)
+    assert controls["other_bias"]["against"] == "base" and controls["other_bias"]["verdict"] == "reproduced"
+    assert controls["never_ran"]["run"] is False
+    assert row["verdict"] == "inconclusive" and "a must-beat control is not beaten" in row["why"]
+    data = _summary(entries, groups)
+    data.update(claims=rows, claims_file="claims.yaml")
+    text = "\n".join(verdicts.claims_markdown(data))
+    assert "never_ran (must-beat: not configured): not run (configs/controls.yaml)" in text
+
+
+def test_still_improving_against_the_spread_over_seeds():
+    # best dev loss at <= 0.8 x 700 = 560 updates, then at 700: drops 0.5, 0.4, 0.6 (mean 0.5)
+    falling = [[(350, 5.0), (560, 4.5), (700, 4.0)], [(350, 5.0), (560, 4.4), (700, 4.0)], [(350, 5.0), (560, 4.7), (700, 4.1)]]
+    side = verdicts.improving(training_runs("sys", 3, dev_losses=falling))
+    assert side["drop"] == pytest.approx(0.5) and side["spread"] == pytest.approx(0.0577, abs=1e-4)
+    assert side["flag"] == "still improving at 700 updates"
+    flat = [[(350, 5.0), (560, 4.01), (700, 4.0)], [(350, 5.0), (560, 4.2), (700, 4.2)], [(350, 5.0), (560, 4.4), (700, 4.4)]]
+    assert verdicts.improving(training_runs("sys", 3, dev_losses=flat))["flag"] == "levelled off"
+    assert summary.dev_loss_drop([(600, 4.0)], 600) is None  # no validation in the first four fifths
+
+
+def _merged(*files: str) -> dict:
+    config: dict = {}
+    for name in files:
+        data = yaml.safe_load((ROOT / name).read_text(encoding="utf-8"))
+        _merge(config, data)
+    return config
+
+
+def _merge(into: dict, other: dict) -> None:
+    for key, value in other.items():
+        if isinstance(value, dict) and isinstance(into.get(key), dict):
+            _merge(into[key], value)
+        else:
+            into[key] = copy.deepcopy(value)
+
+
+def _resolve(config: dict, key: str):
+    value = config
+    for part in key.split("."):
+        value = value[part]
+    return value
+
+
+# The papers' readings of the options that the model docs discuss (docs/models/graph.md, "The
+# weight-gate"; docs/models/esc.md, the compressor's noise), where the embedded default may differ.
+PAPER_READINGS = {
+    "experiments.graph_half_dim_gate.model.options.gate": "printed",
+    "experiments.graph_half_dim_gate.model.options.gate_bias": None,  # the printed gate has no bias
+    "compression.compressors.esc_unsup.noise.window": 0,
+}
+DEFAULTS = {"experiments.graph_half_dim_gate.model.options.gate": "learned",
+            "experiments.graph_half_dim_gate.model.options.gate_bias": -2.0}  # nmtmodels/models/graph.py GraphOptions
+
+
+@pytest.mark.parametrize("configs", [("config.yaml",), ("config.yaml", "configs/gpu.yaml")])
+def test_every_option_that_differs_from_the_papers_reading_is_declared(configs):
+    config = _merged(*configs)
+    declared = {d["key"] for claim in verdicts.read_claims().values() for d in claim["deviations"]}
+    for key, paper in PAPER_READINGS.items():
+        try:
+            ours = _resolve(config, key)
+        except KeyError:
+            ours = DEFAULTS[key]
+        if ours != paper:
+            assert key in declared, f"{key}: {ours!r} in {configs}, the paper's {paper!r}, not declared in claims.yaml"
+    from nmtmodels.models.graph import GraphOptions
+
+    assert (GraphOptions().gate, GraphOptions().gate_bias) == (DEFAULTS["experiments.graph_half_dim_gate.model.options.gate"],
+                                                              DEFAULTS["experiments.graph_half_dim_gate.model.options.gate_bias"])
+    # gpu.yaml shuffles fully, as the paper
+    assert _resolve(_merged("config.yaml", "configs/gpu.yaml"), "compression.compressors.esc_unsup.noise.window") == 0
+
+
+def test_every_declared_deviation_names_a_key_of_the_default_and_controls_name_configured_experiments():
+    config = _merged("config.yaml")
+    controls = _merged("config.yaml", "configs/controls.yaml")
+    for system, claim in verdicts.read_claims().items():
+        for deviation in claim["deviations"]:
+            key = deviation["key"]
+            if key.startswith("experiments.") and key.split(".")[1] not in config["experiments"]:
+                continue  # a claim of configs/gpu.yaml only
+            head = key.split(".model.options.")[0]
+            _resolve(config, head)  # a key of the embedded default (model options may be the family's defaults)
+        for control in claim["controls"]:
+            if control["experiment"] in controls["experiments"]:
+                assert system in controls["experiments"] or system in config["experiments"]
+    assert {"graph_half_dim_gate_bias0", "lattice_lpe_lsa_zh_equal_tgt"} <= set(controls["experiments"])
