@@ -127,6 +127,10 @@ rule results_summary:
     params:
         metadata=json.dumps(ev.report_metadata(config)),
         marker_test=EVALUATION["marker_test"],
+        compressors=" ".join(
+            "--compressor " + " ".join(shlex.quote(r[k]) for k in ("compressor", "corpus", "test_set", "scores", "source", "compressed"))
+            for r in esc.compressor_reports(config)
+        ),
     conda:
         "../envs/evaluate.yaml"
     log:
@@ -137,7 +141,7 @@ rule results_summary:
         **cpu_job(mem_mb=1000, runtime=10),
     shell:
         "python -m workflow_scripts.evaluation.summary --metadata {params.metadata:q} --results {input.results:q}"
-        " --claims {input.claims:q} --run-statistics {input.runs:q}"
+        " --claims {input.claims:q} --run-statistics {input.runs:q} {params.compressors}"
         ' --marker-test {params.marker_test} --configfiles-json "$NMT_WORKFLOW_CONFIG_FILES"'
         " --markdown {output.markdown:q} --json {output.json:q} > {log:q} 2>&1"
 

@@ -45,9 +45,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if sorted(lattice_bpe) != sorted(wanted) or len(lattice_bpe) != len(args.lattice_bpe):
         parser.error(f"--lattice-bpe: expected one for each BPE size of the settings' lattice ({', '.join(wanted) or 'none'}), "
                      f"got {', '.join(part for part, _, _ in args.lattice_bpe) or 'none'}")
-    if (settings.compression is not None) != bool(args.compressor):
-        parser.error("--compressor: " + ("required by the settings' compression" if settings.compression is not None
-                                         else "only an ESC package (settings' compression) takes one"))
+    compresses = settings.compression is not None and not settings.compression.identity
+    if compresses != bool(args.compressor):
+        parser.error("--compressor: " + ("required by the settings' compression" if compresses
+                                         else "only an ESC package with a compressor (settings' compression) takes one"))
     try:
         write_package(args.out_dir, args.checkpoint, settings, args.codes, args.vocab, args.spm_model,
                       lattice_bpe=lattice_bpe, compressor=args.compressor,
@@ -55,7 +56,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (OSError, DataError) as exc:
         parser.exit(1, f"{parser.prog}: error: {exc}\n")
     source = f"lattice {'+'.join(settings.lattice.segmentations)}" if settings.lattice is not None else settings.subwords
-    esc = ", with a compressor" if settings.compression is not None else ""
+    esc = (", with a compressor" if compresses else
+           ", its compressed input the source itself (identity)" if settings.compression is not None else "")
     print(f"model package {args.out_dir}: {settings.source.lang}-{settings.target.lang}, source {source}, target "
           f"{settings.subwords}{esc}", file=sys.stderr)
     return 0

@@ -135,7 +135,7 @@ def _translate(args: argparse.Namespace) -> int:
                 check_fingerprint(Vocabulary.from_file(path), translator.state["vocab"][f"{side}_fingerprint"], side, path)
             except ValueError as exc:
                 raise ConfigError(f"{flag}: {exc}") from None
-    if args.show_compressed and translator.compressor is None:
+    if args.show_compressed and translator.compressor is None and not translator.identity_compression:
         raise ConfigError(f"--show-compressed: {args.checkpoint[0]} is no ESC model package (model family "
                           f"{translator.family!r}): it compresses nothing")
     job = _Job(translator, args)

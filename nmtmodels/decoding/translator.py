@@ -114,6 +114,9 @@ class Translator:
         self.family = state["model_config"].get("family", "?")
         self._encode = package.input_encoder() if package is not None else None
         self.compressor = None
+        # an identity compression (x^c = x, an ESC control): the compressed input is the encoded source
+        self.identity_compression = bool(package is not None and package.settings.compression is not None
+                                         and package.settings.compression.identity)
         if package is not None and package.compressor is not None and "compressed" in (getattr(model, "extra_inputs", {}) or {}):
             from nmtmodels.decoding.compressor import Compressor
 
@@ -188,8 +191,10 @@ class Translator:
             raise DataError(name, str(exc), number) from None
 
     def compress(self, encoded: Sequence[str | EncodedSource], *, name: str = "<input>", first_line: int = 1) -> list[str] | None:
-        """The compressed source lines of an ESC package's translator (:mod:`nmtmodels.decoding.compressor`),
-        None for other translators."""
+        """The compressed source lines of an ESC package's translator (:mod:`nmtmodels.decoding.compressor`;
+        the encoded source itself for an identity compression), None for other translators."""
+        if self.identity_compression:
+            return [_tokens(line) for line in encoded]
         if self.compressor is None:
             return None
         return self.compressor.compress([_tokens(line) for line in encoded], name=name, first_line=first_line)

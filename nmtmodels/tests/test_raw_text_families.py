@@ -282,6 +282,33 @@ def test_esc_package_compresses_then_translates_as_the_workflow_rules(esc, tmp_p
     assert capsys.readouterr().out.splitlines() == lines
 
 
+def test_an_identity_esc_package_reads_the_source_as_its_compressed_input(esc, tmp_path, capsys):
+    """x^c = x (the ESC control): no compressor in the package; the model reads the encoded
+    source twice, as the workflow's identity compressor gives it the encoded source file."""
+    _, sentences, encoded, settings, d = esc
+    identity = dataclasses.replace(settings, compression=CompressionSettings(identity=True))
+    assert identity.to_dict()["compression"] == {"identity": True}
+    assert CompressionSettings.from_dict({"identity": True}, "x") == CompressionSettings(identity=True)
+    with pytest.raises(ConfigError, match=r"^x\.batch_tokens: an identity compression"):
+        CompressionSettings.from_dict({"identity": True, "batch_tokens": 5}, "x")
+    with pytest.raises(ValueError, match="only it takes one"):
+        write_package(tmp_path / "bad", d / "esc.pt", identity, d / "codes", d / "vocab", compressor=d / "compressor.pt")
+    directory = write_package(tmp_path / "model", d / "esc.pt", identity, d / "codes", d / "vocab")
+    assert not (directory / "compressor.pt").exists() and read_package(directory).compressor is None
+    model, src_vocab, tgt_vocab, state = load_model_from_checkpoint(str(d / "esc.pt"))
+    source = write_lines(tmp_path / "src", encoded)
+    dataset = ParallelDataset.from_files(source, None, src_vocab, None,
+                                         extras={"compressed": ExtraField(str(source), PAD_ID, tokens=True)},
+                                         max_positions=model.max_positions())
+    searched = translate_dataset(model, dataset, DecodeConfig(**state["decode_config"]), max_tokens=4096)
+    results = Translator.from_checkpoint(directory).translate(sentences)
+    assert [r.compressed_tokens for r in results] == [line.split() for line in encoded]
+    assert [r.hypotheses[0].tokens for r in results] == [tgt_vocab.decode(h[0].tokens, keep_unk=True) for h in searched]
+    raw = write_lines(tmp_path / "raw.en", sentences[:2])
+    assert cli.translate_main(["--checkpoint", str(directory), "--input", str(raw), "--show-compressed", "--threads", "1"]) == 0
+    assert capsys.readouterr().out.splitlines() == [f"{r.compressed}\t{r.text}" for r in results[:2]]
+
+
 def test_show_compressed_on_another_package_is_one_line(one_best, tmp_path, capsys):
     directory = one_best
     raw = write_lines(tmp_path / "raw.zh", ["我很好。"])

@@ -152,17 +152,27 @@ class LatticeSettings:
 @dataclasses.dataclass(frozen=True)
 class CompressionSettings:
     """``"compression"`` of ``preprocess.json``: the ESC compressor's search settings
-    (:data:`COMPRESSION_DECODE_KEYS`, over the compressor checkpoint's own) and batch size."""
+    (:data:`COMPRESSION_DECODE_KEYS`, over the compressor checkpoint's own) and batch size; or,
+    with ``identity`` (``{"identity": true}``, no checkpoint), no compressor at all: the
+    "compressed" input is the encoded source itself (x^c = x, the control of an ESC claim)."""
 
-    decode: tuple[tuple[str, Any], ...]
+    decode: tuple[tuple[str, Any], ...] = ()
     batch_tokens: int = 4096
+    identity: bool = False
 
     def to_dict(self) -> dict[str, Any]:
+        if self.identity:
+            return {"identity": True}
         return {"checkpoint": COMPRESSOR_FILE, "decode": dict(self.decode), "batch_tokens": self.batch_tokens}
 
     @classmethod
     def from_dict(cls, data: Any, where: str) -> CompressionSettings:
         data = check_type(data, dict, where)
+        if check_type(data.get("identity", False), bool, f"{where}.identity"):
+            extra = sorted(set(data) - {"identity"})
+            if extra:
+                raise ConfigError(f"{where}.{extra[0]}: an identity compression (x^c = x) has no compressor settings")
+            return cls(identity=True)
         decode = check_type(data.get("decode", {}), dict, f"{where}.decode")
         unknown = sorted(set(decode) - set(COMPRESSION_DECODE_KEYS))
         if unknown:
@@ -317,7 +327,8 @@ class ModelPackage:
     @property
     def compressor(self) -> Path | None:
         """The ESC compressor's checkpoint, None unless the package has one."""
-        return self.directory / COMPRESSOR_FILE if self.settings.compression is not None else None
+        compression = self.settings.compression
+        return self.directory / COMPRESSOR_FILE if compression is not None and not compression.identity else None
 
     def subword_files(self) -> list[Path]:
         """The files beside ``preprocess.json`` that the subword units need."""
@@ -472,8 +483,9 @@ def write_package(out_dir: str | os.PathLike, checkpoint: str | os.PathLike, set
     if sorted(lattice_bpe) != sorted(wanted):
         raise ValueError(f"the lattice's BPE sizes are {', '.join(wanted) or 'none'}; "
                          f"got codes for {', '.join(sorted(lattice_bpe)) or 'none'}")
-    if (settings.compression is not None) != (compressor is not None):
-        raise ValueError("an ESC package (settings.compression) needs the compressor's checkpoint, and only it takes one")
+    if (settings.compression is not None and not settings.compression.identity) != (compressor is not None):
+        raise ValueError("an ESC package (settings.compression, not identity) needs the compressor's checkpoint, "
+                         "and only it takes one")
     checks = [(codes, vocab, settings.merges)] if settings.is_bpe and plain else []
     checks += [(files[0], files[1], int(part[3:])) for part, files in sorted(lattice_bpe.items())]
     for check_path, check_vocab, merges in checks:

@@ -15,6 +15,13 @@ def compressor_spec(config: dict[str, Any], compressor: str) -> dict[str, Any]:
     return config["compression"]["compressors"][compressor]
 
 
+def is_identity(config: dict[str, Any], compressor: str) -> bool:
+    """A compressor of ``kind: identity``: no model; the "compressed" input is the encoded
+    source itself (x^c = x), the control that separates compression from a second encoder
+    branch (workflow_scripts/evaluation/claims.yaml, esc_bbf)."""
+    return compressor_spec(config, compressor)["kind"] == "identity"
+
+
 def compressor_settings(config: dict[str, Any], compressor: str) -> dict[str, Any]:
     """The ``model``/``train``/``decode`` sections of a compressor (a transformer; defaults + overrides)."""
     spec = compressor_spec(config, compressor)
@@ -101,13 +108,35 @@ def esc_source(config: dict[str, Any], experiment: str, corpus: str, split: str)
     """Subword source plus its compression by the experiment's ``compressor`` (``compressed``)."""
     plain = subword_source(config, experiment, corpus, split)
     compressor = config["experiments"][experiment]["compressor"]
-    return SourceInputs(plain.source, plain.vocab, extra_tokens={"compressed": compressed_path(compressor, corpus, split)})
+    compressed = (compression_source(config, compressor, corpus, split) if is_identity(config, compressor)
+                  else compressed_path(compressor, corpus, split))
+    return SourceInputs(plain.source, plain.vocab, extra_tokens={"compressed": compressed})
 
 
 def compression_targets(config: dict[str, Any]) -> list[str]:
     """Compression quality (token F1, ratio) of every compressor an active ESC experiment uses."""
     return sorted({paths.fill(paths.COMPRESSION_SCORES, compressor=config["experiments"][e]["compressor"], corpus=c)
-                   for e, c in experiment_runs(config) if config["experiments"][e].get("compressor")})
+                   for e, c in experiment_runs(config) if config["experiments"][e].get("compressor")
+                   and not is_identity(config, config["experiments"][e]["compressor"])})
+
+
+def compressor_reports(config: dict[str, Any]) -> list[dict[str, str]]:
+    """What the results summary reports of every compressor that an active ESC experiment
+    uses, per corpus and test set: its quality on the compression evaluation set (``scores``)
+    and how close its compression of the test source (``compressed``) is to that source
+    (``source``, the same subword units)."""
+    found: dict[tuple[str, str, str], dict[str, str]] = {}
+    for experiment, corpus in experiment_runs(config):
+        compressor = config["experiments"][experiment].get("compressor")
+        if not compressor or is_identity(config, compressor):
+            continue
+        for test_set in config["corpora"][corpus]["test_sets"]:
+            found[(compressor, corpus, test_set)] = {
+                "compressor": compressor, "corpus": corpus, "test_set": test_set,
+                "scores": paths.fill(paths.COMPRESSION_SCORES, compressor=compressor, corpus=corpus),
+                "source": compression_source(config, compressor, corpus, test_set),
+                "compressed": compressed_path(compressor, corpus, test_set)}
+    return list(found.values())
 
 
 def check_compression(config: dict[str, Any]) -> None:
@@ -133,6 +162,13 @@ def check_compression(config: dict[str, Any]) -> None:
             raise WorkflowConfigError(f"{where}.kind: supervised needs compression.train_sets")
         if spec["kind"] == "unsupervised" and init is not None:
             raise WorkflowConfigError(f"{where}.init_from: only a supervised compressor is fine-tuned from another")
+        if spec["kind"] == "identity":
+            given = sorted(set(spec) & {"init_from", "model", "train", "decode"})
+            if given:
+                raise WorkflowConfigError(f"{where}.{given[0]}: an identity compressor (x^c = x) trains and decodes nothing")
+            continue
+        if init is not None and compressors[init]["kind"] == "identity":
+            raise WorkflowConfigError(f"{where}.init_from: '{init}' is an identity compressor, with no model to fine-tune")
         check_run_sections(compressor_settings(config, name), where)
     for name, spec in config.get("experiments", {}).items():
         where = f"experiments.{name}"

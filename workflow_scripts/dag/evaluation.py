@@ -39,6 +39,7 @@ import yaml
 
 from workflow_scripts.dag import WorkflowConfigError, paths
 from workflow_scripts.dag.corpus_data import reference_paths, tokenized_references
+from workflow_scripts.dag.esc import compressor_reports
 from workflow_scripts.dag.runs import baselines_of, experiment_runs
 from workflow_scripts.dag.seeds import seed_of
 from workflow_scripts.dag.sources import oov_targets
@@ -368,6 +369,8 @@ def summary_inputs(config: dict[str, Any]) -> dict[str, Any]:
     files = [run_files(e, c) for e, c in experiment_runs(config)]
     return {"results": paths.RESULTS_TABLE, "claims": paths.CLAIMS, "oov": oov_targets(config),
             "runs": [run_statistics_path(*c) for c in run_comparisons(config)],
+            "compressors": [f for report in compressor_reports(config) for f in
+                            (report["scores"], report["source"], report["compressed"])],
             **{role: [f[role] for f in files] for role in ("experiment", "metrics", "model_info")}}
 
 

@@ -16,7 +16,7 @@ import shlex
 from typing import Any
 
 from workflow_scripts.dag import paths
-from workflow_scripts.dag.esc import compressor_decode_settings, compressor_spec
+from workflow_scripts.dag.esc import compressor_decode_settings, compressor_spec, is_identity
 from workflow_scripts.dag.lattices import is_bpe
 from workflow_scripts.dag.runs import decode_checkpoint, experiment_runs
 
@@ -43,7 +43,7 @@ def package_inputs(config: dict[str, Any], experiment: str, corpus: str) -> dict
         inputs.update(codes=paths.codes(units=spec["subwords"], **where), vocab=paths.vocab(units=spec["subwords"], **where))
     elif spec["subwords"].startswith("spm"):
         inputs.update(spm_model=paths.spm_model(units=spec["subwords"], **where))
-    if spec.get("compressor"):
+    if spec.get("compressor") and not is_identity(config, spec["compressor"]):
         inputs["compressor"] = paths.fill(paths.COMPRESSOR_CHECKPOINT, compressor=spec["compressor"], corpus=corpus)
     return inputs
 
@@ -72,7 +72,9 @@ def package_settings_json(config: dict[str, Any], experiment: str, corpus: str) 
         lattice = LatticeSettings(tuple(spec["lattice"]), paper_position_unit(spec["lattice"]), config.get("lattice_vocab_size") or 0)
         threshold = corpus_spec.get("bpe", {}).get("vocabulary_threshold", 1) if lattice.bpe_sizes else None
         settings = dataclasses.replace(settings, lattice=lattice, vocabulary_threshold=threshold)
-    if spec.get("compressor"):
+    if spec.get("compressor") and is_identity(config, spec["compressor"]):
+        settings = dataclasses.replace(settings, compression=CompressionSettings(identity=True))
+    elif spec.get("compressor"):
         decode = compressor_decode_settings(config, spec["compressor"])
         batch_tokens = compressor_spec(config, spec["compressor"]).get("batch_tokens", 4096)
         settings = dataclasses.replace(settings, compression=CompressionSettings(tuple(sorted(decode.items())), batch_tokens))

@@ -62,7 +62,7 @@ from typing import Any
 
 import yaml
 
-from nmtmodels.textio import DataError, atomic_outputs
+from nmtmodels.textio import DataError, atomic_outputs, read_lines
 from workflow_scripts.dag import evaluation as ev
 from workflow_scripts.evaluation import markdown, tables, verdicts
 from workflow_scripts.evaluation.curves import curve_series, read_metrics
@@ -326,6 +326,46 @@ CLAIMS_FILE, QUALITY_FLOOR, VERDICTS, VERDICT_RULE = (verdicts.CLAIMS_FILE, verd
 read_claims, verdict, claim_rows = verdicts.read_claims, verdicts.verdict, verdicts.claim_rows
 
 
+def compressor_rows(reports: list[list[str]]) -> list[dict[str, Any]]:
+    """Each ESC compressor's quality: on the compression evaluation set (token F1 against the
+    human compressions, compression ratio and the references' ratio, from its
+    ``compression_eval.scores.json``) and on a test set, how close its compression x^c is to
+    the source x (mean compression ratio |x^c| / |x| and token F1 of x^c against x, in words
+    after removing BPE).  ``reports``: [compressor, corpus, test set, scores, source, compressed]."""
+    from workflow_scripts.data.compression import compression_scores, remove_bpe
+
+    found = []
+    for compressor, corpus, test_set, scores, source, compressed in reports:
+        quality = tables.read_json(Path(scores))
+        sources = [remove_bpe(line) for line in read_lines(source)]
+        compressions = [remove_bpe(line) for line in read_lines(compressed)]
+        try:
+            close = compression_scores(sources, compressions, [[line] for line in sources])
+        except ValueError as exc:
+            raise DataError(compressed, str(exc)) from None
+        found.append({"compressor": compressor, "corpus": corpus, "test_set": test_set,
+                      "eval_f1": quality.get("f1"), "eval_ratio": quality.get("compression_ratio"),
+                      "eval_reference_ratio": quality.get("reference_compression_ratio"),
+                      "test_ratio": close["compression_ratio"], "test_f1_against_source": close["f1"],
+                      "test_sentences": close["sentences"]})
+    return found
+
+
+def compressor_lines(rows: list[dict[str, Any]]) -> list[str]:
+    """The Markdown of :func:`compressor_rows` (nothing without ESC runs)."""
+    if not rows:
+        return []
+    return ["## ESC compressors", "",
+            "How much each sentence compressor shortens and how close its output x^c stays to the source x: on the "
+            "compression evaluation set (token F1 against the human compressions, mean compression ratio |x^c|/|x| "
+            "and the human compressions' ratio; workflow_scripts/data/compression.py) and on the test set the ESC "
+            "systems translate (ratio, and token F1 of x^c against x: 100 means x^c = x).", ""] + _table(
+        ["compressor", "corpus", "eval F1 (human)", "eval ratio (%)", "human ratio (%)", "test set", "test ratio (%)",
+         "test F1 against the source"],
+        [[r["compressor"], r["corpus"], _cell(r["eval_f1"], 1), _cell(r["eval_ratio"], 1), _cell(r["eval_reference_ratio"], 1),
+          r["test_set"], _cell(r["test_ratio"], 1), _cell(r["test_f1_against_source"], 1)] for r in rows])
+
+
 def read_run_statistics(files: list[str | Path]) -> list[dict[str, Any]]:
     """The comparisons over runs (:mod:`.run_statistics` outputs), each with its system,
     baseline, corpus and test set."""
@@ -348,9 +388,10 @@ def shown_path(path: str | Path) -> str:
 def make_summary(metadata: dict[str, Any], results_csv: str | Path, marker_test: str = "sign",
                  workflow_dir: str | Path = ".", configfiles: list[str] | None = None,
                  root: str | Path = ".", claims_file: str | Path = CLAIMS_FILE,
-                 run_statistics: list[str | Path] | None = None) -> dict[str, Any]:
+                 run_statistics: list[str | Path] | None = None, compressors: list[list[str]] | None = None) -> dict[str, Any]:
     """All facts of the summary (the JSON); files below ``root``, the claims in ``claims_file``,
-    the comparisons over runs in ``run_statistics``."""
+    the comparisons over runs in ``run_statistics``, the ESC compressors' files in ``compressors``
+    (:func:`compressor_rows`)."""
     claims = read_claims(claims_file)
     runs = {(name, corpus): training_run(name, corpus, root, exp.get("seed_group"), exp.get("seed"))
             for name, exp in metadata["experiments"].items() for corpus in exp["corpora"]}
@@ -366,6 +407,7 @@ def make_summary(metadata: dict[str, Any], results_csv: str | Path, marker_test:
         "scores": score_rows(results_csv, marker_test),
         "comparisons": comparisons,
         "run_statistics": read_run_statistics(run_statistics or []),
+        "compressors": compressor_rows(compressors or []),
     }
     summary["blank_references"] = blank_reference_rows(results_csv)
     seeded = seed_score_rows(results_csv, marker_test)
@@ -423,6 +465,7 @@ def to_markdown(summary: dict[str, Any]) -> str:
                   for b in summary["blank_references"]] + [""]
     if summary.get("claims") is not None:  # a summary made before claims had none
         lines += _claim_lines(summary)
+    lines += compressor_lines(summary.get("compressors") or [])
     lines += ["## Scores", "",
               f"Markers: {summary['marker_test']} test against the (best) baseline, in each paper's convention "
               "(workflow_scripts/evaluation/tables.py SIGNIFICANCE; the Graph-Transformer, char2word and ESC papers "
@@ -508,6 +551,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--claims", default=str(CLAIMS_FILE), help="the papers' claims (default: %(default)s)")
     parser.add_argument("--run-statistics", nargs="*", default=[],
                         help="comparisons over runs (python -m workflow_scripts.evaluation.run_statistics)")
+    parser.add_argument("--compressor", nargs=6, action="append", default=[],
+                        metavar=("NAME", "CORPUS", "TEST_SET", "SCORES", "SOURCE", "COMPRESSED"),
+                        help="an ESC compressor's quality scores, a test source and its compression")
     parser.add_argument("--workflow-dir", default=str(WORKFLOW_DIR),
                         help="where to ask git for the commit (default: the checkout holding this script)")
     parser.add_argument("--configfile", nargs="*", default=[], help="the config files of the run")
@@ -522,7 +568,8 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     try:
         summary = make_summary(json.loads(args.metadata), args.results, args.marker_test, args.workflow_dir, configfiles,
-                               claims_file=args.claims, run_statistics=args.run_statistics)
+                               claims_file=args.claims, run_statistics=args.run_statistics,
+                               compressors=args.compressor)
     except DataError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

@@ -1,0 +1,64 @@
+"""configs/controls.yaml: the controls of the embedded default's claims plan on top of it without
+changing any of its runs, and the ESC control's identity compressor (x^c = x) trains no model and
+gives the system the encoded source as its compressed input."""
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from tests.snakemake_output import planned_job_details
+from workflow_scripts.dag import WorkflowConfigError, esc
+
+ESC_RUNS = ["baseline", "esc_bbf", "esc_bbf_source_as_compressed"]
+
+
+@pytest.fixture(scope="module")
+def plans(tmp_path_factory):
+    from tests.test_workflow import snakemake
+
+    tmp = tmp_path_factory.mktemp("controls")
+    env = {"NMT_DATA_MIRROR": str(tmp / "no-mirror")}
+    default = snakemake(tmp, "-n", "-p", "all", "--cores", "1", extra_env=env)
+    controls = snakemake(tmp, "-n", "-p", "all", "--cores", "1", "--configfile", "config.yaml", "configs/controls.yaml",
+                         extra_env=env)
+    return planned_job_details(default.stdout), planned_job_details(controls.stdout)
+
+
+def test_the_controls_change_no_run_of_the_default(plans):
+    default, controls = plans
+    shells = {job["output"][0]: job["shell"] for job in controls if job["rule"] in ("experiment_config", "compress")}
+    for job in default:
+        if job["rule"] in ("experiment_config", "compress"):
+            assert shells[job["output"][0]] == job["shell"], job["output"][0]
+    new = {job["output"][0].split("/")[2] for job in controls if job["rule"] == "train"} - {
+        job["output"][0].split("/")[2] for job in default if job["rule"] == "train"}
+    assert new == {f"{name}{suffix}" for name in ("esc_bbf_source_as_compressed", "graph_half_dim_gate_bias0",
+                                                   "lattice_lpe_lsa_zh_equal_tgt") for suffix in ("", "_seed2", "_seed3")}
+
+
+def test_the_identity_compressor_trains_nothing_and_feeds_the_source(plans):
+    _, controls = plans
+    assert not [job for job in controls if "esc_identity" in " ".join(job["output"])]
+    (train,) = [job for job in controls if job["rule"] == "train" and "/esc_bbf_source_as_compressed/" in job["output"][0]]
+    assert ("--extra-tokens compressed=results/data/multi30k_en_de/bpe8000/train.en-de.en:"
+            "results/data/multi30k_en_de/bpe8000/dev.en-de.en") in train["shell"]
+    stats = {job["output"][0] for job in controls if job["rule"] == "run_statistics"}
+    runs = "results/report/runs/multi30k_en_de/test_2016_flickr"
+    assert {f"{runs}/esc_bbf.vs.esc_bbf_source_as_compressed.json",  # the must-beat control: the system against it
+            f"{runs}/esc_bbf_source_as_compressed.vs.baseline.json",
+            f"{runs}/graph_half_dim_gate_bias0.vs.baseline.json"} <= stats
+
+
+def test_an_identity_compressor_takes_no_model_settings():
+    config = {"compression": {"dev_set": "d", "data": {"d": {}}, "compressors": {
+        "same": {"kind": "identity", "subwords": "bpe8000", "train": {"max_updates": 5}}}}, "experiments": {}}
+    with pytest.raises(WorkflowConfigError, match=r"^compression\.compressors\.same\.train: an identity compressor"):
+        esc.check_compression(config)
+    fixed = copy.deepcopy(config)
+    del fixed["compression"]["compressors"]["same"]["train"]
+    esc.check_compression(fixed)
+    fixed["compression"]["compressors"]["tuned"] = {"kind": "supervised", "subwords": "bpe8000", "init_from": "same"}
+    fixed["compression"]["train_sets"] = ["d"]
+    with pytest.raises(WorkflowConfigError, match=r"init_from: 'same' is an identity compressor"):
+        esc.check_compression(fixed)
