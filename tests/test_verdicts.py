@@ -27,7 +27,7 @@ CLAIM = {"paper": "graph", "metric": "bleu", "claim": "it is better", "paper_del
     ("graph", {"n": 1, "delta": 1.4, "score": 22.5, "baseline_score": 21.1, "p_ar": 1e-4, "p_sign": 1e-4, "runs_better": 1,
                "runs_worse": 0}, "suggestive (1 run)"),
     ("lattice", {"n": 1, "delta": -2.4, "score": 9.4, "baseline_score": 11.8, "p_ar": 1e-4, "p_sign": 0.008,
-                 "runs_better": 0, "runs_worse": 1}, "suggestive (1 run)"),
+                 "runs_better": 0, "runs_worse": 1, "sign_favours": -30}, "suggestive (1 run)"),
     ("reordering", {"n": 1, "delta": 0.77, "score": 21.6, "baseline_score": 20.8, "p_ar": 0.025, "p_sign": 0.064,
                     "runs_better": 1, "runs_worse": 0}, "inconclusive (1 run)"),
     # three runs
@@ -36,7 +36,16 @@ CLAIM = {"paper": "graph", "metric": "bleu", "claim": "it is better", "paper_del
     ("reordering", {"n": 3, "delta": 0.77, "score": 21.6, "baseline_score": 20.8, "p_ar": 0.012, "p_sign": 0.064,
                     "runs_better": 3, "runs_worse": 0}, "inconclusive"),  # the paper's sign test is not significant
     ("reordering", {"n": 3, "delta": 0.77, "score": 21.6, "baseline_score": 20.8, "p_ar": 0.012, "p_sign": 0.04,
-                    "runs_better": 2, "runs_worse": 1}, "reproduced"),
+                    "runs_better": 2, "runs_worse": 1, "sign_favours": 40}, "reproduced"),
+    # the same with a sign test that favours the baseline: no significance in the claim's direction
+    ("reordering", {"n": 3, "delta": 0.77, "score": 21.6, "baseline_score": 20.8, "p_ar": 0.012, "p_sign": 0.04,
+                    "runs_better": 2, "runs_worse": 1, "sign_favours": -40}, "inconclusive"),
+    # lattice: AR over runs at p < 0.01, the pooled sign test significant but favouring the system while
+    # the mean score is lower: not a significant loss
+    ("lattice", {"n": 3, "delta": -0.64, "score": 10.4, "baseline_score": 11.1, "p_ar": 0.005, "p_sign": 4.4e-5,
+                 "runs_better": 1, "runs_worse": 2, "sign_favours": 120}, "inconclusive"),
+    ("lattice", {"n": 3, "delta": -0.64, "score": 10.4, "baseline_score": 11.1, "p_ar": 0.005, "p_sign": 4.4e-5,
+                 "runs_better": 1, "runs_worse": 2, "sign_favours": -120}, "reversed"),
     ("lattice", {"n": 3, "delta": 0.5, "score": 12.3, "baseline_score": 11.8, "p_ar": 0.02, "p_sign": 0.001,
                  "runs_better": 3, "runs_worse": 0}, "inconclusive"),  # the lattice paper's level is 0.01
     ("graph", {"n": 3, "delta": 0.3, "score": 22.5, "baseline_score": 22.2, "p_ar": 0.01, "p_sign": 0.01, "runs_better": 1,

@@ -119,28 +119,40 @@ def majority(n: int) -> int:
     return math.ceil(2 * n / 3)
 
 
-def significant(paper: str, p_ar: float | None, p_sign: float | None) -> bool:
-    """Significant under the paper's convention over all runs (module docstring, rule 4)."""
+def significant(paper: str, p_ar: float | None, p_sign: float | None, delta: float = 0.0,
+                sign_favours: int | None = None) -> bool:
+    """Significant under the paper's convention over all runs (module docstring, rule 4): the
+    stratified AR test at the paper's level and, where the paper used the sign test, the pooled
+    sign test at that level in the direction of ``delta`` (``sign_favours``: better minus worse
+    sentences; a sign test that favours the other side never counts)."""
     alpha = paper_level(paper)
     if p_ar is None or p_ar >= alpha:
         return False
-    return tables.significance_of(paper).paper_test is None or (p_sign is not None and p_sign < alpha)
+    if tables.significance_of(paper).paper_test is None:
+        return True
+    return p_sign is not None and p_sign < alpha and sign_favours is not None and sign_favours * delta > 0
 
 
 def verdict(paper: str, *, n: int, delta: float, score: float, baseline_score: float, p_ar: float | None,
-            p_sign: float | None, runs_better: int, runs_worse: int, comparable: bool = True,
-            controls_beaten: bool = True, floor: float = QUALITY_FLOOR) -> tuple[str, str]:
+            p_sign: float | None, runs_better: int, runs_worse: int, sign_favours: int | None = None,
+            comparable: bool = True, controls_beaten: bool = True, floor: float = QUALITY_FLOOR) -> tuple[str, str]:
     """(verdict, why) of one claimed improvement (module docstring): ``delta`` the difference
     of the mean scores (system minus baseline), ``score``/``baseline_score`` the means,
     ``p_ar`` the stratified AR p-value, ``p_sign`` the pooled sign test's, ``comparable``
     whether both sides stopped by max_updates at the same count, ``controls_beaten`` whether
-    the system beat every must-beat control that was run."""
+    the system beat every must-beat control that was run; ``sign_favours`` the pooled sign
+    test's better minus worse sentences (:func:`significant`)."""
     if score < floor and baseline_score < floor:
         return "not measurable at this budget", f"both below {floor:g} points"
     if not comparable:
         return "not comparable", "the two sides did not get the same training (updates)"
-    sig = significant(paper, p_ar, p_sign)
+    sig = significant(paper, p_ar, p_sign, delta, sign_favours)
     direction = "better" if delta > 0 else "worse" if delta < 0 else "equal"
+    alpha = paper_level(paper)
+    misses = [] if sig else ([f"stratified AR p >= {alpha:g}"] if p_ar is None or p_ar >= alpha else []) + (
+        [] if tables.significance_of(paper).paper_test is None else
+        ["the sign test favours the other side"] if p_sign is not None and p_sign < alpha and (sign_favours or 0) * delta <= 0
+        else [f"the paper's sign test p >= {alpha:g}"] if p_sign is None or p_sign >= alpha else [])
     if n == 1:
         return ("suggestive (1 run)" if sig and delta != 0 else "inconclusive (1 run)",
                 f"{direction}, {'significant' if sig else 'not significant'}, one run: test-set noise only")
@@ -150,7 +162,7 @@ def verdict(paper: str, *, n: int, delta: float, score: float, baseline_score: f
     if delta < 0 and sig and runs_worse >= need:
         return "reversed", f"worse, significant over {n} runs, {runs_worse} of {n} runs worse"
     reasons = [direction]
-    reasons.append("significant" if sig else "not significant")
+    reasons.append("significant" if sig else "not significant (" + "; ".join(misses) + ")")
     agree = runs_better if delta > 0 else runs_worse
     if delta != 0 and agree < need:
         reasons.append(f"only {agree} of {n} runs {direction}")
@@ -211,6 +223,10 @@ def _lengths(summary: dict[str, Any], system: str, corpus: str, test_set: str, m
                 {})
 
 
+def _sign_favours(stats: dict[str, Any]) -> int:
+    return stats["sign_pooled"]["better"] - stats["sign_pooled"]["worse"]
+
+
 def control_rows(summary: dict[str, Any], claim: dict[str, Any], system: str, baseline: str, corpus: str,
                  test_set: str) -> list[dict[str, Any]]:
     """Each control of a claim: not run, or its mean score and its test (``must_beat``: the
@@ -232,7 +248,8 @@ def control_rows(summary: dict[str, Any], claim: dict[str, Any], system: str, ba
             row["verdict"], row["why"] = verdict(
                 claim["paper"], n=stats["n"], delta=stats["delta"], score=stats["system_mean"],
                 baseline_score=stats["baseline_mean"], p_ar=row["p_ar"], p_sign=row["p_sign"],
-                runs_better=stats["runs_better"], runs_worse=stats["runs_worse"], comparable=comparable(*sides.values()))
+                runs_better=stats["runs_better"], runs_worse=stats["runs_worse"], sign_favours=_sign_favours(stats),
+                comparable=comparable(*sides.values()))
         found.append(row)
     return found
 
@@ -251,7 +268,7 @@ def claim_rows(summary: dict[str, Any], claims: dict[str, dict[str, Any]]) -> li
         stats = entry["metrics"][claim["metric"]]
         ours, theirs = trainingside_cell(_runs_of(summary, system, corpus)), trainingside_cell(_runs_of(summary, baseline, corpus))
         controls = control_rows(summary, claim, system, baseline, corpus, test_set)
-        beaten = all(c["verdict"] == "reproduced" or c["verdict"].startswith("suggestive") and c["delta"] > 0
+        beaten = all(c["verdict"] == "reproduced" or (c["verdict"].startswith("suggestive") and c["delta"] > 0)
                      for c in controls if c["role"] == "must_beat" and c["run"])
         p_ar, p_sign = stats["stratified_ar"]["p_value"], stats["sign_pooled"]["p_value"]
         params = (ours["parameters"], theirs["parameters"])
@@ -277,7 +294,8 @@ def claim_rows(summary: dict[str, Any], claims: dict[str, dict[str, Any]]) -> li
         row["verdict"], row["why"] = verdict(
             claim["paper"], n=stats["n"], delta=stats["delta"], score=stats["system_mean"],
             baseline_score=stats["baseline_mean"], p_ar=p_ar, p_sign=p_sign, runs_better=stats["runs_better"],
-            runs_worse=stats["runs_worse"], comparable=comparable(ours, theirs), controls_beaten=beaten)
+            runs_worse=stats["runs_worse"], sign_favours=_sign_favours(stats), comparable=comparable(ours, theirs),
+            controls_beaten=beaten)
         found.append(row)
     return found
 
@@ -319,11 +337,17 @@ def _control_line(c: dict[str, Any], metric: str) -> str:
     what = f"{c['experiment']} ({c['role'].replace('_', '-')}: {c['what']})"
     if not c["run"]:
         return f"- {what}: not run (configs/controls.yaml)"
-    test = ("the system against it" if c["role"] == "must_beat" else f"it against {c['against']}")
     params = f"; {c['parameters']:,} parameters" if isinstance(c.get("parameters"), int) else ""
+    if c["role"] == "must_beat":
+        test = "the system against it"
+        beaten = c["verdict"] == "reproduced" or (c["verdict"].startswith("suggestive") and c["delta"] > 0)
+        outcome = f"**{'beaten' if beaten else 'not beaten'}** ({c['verdict']}: {c['why']})"
+    else:
+        test = f"it against {c['against']}"
+        outcome = f"**{c['verdict']}** ({c['why']})"
     return (f"- {what}: {metric} {md.mean_sd(c['score'], c['score_sd'])} over {c['n']} run(s){params}; {test}: "
             f"difference {c['delta']:+.2f}, stratified AR p {md.cell(c['p_ar'], 4)}, pooled sign p "
-            f"{md.cell(c['p_sign'], 4)}, {c['runs_better']} of {c['n']} runs better: **{c['verdict']}** ({c['why']})")
+            f"{md.cell(c['p_sign'], 4)}, {c['runs_better']} of {c['n']} runs better: {outcome}")
 
 
 def claims_markdown(summary: dict[str, Any]) -> list[str]:
