@@ -122,7 +122,8 @@ def budget_overlay(config: dict) -> dict:
     overlay["experiments"] = {name: {"train": dict(ONE_UPDATE)} for name in config.get("experiments", {})}
     compressors = (config.get("compression") or {}).get("compressors", {})
     if compressors:
-        overlay["compression"] = {"compressors": {name: {"train": dict(ONE_UPDATE)} for name in compressors}}
+        overlay["compression"] = {"compressors": {name: {"train": dict(ONE_UPDATE)} for name, spec in compressors.items()
+                                                  if spec.get("kind") != "identity"}}  # an identity compressor trains nothing
     return overlay
 
 

@@ -12,7 +12,7 @@ import yaml
 from nmtmodels.data import ParallelDataset
 from nmtmodels.symbols import UNK_ID
 from nmtmodels.vocab import Vocabulary
-from workflow_scripts.dag import paths, runs, sources
+from workflow_scripts.dag import paths, runs, seeds, sources
 from workflow_scripts.evaluation import oov
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -97,4 +97,5 @@ def test_all_plans_the_records(tmp_path):
     from tests.test_workflow import snakemake
 
     jobs = planned_jobs(snakemake(tmp_path, "-n", "all", "--cores", "1").stdout)
-    assert jobs["oov_rate"] == len(sources.oov_targets(CONFIG)) == jobs["score"]
+    expanded = seeds.expand_seeds(copy.deepcopy(CONFIG))  # one record per run: every seed of a system
+    assert jobs["oov_rate"] == len(sources.oov_targets(expanded)) == jobs["score"] == len(runs.experiment_runs(expanded))
