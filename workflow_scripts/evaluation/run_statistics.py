@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -47,6 +46,7 @@ from workflow_scripts.evaluation.significance import (
     _check_counts,
     binomial_two_sided_p,
     make_metric,
+    metric_inputs,
     sentence_statistics,
     sign_test,
 )
@@ -143,12 +143,10 @@ def compare_files(lang: str, system: Sequence[Sequence[str]], baseline: Sequence
     lines); ``tokenized`` as in :func:`.significance.compare`, needed for ``tokenized_bleu``."""
     results: dict[str, Any] = {}
     for name in metrics:
-        if name == "tokenized_bleu":
-            if tokenized is None:
-                continue
-            sys_runs, base_runs, refs = tokenized
-        else:
-            sys_runs, base_runs, refs = system, baseline, references
+        inputs = metric_inputs(name, (system, baseline, references), tokenized)
+        if inputs is None:
+            continue
+        sys_runs, base_runs, refs = inputs
         if len(sys_runs) != len(base_runs) or not sys_runs:
             raise ValueError(f"{name}: {len(sys_runs)} system but {len(base_runs)} baseline runs")
         for k, (s, b) in enumerate(zip(sys_runs, base_runs), start=1):
@@ -214,9 +212,6 @@ def main(argv: list[str] | None = None) -> int:
               "settings": {"ar_trials": args.ar_trials, "bootstrap_samples": args.bootstrap_samples, "seed": args.seed,
                            "ar": "approximate randomisation stratified by run (Clark et al. 2011, MultEval)",
                            "sign": "Collins et al. (2005) per run, better/worse pooled over the runs"}}
-    if any(isinstance(v, float) and math.isnan(v) for m in metrics.values() for v in m.values()):
-        print("error: a score is NaN", file=sys.stderr)
-        return 1
     with atomic_output(args.output) as handle:
         json.dump(result, handle, indent=2, sort_keys=True)
         handle.write("\n")

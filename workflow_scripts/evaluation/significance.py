@@ -176,12 +176,10 @@ def compare(
         raise ValueError(f"unknown metric or test '{unknown[0]}'")
     results: dict[str, Any] = {}
     for name in metrics:
-        if name == "tokenized_bleu":
-            if tokenized is None:
-                continue
-            sys_lines, base_lines, refs = tokenized
-        else:
-            sys_lines, base_lines, refs = system, baseline, references
+        inputs = metric_inputs(name, (system, baseline, references), tokenized)
+        if inputs is None:
+            continue
+        sys_lines, base_lines, refs = inputs
         _check_counts(sys_lines, base_lines, refs, name)
         metric = make_metric(name, lang, refs)
         sys_stats, base_stats = sentence_statistics(metric, sys_lines), sentence_statistics(metric, base_lines)
@@ -203,6 +201,14 @@ def compare(
         "settings": {"tests": list(tests), "bootstrap_samples": bootstrap_samples, "ar_trials": ar_trials, "seed": seed,
                      "sign_test": "Collins et al. (2005) sentence replacement, exact two-sided binomial p-value"},
     }
+
+
+def metric_inputs(name: str, plain: tuple[Any, Any, Any], tokenized: tuple[Any, Any, Any] | None) -> tuple[Any, Any, Any] | None:
+    """(system, baseline, references) that metric ``name`` scores: the tokenised text for
+    ``tokenized_bleu`` (None without it: the metric is skipped), the detokenised text otherwise."""
+    if name == "tokenized_bleu":
+        return tokenized
+    return plain
 
 
 def _check_counts(system: Sequence[str], baseline: Sequence[str], references: Sequence[Sequence[str]], what: str) -> None:

@@ -36,6 +36,7 @@ training runs' updates, stop reasons, parameters and dev-loss curves (the summar
 from __future__ import annotations
 
 import math
+import statistics
 from pathlib import Path
 from typing import Any
 
@@ -177,7 +178,7 @@ def _runs_of(summary: dict[str, Any], system: str, corpus: str) -> list[dict[str
 
 
 def _spread(values: list[float]) -> float | None:
-    return float(sum((v - sum(values) / len(values)) ** 2 for v in values) / (len(values) - 1)) ** 0.5 if len(values) > 1 else None
+    return statistics.stdev(values) if len(values) > 1 else None
 
 
 def improving(runs: list[dict[str, Any]]) -> dict[str, Any]:
