@@ -6,6 +6,7 @@
 #   envs/gpu/run.sh --until-minutes 8 -- snakemake gpu_reproduction --cores 16 --configfile configs/gpu.yaml
 #   envs/gpu/run.sh -- python benchmarks/throughput.py --device cuda --amp bf16 --peers opennmt-py
 #   envs/gpu/run.sh --check-only                      # install and checks, no run
+#   envs/gpu/run.sh --tests nmtmodels/tests/test_cuda.py --part reordering   # + those tests, beside the run
 # Installs the wheels into /tmp/site (skipped when a warm machine has them already), puts
 # /tmp/site and the repository on PYTHONPATH, reads corpora from .gpu_data (NMT_DATA_MIRROR),
 # and carried segmentations from .gpu_data/segmentations (NMT_SEGMENTATIONS),
@@ -24,14 +25,16 @@ CHECK_ONLY=0
 SITE=${GPU_SITE:-/tmp/site}
 CONFIGS=(configs/gpu.yaml)
 TARGET=gpu_reproduction
+TESTS=()
 while (($#)); do
     case $1 in
         --until-minutes) UNTIL=$2; shift 2 ;;
         --part) [[ -f configs/gpu_parts/${2:-}.yaml ]] || { echo "run.sh: no part '${2:-}' (configs/gpu_parts/)" >&2; exit 2; }
                 CONFIGS=(configs/gpu.yaml "configs/gpu_parts/$2.yaml"); TARGET=gpu_part_$2; shift 2 ;;
         --check-only) CHECK_ONLY=1; shift ;;
+        --tests) TESTS+=("$2"); shift 2 ;;
         --) shift; break ;;
-        -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
         *) break ;;
     esac
 done
@@ -89,6 +92,17 @@ if ((FAILED)); then say "checks failed (above); not running"; finish 2; fi
 say "checks passed"
 ((CHECK_ONLY)) && finish 0
 
+# ---------------------------------------------------------------- tests, beside the run
+# pytest of the image, without the repository's addopts (its xdist options need the lock's
+# pytest-xdist); bounded so that they end before the deadline.  Output: $OUT/tests.log.
+TESTS_PID=
+if ((${#TESTS[@]})); then
+    say "pytest ${TESTS[*]} beside the command (log: tests.log)"
+    timeout $((UNTIL * 60 - 60)) "$PYTHON" -m pytest -o addopts= -p no:cacheprovider -q -ra --durations=15 "${TESTS[@]}" \
+        > "$OUT/tests.log" 2>&1 &
+    TESTS_PID=$!
+fi
+
 # ---------------------------------------------------------------- run, stopped before the limit
 if [[ ${COMMAND[0]} == snakemake ]] && [[ -n $(ls -A .snakemake/locks 2>/dev/null) ]]; then
     say "a stale Snakemake lock (an earlier call was killed): unlocking"; "${COMMAND[@]}" --unlock >/dev/null 2>&1
@@ -116,6 +130,10 @@ done
 wait "$PID"; STATUS=$?
 ((STOPPED)) && STATUS=75  # EX_TEMPFAIL, as a training stopped by its time limit; not 124 (the tool's own timeout)
 say "command ended with status $STATUS"
+if [[ -n $TESTS_PID ]]; then
+    wait "$TESTS_PID"; TESTS_STATUS=$?
+    say "pytest ended with status $TESTS_STATUS: $(tail -1 "$OUT/tests.log")"
+fi
 
 # ---------------------------------------------------------------- results into $OUT
 if [[ ${COMMAND[0]} == snakemake ]] && [[ -d .snakemake/log ]]; then
