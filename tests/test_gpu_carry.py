@@ -150,7 +150,7 @@ def test_main_reads_the_folder_and_fails_on_a_problem(tmp_path, capsys):
 def test_image_list_has_the_known_versions():
     image = cw.read_image_list()
     assert image["torch"] == Version("2.11.0") and image["sentencepiece"] == Version("0.2.2")
-    assert "pandas" in image and image["pandas"] is None
+    assert image["pandas"] is not None  # every version read off the machine (run.sh's pip list)
     assert "snakemake" not in image and "jsonschema" not in image
 
 

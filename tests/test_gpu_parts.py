@@ -59,7 +59,9 @@ def test_a_part_is_gpu_yaml_with_a_smaller_budget_and_fair(part):
         assert resolved(config, name) == resolved(whole, name), name  # settings but the budget: gpu.yaml's
         budget = runs.experiment_settings(config, name)["train"]
         assert budget["max_updates"] < runs.experiment_settings(whole, name)["train"]["max_updates"]
-        assert 0 < budget["max_minutes"] <= 4.5, "the safety net must leave the call time to decode and summarise"
+        # run.sh stops at 8 minutes; the reordering part on the GPU machine needed 0.3 min before
+        # its trainings started and 0.5 min after them (docs/results/gpu/parts/reordering/)
+        assert 0 < budget["max_minutes"] <= 5.5, "the safety net must leave the call time to decode and summarise"
         for baseline in runs.baselines_of(config, name):
             assert (baseline, ran[0][1]) in ran, f"{name}: its baseline {baseline} is not in the part"
     seeds.expand_seeds(config)

@@ -11,16 +11,16 @@
 # /tmp/site and the repository on PYTHONPATH, reads corpora from .gpu_data (NMT_DATA_MIRROR),
 # and carried segmentations from .gpu_data/segmentations (NMT_SEGMENTATIONS),
 # checks the install (check_wheels.py --installed, snakemake --version, torch.cuda), then runs the
-# command and stops it gracefully --until-minutes after the start (default 9, inside the tool's
-# 10-minute limit): trainings get SIGTERM first (they save checkpoint_last.pt and exit 75), then
-# Snakemake SIGINT.  Whatever happened, the results summary, timeline, tables and a logs tarball
+# command and stops it gracefully --until-minutes after the start (default 8: with the stop's
+# 60 s of grace and the copying, inside the tool's 10-minute limit): trainings get SIGTERM first
+# (they save checkpoint_last.pt and exit 75), then Snakemake SIGINT.  Whatever happened, the results summary, timeline, tables and a logs tarball
 # go to $OUT (the tool returns at most 8 files).  Exit status: the command's; 75 when stopped at
 # the deadline; 2 when the install or a check failed.
 set -uo pipefail
 START=$(date +%s)
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$ROOT"
-UNTIL=9
+UNTIL=8
 CHECK_ONLY=0
 SITE=${GPU_SITE:-/tmp/site}
 CONFIGS=(configs/gpu.yaml)
@@ -65,8 +65,12 @@ else
     touch "$STAMP"
 fi
 export PYTHONPATH="$SITE:$ROOT${PYTHONPATH:+:$PYTHONPATH}"
-# console scripts (snakemake) and a `python` for the rules' `python -m ...`, the one with torch
-mkdir -p "$SITE/bin" && [[ -x $SITE/bin/python ]] || ln -sf "$PYTHON" "$SITE/bin/python"
+# console scripts (snakemake) and a `python` for the rules' `python -m ...`, the one with torch.
+# A wrapper, not a symbolic link: a link to a virtual environment's python elsewhere finds no
+# pyvenv.cfg beside it and starts the base interpreter without the environment's packages (seen
+# on the GPU machine, 2026-11-26: `python -m snakemake` there lacked the image's wrapt).
+mkdir -p "$SITE/bin" && rm -f "$SITE/bin/python" && printf '#!/bin/sh\nexec "%s" "$@"\n' "$PYTHON" > "$SITE/bin/python" \
+    && chmod +x "$SITE/bin/python"
 export PATH="$SITE/bin:$PATH"
 export NMT_DATA_MIRROR="$ROOT/.gpu_data" PYTHONUNBUFFERED=1
 if [[ -d .gpu_data/segmentations ]]; then  # lattice segmenters run where prepare.sh ran (workflow_scripts/data/segment.py)
@@ -94,12 +98,15 @@ say "checks passed"
 
 # ---------------------------------------------------------------- tests, beside the run
 # pytest of the image, without the repository's addopts (its xdist options need the lock's
-# pytest-xdist); bounded so that they end before the deadline.  Output: $OUT/tests.log.
+# pytest-xdist), -v so that the log names each test as it ends.  Each test is bounded by
+# pytest-timeout (a hung one fails with its stack and the session goes on to its report), the
+# whole session by `timeout`, with SIGKILL 20 s after SIGTERM: on 2026-11-26 a test hung in a
+# CUDA-graph compile and pytest ignored SIGTERM.  Output: $OUT/tests.log.
 TESTS_PID=
 if ((${#TESTS[@]})); then
     say "pytest ${TESTS[*]} beside the command (log: tests.log)"
-    timeout $((UNTIL * 60 - 60)) "$PYTHON" -m pytest -o addopts= -p no:cacheprovider -q -ra --durations=15 "${TESTS[@]}" \
-        > "$OUT/tests.log" 2>&1 &
+    timeout -k 20 $((UNTIL * 60 - 90)) "$PYTHON" -m pytest -o addopts= -p no:cacheprovider -v -ra --durations=15 \
+        --timeout "${TEST_TIMEOUT:-150}" "${TESTS[@]}" > "$OUT/tests.log" 2>&1 &
     TESTS_PID=$!
 fi
 
