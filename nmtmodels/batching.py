@@ -11,6 +11,7 @@ import numpy as np
 from nmtmodels.config import ConfigError
 
 Unit = Literal["tokens", "chars"]
+Cost = Literal["longer_side", "target"]
 
 
 class Sized(Protocol):
@@ -34,9 +35,11 @@ class BucketBatchSampler:
        the time goes");
     2. pack consecutive examples while the batch's padded size
        ``rows * max_i max(src_len_i, tgt_len_i)`` stays within ``max_tokens`` (fairseq's
-       cost: the longer side's padded length, counting both sides' maxima) and ``rows <=
-       max_sentences``; an example whose own cost exceeds the budget becomes a batch of
-       its own (counted in ``oversized``);
+       cost: the longer side's padded length, counting both sides' maxima; ``cost=
+       "target"``: ``rows * max_i tgt_len_i``, the padded target alone, so that two systems
+       that read different sources of the same targets get the same target tokens per
+       update) and ``rows <= max_sentences``; an example whose own cost exceeds the budget
+       becomes a batch of its own (counted in ``oversized``);
     3. shuffle the batch order.
 
     Without ``shuffle`` the order is the plain stable sort and the batches come in
@@ -65,6 +68,7 @@ class BucketBatchSampler:
         max_sentences: int | None = None,
         num_replicas: int = 1,
         rank: int = 0,
+        cost: Cost = "longer_side",
     ):
         if hasattr(lengths, "sizes"):
             lengths = lengths.sizes(unit)
@@ -79,8 +83,13 @@ class BucketBatchSampler:
             raise ValueError(f"max_tokens must be >= 1, got {max_tokens}")
         if not 0 <= rank < num_replicas:
             raise ValueError(f"rank {rank} outside 0..{num_replicas - 1}")
+        if cost not in ("longer_side", "target"):
+            raise ValueError(f"cost must be longer_side or target, got {cost!r}")
+        if cost == "target" and lengths.shape[1] < 2:
+            raise ValueError("cost 'target' needs (source, target) lengths; these examples have one length each")
         self.lengths = lengths
-        self.cost = lengths.max(axis=1)
+        self.cost_rule = cost
+        self.cost = lengths[:, -1] if cost == "target" else lengths.max(axis=1)
         self.max_tokens = max_tokens
         self.unit = unit
         self.shuffle = shuffle
@@ -158,6 +167,7 @@ class BucketBatchSampler:
             "seed": self.seed,
             "max_tokens": self.max_tokens,
             "unit": self.unit,
+            "cost": self.cost_rule,
             "num_examples": len(self.lengths),
             "num_replicas": self.num_replicas,
             "order": self.order_fingerprint(),
@@ -167,10 +177,11 @@ class BucketBatchSampler:
         """Why ``state`` cannot continue here (empty: it can): a batching setting differs,
         or the saved epoch's batches are not the ones this sampler builds (other lengths,
         or other batching code). States written before the order was saved skip that check."""
-        mine = {"seed": self.seed, "max_tokens": self.max_tokens, "unit": self.unit,
+        mine = {"seed": self.seed, "max_tokens": self.max_tokens, "unit": self.unit, "cost": self.cost_rule,
                 "num_examples": len(self.lengths), "num_replicas": self.num_replicas}
-        found = [f"the batching {key} was {state[key]!r} when the checkpoint was written and is {value!r} now"
-                 for key, value in mine.items() if state[key] != value]
+        saved = {"cost": "longer_side", **state}  # states written before the cost was a choice
+        found = [f"the batching {key} was {saved[key]!r} when the checkpoint was written and is {value!r} now"
+                 for key, value in mine.items() if saved[key] != value]
         if not found and "order" in state and state["order"] != self.order_fingerprint(int(state["epoch"])):
             found.append(f"the batches of epoch {state['epoch']} differ from the checkpoint's "
                          "(other example lengths, or other batching code)")

@@ -112,9 +112,11 @@ rule length_analysis:
 # The config files of this run, for the summary's header, through the environment (as fetch's
 # input directories in the Snakefile): as a parameter, adding a config file that changes
 # nothing upstream would rerun the summary.  Its header names the config files and the
-# commit of the run that made it.
+# commit of the run that made it: the embedded config.yaml first, then those of the command line,
+# each once (`--configfile config.yaml configs/controls.yaml` names config.yaml a second time).
 CONFIG_FILES = [f if os.path.relpath(f, workflow.basedir).startswith("..") else os.path.relpath(f, workflow.basedir)
                 for f in map(os.path.abspath, workflow.configfiles)]
+CONFIG_FILES = list(dict.fromkeys(sorted(CONFIG_FILES, key=lambda f: f != "config.yaml")))
 os.environ.update(NMT_WORKFLOW_CONFIG_FILES=json.dumps(CONFIG_FILES))
 
 

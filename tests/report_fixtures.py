@@ -134,7 +134,10 @@ STOPS = {
     ("gate", "iwslt"): (500, 100.0, "max_updates"),
 }
 METRIC_COLUMNS = ("update", "epoch", "loss", "nll", "lr", "tokens_per_s", "grad_norm",
-                  "valid_loss", "valid_nll", "valid_bleu", "elapsed")
+                  "valid_loss", "valid_nll", "valid_bleu", "elapsed", "target_tokens")
+# target tokens of all updates so far, 1,000 per update; the run of "lsa" has none (a run made
+# before metrics.csv had the column)
+NO_TARGET_TOKENS = {"lsa"}
 
 
 def build_training_runs(root: Path, config: dict) -> None:
@@ -156,7 +159,8 @@ def build_training_runs(root: Path, config: dict) -> None:
             writer.writeheader()
             for update, loss, valid_loss, valid_bleu, elapsed in TRAIN_ROWS[experiment, corpus]:
                 values = {"update": update, "epoch": 1, "loss": loss, "valid_loss": valid_loss, "valid_bleu": valid_bleu,
-                          "elapsed": elapsed, "tokens_per_s": 1000.0 if loss is not None else None}
+                          "elapsed": elapsed, "tokens_per_s": 1000.0 if loss is not None else None,
+                          "target_tokens": None if experiment in NO_TARGET_TOKENS else 1000 * update}
                 writer.writerow({k: "" if v is None else v for k, v in values.items()})
 
 
@@ -232,7 +236,7 @@ def run_entry(system: str, baseline: str, metric: str, system_scores: list[float
 
 def training_runs(system: str, n: int, updates: list[int] | None = None, stops: list[str] | None = None,
                   parameters: int = 1000, dev_losses: list[list[tuple[int, float]]] | None = None,
-                  corpus: str = "c") -> list[dict]:
+                  corpus: str = "c", target_tokens: list[int | None] | None = None) -> list[dict]:
     """The summary's ``runs`` of one system's n seeds (all at 700 updates by max_updates unless given)."""
     from workflow_scripts.evaluation.summary import dev_loss_drop
 
@@ -244,6 +248,7 @@ def training_runs(system: str, n: int, updates: list[int] | None = None, stops: 
         found.append({"experiment": system if i == 0 else f"{system}_seed{i + 1}", "corpus": corpus, "system": system,
                       "seed": i + 1, "family": "f", "budget": {"max_updates": 700, "max_epochs": 0, "max_minutes": 60},
                       "updates": updates[i], "elapsed_s": 100.0, "stop_reason": stops[i], "parameters": parameters,
+                      "target_tokens": (target_tokens or [700_000] * n)[i],
                       "train_tokens_per_s": 1.0, "best_dev_loss": min(loss for _, loss in points),
                       "best_dev_loss_update": 700, "best_dev_bleu": None,
                       "dev_loss_drop": dev_loss_drop(points, updates[i])})

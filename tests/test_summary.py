@@ -13,7 +13,7 @@ import sacrebleu
 import torch
 import yaml
 
-from tests.report_fixtures import BUDGETS, STOPS, TRAIN_ROWS, build_training_runs, build_tree, fixture_config
+from tests.report_fixtures import BUDGETS, NO_TARGET_TOKENS, STOPS, TRAIN_ROWS, build_training_runs, build_tree, fixture_config
 from tests.test_tables import handmade
 from workflow_scripts.dag import evaluation as ev
 from workflow_scripts.dag import runs
@@ -91,7 +91,9 @@ def test_runs_have_the_hand_written_updates_time_and_stop_reason(tree, made):
         assert run["family"] == "transformer"
         row = f"| {key[0]} | {key[1]} | transformer |  | "  # no train.seed: an empty seed cell
         row = row + "" + " | ".join(str(BUDGETS[key[0]][k]) for k in summary.BUDGET_KEYS)
-        assert f"{row} | {updates} | {elapsed:.0f} | {reason} |" in markdown
+        tokens = "–" if key[0] in NO_TARGET_TOKENS else f"{1000 * updates:,}"
+        assert run["target_tokens"] == (None if key[0] in NO_TARGET_TOKENS else 1000 * updates)
+        assert f"{row} | {updates} | {elapsed:.0f} | {tokens} | {reason} |" in markdown
     assert by_run["gate", "iwslt"]["parameters"] == 987_654 and "987,654" in markdown
 
 

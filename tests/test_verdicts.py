@@ -93,6 +93,32 @@ def test_claim_row_has_parameters_spreads_and_the_markdown_says_n():
     assert "11,685,376 vs 8,133,376 (+43.7%)" in text and "**reproduced**" in text
 
 
+@pytest.mark.parametrize(("ours", "theirs", "confounded"), [
+    ([893_000, 893_000, 893_000], [1_000_000] * 3, True),   # the lattice's -10.7% at equal max_tokens
+    ([952_000, 950_000, 951_000], [1_000_000] * 3, False),  # -4.9%: within the tolerance
+    ([1_060_000] * 3, [1_000_000] * 3, True),               # +6%: either direction
+])
+def test_unequal_target_tokens_make_a_row_budget_confounded(ours, theirs, confounded):
+    entry = run_entry("sys", "base", "bleu", [22.0, 22.5, 23.0], [21.0, 21.1, 21.2], p_ar=1e-4, p_sign=1e-4)
+    data = _summary([entry], [training_runs("sys", 3, target_tokens=ours), training_runs("base", 3, target_tokens=theirs)])
+    (row,) = verdicts.claim_rows(data, {"sys": CLAIM})
+    assert row["target_tokens_gap"] == pytest.approx(sum(ours) / sum(theirs) - 1)
+    assert row["budget_confounded"] is confounded
+    assert row["verdict"] == "reproduced"  # said beside the verdict, not folded into it
+    data.update(claims=[row], claims_file="claims.yaml")
+    text = "\n".join(verdicts.claims_markdown(data))
+    assert ("budget-confounded" in text) is confounded
+    assert f"ours {ours[0]:,}, {ours[1]:,}, {ours[2]:,}; baseline {theirs[0]:,}" in text
+
+
+def test_runs_without_target_tokens_are_not_called_confounded():
+    entry = run_entry("sys", "base", "bleu", [22.0, 22.5, 23.0], [21.0, 21.1, 21.2], p_ar=1e-4, p_sign=1e-4)
+    data = _summary([entry], [training_runs("sys", 3, target_tokens=[None, 1, 1]), training_runs("base", 3)])
+    (row,) = verdicts.claim_rows(data, {"sys": CLAIM})
+    assert row["target_tokens_gap"] is None and not row["budget_confounded"]
+    assert verdicts.budget_line(row).startswith("- Budget: target tokens not recorded")
+
+
 def test_controls_must_beat_and_beside():
     claim = {**CLAIM, "controls": [
         {"experiment": "same_params", "role": "must_beat", "what": "the branch without the method"},
@@ -115,6 +141,16 @@ def test_controls_must_beat_and_beside():
     data.update(claims=rows, claims_file="claims.yaml")
     text = "\n".join(verdicts.claims_markdown(data))
     assert "never_ran (must-beat: not configured): not run (configs/controls.yaml)" in text
+
+
+def test_a_reversed_beside_control_is_said_in_the_reason_without_changing_the_verdict():
+    claim = {**CLAIM, "controls": [{"experiment": "bias0", "role": "beside", "what": "the gate at bias 0"}]}
+    entries = [run_entry("sys", "base", "bleu", [22.0, 22.5, 23.0], [21.0, 21.1, 21.2], p_ar=1e-4, p_sign=1e-4),
+               run_entry("bias0", "base", "bleu", [16.0, 15.9, 15.8], [21.0, 21.1, 21.2], p_ar=1e-4, p_sign=1e-4)]
+    groups = [training_runs(s, 3) for s in ("sys", "base", "bias0")]
+    (row,) = verdicts.claim_rows(_summary(entries, groups), {"sys": claim})
+    assert row["verdict"] == "reproduced"
+    assert "the beside control bias0 is reversed against the baseline" in row["why"]
 
 
 def test_still_improving_against_the_spread_over_seeds():

@@ -219,6 +219,7 @@ def test_miniature_ends_with_results_table_length_plots_and_report(miniature):
     signature = yaml.safe_load((miniature / "results/experiments/baseline/multi30k_en_de/test_2016_flickr.scores.json")
                                .read_text())["bleu"]["signature"]
     assert "`" + signature.replace("|", "\\|") + "`" in summary  # pipes escaped for GitHub tables
+    assert "- Config files: `config.yaml`, `configs/ci.yaml`\n" in summary  # merge order, each once
     assert (miniature / "results/report/summary.json").is_file()
     for corpus in set(table["corpus"]):
         assert (miniature / f"results/report/curves/{corpus}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -56,6 +56,13 @@ Choices where the paper is vague:
 * the "weight of subgraphs of high order" (Figure 5) is the gate ``w`` averaged over the
   model dimension (gate), or the weight of the unit ``i_h`` averaged over the four queries
   (self-gate); the sum fusion has none.
+
+A control, not in the paper (``options.subgraphs: false``): every layer keeps only the high-order
+part over its input, ``i_h = MHA(q=p, kv=p)``, fused with ``i_l = p``.  With the sum fusion this
+is the Transformer's encoder layer, parameter for parameter; with the learned gate it is a
+Transformer whose self-attention residual has the headline's carry gate (2 d^2 + d parameters per
+layer), the control that tells "the subgraph groups help" from "a learned carry gate helps"
+(workflow_scripts/evaluation/claims.yaml, ``transformer_carry_gate``).
 """
 from __future__ import annotations
 
@@ -85,6 +92,7 @@ class GraphOptions:
     shared_qkv: bool = False  # one query/key/value projection for the three parts
     gate: Literal["learned", "printed"] = "learned"  # weight-gate: learned (Table 2's parameters) or eq. 6 as printed
     gate_bias: float = -2.0  # learned gate: initial bias, sigmoid(-2) = 0.12 of the new groups
+    subgraphs: bool = True  # false: the high-order part over the layer input only (a Transformer layer; a control)
 
 
 # The variants of the paper's Table 2 as ``model.options`` (configs, tests and the benchmark).
@@ -201,14 +209,16 @@ class GraphEncoderLayer(nn.Module):
         def attention() -> MultiheadAttention:
             return MultiheadAttention(d, cfg.heads, dropout=cfg.attention_dropout, inner_dim=inner)
 
-        self.high = attention()  # q, k, v = incremental
-        self.middle_incr = attention()  # q = incremental, k/v = previous
-        self.middle_prev = attention()  # q = previous, k/v = incremental
-        if options.shared_qkv:
-            for part in (self.middle_incr, self.middle_prev):
-                part.q_proj, part.kv_proj = self.high.q_proj, self.high.kv_proj
+        self.subgraphs = options.subgraphs
+        self.high = attention()  # q, k, v = incremental (without subgraphs: previous)
         self.norm_prev = nn.LayerNorm(d) if cfg.normalize_before else nn.Identity()
-        self.norm_incr = nn.LayerNorm(d) if cfg.normalize_before else nn.Identity()
+        if self.subgraphs:
+            self.middle_incr = attention()  # q = incremental, k/v = previous
+            self.middle_prev = attention()  # q = previous, k/v = incremental
+            if options.shared_qkv:
+                for part in (self.middle_incr, self.middle_prev):
+                    part.q_proj, part.kv_proj = self.high.q_proj, self.high.kv_proj
+            self.norm_incr = nn.LayerNorm(d) if cfg.normalize_before else nn.Identity()
         self.fusion_norm = nn.Identity() if cfg.normalize_before else nn.LayerNorm(d)
         self.dropout = Dropout(cfg.dropout)
         self.fusion = build_fusion(options, d)
@@ -218,11 +228,17 @@ class GraphEncoderLayer(nn.Module):
     def forward(self, previous: Tensor, incremental: Tensor, pad_mask: Tensor | None) -> tuple[Tensor, Tensor, Tensor | None]:
         """(B, S, d) previous and incremental -> (full r, incremental r - previous, high-order
         weight (B, S) or None)."""
-        p, i = self.norm_prev(previous), self.norm_incr(incremental)
-        high, _ = self.high(i, key_padding_mask=pad_mask)
-        middle_incr, _ = self.middle_incr(i, p, key_padding_mask=pad_mask)
-        middle_prev, _ = self.middle_prev(p, i, key_padding_mask=pad_mask)
-        fused, high_weight = self.fusion(self.dropout(high), self.dropout(middle_incr), self.dropout(middle_prev), previous, p)
+        p = self.norm_prev(previous)
+        if self.subgraphs:
+            i = self.norm_incr(incremental)
+            high, _ = self.high(i, key_padding_mask=pad_mask)
+            middle_incr, _ = self.middle_incr(i, p, key_padding_mask=pad_mask)
+            middle_prev, _ = self.middle_prev(p, i, key_padding_mask=pad_mask)
+            parts = self.dropout(high), self.dropout(middle_incr), self.dropout(middle_prev)  # in this order (RNG)
+        else:  # the control: a Transformer layer's self-attention, fused with the residual p
+            high, _ = self.high(p, key_padding_mask=pad_mask)
+            parts = self.dropout(high), high.new_zeros(()), high.new_zeros(())
+        fused, high_weight = self.fusion(*parts, previous, p)
         full = self.fusion_norm(fused)
         full = self.ffn_residual.merge(full, self.ffn(self.ffn_residual.prepare(full)))
         return full, full - previous, high_weight
@@ -261,6 +277,9 @@ class GraphTransformerModel(TransformerModel):
         options = cls.parse_options(cfg.options)
         if options.half_dim and (cfg.d_model % 2 or (cfg.d_model // 2) % cfg.heads):
             raise ConfigError(f"model.options.half_dim: d_model/2 = {cfg.d_model / 2} is not divisible by {cfg.heads} heads")
+        if not options.subgraphs and (options.fusion == "self_gate" or options.shared_qkv):
+            key = "fusion: self_gate" if options.fusion == "self_gate" else "shared_qkv"
+            raise ConfigError(f"model.options.subgraphs: false keeps one attention part; {key} needs the three")
         return GraphEncoder(cfg, embedding, options)
 
     @torch.no_grad()

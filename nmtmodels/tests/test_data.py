@@ -192,6 +192,37 @@ def test_sampler_refuses_a_state_whose_epoch_had_other_batches():
     BucketBatchSampler(other, 120, seed=3).load_state_dict(written_before_the_order_was_saved)
 
 
+def target_tokens_per_update(lengths: np.ndarray, batches: list[np.ndarray]) -> list[int]:
+    return [int(lengths[batch, 1].sum()) for batch in batches]
+
+
+def test_a_target_cost_gives_two_sources_of_the_same_targets_the_same_target_tokens_per_update():
+    # a lattice and its 1-best: the same targets, a longer source (here 1.1-2x the 1-best's)
+    rng = np.random.default_rng(0)
+    one_best = rng.integers(1, 30, size=(500, 2))
+    lattice = one_best.copy()
+    lattice[:, 0] = np.ceil(one_best[:, 0] * rng.uniform(1.1, 2.0, size=500))
+    by_target = [BucketBatchSampler(x, 200, seed=4, cost="target").batches() for x in (one_best, lattice)]
+    assert target_tokens_per_update(one_best, by_target[0]) == target_tokens_per_update(lattice, by_target[1])
+    for batch in by_target[1]:  # the budget counts the padded target alone
+        assert len(batch) * lattice[batch, 1].max() <= 200 or len(batch) == 1
+    # the default cost (the longer side) gives the longer source fewer target tokens per update
+    by_longer = [BucketBatchSampler(x, 200, seed=4).batches() for x in (one_best, lattice)]
+    tokens = [sum(target_tokens_per_update(x, b)) / len(b) for x, b in zip((one_best, lattice), by_longer)]
+    assert tokens[1] < 0.95 * tokens[0]
+
+
+def test_the_batch_cost_is_part_of_the_resumable_state():
+    lengths = np.random.default_rng(0).integers(1, 30, size=(100, 2))
+    state = BucketBatchSampler(lengths, 120, seed=3).state_dict()
+    with pytest.raises(ConfigError, match="cost was 'longer_side'.*is 'target' now"):
+        BucketBatchSampler(lengths, 120, seed=3, cost="target").load_state_dict(state)
+    older = {k: v for k, v in state.items() if k != "cost"}  # written before the cost was a choice
+    BucketBatchSampler(lengths, 120, seed=3).load_state_dict(older)
+    with pytest.raises(ValueError, match="needs \\(source, target\\) lengths"):
+        BucketBatchSampler(lengths[:, 0], 120, cost="target")
+
+
 def test_dataset_fingerprint_changes_with_any_example(tmp_path):
     src = write_lines(tmp_path / "s", ["a b", "b"])
     tgt = write_lines(tmp_path / "t", ["a", "b a"])

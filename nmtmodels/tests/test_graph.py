@@ -245,6 +245,8 @@ def test_incremental_decoding_and_beam_search_end_to_end(options) -> None:
 def test_options_are_checked() -> None:
     with pytest.raises(ConfigError, match="fusion"):
         model_of({"fusion": "concat"})
+    with pytest.raises(ConfigError, match="subgraphs.*self_gate"):
+        model_of({"subgraphs": False, "fusion": "self_gate"})
     with pytest.raises(ConfigError, match="half_dim"):
         model_of({"half_dim": True}, heads=32)
     with pytest.raises(ConfigError, match="shared"):
@@ -316,4 +318,37 @@ def test_learned_gate_starts_near_the_carry_path() -> None:
     # W = 0 and b = gate_bias: every position's gate is sigmoid(b) at initialisation
     model = model_of({"fusion": "gate", "gate_bias": -2.0})
     weights = model.high_order_weights(random_batch([5, 3], tgt_len=2))
+    torch.testing.assert_close(weights, torch.full_like(weights, 1 / (1 + math.exp(2.0))))
+
+
+# --- the control without subgraphs (claims.yaml: transformer_carry_gate) ----------------------
+
+
+@pytest.mark.parametrize("normalize_before", [True, False])
+def test_without_subgraphs_the_sum_fusion_is_the_transformer(normalize_before) -> None:
+    # the same parameters under other names, and the same logits (eval mode: dropout off)
+    torch.manual_seed(0)
+    transformer = build_model(ModelConfig.from_dict({**SMALL, "normalize_before": normalize_before}), 23, 27)
+    control = model_of({"subgraphs": False}, normalize_before=normalize_before)
+    residual_norm = "norm_prev" if normalize_before else "fusion_norm"
+    def encoder_name(key: str) -> str:
+        if not key.startswith("encoder."):
+            return key
+        return key.replace("self_attn_residual.norm", residual_norm).replace(".self_attn.", ".high.")
+
+    renamed = {encoder_name(k): v for k, v in transformer.state_dict().items()}
+    control.load_state_dict(renamed, strict=True)
+    assert control.num_parameters() == transformer.num_parameters()
+    batch = random_batch([6, 4, 5], tgt_len=3)
+    transformer.eval(), control.eval()
+    torch.testing.assert_close(control(batch), transformer(batch))
+
+
+def test_the_carry_gated_transformer_adds_only_the_gate() -> None:
+    transformer = build_model(ModelConfig.from_dict({**SMALL, "normalize_before": True}), 23, 27)
+    control = model_of({"subgraphs": False, "fusion": "gate"}, normalize_before=True)
+    d = SMALL["d_model"]
+    assert control.num_parameters() - transformer.num_parameters() == SMALL["encoder_layers"] * (2 * d * d + d)
+    assert residual_path_is_kept({"subgraphs": False, "fusion": "gate"}, normalize_before=True)
+    weights = control.high_order_weights(random_batch([5, 3], tgt_len=2))  # sigmoid(-2) at the start
     torch.testing.assert_close(weights, torch.full_like(weights, 1 / (1 + math.exp(2.0))))

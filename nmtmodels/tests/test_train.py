@@ -16,6 +16,7 @@ from torch import nn
 
 from nmtmodels import checkpoint as ckpt_module
 from nmtmodels.batch import PAD_ID
+from nmtmodels.batching import BucketBatchSampler
 from nmtmodels.checkpoint import (
     CheckpointError,
     CheckpointWriteError,
@@ -216,6 +217,22 @@ def test_resume_after_stop_is_bit_exact(corpus, tmp_path):
     rows = list(csv.DictReader((tmp_path / "resumed" / "metrics.csv").read_text().splitlines()))
     train_updates = [int(r["update"]) for r in rows if r["loss"]]
     assert train_updates == list(range(1, 15))
+    # target tokens of every update so far: the same after the resume, and what the batches of a
+    # fresh sampler with the run's seed hold (the first 14 updates of update_freq batches each, an
+    # epoch's last update taking what is left of it)
+    straight_rows = list(csv.DictReader((tmp_path / "straight" / "metrics.csv").read_text().splitlines()))
+    def train_tokens(table):
+        return [(r["update"], r["target_tokens"]) for r in table if r["loss"]]
+
+    assert train_tokens(rows) == train_tokens(straight_rows)
+    _, train_data, _ = corpus
+    fresh = BucketBatchSampler(train_data, straight.cfg.max_tokens, seed=straight.cfg.seed,
+                               max_sentences=straight.cfg.max_sentences)
+    epochs = [list(iter(fresh)) for _ in range(20)]
+    updates = [epoch[k:k + 2] for epoch in epochs for k in range(0, len(epoch), 2)][:14]
+    lengths = train_data.tgt.lengths()
+    expected = sum(int(lengths[i]) + 1 for group in updates for batch in group for i in batch)  # + EOS
+    assert int(rows[-1]["target_tokens"]) == straight.seen_target_tokens() == expected
 
 
 def test_resume_restores_outputs_a_scheduler_deleted(corpus, tmp_path):
@@ -423,7 +440,7 @@ def test_best_by_loss_and_metrics_log(corpus, tmp_path):
     trainer.train()
     rows = list(csv.DictReader((tmp_path / "metrics.csv").read_text().splitlines()))
     assert list(rows[0]) == ["update", "epoch", "loss", "nll", "lr", "tokens_per_s", "grad_norm",
-                             "valid_loss", "valid_nll", "valid_bleu", "elapsed"]
+                             "valid_loss", "valid_nll", "valid_bleu", "elapsed", "target_tokens"]
     assert [int(r["update"]) for r in rows if r["loss"]] == [2, 4, 6, 8, 10, 12]
     assert all(float(r["tokens_per_s"]) > 0 and float(r["grad_norm"]) > 0 for r in rows if r["loss"])
     valid = {int(r["update"]): float(r["valid_loss"]) for r in rows if r["valid_loss"]}

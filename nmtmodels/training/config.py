@@ -41,6 +41,7 @@ class TrainConfig:
     max_sentences: int | None = None
     valid_max_tokens: int | None = None
     batch_unit: Literal["tokens", "chars"] = "tokens"
+    batch_cost: Literal["longer_side", "target"] = "longer_side"
     too_long: Literal["skip", "error"] = "skip"
     update_freq: int = 1
     lr: float = 5e-4

@@ -13,7 +13,7 @@ from typing import Any
 from nmtmodels.textio import atomic_output
 
 METRIC_COLUMNS = ("update", "epoch", "loss", "nll", "lr", "tokens_per_s", "grad_norm",
-                  "valid_loss", "valid_nll", "valid_bleu", "elapsed")
+                  "valid_loss", "valid_nll", "valid_bleu", "elapsed", "target_tokens")
 
 
 class Interval:

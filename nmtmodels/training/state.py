@@ -99,6 +99,7 @@ def checkpoint_state(trainer: Any) -> dict[str, Any]:
             "init_fingerprint": trainer.init_fingerprint,
             "metrics_history": trainer.metrics_history,
             "elapsed": trainer.elapsed,
+            "target_tokens": trainer.seen_target_tokens(),
             "best": trainer.best,
             "bad_validations": trainer.bad_validations,
             "nonfinite_run": trainer.nonfinite_run,
@@ -121,6 +122,7 @@ def resume(trainer: Any, path: Path, state: dict[str, Any]) -> None:
     set_rng_state(rng[trainer.dist.rank] if len(rng) == trainer.dist.world_size else rng[0])
     trainer.update = int(saved["update"])
     trainer.elapsed = float(saved["elapsed"])
+    trainer.target_tokens = int(saved.get("target_tokens", 0))  # absent in older checkpoints
     trainer.best = saved["best"]
     trainer.bad_validations = int(saved["bad_validations"])
     trainer.nonfinite_run = int(saved.get("nonfinite_run", 0))  # absent in older checkpoints
@@ -190,7 +192,8 @@ def changes_since(trainer: Any, state: dict[str, Any]) -> list[str]:
                if state["model_config"].get(k) != trainer.model_config.get(k)]
     changes += [f"the {side} vocabulary differs" for side, vocab in (("src", trainer.src_vocab), ("tgt", trainer.tgt_vocab))
                 if state["vocab"][f"{side}_fingerprint"] != vocab.fingerprint()]
-    then, now = state.get("train_config", {}), to_dict(trainer.cfg)
+    # a key the checkpoint does not have (a setting added since) counts as at its default
+    then, now = {**to_dict(TrainConfig()), **state.get("train_config", {})}, to_dict(trainer.cfg)
     changes += [f"train.{k} was {then.get(k)!r} and is {now.get(k)!r} now" for k in sorted(set(then) | set(now))
                 if k not in CHANGEABLE_ON_RESUME and then.get(k) != now.get(k)]
     saved_data = state["trainer"].get("data_fingerprint")

@@ -143,7 +143,7 @@ class Trainer:
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, self.schedule)
         self.sampler = BucketBatchSampler(train_data, cfg.max_tokens, unit=cfg.batch_unit, shuffle=True,
                                           seed=cfg.seed, max_sentences=cfg.max_sentences,
-                                          num_replicas=self.dist.world_size, rank=self.dist.rank)
+                                          num_replicas=self.dist.world_size, rank=self.dist.rank, cost=cfg.batch_cost)
         if self.sampler.oversized and self.dist.is_main:
             self.log(f"warning: {self.sampler.oversized} training examples exceed max_tokens "
                      f"{cfg.max_tokens} on their own; each becomes a batch of one")
@@ -158,6 +158,11 @@ class Trainer:
         # Every metrics.csv row so far; kept in checkpoints so that a resumed run can
         # rewrite metrics.csv whole (a scheduler may delete a failed job's outputs).
         self.metrics_history: list[dict[str, str]] = []
+        # Target tokens of all ranks over the updates so far (metrics.csv's target_tokens: the
+        # budget a comparison of two runs can check); under DDP the per-update totals stay on
+        # the device until a row or a checkpoint needs the count.
+        self.target_tokens = 0
+        self._pending_tokens: Tensor | int = 0
         self._signal: int | None = None
         self._loss_sum: Tensor | None = None  # since the last log line, on the device
         self._nll_sum: Tensor | None = None
@@ -341,7 +346,15 @@ class Trainer:
         self.optimizer.zero_grad(set_to_none=True)
         self._loss_sum = loss_total if self._loss_sum is None else self._loss_sum + loss_total
         self._nll_sum = nll_total if self._nll_sum is None else self._nll_sum + nll_total
+        self._pending_tokens = self._pending_tokens + (total if self.dist.enabled else local_tokens)
         return grad_norm, local_tokens, None
+
+    def seen_target_tokens(self) -> int:
+        """All ranks' target tokens over the updates made so far (skipped updates not counted)."""
+        pending = self._pending_tokens
+        self.target_tokens += int(pending.item()) if isinstance(pending, Tensor) else int(pending)
+        self._pending_tokens = 0
+        return self.target_tokens
 
     def _collate(self, data: ParallelDataset, indices: np.ndarray | Sequence[int]) -> Batch:
         """The batch of ``indices``, padded to the shape buckets of ``pad_to_multiple`` and
@@ -372,6 +385,7 @@ class Trainer:
             "tokens_per_s": tokens / seconds if seconds > 0 else float("nan"),
             "grad_norm": float(grad_norm) if grad_norm is not None else float("nan"),
             "elapsed": time.monotonic() - started,
+            "target_tokens": self.seen_target_tokens(),
         }
         interval.reset()
         if self.dist.is_main:
@@ -446,7 +460,8 @@ class Trainer:
                 self.bad_validations += 1
         self.elapsed = time.monotonic() - started
         if metrics and self.dist.is_main:
-            row = {"update": self.update, "epoch": self.sampler.epoch, "elapsed": self.elapsed, **metrics}
+            row = {"update": self.update, "epoch": self.sampler.epoch, "elapsed": self.elapsed,
+                   "target_tokens": self.seen_target_tokens(), **metrics}
             self.log(valid_line(self.update, metrics, improved))
             self._write_metrics(row)
         self._save(numbered=numbered, metrics=metrics, improved=improved, value=value)

@@ -154,7 +154,7 @@ def to_markdown(merged: dict[str, Any], parts: list[dict[str, Any]], command: st
               verdicts.parameters_cell(v) if "corpus" in v else "",
               f"{verdicts.updates_cell(v['system_training'])}; {verdicts.updates_cell(v['baseline_training'])}"
               if "corpus" in v else "",
-              verdicts.claim_lengths(v) if "corpus" in v else "", f"**{v['verdict']}**",
+              verdicts.claim_lengths(v) if "corpus" in v else "", verdicts.verdict_cell(v),
               summaries._code(v["signature"]) if v.get("signature") else ""]
              for v in rows])
     for part in parts:

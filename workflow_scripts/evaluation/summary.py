@@ -182,6 +182,7 @@ def training_run(experiment: str, corpus: str, root: str | Path = ".", system: s
     try:
         updates = int(float(last["update"]))
         elapsed = float(last.get("elapsed") or "nan")
+        target_tokens = int(float(last["target_tokens"])) if last.get("target_tokens") else None  # older runs: none
     except ValueError as exc:
         raise DataError(metrics_path, f"last row: {exc}") from None
     if math.isnan(elapsed):
@@ -197,7 +198,7 @@ def training_run(experiment: str, corpus: str, root: str | Path = ".", system: s
         "experiment": experiment, "corpus": corpus, "system": system or experiment, "seed": seed,
         "dev_loss_drop": dev_loss_drop(list(zip(*series["dev loss"])), updates) if "dev loss" in series else None,
         "family": (settings.get("model") or {}).get("family") or info.get("family"),
-        "budget": budget, "updates": updates, "elapsed_s": elapsed,
+        "budget": budget, "updates": updates, "elapsed_s": elapsed, "target_tokens": target_tokens,
         "stop_reason": stop_reason(updates, elapsed, budget),
         "parameters": info.get("parameters"), "train_tokens_per_s": info.get("train_tokens_per_s"),
         "best_dev_loss": dev_loss[1] if dev_loss else None,
@@ -440,7 +441,8 @@ def to_markdown(summary: dict[str, Any]) -> str:
              "- Config files: " + (", ".join(f"`{c}`" for c in w["config_files"]) or "none given"),
              "", "## Training runs", "",
              "Budget from each run's experiment.yaml (0: no limit); updates and time from the last row of "
-             "train/metrics.csv; stop reason: max_updates if updates >= max_updates, else the minutes cap if "
+             "train/metrics.csv, with the target tokens of all its updates (the budget two runs compare by); "
+             "stop reason: max_updates if updates >= max_updates, else the minutes cap if "
              "elapsed >= max_minutes, else max_epochs if set, else other. Best dev loss (and dev BLEU where a run "
              "validates with BLEU, `train.valid_bleu`): over the run's validations on the dev set, the numbers to "
              "choose settings by (never the test scores below). Test source OOV: the share of each test set's source "
@@ -448,11 +450,12 @@ def to_markdown(summary: dict[str, Any]) -> str:
              "(workflow_scripts/evaluation/oov.py).", ""]
     dev_bleu = any(r.get("best_dev_bleu") is not None for r in summary["runs"])  # a column only where a run has it
     lines += _table(["experiment", "corpus", "family", "seed", "max_updates", "max_epochs", "max_minutes", "updates",
-                     "time (s)", "stopped by", "parameters", "train tok/s", "best dev loss (update)"]
+                     "time (s)", "target tokens", "stopped by", "parameters", "train tok/s", "best dev loss (update)"]
                     + (["best dev BLEU"] if dev_bleu else []) + ["test source OOV (units)"],
                     [[r["experiment"], r["corpus"], _cell(r["family"]), _cell(r.get("seed")),
                       *(_cell(r["budget"][k]) for k in BUDGET_KEYS),
-                      str(r["updates"]), f"{r['elapsed_s']:.0f}", r["stop_reason"],
+                      str(r["updates"]), f"{r['elapsed_s']:.0f}",
+                      f"{r['target_tokens']:,}" if isinstance(r.get("target_tokens"), int) else "–", r["stop_reason"],
                       f"{r['parameters']:,}" if isinstance(r["parameters"], int) else _cell(r["parameters"]),
                       _cell(r["train_tokens_per_s"], 0),
                       f"{r['best_dev_loss']:.3f} ({r['best_dev_loss_update']})" if r["best_dev_loss"] is not None else ""]

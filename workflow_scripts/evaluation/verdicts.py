@@ -197,11 +197,31 @@ def improving(runs: list[dict[str, Any]]) -> dict[str, Any]:
     return {"drop": drop, "spread": spread, "flag": flag + ("" if spread is not None else " (1 run: no spread)")}
 
 
+# Two sides whose runs saw target tokens that differ by more than this share are
+# "budget-confounded": equal updates, unequal data per update (e.g. a longer source in a
+# token budget that counts the longer side).
+BUDGET_TOLERANCE = 0.05
+
+
 def trainingside_cell(runs: list[dict[str, Any]]) -> dict[str, Any]:
-    """Updates, stop reasons, parameters and the improving flag of one side's runs."""
+    """Updates, stop reasons, target tokens, parameters and the improving flag of one side's runs."""
     return {"updates": [r["updates"] for r in runs], "stopped_by": sorted({r["stop_reason"] for r in runs}),
+            "target_tokens": [r.get("target_tokens") for r in runs],
             "parameters": runs[0].get("parameters") if runs else None,
             "elapsed_s": [r["elapsed_s"] for r in runs], **{f"improving_{k}": v for k, v in improving(runs).items()}}
+
+
+def target_tokens_gap(system: dict[str, Any], baseline: dict[str, Any]) -> float | None:
+    """The system's mean target tokens per run over the baseline's, minus 1 (None where a run of
+    either side does not record them)."""
+    ours, theirs = system.get("target_tokens") or [], baseline.get("target_tokens") or []
+    if not ours or not theirs or any(t is None for t in (*ours, *theirs)) or not sum(theirs):
+        return None
+    return (sum(ours) / len(ours)) / (sum(theirs) / len(theirs)) - 1.0
+
+
+def budget_confounded(gap: float | None) -> bool:
+    return gap is not None and abs(gap) > BUDGET_TOLERANCE
 
 
 def comparable(system: dict[str, Any], baseline: dict[str, Any]) -> bool:
@@ -231,21 +251,23 @@ def _sign_favours(stats: dict[str, Any]) -> int:
 def control_rows(summary: dict[str, Any], claim: dict[str, Any], system: str, baseline: str, corpus: str,
                  test_set: str) -> list[dict[str, Any]]:
     """Each control of a claim: not run, or its mean score and its test (``must_beat``: the
-    system against the control; ``beside``: the control against the claim's baseline)."""
+    system against the control; ``beside``: the control against the claim's baseline, or against
+    the control's own ``baseline`` where it names one: a budget-matched pair beside the claim)."""
     found = []
     for control in claim["controls"]:
         name, role = control["experiment"], control["role"]
-        pair = (system, name) if role == "must_beat" else (name, baseline)
+        pair = (system, name) if role == "must_beat" else (name, control.get("baseline") or baseline)
         stats = _statistics(summary, *pair, corpus, test_set, claim["metric"])
         row = {"experiment": name, "role": role, "what": control["what"], "run": stats is not None,
-               "against": pair[1] if role == "beside" else None}
+               "against": pair[1] if role == "beside" else None, "pair": list(pair)}
         if stats is not None:
             score = stats["baseline_mean"] if role == "must_beat" else stats["system_mean"]
             sd = stats["baseline_sd"] if role == "must_beat" else stats["system_sd"]
             sides = {s: trainingside_cell(_runs_of(summary, s, corpus)) for s in pair}
             row.update(n=stats["n"], score=score, score_sd=sd, delta=stats["delta"], p_ar=stats["stratified_ar"]["p_value"],
                        p_sign=stats["sign_pooled"]["p_value"], runs_better=stats["runs_better"],
-                       runs_worse=stats["runs_worse"], parameters=sides[name]["parameters"])
+                       runs_worse=stats["runs_worse"], parameters=sides[name]["parameters"],
+                       target_tokens_gap=target_tokens_gap(*sides.values()))
             row["verdict"], row["why"] = verdict(
                 claim["paper"], n=stats["n"], delta=stats["delta"], score=stats["system_mean"],
                 baseline_score=stats["baseline_mean"], p_ar=row["p_ar"], p_sign=row["p_sign"],
@@ -287,6 +309,8 @@ def claim_rows(summary: dict[str, Any], claims: dict[str, dict[str, Any]]) -> li
             "parameters": params[0], "baseline_parameters": params[1],
             "parameters_diff_pct": 100.0 * (params[0] - params[1]) / params[1] if all(isinstance(p, int) for p in params) else None,
             "system_training": ours, "baseline_training": theirs,
+            "target_tokens_gap": target_tokens_gap(ours, theirs),
+            "budget_confounded": budget_confounded(target_tokens_gap(ours, theirs)),
             "controls": controls, "deviations": claim["deviations"],
             "length_ratio": lengths.get("length_ratio"), "brevity_penalty": lengths.get("brevity_penalty"),
             "baseline_length_ratio": base_lengths.get("length_ratio"),
@@ -297,6 +321,10 @@ def claim_rows(summary: dict[str, Any], claims: dict[str, dict[str, Any]]) -> li
             baseline_score=stats["baseline_mean"], p_ar=p_ar, p_sign=p_sign, runs_better=stats["runs_better"],
             runs_worse=stats["runs_worse"], sign_favours=_sign_favours(stats), comparable=comparable(ours, theirs),
             controls_beaten=beaten)
+        reversed_beside = [c["experiment"] for c in controls if c["role"] == "beside" and c["run"] and c["verdict"] == "reversed"]
+        if reversed_beside:  # shown, not folded into the verdict: the claim's own comparison stands
+            row["why"] += (f"; the beside control {', '.join(reversed_beside)} is reversed against the baseline, so the "
+                           "result rests on what that control changes")
         found.append(row)
     return found
 
@@ -326,6 +354,24 @@ def updates_cell(side: dict[str, Any]) -> str:
     return "/".join(map(str, counts)) + ("" if side["stopped_by"] == ["max_updates"] else f" ({', '.join(side['stopped_by'])})")
 
 
+def verdict_cell(v: dict[str, Any]) -> str:
+    """The verdict in bold, and "budget-confounded" where the two sides saw unequal target tokens."""
+    if not v.get("budget_confounded"):
+        return f"**{v['verdict']}**"
+    return f"**{v['verdict']}**; budget-confounded ({100 * v['target_tokens_gap']:+.1f}% target tokens)"
+
+
+def budget_line(v: dict[str, Any]) -> str:
+    """The target tokens each side's runs saw (metrics.csv), and whether they differ by more than 5%."""
+    gap = v.get("target_tokens_gap")
+    if gap is None:
+        return "- Budget: target tokens not recorded by every run (runs made before they were)."
+    sides = [", ".join(f"{t:,}" for t in side["target_tokens"]) for side in (v["system_training"], v["baseline_training"])]
+    verdict = (f"**budget-confounded**: more than {100 * BUDGET_TOLERANCE:.0f}% apart" if budget_confounded(gap)
+               else f"within {100 * BUDGET_TOLERANCE:.0f}%")
+    return f"- Budget: target tokens per run, ours {sides[0]}; baseline {sides[1]} ({100 * gap:+.1f}%): {verdict}."
+
+
 def _improving(side: dict[str, Any]) -> str:
     if side.get("improving_drop") is None:
         return "no dev loss"
@@ -346,6 +392,10 @@ def _control_line(c: dict[str, Any], metric: str) -> str:
     else:
         test = f"it against {c['against']}"
         outcome = f"**{c['verdict']}** ({c['why']})"
+    gap = c.get("target_tokens_gap")
+    if gap is not None:
+        params += f"; target tokens of {c['pair'][0]} {100 * gap:+.1f}% against {c['pair'][1]}" + (
+            " (budget-confounded)" if budget_confounded(gap) else "")
     return (f"- {what}: {metric} {md.mean_sd(c['score'], c['score_sd'])} over {c['n']} run(s){params}; {test}: "
             f"difference {c['delta']:+.2f}, stratified AR p {md.cell(c['p_ar'], 4)}, pooled sign p "
             f"{md.cell(c['p_sign'], 4)}, {c['runs_better']} of {c['n']} runs better: {outcome}")
@@ -373,12 +423,13 @@ def claims_markdown(summary: dict[str, Any]) -> list[str]:
           f"{v['baseline']}: " + side_cell(v["baseline_score"], v["baseline_sd"], v["baseline_s_sel"]),
           md.cell(v["delta"]), f"{v['runs_better']} of {v['n']}", md.cell(v["p_ar"], 4), md.cell(v["p_sign"], 4),
           parameters_cell(v), f"{updates_cell(v['system_training'])}; {updates_cell(v['baseline_training'])}", claim_lengths(v),
-          f"**{v['verdict']}**"] for v in summary["claims"]])
+          verdict_cell(v)] for v in summary["claims"]])
     for v in summary["claims"]:
         lines += [f"### {v['system']} against {v['baseline']} ({v['corpus']} / {v['test_set']})", "",
                   f"- Verdict: **{v['verdict']}**: {v['why']}" + (" (1 run)" if v["n"] == 1 and "1 run" not in v["why"] else "")
                   + f"; {v['n']} run(s), seeds {', '.join(map(str, v.get('seeds') or []))}.",
-                  f"- Training: ours {_improving(v['system_training'])}; baseline {_improving(v['baseline_training'])}."]
+                  f"- Training: ours {_improving(v['system_training'])}; baseline {_improving(v['baseline_training'])}.",
+                  budget_line(v)]
         if v["controls"]:
             lines += ["- Controls:"] + ["  " + _control_line(c, v["metric"]) for c in v["controls"]]
         else:
