@@ -164,6 +164,13 @@ def _stored_digest(handle: Any, size: int) -> str | None:
     return tail[_EOCD + len(DIGEST_PREFIX):].decode("ascii", errors="replace")
 
 
+def stored_digest(path: str | os.PathLike) -> str | None:
+    """The sha256 (hex) that checkpoint ``path`` records of its own content (written by
+    :func:`save_checkpoint`), without hashing the file; None for a file that records none."""
+    with open(path, "rb") as handle:
+        return _stored_digest(handle, os.fstat(handle.fileno()).st_size)
+
+
 def verify_digest(path: str | os.PathLike) -> bool:
     """Check the stored digest of checkpoint ``path``: True when it matches, False when the
     file has none (an older checkpoint); CheckpointError when it does not match."""

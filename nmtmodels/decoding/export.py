@@ -161,7 +161,12 @@ def export_ctranslate2(checkpoint_or_package: str | os.PathLike, out_dir: str | 
     try:
         spec.save(str(tmp))
         for path in _preprocessing_files(package):
-            shutil.copyfile(path, tmp / path.name)
+            if path.name == PREPROCESS_FILE:  # without the digests of the checkpoint, which is not exported
+                data = json.loads(path.read_text(encoding="utf-8"))
+                data.pop("model_sha256", None)
+                (tmp / path.name).write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+            else:
+                shutil.copyfile(path, tmp / path.name)
         (tmp / EXPORT_FILE).write_text(json.dumps(info, indent=2, sort_keys=True) + "\n", encoding="utf-8")
         os.chmod(tmp, 0o777 & ~current_umask())  # mkdtemp makes 0700; follow the umask like mkdir
         if out_dir.exists():

@@ -142,20 +142,21 @@ class Translator:
                 hint = " (is the directory a model package?)" if given.is_dir() else ""
                 raise CheckpointError(f"{checkpoint}: no such checkpoint{hint}")
             checkpoints.append(checkpoint)
-        loaded = [load_model_from_checkpoint(str(checkpoint), device) for checkpoint in checkpoints]
-        model, src_vocab, tgt_vocab, state = loaded[0]
         checkpoint = checkpoints[0]
-        if len(loaded) > 1:
-            check_members([entry[3] for entry in loaded], [entry[0] for entry in loaded], [str(c) for c in checkpoints])
-            model = Ensemble([entry[0] for entry in loaded])
         package = None
-        if not pretokenized:
+        if not pretokenized:  # the package first: it refuses a checkpoint that is not its own before it loads
             directory = package_directory(checkpoint)
             if directory is None:
                 raise ConfigError(f"{checkpoint}: no preprocess.json beside the checkpoint, so raw text cannot be "
                                   "preprocessed; use the run's model package (results/experiments/EXPERIMENT/CORPUS/model/, "
                                   "rule model_package) or pass --pretokenized for input encoded like the training source")
             package = read_package(directory)
+        loaded = [load_model_from_checkpoint(str(checkpoint), device) for checkpoint in checkpoints]
+        model, src_vocab, tgt_vocab, state = loaded[0]
+        if len(loaded) > 1:
+            check_members([entry[3] for entry in loaded], [entry[0] for entry in loaded], [str(c) for c in checkpoints])
+            model = Ensemble([entry[0] for entry in loaded])
+        if package is not None:
             extras = dict(getattr(model, "extra_inputs", {}) or {})
             if set(extras) - set(package.settings.extra_inputs):
                 family = state["model_config"].get("family", "?")

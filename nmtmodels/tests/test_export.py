@@ -230,8 +230,12 @@ def test_package_export_carries_the_preprocessing_and_translates_raw_text(tmp_pa
     package = write_package(tmp_path / "package", checkpoint, settings, tmp_path / "codes", tmp_path / "vocab")
     assert cli.main(["export", "--checkpoint", str(package), "--output-dir", str(tmp_path / "ct2")]) == 0
     out = tmp_path / "ct2"
-    for name in ("preprocess.json", "bpe.codes", "bpe.vocab"):
+    for name in ("bpe.codes", "bpe.vocab"):
         assert (out / name).read_bytes() == (package / name).read_bytes()
+    # the package's settings, less the digest of its checkpoint, which the export does not hold
+    packaged = json.loads((package / "preprocess.json").read_text())
+    assert set(packaged.pop("model_sha256")) == {"checkpoint.pt"}
+    assert json.loads((out / "preprocess.json").read_text()) == packaged
     assert not (out / "checkpoint.pt").exists()
     info = json.loads((out / "export.json").read_text())
     assert info["preprocessing"] == "preprocess.json" and info["translate_options"]["suppress_sequences"] == SUPPRESSED

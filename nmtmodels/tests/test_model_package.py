@@ -140,3 +140,43 @@ def test_bad_digest_entries_are_a_config_error_naming_the_key(files, sha256, mes
     (directory / "preprocess.json").write_text(json.dumps(data), encoding="utf-8")
     with pytest.raises(ConfigError, match=r"preprocess\.json: " + message):
         read_package(directory)
+
+
+# ---------------------------------------------------------------------- the model files
+def test_a_package_checkpoint_holds_no_training_state_and_translates_the_same(files):
+    # a training checkpoint: the model and a trainer entry (optimizer moments and the like)
+    state = torch.load(files / "best.pt", weights_only=True)
+    moments = [{name: torch.randn_like(p) for name, p in state["model"].items()} for _ in range(2)]
+    save_checkpoint(files / "last.pt", {**{k: v for k, v in state.items() if k not in ("format", "version")},
+                                        "trainer": {"optimizer": {"exp_avg": moments[0], "exp_avg_sq": moments[1]}, "update": 7}})
+    directory = write_package(files / "model", files / "last.pt", settings("bpe5"), files / "codes", files / "vocab")
+    packaged = torch.load(directory / "checkpoint.pt", weights_only=True)
+    assert "trainer" not in packaged
+    assert packaged.keys() == torch.load(files / "best.pt", weights_only=True).keys()
+    for name, tensor in state["model"].items():
+        assert torch.equal(packaged["model"][name], tensor)
+    assert (directory / "checkpoint.pt").stat().st_size < 0.5 * (files / "last.pt").stat().st_size
+    assert cli.main(["translate", "--checkpoint", str(directory), "--input", str(files / "raw.en"),
+                     "--output", str(files / "out.txt")]) == 0
+
+
+def test_a_package_holding_another_models_checkpoint_is_refused_in_one_line(files, capsys):
+    directory = bpe_package(files)
+    data = json.loads((directory / "preprocess.json").read_text())
+    assert set(data["model_sha256"]) == {"checkpoint.pt"}
+    read_package(directory)
+    other = build_model(ModelConfig.from_dict({"family": "transformer", "d_model": 8, "heads": 2, "ffn_dim": 16,
+                                               "encoder_layers": 1, "decoder_layers": 1, "dropout": 0.0}), 10, 10)
+    state = torch.load(files / "best.pt", weights_only=True)
+    save_checkpoint(directory / "checkpoint.pt", {**{k: v for k, v in state.items() if k not in ("format", "version")},
+                                                  "model": other.state_dict()})
+    with pytest.raises(DataError, match=r"checkpoint\.pt: is not the model this package was written with"):
+        read_package(directory)
+    code = cli.main(["translate", "--checkpoint", str(directory), "--input", str(files / "raw.en")])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code != 0 and len(err) == 1 and "is not the model this package was written with" in err[0]
+    assert not (files / "out.txt").exists()
+    # a package written before the model digests were recorded loads as before
+    del data["model_sha256"]
+    (directory / "preprocess.json").write_text(json.dumps(data), encoding="utf-8")
+    read_package(directory)

@@ -49,6 +49,13 @@ and records the digests; :func:`read_package` refuses a file whose sha256 differ
 recorded one (DataError naming the file).  Packages written before the digests were recorded
 load without them; their BPE codes get the merge check instead.
 
+Model files: a package's ``checkpoint.pt`` (and ``compressor.pt``) holds what translation
+needs, the training run's checkpoint without its ``trainer`` entry (optimizer moments, RNG and
+sampler states: about two thirds of a checkpoint trained with Adam), and ``preprocess.json``
+records under ``model_sha256`` the sha256 that each of them stores of itself;
+:func:`read_package` refuses a model file with another digest (another model's checkpoint
+copied into the directory), DataError naming it.
+
 CLI (the rule's command)::
 
     python -m nmtmodels.cli package --checkpoint CKPT --settings JSON [--codes C --vocab V | --spm-model M]
@@ -67,7 +74,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from nmtmodels.checkpoint import copy_checkpoint
+from nmtmodels.checkpoint import load_checkpoint, save_checkpoint, stored_digest
 from nmtmodels.config import ConfigError
 from nmtmodels.text.bpe_codes import check_codes
 from nmtmodels.text.lattice import POSITION_UNITS, lattice_inputs
@@ -92,6 +99,7 @@ CODES_FILE = "bpe.codes"
 VOCAB_FILE = "bpe.vocab"
 SPM_MODEL_FILE = "spm.model"
 COMPRESSOR_FILE = "compressor.pt"
+MODEL_FILES = (CHECKPOINT_FILE, COMPRESSOR_FILE)
 # The compressor's search settings a package records (the compress rule's options).
 COMPRESSION_DECODE_KEYS = ("beam", "length_penalty", "coverage_penalty", "max_len_a", "max_len_b", "min_len", "max_len_ratio")
 FORMAT = 1
@@ -194,6 +202,8 @@ class PackageSettings:
     subwords: str
     vocabulary_threshold: int | None = None
     digests: tuple[tuple[str, str], ...] = ()  # (subword file name, sha256 hex); () in packages written before digests
+    # (checkpoint.pt / compressor.pt, the sha256 each records of itself); () in packages written before
+    model_digests: tuple[tuple[str, str], ...] = ()
     lattice: LatticeSettings | None = None  # the source is a lattice of these segmentations (module docstring)
     compression: CompressionSettings | None = None  # an ESC package: the compressor's settings
 
@@ -250,6 +260,8 @@ class PackageSettings:
             data["compression"] = self.compression.to_dict()
         if self.digests:
             data["sha256"] = dict(self.digests)
+        if self.model_digests:
+            data["model_sha256"] = dict(self.model_digests)
         return data
 
     @classmethod
@@ -288,6 +300,13 @@ class PackageSettings:
             bpe = check_type(data.get("bpe", {}), dict, f"{where}: bpe")
             threshold = check_type(bpe.get("vocabulary_threshold", 1), int, f"{where}: bpe.vocabulary_threshold")
             settings = dataclasses.replace(settings, vocabulary_threshold=threshold)
+        if "model_sha256" in data:
+            models = check_type(data["model_sha256"], dict, f"{where}: model_sha256")
+            for name, digest in models.items():
+                if name not in MODEL_FILES or not (isinstance(digest, str) and _SHA256.fullmatch(digest)):
+                    raise ConfigError(f"{where}: model_sha256.{name}: expected {' or '.join(MODEL_FILES)} with 64 "
+                                      f"lowercase hex digits, got {digest!r}")
+            settings = dataclasses.replace(settings, model_digests=tuple(sorted(models.items())))
         if "sha256" not in data:
             return settings  # written before the digests were recorded
         digests = check_type(data["sha256"], dict, f"{where}: sha256")
@@ -346,6 +365,19 @@ class ModelPackage:
             if file_sha256(path) != recorded[path.name]:
                 raise DataError(path, f"content does not match the sha256 that {PREPROCESS_FILE} records (the file was "
                                       "changed or cut short after the package was written); use another copy of the package")
+
+    def check_model_files(self) -> None:
+        """The checkpoint (and compressor) against the digests that preprocess.json records of
+        them (DataError naming the file): a package directory holding another model's checkpoint
+        is refused.  Reads only the digest each checkpoint stores of itself; loading it checks
+        its content against that digest."""
+        for name, recorded in self.settings.model_digests:
+            path = self.directory / name
+            if not path.is_file():
+                raise DataError(path, f"missing; {PREPROCESS_FILE} records it")
+            if stored_digest(path) != recorded:
+                raise DataError(path, f"is not the model this package was written with ({PREPROCESS_FILE} records "
+                                      "another sha256); put the package's own file back, or package that model again")
 
     def source_encoder(self) -> Callable[[str], str]:
         """Raw source sentence -> model input (tokens separated by spaces): the corpus'
@@ -457,6 +489,7 @@ def read_package(directory: str | os.PathLike) -> ModelPackage:
         if not path.is_file():
             raise ConfigError(f"{settings_path}: subwords {package.settings.subwords} need {path.name} beside it; it is missing")
     package.check_subword_files()
+    package.check_model_files()
     return package
 
 
@@ -499,13 +532,16 @@ def write_package(out_dir: str | os.PathLike, checkpoint: str | os.PathLike, set
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
     try:
-        copy_checkpoint(checkpoint, tmp / CHECKPOINT_FILE)
-        if compressor is not None:
-            copy_checkpoint(compressor, tmp / COMPRESSOR_FILE)
+        models = {CHECKPOINT_FILE: checkpoint, **({COMPRESSOR_FILE: compressor} if compressor is not None else {})}
+        for name, source in models.items():  # what translation needs: no optimizer moments or other training state
+            state = load_checkpoint(source)
+            state.pop("trainer", None)
+            save_checkpoint(tmp / name, state)
         for name, source in copies.items():
             if source is not None:
                 shutil.copyfile(source, tmp / name)
-        settings = dataclasses.replace(settings, digests=tuple((name, file_sha256(tmp / name)) for name in settings.subword_file_names))
+        settings = dataclasses.replace(settings, digests=tuple((name, file_sha256(tmp / name)) for name in settings.subword_file_names),
+                                       model_digests=tuple(sorted((name, stored_digest(tmp / name)) for name in models)))
         (tmp / PREPROCESS_FILE).write_text(json.dumps(settings.to_dict(), indent=2, sort_keys=True) + "\n", encoding="utf-8")
         os.chmod(tmp, 0o777 & ~current_umask())  # mkdtemp makes 0700; follow the umask like mkdir
         if out_dir.exists():
