@@ -149,11 +149,14 @@ SCHEMA_NOTES: dict[str, str] = {
 # Notes for dataclass fields without a comment in their source, by class name.
 FIELD_NOTES: dict[str, dict[str, str]] = {
     "TrainConfig": {
-        "max_tokens": "batch budget: rows × the longer side's padded length (tokens, or characters with `batch_unit: chars`; the target's alone with `batch_cost: target`)",
+        "max_tokens": ("batch budget: rows × the longer side's padded length (tokens, or characters with "
+                       "`batch_unit: chars`; the target's alone with `batch_cost: target`)"),
         "max_sentences": "at most this many rows per batch (null: no limit)",
         "valid_max_tokens": "batch budget for validation (null: `max_tokens`)",
         "batch_unit": "what `max_tokens` counts: tokens or characters (char2word paper, section 5.2.1)",
-        "batch_cost": "what a batch's size counts: the longer side's padded length (fairseq's rule) or the padded target alone (two systems that read different sources of the same targets then see the same target tokens per update; the lattice control)",
+        "batch_cost": ("what a batch's size counts: the longer side's padded length (fairseq's rule) or the padded "
+                       "target alone (two systems that read different sources of the same targets then see the same "
+                       "target tokens per update; the lattice control)"),
         "too_long": "training pairs longer than the model's maximum positions: skipped (and counted) or an error",
         "update_freq": "batches accumulated into one update",
         "lr": "peak learning rate (inverse square root decay after the warm-up)",
