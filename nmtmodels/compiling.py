@@ -35,13 +35,13 @@ a tracing-only backend, and on a GPU with Inductor and CUDA graphs
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Literal, get_args
+from typing import Any
 
 import torch
 
-TrainCompileMode = Literal["none", "default", "reduce-overhead", "max-autotune"]
-TRAIN_COMPILE_MODES: tuple[str, ...] = get_args(TrainCompileMode)
-DECODE_COMPILE_MODES: tuple[str, ...] = ("none", "default")  # no CUDA graphs for the decoder step (module doc)
+# the modes, torch-free for --help and the configuration checks (re-exported here)
+from nmtmodels.choices import DECODE_COMPILE_MODES, TRAIN_COMPILE_MODES, TrainCompileMode  # noqa: F401
+
 # The torch.compile backend. Inductor generates code; the CPU tests set "aot_eager", which
 # captures the same graphs (Dynamo and AOTAutograd) and runs them eagerly, in seconds instead
 # of a minute of C++ compilation per graph.

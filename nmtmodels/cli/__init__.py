@@ -37,6 +37,26 @@ COMMANDS = {
 }
 
 
+# command -> what it does, for --help (without importing the command's module)
+SUMMARIES = {
+    "train": "train a model from an experiment config (nmt-train)",
+    "translate": "translate raw text with a model package, or encoded text with a checkpoint (nmt-translate)",
+    "average": "average the parameters of checkpoints (nmt-average)",
+    "vocab": "build a vocabulary from tokenised text (nmt-vocab)",
+    "export": "export a Transformer checkpoint or package to CTranslate2 (nmt-export)",
+    "score": "score hypotheses against references with sacreBLEU (the workflow's score rule)",
+    "postprocess": "undo subwords and detokenise model output (the workflow's postprocess rule)",
+    "package": "write a model package: checkpoint and raw-text preprocessing (the workflow's model_package rule)",
+}
+
+
+def usage() -> str:
+    width = max(map(len, COMMANDS))
+    return "\n".join(["usage: python -m nmtmodels COMMAND [-h] ...  (or python -m nmtmodels.cli COMMAND ...)", "",
+                      "commands:", *(f"  {name:<{width}}  {SUMMARIES[name]}" for name in COMMANDS), "",
+                      "python -m nmtmodels COMMAND --help describes a command's options."])
+
+
 def command(name: str) -> Callable[[Sequence[str] | None], int]:
     """The ``main`` of command ``name`` (a key of :data:`COMMANDS`)."""
     return importlib.import_module(COMMANDS[name]).main
@@ -60,7 +80,11 @@ def __getattr__(name: str) -> Any:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] in (["-h"], ["--help"]):
+        print(usage())
+        return 0
     if not argv or argv[0] not in COMMANDS:
-        print(f"usage: python -m nmtmodels.cli {{{','.join(COMMANDS)}}} ...", file=sys.stderr)
+        unknown = f"error: unknown command {argv[0]!r}\n" if argv else ""
+        print(unknown + usage(), file=sys.stderr)
         return EXIT_USAGE
     return command(argv[0])(argv[1:])

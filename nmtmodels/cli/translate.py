@@ -13,12 +13,13 @@ order: a sentence whose beams never finish gets its best unfinished hypothesis a
 naming its line (see :mod:`nmtmodels.decoding.search`).  It refuses a checkpoint whose
 parameters hold NaN or inf, and warns when more than :data:`UNKNOWN_WARNING_RATE` of the source
 tokens are not in the vocabulary.  Input and output are UTF-8 whatever the locale: standard
-input is read as bytes and decoded line by line, an invalid line giving the same
-``<stdin>:LINE: invalid UTF-8`` error as ``--input``.  Standard input is read whole and decoded
-in batches like ``--input`` unless it is a terminal (or ``--interactive``), where each line is
-answered before the next is read; either way a bad line (invalid UTF-8, too long) gives an
-error naming ``<stdin>:LINE`` and an empty output line, and the exit status is then 2 (after the
-last line).  Decoding a file or piped input reports progress on stderr: a tqdm bar on a
+input and ``--input`` are read as bytes and decoded line by line.  Standard input is read whole
+and decoded in batches like ``--input`` unless it is a terminal (or ``--interactive``), where
+each line is answered before the next is read; either way a bad line of raw text (invalid UTF-8,
+too long, a segmenter's failure) gives an error naming ``<stdin>:LINE`` (or ``FILE:LINE``) and an
+empty output line, the other lines are translated, and the exit status is then 2 (after the last
+line).  With ``--pretokenized`` (the workflow's encoded input) a bad line of ``--input`` stops
+the run before anything is written.  Decoding a file or piped input reports progress on stderr: a tqdm bar on a
 terminal, else a line every ``--log-interval`` seconds with the sentence count and speed; then a
 closing line with the totals.
 """
@@ -30,21 +31,19 @@ import time
 from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
+from nmtmodels.choices import DECODE_COMPILE_MODES, EARLY_STOP_RULES, TEXT_FORMATS
 from nmtmodels.cli.common import _device, _fail, _run, _warn, check_output, make_parser
-from nmtmodels.compiling import DECODE_COMPILE_MODES
 from nmtmodels.config import ConfigError
-from nmtmodels.data import ExtraField, ParallelDataset
-from nmtmodels.decoding.search import EARLY_STOP_RULES
 from nmtmodels.devices import DEFAULT_THREADS, default_threads
 from nmtmodels.experiment import check_extras, parse_extras
 from nmtmodels.symbols import UNK_ID
-from nmtmodels.text.model_package import EncodedSource
-from nmtmodels.text.postprocess import TEXT_FORMATS
-from nmtmodels.textio import DataError, atomic_output, read_lines
+from nmtmodels.textio import DataError, atomic_output
 from nmtmodels.vocab import Vocabulary, check_fingerprint
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # torch and the tokenisers load when a translation starts, not for --help
+    from nmtmodels.data import ParallelDataset
     from nmtmodels.decoding.translator import Translator
+    from nmtmodels.text.model_package import EncodedSource
 
 PROG = "nmt-translate"
 STDIN = "<stdin>"
@@ -53,7 +52,8 @@ UNKNOWN_MIN_TOKENS = 100  # interactive input: warn only once this many source t
 PROGRESS_INTERVAL = 30.0  # seconds between progress lines on a non-terminal stderr
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def build_parser() -> argparse.ArgumentParser:
+    """nmt-translate's options (importing no torch: ``--help`` answers at once)."""
     parser = make_parser(
         PROG,
         "Translate raw text with a model package (plain text out), or with --pretokenized encoded lines "
@@ -70,12 +70,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--output", help="output file (written atomically); default: stdout")
     parser.add_argument("--interactive", action="store_true",
                         help="answer each line of standard input before reading the next, even when it is not a terminal")
-    parser.add_argument("--beam", type=int)
+    parser.add_argument("--beam", type=int, help="beam size (default: the checkpoint's decode.beam)")
     parser.add_argument("--lenpen", type=float, help="GNMT length penalty alpha")
-    parser.add_argument("--max-len-a", type=float)
-    parser.add_argument("--max-len-b", type=int)
-    parser.add_argument("--min-len", type=int)
-    parser.add_argument("--coverage-penalty", type=float)
+    parser.add_argument("--max-len-a", type=float,
+                        help="a of the output length limit a * source length + b, in tokens (default: the checkpoint's)")
+    parser.add_argument("--max-len-b", type=int, help="b of the output length limit (default: the checkpoint's)")
+    parser.add_argument("--min-len", type=int, help="no end of sentence before this many tokens (default: the checkpoint's)")
+    parser.add_argument("--coverage-penalty", type=float,
+                        help="GNMT coverage penalty beta (0: none; default: the checkpoint's)")
     parser.add_argument("--max-len-ratio", type=float, help="hard stop at floor(RATIO * source length) tokens (ESC gamma)")
     parser.add_argument("--nbest", type=int, help="hypotheses per sentence: 'i ||| hyp ||| score' lines when > 1")
     parser.add_argument("--early-stop", choices=EARLY_STOP_RULES,
@@ -98,11 +100,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--truncate", action="store_true", help="cut over-long sentences instead of failing")
     parser.add_argument("--log-interval", type=float, default=PROGRESS_INTERVAL, metavar="SECONDS",
                         help=f"progress line on stderr every SECONDS when stderr is not a terminal (default {PROGRESS_INTERVAL:g})")
-    parser.add_argument("--device", default="auto")
+    parser.add_argument("--device", default="auto",
+                        help="cpu, cuda, cuda:N or auto (default: a GPU when torch sees one, else the CPU)")
     parser.add_argument("--threads", type=int, default=None,
                         help="CPU threads for decoding (default: OMP_NUM_THREADS when set, else half the usable "
                              f"cores, 1 to {DEFAULT_THREADS}; every core is slow on a busy machine)")
-    parser.add_argument("--amp", choices=("bf16", "none"), default="none")
+    parser.add_argument("--amp", choices=("bf16", "none"), default="none",
+                        help="bf16: decode under bfloat16 autocast (default none: float32)")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
     args = parser.parse_args(argv)
     if args.batch_tokens < 1:
         parser.error("--batch-tokens must be >= 1")
@@ -147,13 +156,14 @@ def _translate(args: argparse.Namespace) -> int:
         if pads:
             raise ConfigError(f"standard input cannot take the extra inputs model family {translator.family!r} needs; use --input")
         return _translate_stdin(job, interactive=args.interactive or sys.stdin.isatty())
-    if translator.pretokenized:
-        dataset = ParallelDataset.from_files(
-            args.input, None, translator.src_vocab, None,
-            extras={n: ExtraField(paths[0], pads[n], tokens) for n, (tokens, paths) in extras.items()},
-            max_positions=translator.model.max_positions(), too_long=job.too_long)
-    else:
-        dataset = translator.dataset(list(read_lines(args.input)), name=args.input, too_long=job.too_long)
+    if not translator.pretokenized:  # raw text: as standard input, a bad line costs that line only
+        return _translate_lines(job, args.input, _file_lines(args.input), interactive=False)
+    from nmtmodels.data import ExtraField, ParallelDataset
+
+    dataset = ParallelDataset.from_files(  # the workflow's encoded input: any bad line stops it
+        args.input, None, translator.src_vocab, None,
+        extras={n: ExtraField(paths[0], pads[n], tokens) for n, (tokens, paths) in extras.items()},
+        max_positions=translator.model.max_positions(), too_long=job.too_long)
     outputs = job.translate(dataset, args.input, dataset.line_numbers, _UnknownRate(args.input, job.hint))
     _write_lines([line for lines in outputs for line in lines], args.output)
     return 0
@@ -215,16 +225,22 @@ class _Job:
         return lines
 
 
-# ---------------------------------------------------------------------- standard input
+# ---------------------------------------------------------------------- raw lines (standard input or --input)
 def _translate_stdin(job: _Job, interactive: bool) -> int:
-    """Standard input, read whole and translated as one dataset, or (interactive) one line at a
-    time, each answered (flushed) before the next is read."""
-    unknown = _UnknownRate(STDIN, job.hint)
-    numbered = enumerate(_stdin_lines(), start=1)
+    return _translate_lines(job, STDIN, _stdin_lines(), interactive)
+
+
+def _translate_lines(job: _Job, name: str, raw_lines: Iterable[bytes], interactive: bool) -> int:
+    """Raw lines of ``name`` (standard input or an --input file), read whole and translated as
+    one dataset, or (interactive) one line at a time, each answered (flushed) before the next is
+    read.  A bad line costs that line only (:func:`_translate_chunk`); the exit status is 2 when
+    any line failed, after every other line's output is written."""
+    unknown = _UnknownRate(name, job.hint)
+    numbered = enumerate(raw_lines, start=1)
     chunks: Iterable[list[tuple[int, bytes]]] = ([line] for line in numbered) if interactive else [list(numbered)]
     failed = total = 0
     for chunk in chunks:
-        lines, bad = _translate_chunk(job, chunk, unknown, interactive)
+        lines, bad = _translate_chunk(job, chunk, unknown, interactive, name)
         failed, total = failed + bad, total + len(chunk)
         _write_lines(lines, None if interactive else job.args.output)
     if failed:
@@ -233,18 +249,18 @@ def _translate_stdin(job: _Job, interactive: bool) -> int:
 
 
 def _translate_chunk(job: _Job, chunk: Sequence[tuple[int, bytes]], unknown: _UnknownRate,
-                     interactive: bool) -> tuple[list[str], int]:
-    """The output lines of numbered raw lines of standard input, and how many of them failed:
-    a bad line (invalid UTF-8, a segmenter's failure, too long) gives an error naming
-    ``<stdin>:LINE`` on stderr and an empty output line, so input and output stay aligned; the
-    other lines are translated together."""
+                     interactive: bool, name: str = STDIN) -> tuple[list[str], int]:
+    """The output lines of numbered raw lines of ``name``, and how many of them failed: a bad
+    line (invalid UTF-8, a segmenter's failure, too long) gives an error naming ``NAME:LINE`` on
+    stderr and an empty output line, so input and output stay aligned; the other lines are
+    translated together."""
     translator = job.translator
     encoded: list[EncodedSource] = []
     numbers: list[int] = []
     for number, raw in chunk:
         try:
-            line = translator.encode_line(_stdin_line(raw, number), STDIN, number)
-            translator.check_encoded(line, name=STDIN, number=number, too_long=job.too_long)  # this line alone
+            line = translator.encode_line(_raw_line(raw, number, name), name, number)
+            translator.check_encoded(line, name=name, number=number, too_long=job.too_long)  # this line alone
         except DataError as exc:
             print(f"{PROG}: error: {exc}", file=sys.stderr, flush=True)
             continue
@@ -252,9 +268,18 @@ def _translate_chunk(job: _Job, chunk: Sequence[tuple[int, bytes]], unknown: _Un
         numbers.append(number)
     outputs: dict[int, list[str]] = {number: [""] for number, _ in chunk}
     if encoded:
-        dataset = translator.encoded_dataset(encoded, too_long=job.too_long, name=STDIN, first_line=numbers[0])
-        outputs.update(zip(numbers, job.translate(dataset, STDIN, numbers, unknown, interactive=interactive)))
+        dataset = translator.encoded_dataset(encoded, too_long=job.too_long, name=name, first_line=numbers[0])
+        outputs.update(zip(numbers, job.translate(dataset, name, numbers, unknown, interactive=interactive)))
     return [line for lines in outputs.values() for line in lines], len(chunk) - len(numbers)
+
+
+def _file_lines(path: str) -> Iterator[bytes]:
+    """The lines of ``path`` as bytes; DataError naming it when it cannot be read."""
+    try:
+        with open(path, "rb") as handle:
+            yield from handle
+    except OSError as exc:
+        raise DataError(path, f"cannot open ({exc.strerror or exc})") from None
 
 
 def _stdin_lines() -> Iterator[bytes]:
@@ -266,12 +291,12 @@ def _stdin_lines() -> Iterator[bytes]:
             yield line.encode("utf-8", "surrogateescape")
 
 
-def _stdin_line(raw: bytes, number: int) -> str:
-    """One line of standard input as text; DataError ``<stdin>:LINE`` when it is not UTF-8."""
+def _raw_line(raw: bytes, number: int, name: str = STDIN) -> str:
+    """One raw input line as text; DataError ``NAME:LINE`` when it is not UTF-8."""
     try:
         line = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise DataError(STDIN, f"invalid UTF-8 ({exc.reason} at byte {exc.start})", number) from None
+        raise DataError(name, f"invalid UTF-8 ({exc.reason} at byte {exc.start})", number) from None
     if number == 1 and line.startswith("\ufeff"):
         line = line[1:]
     return line.rstrip("\r\n")

@@ -15,10 +15,8 @@ from typing import ClassVar, Protocol
 import torch
 from torch import Tensor
 
-from nmtmodels.compiling import DECODE_COMPILE_MODES
+from nmtmodels.choices import DECODE_COMPILE_MODES, EARLY_STOP_RULES
 from nmtmodels.config import ConfigError
-
-EARLY_STOP_RULES = ("exact", "beam", "top")
 
 # Guards floor(a * x + b) against float error (0.7 * 30 = 20.999999999999996).
 _LIMIT_EPSILON = 1e-6

@@ -630,3 +630,27 @@ def test_a_device_torch_cannot_use_is_one_line(copy_run, capsys):
         assert cli.train_main(train_args(copy_run, out="other") + ["--device", device]) == 2
         err = capsys.readouterr().err
         assert err.strip().splitlines()[-1].startswith(f"nmt-train: error: device '{device}': "), err
+
+
+# ---------------------------------------------------------------------- --help
+def test_every_translate_option_says_what_it_does():
+    from nmtmodels.cli.translate import build_parser
+
+    silent = [action.option_strings[0] for action in build_parser()._actions if not action.help]
+    assert silent == []
+
+
+def test_translate_help_loads_no_torch_and_no_tokeniser():
+    # what makes --help slow is importing torch (seconds) and the tokenisers: it must import neither
+    probe = ("import sys\nfrom nmtmodels.cli import translate\ntry:\n    translate.main(['--help'])\nexcept SystemExit:\n    pass\n"
+             "print(sorted(m for m in ('torch', 'sacremoses', 'jieba', 'sentencepiece') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", probe], cwd=REPO, capture_output=True, text=True, timeout=120, check=True)
+    assert "--checkpoint" in out.stdout and out.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_the_package_help_lists_every_command():
+    out = subprocess.run([sys.executable, "-m", "nmtmodels", "--help"], cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0
+    assert all(re.search(rf"^  {name} +\S", out.stdout, re.M) for name in cli.COMMANDS), out.stdout
+    bad = subprocess.run([sys.executable, "-m", "nmtmodels", "trian"], cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 2 and "unknown command 'trian'" in bad.stderr and "  train " in bad.stderr

@@ -195,6 +195,28 @@ def test_piped_stdin_is_batched_and_equals_input_line_by_line_with_progress(pack
         assert re.search(r"nmt-translate: translated 40 sentences in [\d.]+ s \([\d.]+ sentences/s\)\n$", err), err
 
 
+def test_a_bad_line_in_input_and_on_stdin_gives_the_same_output_and_exit_status(package, tmp_path):
+    # invalid UTF-8 on line 2, a line over the model's 1024 positions on line 4: each costs its
+    # own output line only, with an error naming the line, in both; the exit status is 2
+    directory, _, _ = package
+    good = head(MIRROR / "multi30k" / "val.en.gz", 3)
+    data = (good[0] + "\n").encode() + b"a \xff\xfe b\n" + (good[1] + "\n").encode() + ("x " * 1100 + "\n").encode() \
+        + (good[2] + "\n").encode()
+    (tmp_path / "bad.en").write_bytes(data)
+    common = ["--checkpoint", str(directory), "--log-interval", "0"]
+    from_file = run_cli([*common, "--input", str(tmp_path / "bad.en"), "--output", str(tmp_path / "out.de")])
+    piped = subprocess.run([sys.executable, "-m", "nmtmodels.cli", "translate", *common], cwd=REPO, input=data,
+                           capture_output=True, timeout=300, check=False, env={**os.environ, "OMP_NUM_THREADS": "1"})
+    assert from_file.returncode == piped.returncode == 2
+    lines = (tmp_path / "out.de").read_text(encoding="utf-8").splitlines()
+    assert lines == piped.stdout.decode().splitlines() and len(lines) == 5
+    assert lines[1] == lines[3] == "" and all(lines[i] for i in (0, 2, 4))
+    for err, name in ((from_file.stderr, str(tmp_path / "bad.en")), (piped.stderr.decode(), "<stdin>")):
+        assert f"nmt-translate: error: {name}:2: invalid UTF-8" in err
+        assert f"nmt-translate: error: {name}:4: source has" in err
+        assert "nmt-translate: error: 2 of 5 input lines could not be translated" in err
+
+
 def test_piped_stdin_is_read_whole_before_answering(package, monkeypatch, capsys):
     """One search over all lines (batched like --input), not one per line."""
     import nmtmodels.decoding.batched

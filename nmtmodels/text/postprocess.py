@@ -28,14 +28,12 @@ from collections.abc import Iterable, Iterator
 from sacremoses import MosesDetokenizer
 from sacremoses.util import is_cjk
 
+from nmtmodels.choices import TEXT_FORMATS
 from nmtmodels.symbols import SPACE_SYMBOL  # ▁: an original space in character-level text and SentencePiece pieces
 from nmtmodels.symbols import UNK as UNK_SYMBOL
 
 BPE_JOINER = re.compile(r"@@(?: |$)")
 CJK_LANGUAGES = ("zh", "ja")
-# How target tokens are encoded (nmt-train / nmt-translate --tgt-format): subword-nmt BPE,
-# SentencePiece pieces, characters, or words as they are.
-TEXT_FORMATS = ("bpe", "spm", "char", "plain")
 # Names of subword units (a run's ``subwords``, a model package's ``preprocess.json``): subword-nmt
 # BPE with N merges, SentencePiece with a vocabulary of N, or characters.
 SUBWORDS = re.compile(r"bpe[0-9]+|spm[0-9]+|char")

@@ -8,7 +8,7 @@ import math
 from dataclasses import dataclass
 from typing import Literal
 
-from nmtmodels.compiling import TrainCompileMode
+from nmtmodels.choices import TrainCompileMode
 from nmtmodels.config import ConfigError
 
 # ``train`` settings that may differ between a checkpoint and the run resuming it: limits,
