@@ -360,3 +360,54 @@ def test_start_up_dates_back_unchanged_downloads_and_warns_about_other_future_fi
     assert "snakemake --touch" in messages[1] and "dev.en" not in messages[1] and "\n" not in messages[1]
     assert future_dates.check_future_dates(fetch_module.unchanged_fetch_time, tmp_path / "nothing", now=now,
                                          warn=warned.append) == []
+
+
+def forced_rerun(output: Path) -> None:
+    """What Snakemake does to a job's outputs before --forcerun runs it (and after it fails)."""
+    output.unlink()
+
+
+def test_a_forced_refetch_that_fails_keeps_the_good_download_and_names_the_mirror_path(tmp_path, serve, capsys):
+    # fetched from the mirror; then the mirror copy is moved away and the URL is unreachable
+    mirror = tmp_path / "mirror"
+    (mirror / "zh-en").mkdir(parents=True)
+    (mirror / "zh-en" / "cmn.txt").write_bytes(TEXT)
+    server = serve({"/cmn.txt": [(503, b"down")]})
+    spec = {"url": server.url("/cmn.txt"), "mirror": "zh-en/cmn.txt"}
+    output = tmp_path / "downloads" / "tatoeba_zh_en" / "cmn.txt"
+    assert fetch(spec, "cmn.txt", output, mirror_dir=mirror, retry_delay=0) == "mirror"
+    record = fetch_module.record_path(output).read_text()
+    assert fetch_module.kept_path(output) == tmp_path / "downloads" / ".kept" / "tatoeba_zh_en" / "cmn.txt"
+    assert fetch_module.kept_path(output).stat().st_ino == output.stat().st_ino  # a hard link: no extra space
+    (mirror / "zh-en" / "cmn.txt").rename(tmp_path / "moved.txt")
+    forced_rerun(output)
+    assert fetch(spec, "cmn.txt", output, mirror_dir=mirror, retry_delay=0, attempts=1) == "kept"
+    assert output.read_bytes() == TEXT and fetch_module.record_path(output).read_text() == record
+    warning = capsys.readouterr().err
+    assert f"its mirror copy {mirror / 'zh-en' / 'cmn.txt'} is missing" in warning
+    assert "kept the previous download of 'cmn.txt'" in warning
+    # without a kept copy the same failure is an error naming the mirror path, and nothing is written
+    fresh = tmp_path / "other" / "tatoeba_zh_en" / "cmn.txt"
+    with pytest.raises(DataError, match=r"its mirror copy .*zh-en/cmn\.txt is missing"):
+        fetch(spec, "cmn.txt", fresh, mirror_dir=mirror, retry_delay=0, attempts=1)
+    assert_nothing_written(fresh)
+
+
+def test_a_kept_copy_that_no_longer_matches_its_record_is_not_put_back(tmp_path, serve):
+    server = serve({"/a": [(200, TEXT), (503, b"down")]})
+    output = tmp_path / "downloads" / "c" / "a"
+    fetch({"url": server.url("/a")}, "a", output, retry_delay=0)
+    forced_rerun(output)
+    fetch_module.kept_path(output).write_bytes(b"damaged")  # the kept file changed since
+    with pytest.raises(DataError, match="failed after 1 attempts"):
+        fetch({"url": server.url("/a")}, "a", output, retry_delay=0, attempts=1)
+    assert_nothing_written(output)
+
+
+def test_a_new_download_replaces_the_kept_one(tmp_path, serve):
+    server = serve({"/a": [(200, TEXT), (200, b"new content\n")]})
+    output = tmp_path / "downloads" / "c" / "a"
+    fetch({"url": server.url("/a")}, "a", output, retry_delay=0)
+    forced_rerun(output)
+    fetch({"url": server.url("/a")}, "a", output, retry_delay=0)
+    assert output.read_bytes() == fetch_module.kept_path(output).read_bytes() == b"new content\n"

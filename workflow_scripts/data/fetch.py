@@ -28,6 +28,13 @@ beside the output and renamed at the end; a failure leaves nothing.  A ``local``
 be a directory (a licensed corpus tree): the output is then a symlink to its absolute
 path, so large licensed trees are not copied.
 
+A complete download is also kept as a hard link (no extra space) in
+``resources/downloads/.kept/CORPUS/NAME`` with its record (:func:`kept_path`): Snakemake
+deletes a job's outputs before a forced rerun (``--forcerun``) and after a failed one, so the
+good copy must live outside them.  When fetching again fails (the mirror copy gone, the URL
+unreachable, a digest mismatch), the kept copy, checked against its record, is put back with a
+warning naming what failed: a download is replaced only by a complete and verified one.
+
 What was fetched is recorded beside the output in ``PATH.origin.json`` (:func:`record_path`):
 origin and source path or URL, the source's size, mtime and sha256, the content digest.
 :func:`source_fingerprint` (a parameter of the workflow's ``fetch`` rule) turns it into a
@@ -62,6 +69,7 @@ from workflow_scripts.data.locations import LICENSED_ENV, MIRROR_ENV, directory_
 
 USER_AGENT = "structnmt-fetch/0.1 (+urllib)"
 RECORD_SUFFIX = ".origin.json"
+KEPT_DIR = ".kept"
 _CHUNK = 1 << 20
 
 
@@ -324,6 +332,52 @@ def _download(url: str, output: Path, expected: str | None, name: str, *, timeou
     raise DataError(url, f"download {name!r} failed after {attempts} attempts: {failure}")
 
 
+def kept_path(output: str | os.PathLike) -> Path:
+    """Where the last complete download of ``output`` (``DIR/CORPUS/NAME``) is kept:
+    ``DIR/.kept/CORPUS/NAME``, outside every rule's outputs."""
+    output = Path(output)
+    return output.parent.parent / KEPT_DIR / output.parent.name / output.name
+
+
+def _link(source: Path, target: Path) -> None:
+    """``target`` becomes a hard link to ``source``, atomically (OSError where no link can be made)."""
+    temporary = target.with_name(f".{target.name}.link")
+    with contextlib.suppress(FileNotFoundError):
+        temporary.unlink()
+    os.link(source, temporary)
+    os.replace(temporary, target)
+
+
+def _keep(output: Path) -> None:
+    """Keep the download just written, and its record, at :func:`kept_path` (a hard link; on a
+    filesystem without them nothing is kept)."""
+    kept = kept_path(output)
+    try:
+        kept.parent.mkdir(parents=True, exist_ok=True)
+        _link(output, kept)
+        atomic_write_text(record_path(kept), record_path(output).read_text(encoding="utf-8"))
+    except OSError:
+        return
+
+
+def _restore(output: Path, spec: Mapping[str, Any]) -> dict[str, Any] | None:
+    """Put the kept download of ``output`` back, with its record, when its bytes are those its
+    record names (and its content digest the entry's ``sha256``, if any); its record, else None."""
+    kept = kept_path(output)
+    record = read_record(kept)
+    if record is None or not kept.is_file() or (spec.get("sha256") and record.get("sha256") != spec["sha256"]):
+        return None
+    try:
+        if file_sha256(kept) != record.get("source_sha256"):
+            return None
+        output.parent.mkdir(parents=True, exist_ok=True)
+        _link(kept, output)
+        atomic_write_text(record_path(output), record_path(kept).read_text(encoding="utf-8"))
+    except OSError:
+        return None
+    return record
+
+
 def fetch(
     spec: Mapping[str, Any],
     name: str,
@@ -336,24 +390,43 @@ def fetch(
     retry_delay: float = 5.0,
 ) -> str:
     """Obtain download ``name`` described by ``spec`` at ``output`` and record where it came
-    from (:func:`record_path`); return "mirror", "licensed" or "url"."""
+    from (:func:`record_path`); return "mirror", "licensed" or "url", or "kept" when obtaining it
+    failed and the last complete download was put back (module docstring; a warning on stderr)."""
     output = Path(output)
     expected = spec.get("sha256") if isinstance(spec, Mapping) else None
-    source = resolve_source(spec, name, mirror_dir=mirror_dir, licensed_dir=licensed_dir)
-    with contextlib.suppress(FileNotFoundError):
-        record_path(output).unlink()
-    state = _source_state(source)
-    if source.is_directory:
-        if expected is not None:
-            raise ConfigError(f"downloads.{name}.sha256: not supported for a directory ({source.location})")
-        _link_directory(Path(source.location), output)
-        raw = content = None
-    elif source.kind == "url":
-        raw, content = _download(source.location, output, expected, name, timeout=timeout, attempts=attempts,
-                                 retry_delay=retry_delay)
-    else:
-        raw, content = _copy_file(Path(source.location), output, expected, name)
+    try:
+        source = resolve_source(spec, name, mirror_dir=mirror_dir, licensed_dir=licensed_dir)
+        with contextlib.suppress(FileNotFoundError):
+            record_path(output).unlink()
+        state = _source_state(source)
+        if source.is_directory:
+            if expected is not None:
+                raise ConfigError(f"downloads.{name}.sha256: not supported for a directory ({source.location})")
+            _link_directory(Path(source.location), output)
+            raw = content = None
+        elif source.kind == "url":
+            try:
+                raw, content = _download(source.location, output, expected, name, timeout=timeout, attempts=attempts,
+                                         retry_delay=retry_delay)
+            except DataError as exc:
+                mirror_root = directory_setting(mirror_dir, MIRROR_ENV)
+                if spec.get("mirror") and mirror_root is not None:  # say where the mirror copy was looked for
+                    raise DataError(source.location, f"{exc.message}; its mirror copy "
+                                                     f"{mirror_root / spec['mirror']} is missing") from None
+                raise
+        else:
+            raw, content = _copy_file(Path(source.location), output, expected, name)
+    except DataError as exc:
+        record = _restore(output, spec)
+        if record is None:
+            raise
+        print(f"fetch: warning: {exc}; kept the previous download of {name!r} ({kept_path(output)}: fetched "
+              f"{record.get('fetched')} from {record.get('source')}, content sha256 {record.get('sha256')})",
+              file=sys.stderr)
+        return "kept"
     _write_record(output, name, spec, source, state, raw, content)
+    if not source.is_directory:
+        _keep(output)
     return source.kind
 
 
@@ -374,7 +447,9 @@ def main(argv: list[str] | None = None) -> int:
     except (DataError, ConfigError) as exc:
         print(f"fetch: error: {exc}", file=sys.stderr)
         return 1
-    print(f"fetch: {args.name} -> {args.output} (from {origin})", file=sys.stderr)
+    print(f"fetch: {args.name} -> {args.output} "
+          + ("(the previous download, kept: fetching it again failed)" if origin == "kept" else f"(from {origin})"),
+          file=sys.stderr)
     return 0
 
 
