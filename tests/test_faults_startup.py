@@ -11,6 +11,8 @@ The Snakemake runs are dry runs or stop before the first job: no corpus mirror i
 from __future__ import annotations
 
 import base64
+import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -135,3 +137,25 @@ def test_the_hint_needs_both_a_lock_and_an_incomplete_file(tmp_path):
     assert not startup.killed_run_left_state(unlocked / ".snakemake")
     assert not startup.killed_run_left_state(gone / ".snakemake")
     assert not startup.killed_run_left_state(tmp_path / "fresh" / ".snakemake")
+
+
+def test_a_lock_held_by_a_live_run_names_its_pid_instead_of_suggesting_unlock(tmp_path):
+    work = tmp_path / "work"
+    (work / ".snakemake" / "locks").mkdir(parents=True)
+    (work / ".snakemake" / "locks" / "0.output.lock").write_text(f"{DOWNLOAD}\n")  # what a live run holds
+    live = subprocess.Popen(["snakemake", "60"], executable="sleep", cwd=work)  # sleep 60, its argv[0] snakemake
+    try:
+        for _ in range(100):  # until the child has exec'd
+            if startup.live_snakemakes(work):
+                break
+            time.sleep(0.05)
+        assert startup.live_snakemakes(work) == [(live.pid, "snakemake 60")]
+        proc = snakemake(work, DOWNLOAD, "--cores", "1", check=False, extra_env=NO_MIRROR)
+    finally:
+        live.kill()
+        live.wait()
+    assert proc.returncode == 1 and "LockException" in proc.stdout + proc.stderr
+    assert error_lines(proc) == [
+        f"hint: the lock in {work.resolve()} is held by a snakemake that is still running there (pid {live.pid}: snakemake 60): "
+        "wait for it to finish or stop it (Ctrl-C, or kill PID); do not run `snakemake --unlock` while it runs"]
+    assert startup.live_snakemakes(work) == []

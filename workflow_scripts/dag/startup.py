@@ -10,7 +10,9 @@ failure it can foresee is one line on stderr, not a traceback.
                           ``error: DIR: ...`` naming it, before any job starts
     show_killed_run_hint  a killed run leaves a lock and incomplete files in ``.snakemake``;
                           Snakemake then asks for ``--rerun-incomplete`` and, on the next call,
-                          for ``--unlock``.  At the first of the two errors, one line names both
+                          for ``--unlock``.  At the first of the two errors, one line names both;
+                          when the lock is a live snakemake's (another run in the same
+                          directory), one line names its pid instead of suggesting ``--unlock``
 """
 from __future__ import annotations
 
@@ -129,6 +131,36 @@ def killed_run_left_state(state_dir: str | Path) -> bool:
 
 KILLED_RUN_HINT = ("hint: a killed run left a lock and incomplete files in {workdir}: unless another snakemake is running "
                    "there, run `snakemake --unlock`, then rerun your command with `--rerun-incomplete`")
+# When the lock is a live run's: Snakemake's own message still guesses "a kill signal or a power
+# loss" and suggests --unlock, which would let two runs write the same files.
+LIVE_RUN_HINT = ("hint: the lock in {workdir} is held by a snakemake that is still running there ({runs}): wait for it "
+                 "to finish or stop it (Ctrl-C, or kill PID); do not run `snakemake --unlock` while it runs")
+
+
+def live_snakemakes(workdir: str | Path, proc: str | Path = "/proc") -> list[tuple[int, str]]:
+    """(pid, command line) of every other process whose working directory is ``workdir`` and whose
+    command runs snakemake (``snakemake ...`` or ``python -m snakemake ...``), from ``/proc``; this
+    process and its ancestors excluded.  Empty where /proc cannot be read (not Linux)."""
+    workdir = os.path.realpath(workdir)
+    mine, pid = set(), os.getpid()
+    while pid > 1 and pid not in mine:  # this process and its ancestors
+        mine.add(pid)
+        try:
+            pid = int(Path(proc, str(pid), "stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            break
+    found = []
+    for entry in Path(proc).glob("[0-9]*"):
+        try:
+            if int(entry.name) in mine or os.path.realpath(entry / "cwd") != workdir:
+                continue
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+        except (OSError, ValueError):
+            continue
+        words = [os.path.basename(a.decode(errors="replace")) for a in argv if a]
+        if any(w == "snakemake" for w in words[:3]):
+            found.append((int(entry.name), " ".join(a.decode(errors="replace") for a in argv if a)))
+    return sorted(found)
 # The exceptions Snakemake prints for these two (snakemake.exceptions), by class name.
 KILLED_RUN_ERRORS = ("IncompleteFilesException", "LockException")
 
@@ -146,7 +178,12 @@ class KilledRunHint(logging.Handler):
     def emit(self, record: logging.LogRecord) -> None:
         if self.shown or getattr(record, "exception", None) not in KILLED_RUN_ERRORS:
             return
-        if killed_run_left_state(self.state_dir):
+        live = live_snakemakes(self.state_dir.parent) if record.exception == "LockException" else []
+        if live:
+            self.shown = True
+            runs = "; ".join(f"pid {pid}: {command[:120]}" for pid, command in live)
+            print(LIVE_RUN_HINT.format(workdir=self.state_dir.parent, runs=runs), file=sys.stderr, flush=True)
+        elif killed_run_left_state(self.state_dir):
             self.shown = True
             print(KILLED_RUN_HINT.format(workdir=self.state_dir.parent), file=sys.stderr, flush=True)
 
