@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import gzip
 import os
+import shutil
 import tempfile
 import zlib
 from collections.abc import Iterable, Iterator
@@ -75,8 +76,9 @@ def current_umask() -> int:
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     """Yield a temporary path beside ``path``; it replaces ``path`` (os.replace) on success
-    and is removed on failure."""
-    target = Path(path)
+    and is removed on failure.  A ``path`` that is a symbolic link is written through: the file
+    it points to is replaced and the link stays, as ``open(path, "w")`` would do."""
+    target = Path(os.path.realpath(path)) if os.path.islink(path) else Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     os.close(fd)
@@ -88,6 +90,29 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
+
+
+def temporary_directory_beside(target: str | os.PathLike) -> Path:
+    """A new directory ``.NAME.PID.XXXX`` beside ``target``, to be renamed to it when complete.
+    Those that a killed process left beside it (``.NAME.PID.*`` of a PID no longer running: a
+    package or export job killed while it wrote) are removed first."""
+    target = Path(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    for stale in target.parent.glob(f".{target.name}.*.*"):
+        pid = stale.name[len(target.name) + 2:].split(".", 1)[0]
+        if pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid)):
+            shutil.rmtree(stale, ignore_errors=True) if stale.is_dir() else stale.unlink(missing_ok=True)
+    return Path(tempfile.mkdtemp(prefix=f".{target.name}.{os.getpid()}.", dir=target.parent))
 
 
 @contextlib.contextmanager

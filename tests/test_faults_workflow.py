@@ -132,6 +132,7 @@ def test_a_download_dated_in_the_future_reruns_nothing_or_rebuilds_the_same_file
     warning = next(line for line in proc.stderr.splitlines() if "dated in the future" in line)
     assert warning.startswith("Warning: 1 file(s) dated in the future (clock skew?): resources/downloads/tatoeba_zh_en/cmn.txt (+24.0 h).")
     assert "`touch resources/downloads/tatoeba_zh_en/cmn.txt`" in warning and "snakemake --touch" in warning
+    assert "What is made from them reruns" in warning and "under 1 MB" not in warning  # cmn.txt is over 1 MB
     assert sorted(job["rule"] for job in jobs_of(proc)) == ["extract", "extract"]
     snakemake(workdir, "--cores", "2", *tatoeba)
     assert {target: (workdir / target).read_bytes() for target in targets} == made

@@ -358,6 +358,8 @@ def test_start_up_dates_back_unchanged_downloads_and_warns_about_other_future_fi
                                   " results/data/toy/raw/train.en (+2.0 d).")
     assert "`touch resources/downloads/toy/changed results/data/toy/raw/train.en`" in messages[1]
     assert "snakemake --touch" in messages[1] and "dev.en" not in messages[1] and "\n" not in messages[1]
+    # files under 1 MB: snakemake compares them by content, which the warning says (not over 1 MB: tests/test_faults_workflow.py)
+    assert "compares files under 1 MB by content" in messages[1] and "rerun nothing while their content" in messages[1]
     assert future_dates.check_future_dates(fetch_module.unchanged_fetch_time, tmp_path / "nothing", now=now,
                                          warn=warned.append) == []
 

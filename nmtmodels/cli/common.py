@@ -80,7 +80,7 @@ def check_output(path: str, flag: str = "--output") -> None:
     a directory, or the nearest existing directory above it (where the atomic write creates its
     temporary file, or the missing directories) is not one, or refuses a new file (tried with a
     temporary file, removed at once: permissions, a read-only file system, a full quota)."""
-    target = Path(path)
+    target = Path(os.path.realpath(path)) if os.path.islink(path) else Path(path)  # a link is written through
     if target.is_dir():
         raise ConfigError(f"{flag} {path}: is a directory")
     directory = target.absolute().parent

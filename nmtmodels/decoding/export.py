@@ -60,7 +60,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -74,7 +73,7 @@ from nmtmodels.config import ConfigError, from_dict
 from nmtmodels.decoding.scorer import DecodeConfig, HypothesisScorer
 from nmtmodels.symbols import BOS, EOS, PAD, UNK
 from nmtmodels.text.model_package import CHECKPOINT_FILE, PREPROCESS_FILE, package_directory
-from nmtmodels.textio import current_umask
+from nmtmodels.textio import current_umask, temporary_directory_beside
 
 FAMILY = "transformer"
 LAYER_NORM_EPSILON = 1e-5
@@ -157,7 +156,7 @@ def export_ctranslate2(checkpoint_or_package: str | os.PathLike, out_dir: str | 
         "preprocessing": PREPROCESS_FILE if package is not None else None,
     }
     out_dir.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
+    tmp = temporary_directory_beside(out_dir)
     try:
         spec.save(str(tmp))
         for path in _preprocessing_files(package):

@@ -103,6 +103,18 @@ def test_postprocess_option_applies_postprocess(copy_run, capsys):
     assert processed.splitlines() == [postprocess(line, "en") for line in plain.splitlines()]
 
 
+def test_an_output_that_is_a_symlink_is_written_through_and_stays_a_link(copy_run, tmp_path, capsys):
+    d = copy_run
+    write_lines(d / "two.src", ["a b c", "d e f g"])
+    (tmp_path / "store").mkdir()
+    (tmp_path / "store" / "hyp.txt").write_text("old\n")
+    (tmp_path / "hyp.txt").symlink_to(tmp_path / "store" / "hyp.txt")
+    rc, _, _ = translate(["--checkpoint", str(d / "out/checkpoint_last.pt"), "--input", str(d / "two.src"),
+                          "--output", str(tmp_path / "hyp.txt")], capsys)
+    assert rc == 0 and (tmp_path / "hyp.txt").is_symlink()
+    assert len((tmp_path / "store" / "hyp.txt").read_text().splitlines()) == 2
+
+
 def test_nbest_output_format(copy_run, capsys):
     d = copy_run
     write_lines(d / "three.src", ["a b c", "j", "d e f g"])

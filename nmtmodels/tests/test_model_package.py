@@ -180,3 +180,18 @@ def test_a_package_holding_another_models_checkpoint_is_refused_in_one_line(file
     del data["model_sha256"]
     (directory / "preprocess.json").write_text(json.dumps(data), encoding="utf-8")
     read_package(directory)
+
+
+def test_a_killed_package_jobs_temporary_directory_is_removed_by_the_next(files):
+    import subprocess
+
+    gone = subprocess.Popen(["true"])
+    gone.wait()  # a pid that no longer runs
+    stale = files / f".model.{gone.pid}.abc123"
+    stale.mkdir()
+    (stale / "checkpoint.pt").write_bytes(b"half a checkpoint")
+    live = files / ".model.1.xyz"  # pid 1 runs: its job may still be writing, so it is kept
+    live.mkdir()
+    bpe_package(files)
+    assert not stale.exists() and live.exists()
+    assert sorted(p.name for p in files.glob(".model.*")) == [live.name]

@@ -69,7 +69,6 @@ import json
 import os
 import re
 import shutil
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -91,7 +90,7 @@ from nmtmodels.text.preprocessing import (
     load_bpe,
     sentence_characters,
 )
-from nmtmodels.textio import DataError, current_umask
+from nmtmodels.textio import DataError, current_umask, temporary_directory_beside
 
 PREPROCESS_FILE = "preprocess.json"
 CHECKPOINT_FILE = "checkpoint.pt"
@@ -530,7 +529,7 @@ def write_package(out_dir: str | os.PathLike, checkpoint: str | os.PathLike, set
         copies.update({f"lattice.{part}.codes": part_codes, f"lattice.{part}.vocab": part_vocab})
     out_dir = Path(out_dir)
     out_dir.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
+    tmp = temporary_directory_beside(out_dir)
     try:
         models = {CHECKPOINT_FILE: checkpoint, **({COMPRESSOR_FILE: compressor} if compressor is not None else {})}
         for name, source in models.items():  # what translation needs: no optimizer moments or other training state

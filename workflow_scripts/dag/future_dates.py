@@ -87,6 +87,17 @@ def _date(path: Path, when: float) -> bool:
     return True
 
 
+# Snakemake's --max-checksum-file-size default: smaller inputs are compared by content
+CHECKSUM_LIMIT = 1_000_000
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return CHECKSUM_LIMIT
+
+
 def _span(seconds: float) -> str:
     for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
         if seconds >= size:
@@ -126,8 +137,12 @@ def check_future_dates(
             left.append((_shown(path, root), ahead))
     if left:
         named = ", ".join(f"{name} ({_span(ahead)})" for name, ahead in left)
+        small = all(_size(root / name) < CHECKSUM_LIMIT for name, _ in left)
+        what = ("Snakemake compares files under 1 MB by content (--max-checksum-file-size), so these rerun nothing while"
+                " their content is the one recorded; if it changed, what is made from them reruns, and" if small else
+                "What is made from them reruns, and")
         messages.append(
-            f"Warning: {len(left)} file(s) dated in the future (clock skew?): {named}. What is made from them reruns, and"
+            f"Warning: {len(left)} file(s) dated in the future (clock skew?): {named}. {what}"
             " snakemake fails the jobs reading them ('has older modification time ... than input', under --touch too) and"
             " deletes their outputs, extract excepted (it dates its downloads now). Fix: `touch"
             f" {' '.join(name for name, _ in left)}` to date them now; if their content did not change, `snakemake --touch"
