@@ -31,6 +31,7 @@ def test_memory_labels_follow_the_memory_positions():
     assert attention_plots.memory_labels(chars, 8) == [*chars, "</s>"]  # char2char: a row per character
     assert attention_plots.memory_labels(chars, 3) == ["ab", "c", "de"]  # char2word: a row per word end
     assert attention_plots.memory_labels(chars, 5) == ["0", "1", "2", "3", "4"]
+    assert [attention_plots.memory_unit(chars, n) for n in (8, 3, 5)] == ["source characters", "source words", "source positions"]
 
 
 def test_targets_are_the_char_papers_character_level_runs():

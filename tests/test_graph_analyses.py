@@ -100,8 +100,11 @@ def checkpoint(tmp_path):
     return path, model.eval(), vocab
 
 
-def test_cli_gates_averages_the_models_own_weights(tmp_path, checkpoint):
+def test_cli_gates_averages_the_models_own_weights(tmp_path, checkpoint, monkeypatch):
     path, model, vocab = checkpoint
+    drawn = []
+    real_plot = graph_analyses.line_plot
+    monkeypatch.setattr(graph_analyses, "line_plot", lambda lines, *a, **k: (drawn.append(lines), real_plot(lines, *a, **k)))
     lines = ["a b", "c d e f g h a b c d e f", "h g", "a b c d e f g h a b c d e f g h a b c d e f g h"]
     source, tokenized = tmp_path / "test.bpe", tmp_path / "test.tok"
     source.write_text("".join(f"{line}\n" for line in lines), encoding="utf-8")
@@ -126,6 +129,9 @@ def test_cli_gates_averages_the_models_own_weights(tmp_path, checkpoint):
         assert rows.loc["0-10", "weight"] == pytest.approx(sum(s[layer - 1] for s in short) / 2, abs=1e-5)
         assert rows.loc["11-20", "difference"] == pytest.approx(per_sentence[1][layer - 1] - rows.loc["0-10", "weight"], abs=1e-5)
         assert rows.loc[">20", "sentences"] == 1
+    # the plot's buckets carry their sentence counts
+    (lines_drawn,) = drawn
+    assert list(lines_drawn["layer 1"][0]) == ["0-10\n(n=2)", "11-20\n(n=1)", ">20\n(n=1)"]
 
 
 def test_cli_gates_mismatched_files_is_a_clear_error_without_outputs(tmp_path, checkpoint, capsys):

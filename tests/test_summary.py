@@ -321,18 +321,39 @@ def test_character_runs_get_their_own_loss_panel_and_the_legend_covers_no_curve(
     fig = curves.figure(data, "nist", char)
     by_label = {ax.get_ylabel(): ax for ax in fig.axes}
     token, per_char = by_label[curves.LOSS_LABELS["token"]], by_label[curves.LOSS_LABELS["char"]]
-    assert len(per_char.get_lines()) == len(data[names[0]]) - ("dev BLEU" in data[names[0]])  # train and dev loss
-    assert len(token.get_lines()) == sum(len(data[n]) - ("dev BLEU" in data[n]) for n in names[1:])
+    def curves_of(ax):
+        return [line for line in ax.get_lines() if line.get_linestyle() != "None"]  # not the crosses of early stops
+
+    assert len(curves_of(per_char)) == len(data[names[0]]) - ("dev BLEU" in data[names[0]])  # train and dev loss
+    assert len(curves_of(token)) == sum(len(data[n]) - ("dev BLEU" in data[n]) for n in names[1:])
     assert all(ax.get_legend() is None for ax in fig.axes) and len(fig.legends) == 1
     labels = [t.get_text() for t in fig.legends[0].get_texts()]
-    assert labels == [*names, "train loss", "dev loss"]
+    assert labels[:len(names) + 2] == [*names, "train loss", "dev loss"]
+    assert labels[len(names) + 2:] == ["stopped early: lsa (180)"]  # the fixture's run stopped by max_epochs
     legend_top = fig.legends[0].get_window_extent(fig.canvas.get_renderer()).y1
     assert all(legend_top <= ax.get_window_extent().y0 for ax in fig.axes)
     assert len(curves.figure(data, "nist").axes) == len(fig.axes) - 1  # no character run: no such panel
+
     png = tmp_path / "c.png"
     argv = ["--char-run", names[0], str(root / ev.curve_inputs(config, "nist")[0])]
     argv += [a for n, p in zip(names[1:], ev.curve_inputs(config, "nist")[1:], strict=True) for a in ("--run", n, str(root / p))]
     assert curves.main([*argv, "--title", "nist", "--png", str(png)]) == 0 and png.read_bytes()[:8] == PNG_MAGIC
+
+
+def test_curves_colour_by_system_and_mark_runs_that_stopped_early():
+    run = {"train loss": ([100, 200, 300], [5.0, 4.0, 3.5]), "dev loss": ([300], [3.9])}
+    capped = {"train loss": ([100, 200], [5.1, 4.2]), "dev loss": ([200], [4.3])}
+    data = {"base": run, "base_seed2": run, "base_seed3": capped, "gate": run, "gate_seed2": run}
+    fig = curves.figure(data, "c")
+    (ax,) = fig.axes
+    lines = [line for line in ax.get_lines() if line.get_linestyle() != "None"]
+    colours = {line.get_color() for line in lines[:6]}  # base's three runs: train and dev each
+    assert len(colours) == 1 and lines[6].get_color() not in colours  # gate: another colour
+    assert [line.get_alpha() for line in lines[:6:2]] == [1.0, 0.45, 0.45]  # the first seed opaque
+    crosses = [line for line in ax.get_lines() if line.get_marker() == "x"]
+    assert [(line.get_xdata()[0], line.get_ydata()[0]) for line in crosses] == [(200, 4.2), (200, 4.3)]
+    labels = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert labels == ["base (3 runs)", "gate (2 runs)", "train loss", "dev loss", "stopped early: base_seed3 (200)"]
 
 
 def test_curves_missing_metrics_is_one_line(tmp_path, capsys):

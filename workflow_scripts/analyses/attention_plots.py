@@ -55,6 +55,13 @@ def memory_labels(characters: Sequence[str], width: int) -> list[str]:
     return [str(i) for i in range(width)]
 
 
+def memory_unit(characters: Sequence[str], width: int) -> str:
+    """What a row of the heat-map is (:func:`memory_labels`): the axis label."""
+    if width == len(characters) + 1:
+        return "source characters"
+    return "source words" if width == len("".join(characters).split(SPACE_SYMBOL)) else "source positions"
+
+
 def attention_for(checkpoint: str, lines: Sequence[str], beam: int = 4) -> list[dict]:
     """Translate ``lines`` (character tokens separated by spaces) and return, per line, its
     source labels, output characters (+ ``</s>``) and attention matrix (targets x sources)."""
@@ -75,6 +82,7 @@ def attention_for(checkpoint: str, lines: Sequence[str], beam: int = 4) -> list[
         attention = best.attention.float()
         plots.append({
             "source": memory_labels(characters, attention.size(1)),
+            "rows": memory_unit(characters, attention.size(1)),
             "target": [*tgt_vocab.decode(best.tokens, keep_unk=True), EOS],
             "attention": attention.tolist(),
         })
@@ -83,7 +91,8 @@ def attention_for(checkpoint: str, lines: Sequence[str], beam: int = 4) -> list[
 
 def figure(plots: Sequence[dict], title: str) -> Any:
     """One heat-map per sentence, stacked; columns are target characters (as in the paper),
-    rows source characters (▁ shown as ␣), every character a labelled tick.  The colour scale
+    rows the memory positions: source characters (char2char) or words (char2word's word
+    encoder), ▁ shown as ␣, every position a labelled tick.  The colour scale
     of each runs from 0 to its largest weight, with a colour bar that says so."""
     import matplotlib
 
@@ -105,7 +114,7 @@ def figure(plots: Sequence[dict], title: str) -> Any:
         ax.tick_params(axis="y", length=2)
         ax.set_xlabel("output characters", fontsize=8)
         ax.xaxis.set_label_position("top")
-        ax.set_ylabel("source characters", fontsize=8)
+        ax.set_ylabel(p.get("rows", "source characters"), fontsize=8)  # char2word's memory: a row per word
         bar = fig.colorbar(image, ax=ax, fraction=0.025, pad=0.01)
         bar.set_label("attention weight", fontsize=7)
         bar.ax.tick_params(labelsize=6)

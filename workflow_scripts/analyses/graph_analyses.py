@@ -130,7 +130,9 @@ def main(argv: list[str] | None = None) -> int:
                 raise DataError(args.tokenized, f"{len(lengths)} lines, but {args.source} has {len(lines)}")
             table = gate_table(high_order_weights(args.checkpoint, lines), lengths, args.buckets)
             write_csv(table, args.csv)
-            lines = {f"layer {layer}": (rows["bucket"].astype(str), rows["difference"])
+            # each bucket with its sentence count (the same for every layer): a point over few sentences is noise
+            lines = {f"layer {layer}": ([f"{b}\n(n={n})" for b, n in zip(rows["bucket"].astype(str), rows["sentences"])],
+                                        rows["difference"])
                      for layer, rows in table.groupby("layer", sort=False)}
             line_plot(lines, args.png, title=args.title, xlabel="source length (tokens)",
                       ylabel="high-order weight - weight at 0-10")

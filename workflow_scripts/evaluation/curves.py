@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import csv
 import math
+import re
 import sys
 from pathlib import Path
 
@@ -71,11 +72,27 @@ def curve_series(metrics_csv: str | Path) -> dict[str, tuple[list[float], list[f
 LOSS_LABELS = {"token": "loss per target token (label-smoothed)", "char": "loss per target character (label-smoothed)"}
 
 
+SEED_RUN = re.compile(r"(.+)_seed\d+$")
+
+
+def system_of(run: str) -> str:
+    """The system (seed group) of a run's name: ``X`` for ``X`` and ``X_seedN``."""
+    match = SEED_RUN.fullmatch(run)
+    return match.group(1) if match else run
+
+
+def _last_update(series: dict[str, tuple[list[float], list[float]]]) -> float:
+    return max((xs[-1] for xs, _ in series.values() if xs), default=0.0)
+
+
 def figure(data: dict[str, dict[str, tuple[list[float], list[float]]]], title: str, char_runs: set[str] | frozenset[str] = frozenset()):
     """The learning-curve figure of :func:`plot_curves`: one loss panel per unit (character
     models' loss is per target character, not comparable with the per-token loss of subword
     models, so they get a panel of their own), a dev BLEU panel when any run logged it, and
-    one legend below the panels (run colours; solid train, dashed dev) that covers no curve."""
+    one legend below the panels that covers no curve: one colour per system, its seeds' runs
+    in that colour (the first seed opaque, the others lighter); solid train, dashed dev.  A run
+    that stopped before the longest run of its panel (a minutes cap, a failure) ends in a
+    cross, and the legend names it with its updates."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -88,20 +105,38 @@ def figure(data: dict[str, dict[str, tuple[list[float], list[float]]]], title: s
     fig, axes = plt.subplots(1, len(panels), figsize=(5.0 * len(panels) + 0.6, 4.6), squeeze=False)
     axis = dict(zip(panels, axes[0]))
     colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
-    handles = []
-    for i, (name, series) in enumerate(data.items()):
-        colour = colours[i % len(colours)]
-        loss_ax = axis[LOSS_LABELS["char" if name in char_runs else "token"]]
+    systems = list(dict.fromkeys(system_of(name) for name in data))
+    colour_of = {system: colours[i % len(colours)] for i, system in enumerate(systems)}
+    longest = {unit: max((_last_update(series) for name, series in data.items() if (name in char_runs) == (unit == "char")),
+                         default=0.0) for unit in ("token", "char")}
+    seen: dict[str, int] = {}
+    short: list[str] = []
+    for name, series in data.items():
+        system = system_of(name)
+        first = system not in seen
+        seen[system] = seen.get(system, 0) + 1
+        colour, alpha, width = colour_of[system], (1.0 if first else 0.45), (1.5 if first else 1.0)
+        unit = "char" if name in char_runs else "token"
+        loss_ax = axis[LOSS_LABELS[unit]]
         for label, style in (("train loss", "-"), ("dev loss", "--")):
             if label in series:
                 xs, ys = series[label]
-                loss_ax.plot(xs, ys, style, color=colour, marker="." if len(xs) < 30 else None)
+                loss_ax.plot(xs, ys, style, color=colour, alpha=alpha, linewidth=width, marker="." if len(xs) < 30 else None)
         if "dev BLEU" in series:
             xs, ys = series["dev BLEU"]
-            axis["dev BLEU"].plot(xs, ys, "-", color=colour, marker="o")
-        handles.append(Line2D([], [], color=colour, label=name))
+            axis["dev BLEU"].plot(xs, ys, "-", color=colour, alpha=alpha, linewidth=width, marker="o")
+        last = _last_update(series)
+        if last < longest[unit]:  # stopped before the longest run: a cross at the end of each of its curves
+            for label in ("train loss", "dev loss"):
+                if series.get(label, ([], []))[0]:
+                    loss_ax.plot(series[label][0][-1], series[label][1][-1], "x", color=colour, markersize=9, mew=2)
+            short.append(f"{name} ({last:.0f})")
+    handles = [Line2D([], [], color=colour_of[system], label=system + (f" ({seen[system]} runs)" if seen[system] > 1 else ""))
+               for system in systems]
     handles += [Line2D([], [], color="black", linestyle="-", label="train loss"),
                 Line2D([], [], color="black", linestyle="--", label="dev loss")]
+    if short:
+        handles.append(Line2D([], [], color="black", linestyle="", marker="x", label="stopped early: " + ", ".join(short)))
     for label, ax in axis.items():
         ax.set_xlabel("updates")
         ax.set_ylabel(label)
