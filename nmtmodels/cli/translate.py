@@ -180,7 +180,10 @@ class _Job:
             max_len_ratio=args.max_len_ratio, early_stop=args.early_stop, compile=args.compile)
         self.too_long = "truncate" if args.truncate else "error"
         self.hint = ("is the input tokenised and BPE-encoded like the training source?" if translator.pretokenized
-                     else f"is the input in the model's source language ({translator.package.settings.source.lang})?")
+                     else "the model's source vocabulary covers little of this input: text in another language, "
+                          f"script or spelling than its training data ({translator.package.settings.source.lang}; e.g. "
+                          "traditional against simplified characters, mixed scripts), or words it never saw, become <unk> "
+                          "and are dropped from the translation")
 
     def translate(self, dataset: ParallelDataset, name: str, numbers: Sequence[int], unknown: _UnknownRate, *,
                   interactive: bool = False) -> list[list[str]]:

@@ -151,6 +151,16 @@ class Translator:
                                   "preprocessed; use the run's model package (results/experiments/EXPERIMENT/CORPUS/model/, "
                                   "rule model_package) or pass --pretokenized for input encoded like the training source")
             package = read_package(directory)
+            pair = (package.settings.source.lang, package.settings.target.lang)
+            for other in checkpoints[1:]:  # an ensemble: the members' language pairs before their vocabularies
+                other_directory = package_directory(other)
+                if other_directory is None:
+                    continue
+                other_settings = read_package(other_directory).settings
+                if (other_settings.source.lang, other_settings.target.lang) != pair:
+                    raise ConfigError(f"{other}: a model package for {other_settings.source.lang}->{other_settings.target.lang}, "
+                                      f"but {checkpoint} translates {pair[0]}->{pair[1]}; an ensemble's members must "
+                                      "translate the same language pair")
         loaded = [load_model_from_checkpoint(str(checkpoint), device) for checkpoint in checkpoints]
         model, src_vocab, tgt_vocab, state = loaded[0]
         if len(loaded) > 1:

@@ -195,3 +195,16 @@ def test_a_killed_package_jobs_temporary_directory_is_removed_by_the_next(files)
     bpe_package(files)
     assert not stale.exists() and live.exists()
     assert sorted(p.name for p in files.glob(".model.*")) == [live.name]
+
+
+def test_an_ensemble_of_packages_for_two_language_pairs_is_refused_naming_both(files, capsys):
+    en_en = bpe_package(files)
+    de_en = write_package(files / "de_en", files / "best.pt",
+                          PackageSettings(source=LanguageSettings("de", "whitespace"), target=LanguageSettings("en", "whitespace"),
+                                          unicode_form="NFKC", subwords="bpe5", vocabulary_threshold=1),
+                          files / "codes", files / "vocab")
+    code = cli.main(["translate", "--checkpoint", str(en_en), str(de_en), "--input", str(files / "raw.en")])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and err == [f"nmt-translate: error: {de_en / 'checkpoint.pt'}: a model package for de->en, but "
+                                 f"{en_en / 'checkpoint.pt'} translates en->en; an ensemble's members must translate the same "
+                                 "language pair"]
