@@ -261,6 +261,24 @@ class _NothingDecoded:
 _PER_GROUP = ("max_decoding_length", "min_decoding_length", "max_input_length")
 
 
+def _read_export(export: Mapping[str, Any] | str | os.PathLike) -> Mapping[str, Any]:
+    if isinstance(export, Mapping):
+        return export
+    path = Path(export)
+    return json.loads((path / EXPORT_FILE if path.is_dir() else path).read_text(encoding="utf-8"))
+
+
+def decode_options(export: Mapping[str, Any] | str | os.PathLike) -> dict[str, Any]:
+    """The run's decode settings (``export.json``'s ``decode``) as ``translate_batch`` keywords:
+    ``beam_size`` (beam), ``length_penalty`` (its alpha: CTranslate2 divides by ``length **
+    alpha``, ours by GNMT's ``((5 + length) / 6) ** alpha``, so beam outputs may still differ),
+    ``coverage_penalty`` and ``num_hypotheses`` (nbest).  Settings the run left at their
+    defaults are the defaults of :class:`~nmtmodels.decoding.scorer.DecodeConfig`."""
+    decode = from_dict(DecodeConfig, dict(_read_export(export).get("decode") or {}), where=f"{EXPORT_FILE}: decode")
+    return {"beam_size": decode.beam, "length_penalty": decode.length_penalty,
+            "coverage_penalty": decode.coverage_penalty, "num_hypotheses": decode.nbest}
+
+
 def limit_groups(limits: Sequence[int]) -> list[tuple[int, list[int]]]:
     """``(limit, row indices)`` for every distinct limit, smallest first; the rows in input order."""
     groups: dict[int, list[int]] = {}
@@ -278,8 +296,10 @@ def translate_with_limits(translator: Any, token_lists: Sequence[Sequence[str]],
     and ``max_input_length`` the model's; the results come back in the order of ``token_lists``.
 
     ``options``: other ``translate_batch`` keywords (``beam_size``, ``length_penalty``,
-    ``max_batch_size`` and ``batch_type``, which then apply within each group, ...);
-    ``suppress_sequences`` defaults to :data:`SUPPRESSED`. A sentence whose limit is 0 is not
+    ``max_batch_size`` and ``batch_type``, which then apply within each group, ...); with
+    ``export`` an export directory or its ``export.json``, the run's own beam size, length and
+    coverage penalties and n-best (:func:`decode_options`) are the defaults, as ``nmt-translate``
+    uses them; ``suppress_sequences`` defaults to :data:`SUPPRESSED`. A sentence whose limit is 0 is not
     given to CTranslate2 and gets an empty hypothesis, as in our search. TypeError for an option
     this function sets per group, and for ``target_prefix`` (one list for all sentences)."""
     clashing = sorted(set(options) & set(_PER_GROUP))
@@ -287,7 +307,12 @@ def translate_with_limits(translator: Any, token_lists: Sequence[Sequence[str]],
         raise TypeError(f"translate_with_limits sets {', '.join(clashing)} per group of sentences; do not pass it")
     if "target_prefix" in options:
         raise TypeError("translate_with_limits takes no target_prefix")
-    limit = export if isinstance(export, TargetLengthLimit) else TargetLengthLimit.from_export(export)
+    if isinstance(export, TargetLengthLimit):
+        limit = export
+    else:
+        export = _read_export(export)
+        limit = TargetLengthLimit.from_export(export)
+        options = {**decode_options(export), **options}
     options.setdefault("suppress_sequences", SUPPRESSED)
     token_lists = [list(tokens) for tokens in token_lists]
     results: list[Any] = [None] * len(token_lists)

@@ -30,6 +30,7 @@ from nmtmodels.decoding.export import (  # noqa: E402
     ExportError,
     TargetLengthLimit,
     build_spec,
+    decode_options,
     export_ctranslate2,
     translate_with_limits,
 )
@@ -198,6 +199,26 @@ def test_ctranslate2_beam_search_stays_within_our_per_sentence_limit(tmp_path):
         alone = translator.translate_batch([sentence], beam_size=4, num_hypotheses=2, max_decoding_length=limit,
                                            suppress_sequences=SUPPRESSED)[0]
         assert result.hypotheses == alone.hypotheses
+
+
+def test_translate_with_limits_searches_with_the_runs_decode_settings_by_default(tmp_path):
+    # issue 44: without them CTranslate2 searched with its own length penalty (1.0) and beam (2)
+    checkpoint = train_checkpoint(tmp_path / "checkpoint.pt", MODELS[0][1], shared=False, updates=30)
+    state = load_checkpoint(checkpoint)
+    state["decode_config"] = {**state["decode_config"], "beam": 3, "length_penalty": 0.6, "nbest": 2}
+    save_checkpoint(checkpoint, state)
+    out = export_ctranslate2(checkpoint, tmp_path / "ct2")
+    assert decode_options(out) == {"beam_size": 3, "length_penalty": 0.6, "coverage_penalty": 0.0, "num_hypotheses": 2}
+    translator = ctranslate2.Translator(str(out), device="cpu", intra_threads=1)
+    tokens = [line.split() for line in test_sentences()]
+    limit = TargetLengthLimit.from_export(out)
+    results = translate_with_limits(translator, tokens, out)
+    for sentence, result, cap in zip(tokens, results, limit([len(t) for t in tokens])):
+        alone = translator.translate_batch([sentence], beam_size=3, length_penalty=0.6, num_hypotheses=2,
+                                           max_decoding_length=cap, suppress_sequences=SUPPRESSED)[0]
+        assert result.hypotheses == alone.hypotheses and len(result.hypotheses) == 2
+    greedy = translate_with_limits(translator, tokens, out, beam_size=1, num_hypotheses=1)  # given options win
+    assert all(len(result.hypotheses) == 1 for result in greedy)
 
 
 def test_translate_with_limits_leaves_a_zero_limit_empty_and_refuses_the_options_it_sets(tmp_path):
