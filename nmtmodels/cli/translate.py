@@ -13,9 +13,11 @@ order: a sentence whose beams never finish gets its best unfinished hypothesis a
 naming its line (see :mod:`nmtmodels.decoding.search`).  It refuses a checkpoint whose
 parameters hold NaN or inf, and warns when more than :data:`UNKNOWN_WARNING_RATE` of the source
 tokens are not in the vocabulary.  Input and output are UTF-8 whatever the locale: standard
-input and ``--input`` are read as bytes and decoded line by line.  Standard input is read whole
-and decoded in batches like ``--input`` unless it is a terminal (or ``--interactive``), where
-each line is answered before the next is read; either way a bad line of raw text (invalid UTF-8,
+input and ``--input`` are read as bytes and decoded line by line.  Raw text from standard input
+or ``--input`` is read, encoded and decoded in chunks of :data:`CHUNK_LINES` lines (batches by
+length within each), each chunk's output written before the next is read, so memory does not
+grow with the input; a terminal's standard input (or ``--interactive``) goes one line at a time,
+each answered before the next is read.  Either way a bad line of raw text (invalid UTF-8,
 too long, a segmenter's failure) gives an error naming ``<stdin>:LINE`` (or ``FILE:LINE``) and an
 empty output line, the other lines are translated, and the exit status is then 2 (after the last
 line).  With ``--pretokenized`` (the workflow's encoded input) a bad line of ``--input`` stops
@@ -26,9 +28,11 @@ closing line with the totals.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import itertools
 import sys
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from nmtmodels.choices import DECODE_COMPILE_MODES, EARLY_STOP_RULES, TEXT_FORMATS
@@ -50,6 +54,14 @@ STDIN = "<stdin>"
 UNKNOWN_WARNING_RATE = 0.10  # warn when more source tokens than this are <unk>
 UNKNOWN_MIN_TOKENS = 100  # interactive input: warn only once this many source tokens are read
 PROGRESS_INTERVAL = 30.0  # seconds between progress lines on a non-terminal stderr
+# A translation shorter than SHORT_RATIO of its source (in tokens, sources of at least
+# SHORT_MIN_SOURCE tokens) is named in a warning: a paragraph on one line tends to come out as
+# one short sentence.
+SHORT_RATIO = 0.3
+SHORT_MIN_SOURCE = 20
+# Raw input lines read, encoded and decoded together (each chunk sorted into batches by length):
+# memory is bounded by this, not by the input's size.
+CHUNK_LINES = 5000
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -58,7 +70,7 @@ def build_parser() -> argparse.ArgumentParser:
         PROG,
         "Translate raw text with a model package (plain text out), or with --pretokenized encoded lines "
         "with any checkpoint.  Without --input: standard input, line by line on a terminal (or with "
-        "--interactive), else read whole and decoded in batches.")
+        "--interactive), else read and decoded in batches, a chunk of lines at a time.")
     parser.add_argument("--checkpoint", required=True, nargs="+",
                         help="a model package directory or a checkpoint in one (with --pretokenized: any checkpoint); "
                              "several: an ensemble that averages their log-probabilities at each step (the first one's "
@@ -98,6 +110,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--show-compressed", action="store_true",
                         help="ESC model packages: write the compressed source, a tab, then the translation on each line")
     parser.add_argument("--truncate", action="store_true", help="cut over-long sentences instead of failing")
+    parser.add_argument("--split-sentences", action="store_true",
+                        help="raw text: translate each sentence of a line on its own (Moses' splitter; zh/ja at 。！？) "
+                             "and join their translations into the line's output")
     parser.add_argument("--log-interval", type=float, default=PROGRESS_INTERVAL, metavar="SECONDS",
                         help=f"progress line on stderr every SECONDS when stderr is not a terminal (default {PROGRESS_INTERVAL:g})")
     parser.add_argument("--device", default="auto",
@@ -123,6 +138,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error("--interactive reads standard input; it does not go with --input")
     if not args.pretokenized and (args.extra or args.extra_tokens):
         parser.error("--extra and --extra-tokens go with --pretokenized (a model package makes its extra inputs from raw text)")
+    if args.split_sentences and (args.pretokenized or args.show_compressed or (args.nbest or 1) > 1):
+        parser.error("--split-sentences goes with raw text and one translation per line (not with --pretokenized, "
+                     "--show-compressed or --nbest)")
     if args.pretokenized and args.show_compressed:
         parser.error("--show-compressed goes with a model package's raw text (with --pretokenized, --extra-tokens gives the "
                      "compressed source)")
@@ -157,7 +175,7 @@ def _translate(args: argparse.Namespace) -> int:
             raise ConfigError(f"standard input cannot take the extra inputs model family {translator.family!r} needs; use --input")
         return _translate_stdin(job, interactive=args.interactive or sys.stdin.isatty())
     if not translator.pretokenized:  # raw text: as standard input, a bad line costs that line only
-        return _translate_lines(job, args.input, _file_lines(args.input), interactive=False)
+        return _translate_lines(job, args.input, _file_lines(args.input), interactive=False, total=_count_lines(args.input))
     from nmtmodels.data import ExtraField, ParallelDataset
 
     dataset = ParallelDataset.from_files(  # the workflow's encoded input: any bad line stops it
@@ -179,6 +197,16 @@ class _Job:
             min_len=args.min_len, coverage_penalty=args.coverage_penalty, nbest=args.nbest,
             max_len_ratio=args.max_len_ratio, early_stop=args.early_stop, compile=args.compile)
         self.too_long = "truncate" if args.truncate else "error"
+        self.max_source_tokens = translator.model.max_positions()[0]  # </s> included: a longer source is cut
+        self.truncated: list[int] = []  # input lines cut to the model's source positions (--truncate)
+        self.short: list[int] = []  # input lines whose translation is far shorter than their source
+        self.split: Callable[[str], list[str]] = lambda text: [text]
+        self.joiner = " "
+        if getattr(args, "split_sentences", False) and translator.package is not None:
+            from nmtmodels.text.sentences import joiner, sentence_splitter
+
+            self.split = sentence_splitter(translator.package.settings.source.lang)
+            self.joiner = joiner(translator.package.settings.target.lang)
         self.hint = ("is the input tokenised and BPE-encoded like the training source?" if translator.pretokenized
                      else "the model's source vocabulary covers little of this input: text in another language, "
                           f"script or spelling than its training data ({translator.package.settings.source.lang}; e.g. "
@@ -186,19 +214,27 @@ class _Job:
                           "and are dropped from the translation")
 
     def translate(self, dataset: ParallelDataset, name: str, numbers: Sequence[int], unknown: _UnknownRate, *,
-                  interactive: bool = False) -> list[list[str]]:
+                  interactive: bool = False, progress: _Progress | None = None) -> list[list[str]]:
         """The output lines of each sentence of ``dataset``, whose input lines are ``numbers``
         of ``name``.  Interactive: no progress, and no unknown-token warning before
-        :data:`UNKNOWN_MIN_TOKENS` tokens."""
+        :data:`UNKNOWN_MIN_TOKENS` tokens.  ``progress``: the run's, when the input comes in
+        chunks; else one for this dataset."""
         unknown.add(dataset)
         unknown.warn(min_tokens=UNKNOWN_MIN_TOKENS if interactive else 0)
         search = dict(max_tokens=self.args.batch_tokens, amp=self.args.amp)
         if interactive:
             results = self.translator.search(dataset, self.decode_cfg, **search)
+        elif progress is not None:
+            results = self.translator.search(dataset, self.decode_cfg, progress=progress.update, **search)
         else:
-            with _Progress(len(dataset), self.args.log_interval) as progress:
-                results = self.translator.search(dataset, self.decode_cfg, progress=progress.update, **search)
+            with _Progress(len(dataset), self.args.log_interval) as own:
+                results = self.translator.search(dataset, self.decode_cfg, progress=own.update, **search)
         _warn_unfinished(name, results, numbers)
+        src_lengths = dataset.src.lengths()  # </s> included
+        for position, (number, hyps) in enumerate(zip(numbers, results)):
+            source = int(src_lengths[position]) - 1
+            if source >= SHORT_MIN_SOURCE and hyps and len(hyps[0].tokens) < SHORT_RATIO * source:
+                self.short.append(int(number))
         outputs = []
         for position, (number, hyps) in enumerate(zip(numbers, results)):
             lines = self.render(int(number) - 1, hyps)
@@ -233,47 +269,104 @@ def _translate_stdin(job: _Job, interactive: bool) -> int:
     return _translate_lines(job, STDIN, _stdin_lines(), interactive)
 
 
-def _translate_lines(job: _Job, name: str, raw_lines: Iterable[bytes], interactive: bool) -> int:
-    """Raw lines of ``name`` (standard input or an --input file), read whole and translated as
-    one dataset, or (interactive) one line at a time, each answered (flushed) before the next is
-    read.  A bad line costs that line only (:func:`_translate_chunk`); the exit status is 2 when
-    any line failed, after every other line's output is written."""
+def _chunks(numbered: Iterator[tuple[int, bytes]], size: int) -> Iterator[tuple[list[tuple[int, bytes]], bool]]:
+    """``numbered`` in lists of ``size``, each with whether it is the last (one list read ahead)."""
+    chunk = list(itertools.islice(numbered, size))
+    while chunk:
+        following = list(itertools.islice(numbered, size))
+        yield chunk, not following
+        chunk = following
+
+
+def _translate_lines(job: _Job, name: str, raw_lines: Iterable[bytes], interactive: bool, total: int | None = None) -> int:
+    """Raw lines of ``name`` (standard input or an --input file of ``total`` lines), translated
+    in chunks of :data:`CHUNK_LINES` lines, each chunk's output written (in input order) before
+    the next is read, so that memory does not grow with the input; or (interactive) one line at
+    a time, each answered (flushed) before the next is read.  A bad line costs that line only
+    (:func:`_translate_chunk`); the exit status is 2 when any line failed, after every other
+    line's output is written."""
     unknown = _UnknownRate(name, job.hint)
     numbered = enumerate(raw_lines, start=1)
-    chunks: Iterable[list[tuple[int, bytes]]] = ([line] for line in numbered) if interactive else [list(numbered)]
-    failed = total = 0
-    for chunk in chunks:
-        lines, bad = _translate_chunk(job, chunk, unknown, interactive, name)
-        failed, total = failed + bad, total + len(chunk)
-        _write_lines(lines, None if interactive else job.args.output)
+    failed = done = 0
+    with contextlib.ExitStack() as stack:
+        output = job.args.output if not interactive else None
+        sink = stack.enter_context(atomic_output(output)) if output else None
+        progress = None
+        for chunk, last in _chunks(numbered, 1 if interactive else CHUNK_LINES):
+            if progress is None and not interactive:  # a single chunk's count is the total
+                progress = stack.enter_context(_Progress(total if total is not None or not last else len(chunk),
+                                                         job.args.log_interval))
+            lines, bad = _translate_chunk(job, chunk, unknown, interactive, name, progress)
+            failed, done = failed + bad, done + len(chunk)
+            if sink is not None:
+                sink.writelines(f"{line}\n" for line in lines)
+            else:
+                _write_lines(lines, None)
+        if progress is None and not interactive:  # empty input: the closing line all the same
+            stack.enter_context(_Progress(0, job.args.log_interval))
+    _warn_lines(name, sorted(set(job.truncated)), f"were longer than the model's {job.max_source_tokens - 1} source tokens and "
+                "were cut (--truncate)" + ("" if job.args.split_sentences else "; --split-sentences translates a long "
+                                                                                 "line sentence by sentence"))
+    _warn_lines(name, sorted(set(job.short)), f"came out less than {SHORT_RATIO:.0%} as long as their source (in "
+                f"tokens, sources of {SHORT_MIN_SOURCE} or more): "
+                + ("check them" if job.args.split_sentences else "a line holding several sentences often comes out as "
+                   "one short sentence; --split-sentences translates them one by one"))
     if failed:
-        return _fail(PROG, f"{failed} of {total} input lines could not be translated (their output lines are empty)")
+        return _fail(PROG, f"{failed} of {done} input lines could not be translated (their output lines are empty)")
     return 0
 
 
 def _translate_chunk(job: _Job, chunk: Sequence[tuple[int, bytes]], unknown: _UnknownRate,
-                     interactive: bool, name: str = STDIN) -> tuple[list[str], int]:
+                     interactive: bool, name: str = STDIN, progress: _Progress | None = None) -> tuple[list[str], int]:
     """The output lines of numbered raw lines of ``name``, and how many of them failed: a bad
     line (invalid UTF-8, a segmenter's failure, too long) gives an error naming ``NAME:LINE`` on
     stderr and an empty output line, so input and output stay aligned; the other lines are
-    translated together."""
+    translated together.  With ``--split-sentences`` each line's sentences are translated as
+    sentences of their own and their translations joined into the line's output."""
     translator = job.translator
     encoded: list[EncodedSource] = []
-    numbers: list[int] = []
+    numbers: list[int] = []  # the input line of each sentence
     for number, raw in chunk:
         try:
-            line = translator.encode_line(_raw_line(raw, number, name), name, number)
-            translator.check_encoded(line, name=name, number=number, too_long=job.too_long)  # this line alone
+            text = _raw_line(raw, number, name)
+            sentences = [translator.encode_line(sentence, name, number) for sentence in job.split(text)]
+            for sentence in sentences:
+                translator.check_encoded(sentence, name=name, number=number, too_long=job.too_long)  # this one alone
         except DataError as exc:
             print(f"{PROG}: error: {exc}", file=sys.stderr, flush=True)
             continue
-        encoded.append(line)
-        numbers.append(number)
-    outputs: dict[int, list[str]] = {number: [""] for number, _ in chunk}
+        for sentence in sentences:
+            if len(_tokens(sentence).split()) >= job.max_source_tokens:
+                job.truncated.append(number)
+        encoded.extend(sentences)
+        numbers.extend([number] * len(sentences))
+    outputs: dict[int, list[list[str]]] = {number: [] for number, _ in chunk}
     if encoded:
         dataset = translator.encoded_dataset(encoded, too_long=job.too_long, name=name, first_line=numbers[0])
-        outputs.update(zip(numbers, job.translate(dataset, name, numbers, unknown, interactive=interactive)))
-    return [line for lines in outputs.values() for line in lines], len(chunk) - len(numbers)
+        for number, lines in zip(numbers, job.translate(dataset, name, numbers, unknown, interactive=interactive,
+                                                        progress=progress)):
+            outputs[number].append(lines)
+    joined = []
+    for parts in outputs.values():  # one sentence: its lines (n-best too); several: their best ones joined
+        joined += parts[0] if len(parts) == 1 else [job.joiner.join(lines[0] for lines in parts)] if parts else [""]
+    return joined, len(chunk) - len(set(numbers))
+
+
+def _tokens(encoded: EncodedSource | str) -> str:
+    return encoded if isinstance(encoded, str) else encoded.tokens
+
+
+def _count_lines(path: str) -> int:
+    """The lines of ``path`` (a last line without a newline counted), read in blocks."""
+    count, last = 0, b"\n"
+    try:
+        with open(path, "rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                count += block.count(b"\n")
+                last = block[-1:]
+    except OSError as exc:
+        raise DataError(path, f"cannot open ({exc.strerror or exc})") from None
+    return count + (last != b"\n")
 
 
 def _file_lines(path: str) -> Iterator[bytes]:
@@ -328,7 +421,7 @@ class _Progress:
     ``interval`` seconds (``nmt-translate: 1,200 of 3,000 sentences, 45.1 sentences/s``); a
     closing line with the totals either way."""
 
-    def __init__(self, total: int, interval: float):
+    def __init__(self, total: int | None, interval: float):
         self.total, self.interval, self.done = total, interval, 0
         self.start = self.last = time.monotonic()
         self.bar = None
@@ -346,9 +439,10 @@ class _Progress:
             self.bar.update(sentences)
             return
         now = time.monotonic()
-        if now - self.last >= self.interval and self.done < self.total:
+        if now - self.last >= self.interval and (self.total is None or self.done < self.total):
             self.last = now
-            print(f"{PROG}: {self.done:,} of {self.total:,} sentences, {self.done / max(now - self.start, 1e-9):.1f} "
+            of = f" of {self.total:,}" if self.total is not None else ""
+            print(f"{PROG}: {self.done:,}{of} sentences, {self.done / max(now - self.start, 1e-9):.1f} "
                   "sentences/s", file=sys.stderr, flush=True)
 
     def __exit__(self, kind: Any, *_: Any) -> None:
@@ -377,6 +471,13 @@ class _UnknownRate:
         self.warned = True
         _warn(PROG, f"{self.name}: {self.unknown / self.tokens:.1%} of the source tokens "
                     f"({self.unknown:,} of {self.tokens:,}) are not in the checkpoint's vocabulary; {self.hint}")
+
+
+def _warn_lines(name: str, numbers: Sequence[int], what: str) -> None:
+    """One warning naming the first lines of ``numbers`` and what happened to them."""
+    if numbers:
+        shown = ", ".join(map(str, numbers[:10])) + (", ..." if len(numbers) > 10 else "")
+        _warn(PROG, f"{name}: {len(numbers)} line(s) (line {shown}) {what}")
 
 
 def _warn_unfinished(name: str, results: list[list[Any]], line_numbers: Sequence[int]) -> None:

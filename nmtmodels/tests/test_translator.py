@@ -235,6 +235,65 @@ def test_piped_stdin_is_read_whole_before_answering(package, monkeypatch, capsys
     assert calls == [1, 1, 1]
 
 
+def test_large_input_is_translated_in_bounded_chunks_in_order(package, monkeypatch, capsys, tmp_path):
+    """Memory does not grow with the input: no search sees more than CHUNK_LINES sentences, each
+    chunk's lines are written before the next chunk is read, and the output equals one search
+    over everything, line for line, through a file and a pipe alike."""
+    import nmtmodels.decoding.batched
+    from nmtmodels.cli import translate as translate_cli
+
+    directory, _, _ = package
+    sentences = head(MIRROR / "multi30k" / "val.en.gz", 11)
+    (tmp_path / "in.en").write_text("".join(f"{line}\n" for line in sentences), encoding="utf-8")
+    whole = run_cli(["--checkpoint", str(directory), "--input", str(tmp_path / "in.en"), "--log-interval", "0"])
+    assert whole.returncode == 0
+    calls = []
+    real = nmtmodels.decoding.batched.translate_dataset
+    monkeypatch.setattr(nmtmodels.decoding.batched, "translate_dataset", lambda model, data, cfg, **kw: calls.append(len(data)) or
+                        real(model, data, cfg, **kw))
+    monkeypatch.setattr(translate_cli, "CHUNK_LINES", 4)
+    read = []  # lines read from the input when each chunk's output was written
+    real_write = translate_cli._write_lines
+    monkeypatch.setattr(translate_cli, "_write_lines", lambda lines, output: read.append(len(calls)) or real_write(lines, output))
+    assert cli.translate_main(["--checkpoint", str(directory), "--input", str(tmp_path / "in.en"), "--log-interval", "0"]) == 0
+    captured = capsys.readouterr()
+    assert calls == [4, 4, 3] and read == [1, 2, 3]
+    assert captured.out.splitlines() == whole.stdout.splitlines() and len(whole.stdout.splitlines()) == 11
+    assert "translated 11 sentences" in captured.err  # one closing line for the run, not one per chunk
+    calls.clear()
+    monkeypatch.setattr(sys, "stdin", io.StringIO("".join(f"{line}\n" for line in sentences)))
+    assert cli.translate_main(["--checkpoint", str(directory), "--output", str(tmp_path / "out.de")]) == 0
+    assert calls == [4, 4, 3] and (tmp_path / "out.de").read_text(encoding="utf-8").splitlines() == whole.stdout.splitlines()
+
+
+def test_split_sentences_translates_each_sentence_and_joins_them(package, tmp_path):
+    directory, _, _ = package
+    sentences = [s.rstrip(".") + "." for s in head(MIRROR / "multi30k" / "val.en.gz", 6)]  # some end without a period
+    (tmp_path / "one.en").write_text("".join(f"{s}\n" for s in sentences), encoding="utf-8")
+    (tmp_path / "para.en").write_text(" ".join(sentences[:3]) + "\n" + " ".join(sentences[3:]) + "\n", encoding="utf-8")
+    common = ["--checkpoint", str(directory), "--log-interval", "0"]
+    alone = run_cli([*common, "--input", str(tmp_path / "one.en")]).stdout.splitlines()
+    split = run_cli([*common, "--input", str(tmp_path / "para.en"), "--split-sentences"])
+    assert split.returncode == 0, split.stderr
+    assert split.stdout.splitlines() == [" ".join(alone[:3]), " ".join(alone[3:])]
+    refused = run_cli([*common, "--input", str(tmp_path / "para.en"), "--split-sentences", "--nbest", "2", "--beam", "2"])
+    assert refused.returncode == 2 and "--split-sentences goes with raw text and one translation per line" in refused.stderr
+
+
+def test_outputs_far_shorter_than_their_source_are_named_in_one_warning(package, monkeypatch, capsys, tmp_path):
+    from nmtmodels.cli import translate as translate_cli
+
+    directory, _, _ = package
+    sentences = head(MIRROR / "multi30k" / "val.en.gz", 8)
+    lines = [sentences[0], " ".join(sentences[1:6]), sentences[6], " ".join(sentences[:4])]  # lines 2 and 4: 20+ tokens
+    (tmp_path / "in.en").write_text("".join(f"{line}\n" for line in lines), encoding="utf-8")
+    monkeypatch.setattr(translate_cli, "SHORT_RATIO", 100.0)  # every output counts as short here
+    assert cli.translate_main(["--checkpoint", str(directory), "--input", str(tmp_path / "in.en"), "--log-interval", "0"]) == 0
+    warnings = [line for line in capsys.readouterr().err.splitlines() if "came out less than" in line]
+    assert len(warnings) == 1 and f"{tmp_path / 'in.en'}: 2 line(s) (line 2, 4) came out less than" in warnings[0]
+    assert "--split-sentences translates them one by one" in warnings[0]
+
+
 def test_a_checkpoint_without_package_needs_pretokenized(package, capsys):
     _, _, d = package
     assert cli.translate_main(["--checkpoint", str(d / "train" / "checkpoint_last.pt"), "--input", str(d / "train.en")]) == 2
