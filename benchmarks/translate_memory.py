@@ -5,8 +5,8 @@ For each ``--sizes`` N, the first N lines of a file that repeats a Multi30k Engl
 through ``nmt-translate --checkpoint PACKAGE --input FILE --output FILE`` in a fresh process,
 with a search cut short (``--beam 1 --max-len-a 0 --max-len-b 1``: one output token) so that
 reading, encoding and batching, which held the whole input before, dominate, not decoding.  The
-table gives each run's peak resident memory (``ru_maxrss`` of the process, read by the process
-itself at its end), its wall time, and the growth over the smallest size.  ``--repo DIR`` runs
+table gives each run's peak resident memory (the process's own high-water mark, read by the process
+itself at its end: ``VmHWM``), its wall time, and the growth over the smallest size.  ``--repo DIR`` runs
 another checkout's nmt-translate (e.g. a worktree of an older commit) with the same model.
 
     python benchmarks/translate_memory.py                         # 1,000 / 10,000 / 40,000 lines
@@ -30,9 +30,12 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from translate_io import default_data_dir, head_gz, train_package  # noqa: E402
 
-# Runs nmt-translate's main in this process, then reports the process's peak RSS on stderr.
-WORKER = ("import resource, sys\nfrom nmtmodels.cli import translate\ncode = translate.main(sys.argv[1:])\n"
-          "print(f'peak_rss_kib {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}', file=sys.stderr)\nsys.exit(code)")
+# Runs nmt-translate's main in this process, then reports the process's peak RSS on stderr: VmHWM
+# of /proc/self/status, the high-water mark of this program's memory (ru_maxrss would also count
+# the memory of the process it was forked from, before the exec).
+WORKER = ("import sys\nfrom nmtmodels.cli import translate\ncode = translate.main(sys.argv[1:])\n"
+          "hwm = next(line.split()[1] for line in open('/proc/self/status') if line.startswith('VmHWM:'))\n"
+          "print(f'peak_rss_kib {hwm}', file=sys.stderr)\nsys.exit(code)")
 
 
 def run(repo: Path, package: Path, source: Path, threads: int) -> tuple[float, float]:
