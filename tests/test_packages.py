@@ -12,8 +12,10 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 import yaml
 
+from nmtmodels.checkpoint import load_checkpoint, save_checkpoint
 from nmtmodels.text.model_package import read_package
 from workflow_scripts.dag import packages, runs
 
@@ -118,7 +120,7 @@ def package_command(*args: str) -> subprocess.CompletedProcess:
 def test_the_rule_command_writes_a_package_that_reads_back(tmp_path):
     experiment = next(e for e, spec in CONFIG["experiments"].items() if spec["family"] == "transformer" and not spec.get("lattice"))
     settings = packages.package_settings_json(CONFIG, experiment, "multi30k_en_de")
-    (tmp_path / "best.pt").write_bytes(b"checkpoint bytes")
+    save_checkpoint(tmp_path / "best.pt", {"model": {"w": torch.ones(2)}, "trainer": {"update": 3}})
     (tmp_path / "codes").write_text("#version: 0.2\nt h\nth e</w>\n")
     (tmp_path / "vocab").write_text("the 3\nt@@ 1\n")
     out = tmp_path / "run" / "model"
@@ -129,9 +131,11 @@ def test_the_rule_command_writes_a_package_that_reads_back(tmp_path):
     written = json.loads((out / "preprocess.json").read_text())
     assert written.pop("sha256") == {"bpe.codes": hashlib.sha256((tmp_path / "codes").read_bytes()).hexdigest(),
                                      "bpe.vocab": hashlib.sha256((tmp_path / "vocab").read_bytes()).hexdigest()}
+    assert set(written.pop("model_sha256")) == {"checkpoint.pt"}
     assert written == json.loads(settings)
-    assert package.checkpoint.read_bytes() == b"checkpoint bytes"
-    assert os.stat(package.checkpoint).st_ino != os.stat(tmp_path / "best.pt").st_ino  # a copy of its own, not a hard link
+    packaged = load_checkpoint(package.checkpoint)  # the model without the training state
+    assert torch.equal(packaged["model"]["w"], torch.ones(2)) and "trainer" not in packaged
+    assert os.stat(package.checkpoint).st_ino != os.stat(tmp_path / "best.pt").st_ino  # a file of its own, not a hard link
     assert package.codes.read_text() == (tmp_path / "codes").read_text() and package.vocab.read_text() == "the 3\nt@@ 1\n"
     assert sorted(p.name for p in out.parent.iterdir()) == ["model"]  # no temporary directory left
     # BPE settings without codes, and a bad settings key: one line each, nothing written
@@ -149,7 +153,7 @@ def test_the_rule_command_refuses_codes_with_fewer_merges_than_bpe_n_in_one_line
 
     experiment = next(e for e, spec in CONFIG["experiments"].items() if spec["family"] == "transformer" and not spec.get("lattice"))
     settings = json.dumps(json.loads(packages.package_settings_json(CONFIG, experiment, "multi30k_en_de")) | {"subwords": "bpe600"})
-    (tmp_path / "best.pt").write_bytes(b"checkpoint bytes")
+    save_checkpoint(tmp_path / "best.pt", {"model": {}})
     merges = [f"a{i} b{i}</w>" for i in range(299)]  # made "a0b0": the vocabulary has all 300 words
     (tmp_path / "vocab").write_text("".join(f"a{i}b{i} 2\n" for i in range(300)))
 
@@ -203,7 +207,7 @@ def test_a_package_reads_raw_text_as_the_workflow_rules_made_the_source(tmp_path
     tok = (str(tmp_path / f"tok.{src}"), str(tmp_path / f"tok.{tgt}"), str(tmp_path / "norm.src"), str(tmp_path / "norm.tgt"))
     raw_files = (str(tmp_path / f"raw.{src}"), str(tmp_path / f"raw.{tgt}"))
     preprocess_files(language_settings(spec, src), language_settings(spec, tgt), raw_files, tok, unicode_form=CONFIG["unicode_form"])
-    (tmp_path / "best.pt").write_bytes(b"checkpoint")
+    save_checkpoint(tmp_path / "best.pt", {"model": {}})
     settings = settings_from_corpus(spec, subwords, CONFIG["unicode_form"], where=f"corpora.{corpus}")
     if subwords == "char":
         chars.build_vocabulary(tok[0], 300, tmp_path / "chars")

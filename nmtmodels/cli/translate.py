@@ -278,6 +278,13 @@ def _chunks(numbered: Iterator[tuple[int, bytes]], size: int) -> Iterator[tuple[
         chunk = following
 
 
+def _lines_one_by_one(numbered: Iterator[tuple[int, bytes]]) -> Iterator[tuple[list[tuple[int, bytes]], bool]]:
+    """Interactive input: each line as it comes, nothing read ahead (the next line may only be
+    written once this one is answered)."""
+    for line in numbered:
+        yield [line], False
+
+
 def _translate_lines(job: _Job, name: str, raw_lines: Iterable[bytes], interactive: bool, total: int | None = None) -> int:
     """Raw lines of ``name`` (standard input or an --input file of ``total`` lines), translated
     in chunks of :data:`CHUNK_LINES` lines, each chunk's output written (in input order) before
@@ -292,7 +299,7 @@ def _translate_lines(job: _Job, name: str, raw_lines: Iterable[bytes], interacti
         output = job.args.output if not interactive else None
         sink = stack.enter_context(atomic_output(output)) if output else None
         progress = None
-        for chunk, last in _chunks(numbered, 1 if interactive else CHUNK_LINES):
+        for chunk, last in (_lines_one_by_one(numbered) if interactive else _chunks(numbered, CHUNK_LINES)):
             if progress is None and not interactive:  # a single chunk's count is the total
                 progress = stack.enter_context(_Progress(total if total is not None or not last else len(chunk),
                                                          job.args.log_interval))

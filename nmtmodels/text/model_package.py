@@ -1,60 +1,30 @@
-"""A model package: one directory with what a model needs to read raw text and write plain text.
-
-Layout (written by the workflow's rule ``model_package`` into
-``results/experiments/EXPERIMENT/CORPUS/model/``, or by :func:`write_package`)::
-
-    checkpoint.pt        the checkpoint the run decodes: train/checkpoint_best.pt, or with
-                         average_checkpoints: N the average of its last N (a copy of its own,
-                         never a hard link: a reflink where the filesystem has them)
-    preprocess.json      languages, normaliser and tokeniser settings, subword units
-    bpe.codes            source BPE codes (subwords bpeN only)
-    bpe.vocab            source BPE vocabulary, "subword count" lines, read with the threshold
-    spm.model            source SentencePiece model (subwords spmN only, :mod:`nmtmodels.text.spm`)
-    lattice.bpeN.codes   source BPE codes and vocabulary of each BPE size a lattice packs
-    lattice.bpeN.vocab   (lattice packages only; a lattice package has no bpe.codes)
-    compressor.pt        the ESC compressor's checkpoint (ESC packages only)
+"""A model package: one directory with what a model needs to read raw text and write plain text
+(docs/translate.md, "The model package", lists every file and key).  The workflow's rule
+``model_package`` writes it into ``results/experiments/EXPERIMENT/CORPUS/model/`` with
+:func:`write_package`: ``checkpoint.pt`` (the model the run decodes, without its training
+state), ``preprocess.json``, and the source's subword files (``bpe.codes`` and ``bpe.vocab``,
+``spm.model``, or ``lattice.bpeN.codes``/``.vocab`` for each BPE size a lattice packs), plus
+``compressor.pt`` for ESC.
 
 ``preprocess.json`` holds the source and target :class:`~nmtmodels.text.preprocessing.LanguageSettings`
-of the corpus' ``preprocess`` spec (``lang``, ``tokenizer``, ``join_pretokenized``,
-``lowercase``), the unicode form, the subword units (``bpeN``, ``spmN`` or ``char``) and, for
-BPE, the vocabulary threshold that the workflow's ``apply_bpe`` used (``"bpe": {...}``), for
-SentencePiece the model file (``"sentencepiece": {"model": "spm.model"}``), and the sha256
-digest of each subword file (``"sha256": {"bpe.codes": HEX, "bpe.vocab": HEX}``).  The target
-settings name the language of the detokeniser.  Source text then goes through the steps that
-made the training source (:class:`~nmtmodels.text.preprocessing.TextProcessor`, then subword-nmt
-BPE with codes, vocabulary and threshold, SentencePiece with the model, or characters with ▁
-for spaces); the target side is undone by :func:`nmtmodels.text.postprocess.postprocess`.
+of the corpus' ``preprocess`` spec, the unicode form, the subword units (``bpeN``, ``spmN`` or
+``char``) with BPE's vocabulary threshold or the SentencePiece model's name, the sha256 of each
+subword file (``"sha256"``) and the sha256 that each model file stores of itself
+(``"model_sha256"``).  Source text goes through the steps that made the training source
+(:class:`~nmtmodels.text.preprocessing.TextProcessor`, then BPE, SentencePiece or characters);
+the target side is undone by :func:`nmtmodels.text.postprocess.postprocess`.
 
-**Lattice packages** (``"lattice": {"segmentations": [...], "position_unit": U, "vocab_limit":
-N}``): the source is the lattice of the named segmentations of each sentence, built as the
-workflow's rules build it (:mod:`nmtmodels.text.lattice`): a word segmenter (``jieba``,
-``thulac``, ``snownlp``, ``fugashi``) segments the normalised text (the ``segment`` rule's
-input, lowercased when the corpus is), a BPE size ``bpeN`` applies ``lattice.bpeN.codes`` to
-the tokenised text (rule ``apply_bpe``); the lattice's edge tokens are the source, and its
-start and end nodes in ``position_unit`` are the extra inputs ``starts`` and ``ends``
-(:meth:`ModelPackage.input_encoder`).  One segmentation is the 1-best input of the lattice
-baselines.  ``vocab_limit`` is the workflow's ``lattice_vocab_size`` (0: every edge token of
-the training lattices), recorded for the reader: the vocabulary itself is the checkpoint's.
+**Lattice packages** (``"lattice"``): the source is the lattice of the named segmentations,
+built as the workflow's rules build it (:mod:`nmtmodels.text.lattice`; the edge tokens, and
+their start and end nodes as the extra inputs ``starts`` and ``ends``:
+:meth:`ModelPackage.input_encoder`).  **ESC packages** (``"compression"``): the translator
+first compresses the subword source with ``compressor.pt`` (its decode settings) and reads
+the result as the extra input ``compressed``.
 
-**ESC packages** (``"compression": {"checkpoint": "compressor.pt", "decode": {...},
-"batch_tokens": N}``): the source is the plain subword source; the translator first
-compresses it with the compressor (its decode settings: beam, ``length_penalty``,
-``coverage_penalty``, ``max_len_a``/``max_len_b``, ``min_len``, ``max_len_ratio``, in batches
-of ``batch_tokens``, over-long sources cut as the ``compress`` rule's ``--truncate`` does) and
-reads the compressed tokens as the extra input ``compressed``.
-
-Subword files are checked: :func:`write_package` refuses BPE codes that are cut short or have
-another number of merges than ``bpeN`` asks for (:func:`nmtmodels.text.bpe_codes.check_codes`)
-and records the digests; :func:`read_package` refuses a file whose sha256 differs from the
-recorded one (DataError naming the file).  Packages written before the digests were recorded
-load without them; their BPE codes get the merge check instead.
-
-Model files: a package's ``checkpoint.pt`` (and ``compressor.pt``) holds what translation
-needs, the training run's checkpoint without its ``trainer`` entry (optimizer moments, RNG and
-sampler states: about two thirds of a checkpoint trained with Adam), and ``preprocess.json``
-records under ``model_sha256`` the sha256 that each of them stores of itself;
-:func:`read_package` refuses a model file with another digest (another model's checkpoint
-copied into the directory), DataError naming it.
+Checks: :func:`write_package` refuses BPE codes cut short or with another number of merges than
+``bpeN`` asks for (:func:`nmtmodels.text.bpe_codes.check_codes`); :func:`read_package` refuses
+a subword file whose sha256 differs from the recorded one, and another model's checkpoint
+(DataError naming the file); packages written before the digests load without those checks.
 
 CLI (the rule's command)::
 
@@ -201,8 +171,7 @@ class PackageSettings:
     subwords: str
     vocabulary_threshold: int | None = None
     digests: tuple[tuple[str, str], ...] = ()  # (subword file name, sha256 hex); () in packages written before digests
-    # (checkpoint.pt / compressor.pt, the sha256 each records of itself); () in packages written before
-    model_digests: tuple[tuple[str, str], ...] = ()
+    model_digests: tuple[tuple[str, str], ...] = ()  # (checkpoint.pt / compressor.pt, the sha256 each stores of itself)
     lattice: LatticeSettings | None = None  # the source is a lattice of these segmentations (module docstring)
     compression: CompressionSettings | None = None  # an ESC package: the compressor's settings
 
@@ -366,10 +335,8 @@ class ModelPackage:
                                       "changed or cut short after the package was written); use another copy of the package")
 
     def check_model_files(self) -> None:
-        """The checkpoint (and compressor) against the digests that preprocess.json records of
-        them (DataError naming the file): a package directory holding another model's checkpoint
-        is refused.  Reads only the digest each checkpoint stores of itself; loading it checks
-        its content against that digest."""
+        """Each model file against the digest preprocess.json records (DataError naming it): only
+        the digest it stores of itself is read; loading it checks its content against that."""
         for name, recorded in self.settings.model_digests:
             path = self.directory / name
             if not path.is_file():
