@@ -395,11 +395,18 @@ def test_a_forced_refetch_that_fails_keeps_the_good_download_and_names_the_mirro
     assert_nothing_written(fresh)
 
 
-def test_a_kept_copy_that_no_longer_matches_its_record_is_not_put_back(tmp_path, serve):
-    server = serve({"/a": [(200, TEXT), (503, b"down")]})
+def fetched_then_forced(tmp_path: Path, serve, second: bytes, status: int):
+    """A URL download fetched once (TEXT) and deleted as a forced rerun does; the URL then answers
+    ``status`` with ``second``."""
+    server = serve({"/a": [(200, TEXT), (status, second)]})
     output = tmp_path / "downloads" / "c" / "a"
     fetch({"url": server.url("/a")}, "a", output, retry_delay=0)
     forced_rerun(output)
+    return server, output
+
+
+def test_a_kept_copy_that_no_longer_matches_its_record_is_not_put_back(tmp_path, serve):
+    server, output = fetched_then_forced(tmp_path, serve, b"down", 503)
     fetch_module.kept_path(output).write_bytes(b"damaged")  # the kept file changed since
     with pytest.raises(DataError, match="failed after 1 attempts"):
         fetch({"url": server.url("/a")}, "a", output, retry_delay=0, attempts=1)
@@ -407,9 +414,6 @@ def test_a_kept_copy_that_no_longer_matches_its_record_is_not_put_back(tmp_path,
 
 
 def test_a_new_download_replaces_the_kept_one(tmp_path, serve):
-    server = serve({"/a": [(200, TEXT), (200, b"new content\n")]})
-    output = tmp_path / "downloads" / "c" / "a"
-    fetch({"url": server.url("/a")}, "a", output, retry_delay=0)
-    forced_rerun(output)
+    server, output = fetched_then_forced(tmp_path, serve, b"new content\n", 200)
     fetch({"url": server.url("/a")}, "a", output, retry_delay=0)
     assert output.read_bytes() == fetch_module.kept_path(output).read_bytes() == b"new content\n"

@@ -175,7 +175,7 @@ def _translate(args: argparse.Namespace) -> int:
             raise ConfigError(f"standard input cannot take the extra inputs model family {translator.family!r} needs; use --input")
         return _translate_stdin(job, interactive=args.interactive or sys.stdin.isatty())
     if not translator.pretokenized:  # raw text: as standard input, a bad line costs that line only
-        return _translate_lines(job, args.input, _file_lines(args.input), interactive=False, total=_count_lines(args.input))
+        return _translate_lines(job, args.input, _file_lines(args.input), interactive=False)
     from nmtmodels.data import ExtraField, ParallelDataset
 
     dataset = ParallelDataset.from_files(  # the workflow's encoded input: any bad line stops it
@@ -285,8 +285,8 @@ def _lines_one_by_one(numbered: Iterator[tuple[int, bytes]]) -> Iterator[tuple[l
         yield [line], False
 
 
-def _translate_lines(job: _Job, name: str, raw_lines: Iterable[bytes], interactive: bool, total: int | None = None) -> int:
-    """Raw lines of ``name`` (standard input or an --input file of ``total`` lines), translated
+def _translate_lines(job: _Job, name: str, raw_lines: Iterable[bytes], interactive: bool) -> int:
+    """Raw lines of ``name`` (standard input or an --input file), read once and translated
     in chunks of :data:`CHUNK_LINES` lines, each chunk's output written (in input order) before
     the next is read, so that memory does not grow with the input; or (interactive) one line at
     a time, each answered (flushed) before the next is read.  A bad line costs that line only
@@ -301,8 +301,7 @@ def _translate_lines(job: _Job, name: str, raw_lines: Iterable[bytes], interacti
         progress = None
         for chunk, last in (_lines_one_by_one(numbered) if interactive else _chunks(numbered, CHUNK_LINES)):
             if progress is None and not interactive:  # a single chunk's count is the total
-                progress = stack.enter_context(_Progress(total if total is not None or not last else len(chunk),
-                                                         job.args.log_interval))
+                progress = stack.enter_context(_Progress(len(chunk) if last else None, job.args.log_interval))
             lines, bad = _translate_chunk(job, chunk, unknown, interactive, name, progress)
             failed, done = failed + bad, done + len(chunk)
             if sink is not None:
@@ -361,19 +360,6 @@ def _translate_chunk(job: _Job, chunk: Sequence[tuple[int, bytes]], unknown: _Un
 
 def _tokens(encoded: EncodedSource | str) -> str:
     return encoded if isinstance(encoded, str) else encoded.tokens
-
-
-def _count_lines(path: str) -> int:
-    """The lines of ``path`` (a last line without a newline counted), read in blocks."""
-    count, last = 0, b"\n"
-    try:
-        with open(path, "rb") as handle:
-            for block in iter(lambda: handle.read(1 << 20), b""):
-                count += block.count(b"\n")
-                last = block[-1:]
-    except OSError as exc:
-        raise DataError(path, f"cannot open ({exc.strerror or exc})") from None
-    return count + (last != b"\n")
 
 
 def _file_lines(path: str) -> Iterator[bytes]:
