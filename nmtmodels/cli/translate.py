@@ -32,7 +32,7 @@ import contextlib
 import itertools
 import sys
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from nmtmodels.choices import DECODE_COMPILE_MODES, EARLY_STOP_RULES, TEXT_FORMATS
@@ -40,14 +40,11 @@ from nmtmodels.cli.common import _device, _fail, _run, _warn, check_output, make
 from nmtmodels.config import ConfigError
 from nmtmodels.devices import DEFAULT_THREADS, default_threads
 from nmtmodels.experiment import check_extras, parse_extras
-from nmtmodels.symbols import UNK_ID
+from nmtmodels.symbols import UNK
 from nmtmodels.textio import DataError, atomic_output
-from nmtmodels.vocab import Vocabulary, check_fingerprint
 
 if TYPE_CHECKING:  # torch and the tokenisers load when a translation starts, not for --help
-    from nmtmodels.data import ParallelDataset
-    from nmtmodels.decoding.translator import Translator
-    from nmtmodels.text.model_package import EncodedSource
+    from nmtmodels.decoding.translator import LineTranslation, Translation, Translator
 
 PROG = "nmt-translate"
 STDIN = "<stdin>"
@@ -155,120 +152,91 @@ def _translate(args: argparse.Namespace) -> int:
     checkpoint = args.checkpoint[0] if len(args.checkpoint) == 1 else args.checkpoint
     threads = args.threads if args.threads is not None else default_threads()
     translator = Translator.from_checkpoint(checkpoint, device=_device(args.device), pretokenized=args.pretokenized,
-                                            threads=threads)
-    for flag, path, side in (("--src-vocab", args.src_vocab, "src"), ("--tgt-vocab", args.tgt_vocab, "tgt")):
-        if path:
-            try:
-                check_fingerprint(Vocabulary.from_file(path), translator.state["vocab"][f"{side}_fingerprint"], side, path)
-            except ValueError as exc:
-                raise ConfigError(f"{flag}: {exc}") from None
-    if args.show_compressed and translator.compressor is None and not translator.identity_compression:
+                                            threads=threads, src_vocab=args.src_vocab, tgt_vocab=args.tgt_vocab)
+    if args.show_compressed and not translator.compresses:
         raise ConfigError(f"--show-compressed: {args.checkpoint[0]} is no ESC model package (model family "
                           f"{translator.family!r}): it compresses nothing")
     job = _Job(translator, args)
-    extras, pads = {}, {}
+    extras: dict[str, tuple[bool, str]] = {}
     if translator.pretokenized:
-        extras = parse_extras(args.extra, args.extra_tokens, 1, "--extra")
-        pads = check_extras(translator.model, extras, translator.family, "--extra")
+        parsed = parse_extras(args.extra, args.extra_tokens, 1, "--extra")
+        check_extras(translator.model, parsed, translator.family, "--extra")
+        extras = {name: (tokens, paths[0]) for name, (tokens, paths) in parsed.items()}
     if args.input is None:
-        if pads:
+        if extras:
             raise ConfigError(f"standard input cannot take the extra inputs model family {translator.family!r} needs; use --input")
-        return _translate_stdin(job, interactive=args.interactive or sys.stdin.isatty())
+        return _translate_lines(job, STDIN, _stdin_lines(), interactive=args.interactive or sys.stdin.isatty())
     if not translator.pretokenized:  # raw text: as standard input, a bad line costs that line only
         return _translate_lines(job, args.input, _file_lines(args.input), interactive=False)
-    from nmtmodels.data import ExtraField, ParallelDataset
-
-    dataset = ParallelDataset.from_files(  # the workflow's encoded input: any bad line stops it
-        args.input, None, translator.src_vocab, None,
-        extras={n: ExtraField(paths[0], pads[n], tokens) for n, (tokens, paths) in extras.items()},
-        max_positions=translator.model.max_positions(), too_long=job.too_long)
-    outputs = job.translate(dataset, args.input, dataset.line_numbers, _UnknownRate(args.input, job.hint))
-    _write_lines([line for lines in outputs for line in lines], args.output)
+    with _Progress(_count_lines(args.input), args.log_interval) as progress:  # the workflow's encoded input
+        results = translator.translate_file(args.input, extras=extras, progress=progress.update, **job.search)
+    _write_lines(job.output_lines(args.input, results, _UnknownRate(args.input, job.hint)), args.output)
     return 0
 
 
 class _Job:
-    """One run's translator and search settings: a dataset in, its output lines out."""
+    """One run's translator, search settings and output format: translations in, output lines out."""
 
     def __init__(self, translator: Translator, args: argparse.Namespace):
         self.translator, self.args = translator, args
-        self.decode_cfg = translator.decode_config(
+        decode_cfg = translator.decode_config(
             beam=args.beam, length_penalty=args.lenpen, max_len_a=args.max_len_a, max_len_b=args.max_len_b,
             min_len=args.min_len, coverage_penalty=args.coverage_penalty, nbest=args.nbest,
             max_len_ratio=args.max_len_ratio, early_stop=args.early_stop, compile=args.compile)
-        self.too_long = "truncate" if args.truncate else "error"
-        self.max_source_tokens = translator.model.max_positions()[0]  # </s> included: a longer source is cut
+        self.nbest = decode_cfg.nbest
+        self.search = dict(decode=decode_cfg, too_long="truncate" if args.truncate else "error",
+                           max_tokens=args.batch_tokens, amp=args.amp)
         self.truncated: list[int] = []  # input lines cut to the model's source positions (--truncate)
         self.short: list[int] = []  # input lines whose translation is far shorter than their source
-        self.split: Callable[[str], list[str]] = lambda text: [text]
-        self.joiner = " "
-        if getattr(args, "split_sentences", False) and translator.package is not None:
-            from nmtmodels.text.sentences import joiner, sentence_splitter
-
-            self.split = sentence_splitter(translator.package.settings.source.lang)
-            self.joiner = joiner(translator.package.settings.target.lang)
         self.hint = ("is the input tokenised and BPE-encoded like the training source?" if translator.pretokenized
                      else "the model's source vocabulary covers little of this input: text in another language, "
-                          f"script or spelling than its training data ({translator.package.settings.source.lang}; e.g. "
+                          f"script or spelling than its training data ({translator.source_lang}; e.g. "
                           "traditional against simplified characters, mixed scripts), or words it never saw, become <unk> "
                           "and are dropped from the translation")
 
-    def translate(self, dataset: ParallelDataset, name: str, numbers: Sequence[int], unknown: _UnknownRate, *,
-                  interactive: bool = False, progress: _Progress | None = None) -> list[list[str]]:
-        """The output lines of each sentence of ``dataset``, whose input lines are ``numbers``
-        of ``name``.  Interactive: no progress, and no unknown-token warning before
-        :data:`UNKNOWN_MIN_TOKENS` tokens.  ``progress``: the run's, when the input comes in
-        chunks; else one for this dataset."""
-        unknown.add(dataset)
+    def output_lines(self, name: str, results: Sequence[LineTranslation], unknown: _UnknownRate, *,
+                     interactive: bool = False) -> list[str]:
+        """The output lines of ``results`` (lines of ``name``): each line's translation, or with
+        ``--nbest`` N ``index ||| text ||| score`` lines (``--show-compressed``: the compressed
+        source and a tab before each); an empty line for a line that failed, after its error on
+        stderr.  Collects the warnings' line numbers (unfinished, short, truncated, unknown
+        tokens: interactive input warns of those only after :data:`UNKNOWN_MIN_TOKENS` tokens)."""
+        translations = [(line.number, t) for line in results for t in line.translations]
+        unknown.add(t.source_tokens for _, t in translations)
         unknown.warn(min_tokens=UNKNOWN_MIN_TOKENS if interactive else 0)
-        search = dict(max_tokens=self.args.batch_tokens, amp=self.args.amp)
-        if interactive:
-            results = self.translator.search(dataset, self.decode_cfg, **search)
-        elif progress is not None:
-            results = self.translator.search(dataset, self.decode_cfg, progress=progress.update, **search)
-        else:
-            with _Progress(len(dataset), self.args.log_interval) as own:
-                results = self.translator.search(dataset, self.decode_cfg, progress=own.update, **search)
-        _warn_unfinished(name, results, numbers)
-        src_lengths = dataset.src.lengths()  # </s> included
-        for position, (number, hyps) in enumerate(zip(numbers, results)):
-            source = int(src_lengths[position]) - 1
-            if source >= SHORT_MIN_SOURCE and hyps and len(hyps[0].tokens) < SHORT_RATIO * source:
-                self.short.append(int(number))
-        outputs = []
-        for position, (number, hyps) in enumerate(zip(numbers, results)):
-            lines = self.render(int(number) - 1, hyps)
-            if not lines:  # the search guarantees a hypothesis per sentence; never shift lines
-                raise RuntimeError(f"{name}:{number}: the search returned no hypothesis")
-            if self.args.show_compressed:
-                compressed = self.translator.source_text(self.translator.compressed_tokens(dataset, position) or [])
-                lines = [f"{compressed}\t{line}" for line in lines]
-            outputs.append(lines)
-        return outputs
-
-    def render(self, index: int, hyps: list[Any]) -> list[str]:
-        """The output lines of input line ``index`` (0-based): its best hypothesis, or with
-        ``--nbest`` N ``index ||| text ||| score`` lines (``--show-compressed`` puts the compressed
-        source and a tab before each, in :meth:`translate`)."""
-        nbest, lines = self.decode_cfg.nbest, []
-        for hyp in hyps[:nbest]:
-            if self.translator.pretokenized:
-                text = " ".join(self.translator.target_tokens(hyp))
-                if self.args.postprocess:
-                    from nmtmodels.text.postprocess import format_options, postprocess
-
-                    text = postprocess(text, self.args.postprocess, **format_options(self.args.tgt_format))
+        _warn_unfinished(name, [number for number, t in translations if not t.hypotheses[0].finished])
+        for number, translation in translations:
+            source = len(translation.source_tokens)
+            if source >= SHORT_MIN_SOURCE and len(translation.hypotheses[0].tokens) < SHORT_RATIO * source:
+                self.short.append(number)
+            if translation.truncated:
+                self.truncated.append(number)
+        lines: list[str] = []
+        for line in results:
+            if line.error is not None:
+                print(f"{PROG}: error: {line.error}", file=sys.stderr, flush=True)
+                lines.append("")
+            elif len(line.translations) != 1:  # --split-sentences: the best translations of its sentences, joined
+                lines.append(line.text)
             else:
-                text = self.translator.render(hyp).text
-            lines.append(text if nbest == 1 else f"{index} ||| {text} ||| {hyp.score:.6f}")
+                lines += self.render(line.number - 1, line.translations[0])
+        return lines
+
+    def render(self, index: int, translation: Translation) -> list[str]:
+        """The output lines of one translated sentence of input line ``index`` (0-based)."""
+        lines = []
+        for hyp in translation.hypotheses[:self.nbest]:
+            text = hyp.text
+            if self.translator.pretokenized and self.args.postprocess:
+                from nmtmodels.text.postprocess import format_options, postprocess
+
+                text = postprocess(text, self.args.postprocess, **format_options(self.args.tgt_format))
+            line = text if self.nbest == 1 else f"{index} ||| {text} ||| {hyp.score:.6f}"
+            lines.append(f"{translation.compressed or ''}\t{line}" if self.args.show_compressed else line)
         return lines
 
 
 # ---------------------------------------------------------------------- raw lines (standard input or --input)
-def _translate_stdin(job: _Job, interactive: bool) -> int:
-    return _translate_lines(job, STDIN, _stdin_lines(), interactive)
-
-
 def _chunks(numbered: Iterator[tuple[int, bytes]], size: int) -> Iterator[tuple[list[tuple[int, bytes]], bool]]:
     """``numbered`` in lists of ``size``, each with whether it is the last (one list read ahead)."""
     chunk = list(itertools.islice(numbered, size))
@@ -287,11 +255,11 @@ def _lines_one_by_one(numbered: Iterator[tuple[int, bytes]]) -> Iterator[tuple[l
 
 def _translate_lines(job: _Job, name: str, raw_lines: Iterable[bytes], interactive: bool) -> int:
     """Raw lines of ``name`` (standard input or an --input file), read once and translated
-    in chunks of :data:`CHUNK_LINES` lines, each chunk's output written (in input order) before
-    the next is read, so that memory does not grow with the input; or (interactive) one line at
-    a time, each answered (flushed) before the next is read.  A bad line costs that line only
-    (:func:`_translate_chunk`); the exit status is 2 when any line failed, after every other
-    line's output is written."""
+    (:meth:`~nmtmodels.decoding.translator.Translator.translate_lines`) in chunks of
+    :data:`CHUNK_LINES` lines, each chunk's output written (in input order) before the next is
+    read, so that memory does not grow with the input; or (interactive) one line at a time, each
+    answered (flushed) before the next is read.  A bad line costs that line only; the exit
+    status is 2 when any line failed, after every other line's output is written."""
     unknown = _UnknownRate(name, job.hint)
     numbered = enumerate(raw_lines, start=1)
     failed = done = 0
@@ -302,15 +270,18 @@ def _translate_lines(job: _Job, name: str, raw_lines: Iterable[bytes], interacti
         for chunk, last in (_lines_one_by_one(numbered) if interactive else _chunks(numbered, CHUNK_LINES)):
             if progress is None and not interactive:  # a single chunk's count is the total
                 progress = stack.enter_context(_Progress(len(chunk) if last else None, job.args.log_interval))
-            lines, bad = _translate_chunk(job, chunk, unknown, interactive, name, progress)
-            failed, done = failed + bad, done + len(chunk)
+            results = job.translator.translate_lines(
+                [raw for _, raw in chunk], name=name, first_line=chunk[0][0], split_sentences=job.args.split_sentences,
+                progress=None if progress is None else progress.update, **job.search)
+            lines = job.output_lines(name, results, unknown, interactive=interactive)
+            failed, done = failed + sum(line.error is not None for line in results), done + len(chunk)
             if sink is not None:
                 sink.writelines(f"{line}\n" for line in lines)
             else:
                 _write_lines(lines, None)
         if progress is None and not interactive:  # empty input: the closing line all the same
             stack.enter_context(_Progress(0, job.args.log_interval))
-    _warn_lines(name, sorted(set(job.truncated)), f"were longer than the model's {job.max_source_tokens - 1} source tokens and "
+    _warn_lines(name, sorted(set(job.truncated)), f"were longer than the model's {job.translator.max_source_tokens - 1} source tokens and "
                 "were cut (--truncate)" + ("" if job.args.split_sentences else "; --split-sentences translates a long "
                                                                                  "line sentence by sentence"))
     _warn_lines(name, sorted(set(job.short)), f"came out less than {SHORT_RATIO:.0%} as long as their source (in "
@@ -322,46 +293,6 @@ def _translate_lines(job: _Job, name: str, raw_lines: Iterable[bytes], interacti
     return 0
 
 
-def _translate_chunk(job: _Job, chunk: Sequence[tuple[int, bytes]], unknown: _UnknownRate,
-                     interactive: bool, name: str = STDIN, progress: _Progress | None = None) -> tuple[list[str], int]:
-    """The output lines of numbered raw lines of ``name``, and how many of them failed: a bad
-    line (invalid UTF-8, a segmenter's failure, too long) gives an error naming ``NAME:LINE`` on
-    stderr and an empty output line, so input and output stay aligned; the other lines are
-    translated together.  With ``--split-sentences`` each line's sentences are translated as
-    sentences of their own and their translations joined into the line's output."""
-    translator = job.translator
-    encoded: list[EncodedSource] = []
-    numbers: list[int] = []  # the input line of each sentence
-    for number, raw in chunk:
-        try:
-            text = _raw_line(raw, number, name)
-            sentences = [translator.encode_line(sentence, name, number) for sentence in job.split(text)]
-            for sentence in sentences:
-                translator.check_encoded(sentence, name=name, number=number, too_long=job.too_long)  # this one alone
-        except DataError as exc:
-            print(f"{PROG}: error: {exc}", file=sys.stderr, flush=True)
-            continue
-        for sentence in sentences:
-            if len(_tokens(sentence).split()) >= job.max_source_tokens:
-                job.truncated.append(number)
-        encoded.extend(sentences)
-        numbers.extend([number] * len(sentences))
-    outputs: dict[int, list[list[str]]] = {number: [] for number, _ in chunk}
-    if encoded:
-        dataset = translator.encoded_dataset(encoded, too_long=job.too_long, name=name, first_line=numbers[0])
-        for number, lines in zip(numbers, job.translate(dataset, name, numbers, unknown, interactive=interactive,
-                                                        progress=progress)):
-            outputs[number].append(lines)
-    joined = []
-    for parts in outputs.values():  # one sentence: its lines (n-best too); several: their best ones joined
-        joined += parts[0] if len(parts) == 1 else [job.joiner.join(lines[0] for lines in parts)] if parts else [""]
-    return joined, len(chunk) - len(set(numbers))
-
-
-def _tokens(encoded: EncodedSource | str) -> str:
-    return encoded if isinstance(encoded, str) else encoded.tokens
-
-
 def _file_lines(path: str) -> Iterator[bytes]:
     """The lines of ``path`` as bytes; DataError naming it when it cannot be read."""
     try:
@@ -371,6 +302,16 @@ def _file_lines(path: str) -> Iterator[bytes]:
         raise DataError(path, f"cannot open ({exc.strerror or exc})") from None
 
 
+def _count_lines(path: str) -> int | None:
+    """The number of lines of ``path`` (the progress total), None when it cannot be read (the
+    translation names the file then)."""
+    try:
+        with open(path, "rb") as handle:
+            return sum(1 for _ in handle)
+    except OSError:
+        return None
+
+
 def _stdin_lines() -> Iterator[bytes]:
     binary = getattr(sys.stdin, "buffer", None)
     if binary is not None:
@@ -378,17 +319,6 @@ def _stdin_lines() -> Iterator[bytes]:
     else:  # a text stream without bytes underneath (tests, embedding)
         for line in sys.stdin:
             yield line.encode("utf-8", "surrogateescape")
-
-
-def _raw_line(raw: bytes, number: int, name: str = STDIN) -> str:
-    """One raw input line as text; DataError ``NAME:LINE`` when it is not UTF-8."""
-    try:
-        line = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise DataError(name, f"invalid UTF-8 ({exc.reason} at byte {exc.start})", number) from None
-    if number == 1 and line.startswith("\ufeff"):
-        line = line[1:]
-    return line.rstrip("\r\n")
 
 
 # ---------------------------------------------------------------------- output and stderr
@@ -453,10 +383,11 @@ class _UnknownRate:
     def __init__(self, name: str, hint: str):
         self.name, self.hint, self.unknown, self.tokens, self.warned = name, hint, 0, 0, False
 
-    def add(self, dataset: ParallelDataset) -> None:
-        data = dataset.src.data
-        self.unknown += int((data == UNK_ID).sum())
-        self.tokens += len(data) - len(dataset)
+    def add(self, sources: Iterable[Sequence[str]]) -> None:
+        """Count the source tokens (what the model read, ``<unk>`` kept) of some sentences."""
+        for tokens in sources:
+            self.unknown += sum(token == UNK for token in tokens)
+            self.tokens += len(tokens)
 
     def warn(self, min_tokens: int = 0) -> None:
         if self.warned or self.tokens < max(min_tokens, 1) or self.unknown <= UNKNOWN_WARNING_RATE * self.tokens:
@@ -473,8 +404,7 @@ def _warn_lines(name: str, numbers: Sequence[int], what: str) -> None:
         _warn(PROG, f"{name}: {len(numbers)} line(s) (line {shown}) {what}")
 
 
-def _warn_unfinished(name: str, results: list[list[Any]], line_numbers: Sequence[int]) -> None:
-    lines = [int(line_numbers[i]) for i, hyps in enumerate(results) if hyps and not getattr(hyps[0], "finished", True)]
+def _warn_unfinished(name: str, lines: Sequence[int]) -> None:
     if lines:
         shown = ", ".join(map(str, lines[:10])) + (", ..." if len(lines) > 10 else "")
         _warn(PROG, f"{name}: {len(lines)} sentence(s) (line {shown}) had no hypothesis ending in </s> "

@@ -8,6 +8,14 @@
     for translation in translator.translate(["Two dogs are playing in the snow."], beam=4, nbest=2):
         print(translation.text, [(h.text, h.score) for h in translation.hypotheses])
 
+:meth:`Translator.translate_lines` is the one translation loop: raw lines (text, or bytes read
+from a file or a pipe) in, a :class:`LineTranslation` per line out, a bad line (invalid UTF-8,
+too long, a segmenter's failure) costing that line only; ``nmt-translate`` gives it standard
+input or ``--input`` a chunk of lines at a time and only formats what comes back.
+:meth:`Translator.translate` is the same loop for a list of sentences that must all translate,
+and :meth:`Translator.translate_file` reads a file encoded like the training source (with
+``pretokenized``; the workflow's rules).
+
 ``from_checkpoint`` takes a model package directory (:mod:`nmtmodels.text.model_package`, written by
 the workflow's rule ``model_package``) or a checkpoint inside one.  Raw input then goes
 through the steps that made the training source (:class:`nmtmodels.text.preprocessing.TextProcessor`
@@ -32,7 +40,7 @@ were packaged, or none) is refused in one line by ``from_checkpoint``.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -50,7 +58,7 @@ from nmtmodels.devices import resolve_device, set_threads
 from nmtmodels.text.model_package import CHECKPOINT_FILE, EncodedSource, ModelPackage, package_directory, read_package
 from nmtmodels.text.preprocessing import SegmentationError
 from nmtmodels.textio import DataError
-from nmtmodels.vocab import Vocabulary
+from nmtmodels.vocab import Vocabulary, check_fingerprint
 
 
 @dataclass(frozen=True)
@@ -81,6 +89,7 @@ class Translation:
     hypotheses: list[TextHypothesis]
     compressed: str | None = None  # ESC: the compressed source as plain text (source language), else None
     compressed_tokens: list[str] | None = None  # ESC: the compressed tokens the model read
+    truncated: bool = False  # the encoded source was longer than the model's source positions and was cut
 
     @property
     def text(self) -> str:
@@ -89,6 +98,23 @@ class Translation:
     @property
     def score(self) -> float:
         return self.hypotheses[0].score
+
+
+@dataclass(frozen=True)
+class LineTranslation:
+    """What became of input line ``number``: the translations of its sentences (one, unless the
+    line was split into sentences), or the :class:`~nmtmodels.textio.DataError` that cost the
+    line (``translations`` then empty)."""
+
+    number: int
+    translations: list[Translation]
+    error: DataError | None = None
+    joiner: str = " "  # between the translations of a line's sentences (none for zh/ja targets)
+
+    @property
+    def text(self) -> str:
+        """The line's translation: the best hypotheses of its sentences, joined ("" when it failed)."""
+        return self.joiner.join(translation.text for translation in self.translations)
 
 
 def raw_text_refusal(family: str, extra_inputs: Sequence[str], made: Sequence[str] = ()) -> str:
@@ -124,12 +150,14 @@ class Translator:
 
     @classmethod
     def from_checkpoint(cls, path: str | os.PathLike | Sequence[str | os.PathLike], *, device: torch.device | str = "cpu",
-                        pretokenized: bool = False, threads: int | None = None) -> Translator:
+                        pretokenized: bool = False, threads: int | None = None, src_vocab: str | os.PathLike | None = None,
+                        tgt_vocab: str | os.PathLike | None = None) -> Translator:
         """Load a package directory or a checkpoint (in a package directory unless
         ``pretokenized``); several paths: an :class:`~nmtmodels.decoding.ensemble.Ensemble` of their
         models, with the first one's package and decode settings.  ``threads``: torch's
         intra-op threads (as CTranslate2's ``intra_threads``; a setting of the whole process),
-        None to leave them.  CheckpointError / ConfigError in one line naming the path."""
+        None to leave them.  ``src_vocab`` / ``tgt_vocab``: vocabulary files that must be the
+        checkpoint's (by fingerprint).  CheckpointError / ConfigError in one line naming the path."""
         device = resolve_device(device)  # before any file is read: a bad device is one line
         set_threads(threads)
         paths = [path] if isinstance(path, (str, os.PathLike)) else list(path)
@@ -171,6 +199,13 @@ class Translator:
             if set(extras) - set(package.settings.extra_inputs):
                 family = state["model_config"].get("family", "?")
                 raise ConfigError(f"{checkpoint}: {raw_text_refusal(family, list(extras), package.settings.extra_inputs)}")
+        for side, given in (("src", src_vocab), ("tgt", tgt_vocab)):
+            if given is not None:
+                vocabulary = Vocabulary.from_file(given)  # a file it cannot read: DataError naming it
+                try:
+                    check_fingerprint(vocabulary, state["vocab"][f"{side}_fingerprint"], side, given)
+                except ValueError as exc:
+                    raise ConfigError(str(exc)) from None
         return cls(model, src_vocab, tgt_vocab, state, package=package, device=device,
                    name=" ".join(str(c) for c in checkpoints))
 
@@ -179,8 +214,22 @@ class Translator:
         return self.package is None
 
     @property
+    def source_lang(self) -> str | None:
+        return self.package.settings.source.lang if self.package else None
+
+    @property
     def target_lang(self) -> str | None:
         return self.package.settings.target.lang if self.package else None
+
+    @property
+    def compresses(self) -> bool:
+        """Whether the model reads a compressed source that the translator makes (an ESC package)."""
+        return self.compressor is not None or self.identity_compression
+
+    @property
+    def max_source_tokens(self) -> int:
+        """The model's source positions, ``</s>`` included: a longer source is too long (or cut)."""
+        return self.model.max_positions()[0]
 
     # ------------------------------------------------------------------ source side
     def encode(self, sentence: str) -> str:
@@ -233,12 +282,6 @@ class Translator:
         (too long); an ESC model's compression is not run for the check."""
         self.encoded_dataset([encoded], name=name, first_line=number, too_long=too_long, compressed=[""])
 
-    def dataset(self, sentences: Sequence[str], *, name: str = "<input>", first_line: int = 1,
-                too_long: TooLong = "error") -> ParallelDataset:
-        """The source dataset of ``sentences`` (encoded with :meth:`encode_source`)."""
-        encoded = [self.encode_line(sentence, name, number) for number, sentence in enumerate(sentences, start=first_line)]
-        return self.encoded_dataset(encoded, name=name, first_line=first_line, too_long=too_long)
-
     def compressed_tokens(self, dataset: ParallelDataset, index: int) -> list[str] | None:
         """The compressed tokens that the model reads for example ``index`` (ESC), else None."""
         rows = dataset.extras.get("compressed")
@@ -274,9 +317,60 @@ class Translator:
         return TextHypothesis(text=text, score=float(hypothesis.score), tokens=tokens, attention=hypothesis.attention,
                           finished=getattr(hypothesis, "finished", True))
 
+    # ------------------------------------------------------------------ the translation loop
+    def translate_lines(self, lines: Sequence[str | bytes], *, name: str = "<input>", first_line: int = 1,
+                        decode: DecodeConfig | None = None, split_sentences: bool = False, too_long: TooLong = "error",
+                        max_tokens: int = 4096, amp: Literal["bf16", "none"] = "none",
+                        progress: Callable[[int], None] | None = None,
+                        errors: Literal["keep", "raise"] = "keep") -> list[LineTranslation]:
+        """Translate raw lines, in order, one :class:`LineTranslation` each.
+
+        ``lines`` are lines ``first_line``, ... of ``name`` (for error messages): text, or bytes
+        as read from a file or a pipe (UTF-8; a byte-order mark on line 1 and the line end are
+        dropped).  Each line is encoded like the training source (:meth:`encode_source`; as it
+        is with ``pretokenized``), with ``split_sentences`` sentence by sentence
+        (:func:`nmtmodels.text.sentences.sentence_splitter` of the source language), and the
+        encoded sentences are searched together in batches of ``max_tokens`` tokens
+        (:meth:`search`; ``progress`` counts sentences).  A line that cannot be read (invalid
+        UTF-8, a segmenter's failure, too long unless ``too_long="truncate"``) gets its error in
+        its :class:`LineTranslation` (``errors="keep"``) or raises it (``"raise"``) before
+        anything is searched.  ``decode``: the search settings (default: the checkpoint's).
+        """
+        decode = decode if decode is not None else self.decode_config()
+        split = self._sentence_splitter() if split_sentences else None
+        encoded: list[EncodedSource] = []
+        sources: list[str] = []
+        numbers: list[int] = []  # the input line of each encoded sentence
+        failed: dict[int, DataError] = {}
+        for number, line in enumerate(lines, start=first_line):
+            try:
+                text = read_line(line, number, name)
+                sentences = split(text) if split is not None else [text]
+                line_encoded = [self.encode_line(sentence, name, number) for sentence in sentences]
+                for sentence in line_encoded:
+                    self.check_encoded(sentence, name=name, number=number, too_long=too_long)  # this line alone
+            except DataError as exc:
+                if errors == "raise":
+                    raise
+                failed[number] = exc
+                continue
+            encoded += line_encoded
+            sources += sentences
+            numbers += [number] * len(sentences)
+        translations = self._translate_encoded(encoded, sources, decode, name=name, numbers=numbers, too_long=too_long,
+                                               max_tokens=max_tokens, amp=amp, progress=progress)
+        by_line: dict[int, list[Translation]] = {}
+        for number, translation in zip(numbers, translations):
+            by_line.setdefault(number, []).append(translation)
+        joiner = self._target_joiner() if split is not None else " "
+        return [LineTranslation(number, by_line.get(number, []), failed.get(number), joiner)
+                for number in range(first_line, first_line + len(lines))]
+
     def translate(self, sentences: Sequence[str], *, beam: int | None = None, nbest: int = 1, return_attention: bool = False,
                   max_tokens: int = 4096, too_long: TooLong = "error", **decode: Any) -> list[Translation]:
-        """Translate ``sentences`` (raw text; encoded text with ``pretokenized``), in order.
+        """Translate ``sentences`` (raw text; encoded text with ``pretokenized``), in order:
+        :meth:`translate_lines` with a sentence per line, where any bad sentence raises its
+        DataError.
 
         ``beam`` (default: the checkpoint's decode settings) and ``nbest`` (hypotheses per
         sentence, at most ``beam``); ``return_attention`` keeps each hypothesis' attention;
@@ -286,16 +380,78 @@ class Translator:
         if isinstance(sentences, str):
             raise TypeError("translate takes a list of sentences, not one string")
         decode_cfg = self.decode_config(beam=beam, nbest=nbest, return_attention=return_attention, **decode)
-        dataset = self.dataset(list(sentences), too_long=too_long)
-        results = self.search(dataset, decode_cfg, max_tokens=max_tokens)
-        translations = []
-        for i, (sentence, hyps) in enumerate(zip(sentences, results)):
-            compressed = self.compressed_tokens(dataset, i)
-            translations.append(Translation(
-                source=sentence, source_tokens=self.src_vocab.decode(dataset.src[i], keep_unk=True),
-                hypotheses=[self.render(h) for h in hyps[:decode_cfg.nbest]],
-                compressed=None if compressed is None else self.source_text(compressed), compressed_tokens=compressed))
-        return translations
+        lines = self.translate_lines(list(sentences), decode=decode_cfg, too_long=too_long, max_tokens=max_tokens,
+                                     errors="raise")
+        return [line.translations[0] for line in lines]
+
+    def translate_file(self, path: str | os.PathLike, *, extras: Mapping[str, tuple[bool, str]] | None = None,
+                       decode: DecodeConfig | None = None, too_long: TooLong = "error", max_tokens: int = 4096,
+                       amp: Literal["bf16", "none"] = "none",
+                       progress: Callable[[int], None] | None = None) -> list[LineTranslation]:
+        """Translate a file encoded like the training source (``pretokenized``: what the
+        workflow's rules pass), with the model's extra inputs read from ``extras`` (name ->
+        (token input?, file), line-aligned with ``path``).  Any bad line raises a DataError
+        naming its file and line before anything is searched."""
+        wanted = dict(getattr(self.model, "extra_inputs", {}) or {})
+        fields = {key: ExtraField(file, wanted[key], tokens) for key, (tokens, file) in (extras or {}).items()}
+        dataset = ParallelDataset.from_files(str(path), None, self.src_vocab, None, extras=fields,
+                                             max_positions=self.model.max_positions(), too_long=too_long)
+        numbers = [int(number) for number in dataset.line_numbers]
+        decode = decode if decode is not None else self.decode_config()
+        results = self.search(dataset, decode, max_tokens=max_tokens, amp=amp, progress=progress)
+        return [LineTranslation(number, [self._translation(dataset, index, hyps, decode.nbest, where=f"{path}:{number}")])
+                for index, (number, hyps) in enumerate(zip(numbers, results))]
+
+    def _translate_encoded(self, encoded: Sequence[EncodedSource], sources: Sequence[str], decode: DecodeConfig, *,
+                           name: str, numbers: Sequence[int], too_long: TooLong, max_tokens: int,
+                           amp: Literal["bf16", "none"], progress: Callable[[int], None] | None) -> list[Translation]:
+        """The translations of encoded sentences that have passed :meth:`check_encoded`."""
+        if not encoded:
+            return []
+        limit = self.max_source_tokens
+        dataset = self.encoded_dataset(encoded, name=name, first_line=numbers[0], too_long=too_long)
+        results = self.search(dataset, decode, max_tokens=max_tokens, amp=amp, progress=progress)
+        return [self._translation(dataset, index, hyps, decode.nbest, where=f"{name}:{numbers[index]}",
+                                  source=sources[index], truncated=len(_tokens(encoded[index]).split()) >= limit)
+                for index, hyps in enumerate(results)]
+
+    def _translation(self, dataset: ParallelDataset, index: int, hyps: Sequence[SearchHypothesis], nbest: int, *,
+                     where: str, source: str | None = None, truncated: bool = False) -> Translation:
+        """Example ``index`` of ``dataset`` (input ``where``) with its search hypotheses as a Translation."""
+        source_tokens = self.src_vocab.decode(dataset.src[index], keep_unk=True)
+        if not hyps:  # the search guarantees a hypothesis per sentence; never shift lines
+            raise RuntimeError(f"{where}: the search returned no hypothesis")
+        compressed = self.compressed_tokens(dataset, index)
+        return Translation(source=" ".join(source_tokens) if source is None else source, source_tokens=source_tokens,
+                           hypotheses=[self.render(hyp) for hyp in hyps[:nbest]],
+                           compressed=None if compressed is None else self.source_text(compressed),
+                           compressed_tokens=compressed, truncated=truncated)
+
+    def _sentence_splitter(self) -> Callable[[str], list[str]]:
+        if self.package is None:
+            raise ConfigError("split_sentences needs raw text and a model package (not pretokenized input)")
+        from nmtmodels.text.sentences import sentence_splitter
+
+        return sentence_splitter(self.package.settings.source.lang)
+
+    def _target_joiner(self) -> str:
+        from nmtmodels.text.sentences import joiner
+
+        return joiner(self.target_lang) if self.target_lang else " "
+
+
+def read_line(line: str | bytes, number: int, name: str) -> str:
+    """One input line as text: bytes are decoded as UTF-8 (DataError ``NAME:LINE`` when they are
+    not), with a byte-order mark on line 1 and the line end dropped; text is returned as it is."""
+    if isinstance(line, str):
+        return line
+    try:
+        text = line.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise DataError(name, f"invalid UTF-8 ({exc.reason} at byte {exc.start})", number) from None
+    if number == 1 and text.startswith("\ufeff"):
+        text = text[1:]
+    return text.rstrip("\r\n")
 
 
 def _tokens(line: str | EncodedSource) -> str:

@@ -33,6 +33,7 @@ from nmtmodels.registry import build_model
 from nmtmodels.text.model_package import PackageSettings, read_package, write_package
 from nmtmodels.text.postprocess import postprocess
 from nmtmodels.text.preprocessing import LanguageSettings
+from nmtmodels.textio import DataError
 from nmtmodels.vocab import Vocabulary
 
 REPO = Path(__file__).resolve().parents[2]
@@ -471,3 +472,82 @@ def test_threads_are_asked_for_or_bounded(package, monkeypatch):
             Translator.from_checkpoint(directory, threads=0)
     finally:
         torch.set_num_threads(before)
+
+
+def test_a_raw_sentence_goes_one_way_through_at_most_ten_files(package, monkeypatch, capsys, tmp_path):
+    """nmt-translate on raw text: while it runs, no library module imports the CLI, the library
+    calls back into the CLI only through the progress callback it was given, and the code that a
+    sentence passes once the model is loaded (the model's own layers aside) lies in at most 10
+    files of nmtmodels."""
+    import builtins
+
+    import nmtmodels
+
+    directory, _, _ = package
+    (tmp_path / "in.en").write_text(SENTENCE + "\n", encoding="utf-8")
+    root = Path(nmtmodels.__file__).parent
+    model_code = (root / "models", root / "modules")
+    files: list[str] = []
+    back_edges: list[str] = []
+    imports: list[str] = []
+
+    def room(filename: str) -> str | None:
+        path = Path(filename)
+        if root not in path.parents or any(part in path.parents for part in model_code):
+            return None
+        return path.relative_to(root).as_posix()
+
+    def tracer(frame, event, arg):
+        if event == "call" and (here := room(frame.f_code.co_filename)) is not None:
+            files.append(here)
+            caller = room(frame.f_back.f_code.co_filename) if frame.f_back else None
+            if here.startswith("cli/") and caller and not caller.startswith("cli/") and frame.f_code.co_name != "update":
+                back_edges.append(f"{caller} -> {here}:{frame.f_code.co_name}")
+        return None
+
+    real_import, real_load = builtins.__import__, Translator.from_checkpoint.__func__
+
+    def recording_import(name, globals=None, locals=None, fromlist=(), level=0):
+        importer = (globals or {}).get("__name__", "")
+        if name.startswith("nmtmodels.cli") and importer.startswith("nmtmodels") and not importer.startswith("nmtmodels.cli"):
+            imports.append(f"{importer} imports {name}")
+        return real_import(name, globals, locals, fromlist, level)
+
+    def load_untraced(cls, *args, **kwargs):  # loading the model is not the sentence's path
+        sys.settrace(None)
+        try:
+            return real_load(cls, *args, **kwargs)
+        finally:
+            sys.settrace(tracer)
+
+    monkeypatch.setattr(builtins, "__import__", recording_import)
+    monkeypatch.setattr(Translator, "from_checkpoint", classmethod(load_untraced))
+    sys.settrace(tracer)
+    try:
+        rc = cli.translate_main(["--checkpoint", str(directory), "--input", str(tmp_path / "in.en"), "--log-interval", "0"])
+    finally:
+        sys.settrace(None)
+    assert rc == 0 and capsys.readouterr().out.strip()
+    assert not imports and not back_edges, (imports, back_edges)
+    assert "decoding/translator.py" in files and "text/postprocess.py" in files and "decoding/search.py" in files
+    assert len(set(files)) <= 10, sorted(set(files))
+
+
+def test_translate_lines_keeps_each_bad_line_error_and_translates_the_others_as_translate_does(package, tmp_path):
+    """The library's loop: bytes or text in, one result per line; invalid UTF-8 and an over-long
+    line each cost their own line only, and the good lines equal ``translate``'s translations.
+    A vocabulary file that is not the checkpoint's is refused by ``from_checkpoint``."""
+    directory, _, d = package
+    translator = Translator.from_checkpoint(directory, src_vocab=d / "dict.en", tgt_vocab=d / "dict.de")
+    good = head(MIRROR / "multi30k" / "val.en.gz", 2)
+    lines = [good[0].encode() + b"\r\n", b"a \xff b\n", "x " * 200, good[1]]
+    results = translator.translate_lines(lines, name="in.en", first_line=7)
+    assert [line.number for line in results] == [7, 8, 9, 10]
+    assert str(results[1].error) == "in.en:8: invalid UTF-8 (invalid start byte at byte 2)"
+    assert "in.en:9: source has 201 tokens" in str(results[2].error) and not results[2].translations
+    expected = translator.translate(good)
+    assert [results[0].text, results[3].text] == [t.text for t in expected] and results[0].translations[0].source == good[0]
+    with pytest.raises(DataError, match="in.en:8: invalid UTF-8"):
+        translator.translate_lines(lines, name="in.en", first_line=7, errors="raise")
+    with pytest.raises(ConfigError, match=r"^tgt vocabulary \(.*dict\.en\) does not match the checkpoint's"):
+        Translator.from_checkpoint(directory, tgt_vocab=d / "dict.en")
