@@ -103,7 +103,7 @@ def parse_extras(items: Sequence[str], token_items: Sequence[str], files_per_nam
 
 def check_extras(model: torch.nn.Module, given: Mapping[str, Any], family: str, flag: str) -> dict[str, int]:
     """The model family's ``extra_inputs`` (name -> pad); every one must be given, no other."""
-    wanted: dict[str, int] = dict(getattr(model, "extra_inputs", {}) or {})
+    wanted: dict[str, int] = dict(model.extra_inputs)
     missing = sorted(set(wanted) - set(given))
     unknown = sorted(set(given) - set(wanted))
     if missing:

@@ -35,7 +35,7 @@ class Ensemble(torch.nn.Module):
     @property
     def extra_inputs(self) -> dict[str, int]:
         """The members' extra inputs (equal for all: :func:`check_members`)."""
-        return dict(getattr(self.members[0], "extra_inputs", {}) or {})
+        return dict(self.members[0].extra_inputs)
 
     def max_positions(self) -> tuple[int, int]:
         limits = [member.max_positions() for member in self.members]
@@ -63,10 +63,10 @@ class Ensemble(torch.nn.Module):
 def check_members(states: Sequence[dict[str, Any]], models: Sequence[Seq2SeqModel], paths: Sequence[str]) -> None:
     """CheckpointError naming the first checkpoint that cannot join the first one's ensemble."""
     first = states[0]["vocab"]
-    wanted = set(getattr(models[0], "extra_inputs", {}) or {})
+    wanted = set(models[0].extra_inputs)
     first_family = _family(states[0])
     for state, model, path in zip(states[1:], models[1:], paths[1:]):
-        extras = set(getattr(model, "extra_inputs", {}) or {})
+        extras = set(model.extra_inputs)
         if extras != wanted:
             raise CheckpointError(f"{path}: model family {_family(state)!r} reads {_inputs(extras)} but {paths[0]}'s family "
                                   f"{first_family!r} reads {_inputs(wanted)}; an ensemble's members must read the same inputs")

@@ -143,7 +143,7 @@ class Translator:
         # an identity compression (x^c = x, an ESC control): the compressed input is the encoded source
         self.identity_compression = bool(package is not None and package.settings.compression is not None
                                          and package.settings.compression.identity)
-        if package is not None and package.compressor is not None and "compressed" in (getattr(model, "extra_inputs", {}) or {}):
+        if package is not None and package.compressor is not None and "compressed" in model.extra_inputs:
             from nmtmodels.decoding.compressor import Compressor
 
             self.compressor = Compressor(package.compressor, package.settings.compression, self.device)
@@ -195,7 +195,7 @@ class Translator:
             check_members([entry[3] for entry in loaded], [entry[0] for entry in loaded], [str(c) for c in checkpoints])
             model = Ensemble([entry[0] for entry in loaded])
         if package is not None:
-            extras = dict(getattr(model, "extra_inputs", {}) or {})
+            extras = dict(model.extra_inputs)
             if set(extras) - set(package.settings.extra_inputs):
                 family = state["model_config"].get("family", "?")
                 raise ConfigError(f"{checkpoint}: {raw_text_refusal(family, list(extras), package.settings.extra_inputs)}")
@@ -267,7 +267,7 @@ class Translator:
         and the line counted from ``first_line``."""
         extras: dict[str, tuple[ExtraField, Sequence[str]]] = {}
         if self.package is not None:
-            for key, pad in (getattr(self.model, "extra_inputs", {}) or {}).items():
+            for key, pad in self.model.extra_inputs.items():
                 if key == "compressed":
                     lines = compressed if compressed is not None else self.compress(encoded, name=name, first_line=first_line)
                     extras[key] = (ExtraField(f"{name} (compressed)", pad, tokens=True), lines)
@@ -392,7 +392,7 @@ class Translator:
         workflow's rules pass), with the model's extra inputs read from ``extras`` (name ->
         (token input?, file), line-aligned with ``path``).  Any bad line raises a DataError
         naming its file and line before anything is searched."""
-        wanted = dict(getattr(self.model, "extra_inputs", {}) or {})
+        wanted = dict(self.model.extra_inputs)
         fields = {key: ExtraField(file, wanted[key], tokens) for key, (tokens, file) in (extras or {}).items()}
         dataset = ParallelDataset.from_files(str(path), None, self.src_vocab, None, extras=fields,
                                              max_positions=self.model.max_positions(), too_long=too_long)

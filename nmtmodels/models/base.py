@@ -2,7 +2,30 @@
 
 A family subclasses :class:`Seq2SeqModel`, registers itself by name
 (:func:`register_model`, also importable from :mod:`nmtmodels.registry`) and implements
-``encode`` and ``decode``.
+``from_config`` and, where the defaults do not fit, ``encode`` and ``decode``.
+
+The family contract
+-------------------
+Every family declares, on its class (:class:`Seq2SeqModel` holds the defaults):
+
+``extra_inputs``
+    ``{name: pad value}`` of the inputs it reads besides the source tokens (lattice ``starts``
+    and ``ends``, ESC's ``compressed``); empty for most.  Data sets read one line per sentence
+    for each, batches carry them in ``batch.extras[name]``, padding uses the pad value.
+``options_class``
+    the dataclass of its ``model.options`` (None: the family takes no options).  Its fields
+    are read by :func:`nmtmodels.config.from_dict`: an enum is a ``typing.Literal``, and an
+    optional ``validate(self, where)`` method checks what types cannot (ranges, combinations),
+    raising :class:`~nmtmodels.config.ConfigError` naming ``where.FIELD``.
+``parse_options(options, where)``
+    ``model.options`` as an ``options_class`` instance (the default reads it with
+    ``from_dict``; a family with presets of options overrides it).
+``from_config(cfg, src_vocab_size, tgt_vocab_size)``
+    builds the model.  Transformer-based families
+    (:class:`nmtmodels.models.transformer.TransformerModel`) inherit one that calls the
+    hooks ``build_embeddings``, ``build_encoder(cfg, embedding)`` and
+    ``build_decoder(cfg, embedding, vocab_size)``; a family overrides only the hook whose part
+    it changes.
 
 State dictionaries
 ------------------
@@ -17,13 +40,14 @@ not reordered when beams move within their sentences.
 """
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, TypeVar
+from collections.abc import Callable, Mapping
+from typing import Any, ClassVar, TypeVar
 
 import torch
 from torch import Tensor, nn
 
 from nmtmodels.batch import Batch
+from nmtmodels.config import ConfigError, ModelConfig, from_dict
 
 State = dict[str, Any]
 
@@ -45,8 +69,27 @@ class Seq2SeqModel(nn.Module):
     The defaults below fit a family with an ``encoder`` module mapping (source ids, padding
     mask) to the memory, a ``decoder`` module taking ``(tgt_in, memory, memory_pad_mask,
     cache, need_attention, features_only)``, and its :class:`~nmtmodels.config.ModelConfig`
-    in ``cfg``; a family with other inputs overrides them.
+    in ``cfg``; a family with other inputs overrides them.  The class attributes and
+    classmethods below are the family contract (module docstring).
     """
+
+    extra_inputs: ClassVar[Mapping[str, int]] = {}
+    options_class: ClassVar[type | None] = None
+    family_name: ClassVar[str]  # set by register_model
+
+    @classmethod
+    def parse_options(cls, options: dict[str, Any], where: str = "model.options") -> Any:
+        """``options`` as an ``options_class`` instance (None for a family without options)."""
+        if cls.options_class is None:
+            if options:
+                raise ConfigError(f"{where}.{next(iter(options))}: family {cls.family_name!r} takes no options")
+            return None
+        return from_dict(cls.options_class, options, where)
+
+    @classmethod
+    def from_config(cls, cfg: ModelConfig, src_vocab_size: int, tgt_vocab_size: int) -> Seq2SeqModel:
+        """The model of ``cfg`` for vocabularies of these sizes (every family implements it)."""
+        raise NotImplementedError(f"{cls.__qualname__}.from_config")
 
     def encode(self, batch: Batch) -> State:
         """``{"memory": encoder(src, pad_mask), "memory_pad_mask": pad_mask}``."""
@@ -101,9 +144,10 @@ def register_model(name: str) -> Callable[[ModelClass], ModelClass]:
     def register(cls: ModelClass) -> ModelClass:
         if name in _FAMILIES and _FAMILIES[name] is not cls:
             raise ValueError(f"model family {name!r} is already registered by {_FAMILIES[name].__qualname__}")
-        for method in ("from_config", "parse_options"):
-            if not callable(getattr(cls, method, None)):
-                raise TypeError(f"model family {name!r}: {cls.__qualname__} lacks classmethod {method}()")
+        if not (isinstance(cls, type) and issubclass(cls, Seq2SeqModel)):
+            raise TypeError(f"model family {name!r}: {getattr(cls, '__qualname__', cls)!r} is not a Seq2SeqModel")
+        if cls.from_config.__func__ is Seq2SeqModel.from_config.__func__:  # type: ignore[attr-defined]
+            raise TypeError(f"model family {name!r}: {cls.__qualname__} lacks classmethod from_config()")
         cls.family_name = name
         _FAMILIES[name] = cls
         return cls

@@ -232,10 +232,8 @@ class CharToCharModel(Seq2SeqModel):
     ``{"memory", "memory_pad_mask"}`` (one position per source character incl. ``</s>``); the
     attention (B, T, S) of ``decode`` is the additive attention's alpha."""
 
-    extra_inputs: ClassVar[dict[str, int]] = {}
-    options_class: ClassVar[type] = CharRNNOptions
+    options_class = CharRNNOptions
     encoder_class: ClassVar[type[nn.Module]] = CharEncoder
-    family_name: ClassVar[str]
 
     def __init__(self, cfg: ModelConfig, src_vocab_size: int, tgt_vocab_size: int) -> None:
         super().__init__()

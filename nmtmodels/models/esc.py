@@ -61,7 +61,7 @@ In incremental decoding the projected keys/values of both memories are cached pe
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 import torch
 from torch import Tensor, nn
@@ -91,10 +91,7 @@ class ESCOptions:
     # where target-side fusion gates (BTFNMT, BBFNMT; module docstring): "ffn" the two
     # FFN(MultiHead(...)) outputs (eq. 12-14 as printed), "attention" the two attention
     # outputs before the layer's one FFN.  BSFNMT has no gate and ignores it.
-    gate_after: str = "ffn"
-
-
-GATE_AFTER = ("ffn", "attention")
+    gate_after: Literal["ffn", "attention"] = "ffn"
 
 
 # --- source-side fusion (BSFNMT, eq. 10-11) -----------------------------------------------
@@ -216,21 +213,14 @@ class BackboneDecoder(TransformerDecoder):
 class ESCModel(TransformerModel):
     """Shared encoder over source and backbone; the subclasses choose the fusion."""
 
-    extra_inputs: ClassVar[dict[str, int]] = {COMPRESSED: PAD_ID}
-    options_class: ClassVar[type | None] = ESCOptions
+    extra_inputs = {COMPRESSED: PAD_ID}
+    options_class = ESCOptions
     source_fusion: ClassVar[bool] = False
     target_fusion: ClassVar[bool] = False
 
     def __init__(self, cfg: ModelConfig, encoder: nn.Module, decoder: TransformerDecoder) -> None:
         super().__init__(cfg, encoder, decoder)
         self.fusion = SourceFusion(cfg) if self.source_fusion else None
-
-    @classmethod
-    def parse_options(cls, options: dict, where: str = "model.options") -> ESCOptions:
-        parsed = super().parse_options(options, where)
-        if parsed.gate_after not in GATE_AFTER:
-            raise ConfigError(f"{where}.gate_after: {parsed.gate_after!r} is not one of {', '.join(GATE_AFTER)}")
-        return parsed
 
     @classmethod
     def build_decoder(cls, cfg: ModelConfig, embedding: InputEmbedding, vocab_size: int) -> TransformerDecoder:

@@ -53,7 +53,7 @@ The helpers are pure tensor functions, batched and on the tensors' device.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Literal
 
 import torch
 import torch.nn.functional as F
@@ -123,14 +123,11 @@ def lattice_positions(starts: Tensor) -> Tensor:
 
 
 # ---------------------------------------------------------------------- the model
-POSITION_MODES = ("lattice", "sequence", "none")
-
-
 @dataclass
 class LatticeOptions:
     """``model.options`` of ``lattice_transformer`` (default: LPE + LSA)."""
 
-    positions: str = "lattice"  # lattice (LPE) | sequence (normal PE over edges) | none
+    positions: Literal["lattice", "sequence", "none"] = "lattice"  # LPE | normal PE over edges | none
     lsa: bool = True  # lattice-aware self-attention
 
 
@@ -168,15 +165,8 @@ class LatticeEncoder(TransformerEncoder):
 class LatticeTransformer(TransformerModel):
     """Lattice encoder (LPE/LSA) + the baseline Transformer decoder."""
 
-    extra_inputs: ClassVar[dict[str, int]] = {"starts": SPAN_PAD, "ends": SPAN_PAD}
-    options_class: ClassVar[type | None] = LatticeOptions
-
-    @classmethod
-    def parse_options(cls, options: dict, where: str = "model.options") -> LatticeOptions:
-        parsed = super().parse_options(options, where)
-        if parsed.positions not in POSITION_MODES:
-            raise ConfigError(f"{where}.positions: {parsed.positions!r} is not one of {', '.join(POSITION_MODES)}")
-        return parsed
+    extra_inputs = {"starts": SPAN_PAD, "ends": SPAN_PAD}
+    options_class = LatticeOptions
 
     @classmethod
     def build_encoder(cls, cfg: ModelConfig, embedding: InputEmbedding) -> nn.Module:

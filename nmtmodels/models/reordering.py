@@ -41,7 +41,7 @@ Choices where the paper is vague:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, ClassVar, Literal
+from typing import Any, Literal
 
 import torch
 from torch import Tensor, nn
@@ -271,7 +271,7 @@ class ReorderingDecoder(TransformerDecoder):
 class ReorderingModel(TransformerModel):
     """Transformer with reordering embeddings (or a control) in the encoder, decoder or both."""
 
-    options_class: ClassVar[type | None] = ReorderingOptions
+    options_class = ReorderingOptions
 
     @classmethod
     def build_encoder(cls, cfg: ModelConfig, embedding: InputEmbedding) -> nn.Module:

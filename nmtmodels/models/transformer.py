@@ -7,12 +7,12 @@ replace one part and keep the rest.
 """
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any
 
 from torch import Tensor, nn
 
 from nmtmodels.batch import SPECIAL_SYMBOLS
-from nmtmodels.config import ConfigError, ModelConfig, from_dict
+from nmtmodels.config import ConfigError, ModelConfig
 from nmtmodels.models.base import Seq2SeqModel, State, register_model
 from nmtmodels.modules.embedding import InputEmbedding, TokenEmbedding, build_positions
 from nmtmodels.modules.layers import TransformerDecoderLayer, TransformerEncoderLayer
@@ -94,10 +94,6 @@ class TransformerDecoder(nn.Module):
 class TransformerModel(Seq2SeqModel):
     """Encoder-decoder Transformer; ``encode`` returns ``{"memory", "memory_pad_mask"}``."""
 
-    extra_inputs: ClassVar[dict[str, int]] = {}
-    options_class: ClassVar[type | None] = None  # a dataclass for families with options
-    family_name: ClassVar[str]
-
     def __init__(self, cfg: ModelConfig, encoder: nn.Module, decoder: TransformerDecoder) -> None:
         super().__init__()
         self.cfg = cfg
@@ -105,16 +101,8 @@ class TransformerModel(Seq2SeqModel):
         self.decoder = decoder
 
     @classmethod
-    def parse_options(cls, options: dict[str, Any], where: str = "model.options") -> Any:
-        """``options`` as an ``options_class`` instance (None for a family without options)."""
-        if cls.options_class is None:
-            if options:
-                raise ConfigError(f"{where}.{next(iter(options))}: family {cls.family_name!r} takes no options")
-            return None
-        return from_dict(cls.options_class, options, where)
-
-    @classmethod
     def from_config(cls, cfg: ModelConfig, src_vocab_size: int, tgt_vocab_size: int) -> TransformerModel:
+        """Embeddings, encoder and decoder from the hooks below (a family overrides the one it changes)."""
         cls.parse_options(cfg.options)
         src_embedding, tgt_embedding = cls.build_embeddings(cfg, src_vocab_size, tgt_vocab_size)
         return cls(cfg, cls.build_encoder(cfg, src_embedding), cls.build_decoder(cfg, tgt_embedding, tgt_vocab_size))

@@ -70,7 +70,7 @@ def _loss_and_grads(model, batch):
 @pytest.mark.parametrize("family", FAMILIES)
 def test_padding_to_buckets_changes_no_loss_and_no_gradient(family):
     model, batch = family_case(family)  # eval mode (or dropout 0): both passes see one function
-    padded = pad_to_buckets(batch, 8, 4, getattr(model, "extra_inputs", {}))
+    padded = pad_to_buckets(batch, 8, 4, model.extra_inputs)
     assert padded.src.size(1) % 8 == 0 and padded.tgt_in.size(1) % 8 == 0 and padded.size % 4 == 0
     assert padded.src.size(1) > batch.src.size(1) and padded.size > batch.size  # it did pad
     loss, nll, grads = _loss_and_grads(model, batch)

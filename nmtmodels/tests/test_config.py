@@ -89,7 +89,10 @@ def test_family_registration_and_options(monkeypatch: pytest.MonkeyPatch) -> Non
     with pytest.raises(ValueError, match="already registered"):
         registry.register_model("toy")(type("Other", (TransformerModel,), {}))
     with pytest.raises(TypeError, match="lacks classmethod from_config"):
-        registry.register_model("bare")(type("Bare", (), {"parse_options": classmethod(lambda cls, o, w=None: None)}))
+        registry.register_model("bare")(type("Bare", (base.Seq2SeqModel,), {}))
+    with pytest.raises(TypeError, match="'Plain' is not a Seq2SeqModel"):
+        registry.register_model("plain")(type("Plain", (), {"from_config": classmethod(lambda cls, *a: None)}))
+    assert "bare" not in registry.model_families() and "plain" not in registry.model_families()
 
 
 def test_exponent_floats_read_as_floats(tmp_path) -> None:

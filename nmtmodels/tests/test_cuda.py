@@ -156,7 +156,7 @@ def test_compiled_padded_training_step_on_cuda_equals_eager(family, mode, fresh_
     model = model.to(CUDA)
     if family == "char2word":
         model.train()  # cuDNN's RNN backward needs training mode; the test model has dropout 0
-    extra_pads = getattr(model, "extra_inputs", {})
+    extra_pads = model.extra_inputs
     first = pad_to_buckets(batch, 8, 4, extra_pads).to(CUDA)
     second = pad_to_buckets(batch.select(torch.tensor([0, 2])), 16, 8, extra_pads).to(CUDA)
     compiled = compile_module(model, mode)

@@ -231,7 +231,7 @@ def test_gate_after_parameters_and_config_error() -> None:
         extra = count(model_of(family, options={"gate_after": "ffn"})) - count(model_of(family, options={"gate_after": "attention"}))
         assert extra == layers * (2 * d * f + f + d + 4 * d)
     assert count(model_of("bsfnmt", options={"gate_after": "attention"})) == count(model_of("bsfnmt"))
-    with pytest.raises(ConfigError, match="model.options.gate_after: 'both' is not one of ffn, attention"):
+    with pytest.raises(ConfigError, match=r"model.options.gate_after: expected one of \['ffn', 'attention'\], got 'both'"):
         model_of("btfnmt", options={"gate_after": "both"})
 
 
