@@ -53,7 +53,6 @@ from nmtmodels.models.transformer import (
     TransformerEncoder,
     TransformerModel,
 )
-from nmtmodels.modules.attention import RelationTerms
 from nmtmodels.modules.embedding import InputEmbedding
 from nmtmodels.modules.layers import (
     ResidualNorm,
@@ -61,6 +60,7 @@ from nmtmodels.modules.layers import (
     TransformerEncoderLayer,
     layer_kwargs,
 )
+from nmtmodels.modules.relative import RelativePositions, relation_ids
 
 
 @dataclass
@@ -80,36 +80,6 @@ class ReorderingOptions:
 
     def on(self, side: str) -> bool:
         return self.side in (side, "both")
-
-
-# --- relative PE baseline (Shaw et al. 2018) ------------------------------------------------
-
-
-def relative_position_ids(num_queries: int, num_keys: int, max_distance: int, device: torch.device) -> Tensor:
-    """(Tq, Tk) ids ``clip(j - i, -k, k) + k`` where queries are the last ``num_queries`` of
-    ``num_keys`` positions (``i = num_keys - num_queries + row``, as in cached decoding)."""
-    queries = torch.arange(num_keys - num_queries, num_keys, device=device)
-    keys = torch.arange(num_keys, device=device)
-    return (keys[None, :] - queries[:, None]).clamp(-max_distance, max_distance) + max_distance
-
-
-class RelativePositions(nn.Module):
-    """Learned a^K, a^V (2k+1, d_head) of one layer's self-attention, shared by heads."""
-
-    def __init__(self, max_distance: int, head_dim: int) -> None:
-        super().__init__()
-        self.keys = nn.Parameter(torch.empty(2 * max_distance + 1, head_dim))
-        self.values = nn.Parameter(torch.empty(2 * max_distance + 1, head_dim))
-        for table in (self.keys, self.values):
-            nn.init.xavier_uniform_(table)
-
-    def terms(self, ids: Tensor) -> RelationTerms:
-        return RelationTerms(ids, self.keys, self.values)
-
-
-def relation_ids(batch: int, num_queries: int, num_keys: int, max_distance: int, device: torch.device) -> Tensor:
-    """:func:`relative_position_ids` broadcast to (B, Tq, Tk) (a view, no copy)."""
-    return relative_position_ids(num_queries, num_keys, max_distance, device).expand(batch, -1, -1)
 
 
 # --- reordering embeddings (eq. 6-8) ---------------------------------------------------------

@@ -11,8 +11,9 @@ import torch.nn.functional as F
 from nmtmodels.batch import BOS_ID, EOS_ID, PAD_ID, Batch
 from nmtmodels.config import ConfigError, ModelConfig
 from nmtmodels.decoding.search import DecodeConfig, beam_search
-from nmtmodels.models.reordering import ReorderingModel, relative_position_ids
+from nmtmodels.models.reordering import ReorderingModel
 from nmtmodels.models.transformer import TransformerDecoder, TransformerEncoder
+from nmtmodels.modules.relative import relative_position_ids
 from nmtmodels.registry import build_model
 
 SMALL = dict(d_model=32, heads=4, encoder_layers=2, decoder_layers=2, ffn_dim=64, dropout=0.1, attention_dropout=0.1)
