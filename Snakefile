@@ -36,6 +36,8 @@ with startup.one_line_errors():
     checks.check_subword_values(config)  # bad sentencepiece values and subwords names: one line too
     validate(config, "schemas/config.schema.yaml")
     seeds.expand_seeds(config)  # experiments.X.seeds: X, X_seed<b>, ... (one run per seed), before the checks
+    # Model families from outside the package (config user_modules): every job and the checks import them.
+    os.environ.update(cluster.user_modules_variable(config, os.environ, os.getcwd()))
     # Cross-references the schema cannot see; cluster jobs re-read this file, so the checks that
     # import torch or look at licensed files run in the main process only.
     checks.check(config, os.environ, main_process=workflow.is_main_process)

@@ -27,7 +27,12 @@ from nmtmodels.vocab import Vocabulary
 WAIT_ENV = "NMT_TRAIN_WAIT_FOR_LOCK"
 
 def main(argv: Sequence[str] | None = None) -> int:
+    if "--list-families" in (sys.argv[1:] if argv is None else argv):
+        return _run("nmt-train", _list_families)
     parser = make_parser("nmt-train", "Train a model (resumes from OUT_DIR/checkpoint_last.pt).")
+    parser.add_argument("--list-families", action="store_true",
+                        help="list every model family (built-in, and from outside the package: entry points "
+                             "'nmtmodels.families' and NMT_USER_MODULES) with its extra inputs and options, and exit")
     parser.add_argument("--config", help="experiment YAML with model:, train: and decode: sections")
     parser.add_argument("--train-src", required=True)
     parser.add_argument("--train-tgt", required=True)
@@ -63,6 +68,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     if bool(args.valid_src) != bool(args.valid_tgt):
         parser.error("--valid-src and --valid-tgt go together")
     return _run("nmt-train", lambda: _train(args))
+
+
+def _list_families() -> int:
+    from nmtmodels.registry import describe_families
+
+    print("\n".join(describe_families()))
+    return 0
 
 
 def _train(args: argparse.Namespace) -> int:

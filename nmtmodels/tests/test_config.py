@@ -167,3 +167,47 @@ def test_the_policy_reads_a_yaml_file_and_its_yaml_1_1_reading_alike(tmp_path) -
             except ConfigError as exc:
                 results.append(str(exc))
         assert results[0] == results[1], text
+
+
+TOY_MODULE = '''
+from nmtmodels.models.transformer import TransformerModel
+from nmtmodels.registry import register_model
+
+
+@register_model("{name}")
+class Toy(TransformerModel):
+    pass
+'''
+
+
+def test_families_from_outside_the_package_are_found_by_the_commands(tmp_path) -> None:
+    """A family in a file named by NMT_USER_MODULES, and one behind an entry point of the group
+    nmtmodels.families of an installed distribution, are listed by nmt-train --list-families;
+    a module that cannot be imported is one line naming it."""
+    import os
+    import subprocess
+    import sys
+
+    (tmp_path / "by_file.py").write_text(TOY_MODULE.format(name="toy_by_file"))
+    site = tmp_path / "site"
+    (site / "toy_plugin").mkdir(parents=True)
+    (site / "toy_plugin" / "__init__.py").write_text(TOY_MODULE.format(name="toy_by_entry_point"))
+    info = site / "toy_plugin-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: toy-plugin\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text("[nmtmodels.families]\ntoy = toy_plugin\n")
+
+    def list_families(modules: str) -> subprocess.CompletedProcess:
+        env = {**os.environ, "NMT_USER_MODULES": modules,
+               "PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")])}
+        return subprocess.run([sys.executable, "-m", "nmtmodels.cli", "train", "--list-families"], capture_output=True,
+                              text=True, env=env, timeout=120, check=False)
+
+    listed = list_families(str(tmp_path / "by_file.py"))
+    assert listed.returncode == 0, listed.stderr
+    names = [line.split(":")[0] for line in listed.stdout.splitlines() if not line.startswith(" ")]
+    assert {"toy_by_file", "toy_by_entry_point", "transformer", "bbfnmt"} <= set(names)
+    assert "  options.max_relative_position: int = 16" in listed.stdout  # the reordering family's options
+    broken = list_families(str(tmp_path / "missing.py"))
+    assert broken.returncode == 2
+    assert broken.stderr.strip() == f"nmt-train: error: NMT_USER_MODULES '{tmp_path / 'missing.py'}': no such file"

@@ -50,3 +50,18 @@ def path_with_interpreter(executable: str, environ: dict[str, str], own_environm
 def python_path_with(directory: str, environ: dict[str, str]) -> str:
     """PYTHONPATH with the repository first, so jobs run the project's modules from any environment."""
     return os.pathsep.join(p for p in (directory, environ.get("PYTHONPATH", "")) if p)
+
+
+def user_modules_variable(config: dict[str, Any], environ: dict[str, str], directory: str) -> dict[str, str]:
+    """``NMT_USER_MODULES`` for every job and the start-up checks (:mod:`nmtmodels.registry`): the
+    config's ``user_modules`` (model families from outside the package; file and directory
+    paths made absolute against ``directory``, so cluster jobs find them too) after any that the
+    environment already names; nothing when the config names none."""
+    modules = []
+    for module in config.get("user_modules") or []:
+        path = os.path.join(directory, module)
+        modules.append(os.path.abspath(path) if module.endswith(".py") or os.path.isdir(path) else module)
+    if not modules:
+        return {}
+    given = [item for item in environ.get("NMT_USER_MODULES", "").split(os.pathsep) if item]
+    return {"NMT_USER_MODULES": os.pathsep.join(dict.fromkeys([*given, *modules]))}
