@@ -4,7 +4,8 @@
   ``nmt-average`` (:mod:`nmtmodels.cli.average`), ``nmt-vocab`` (:mod:`nmtmodels.cli.vocab`),
   ``nmt-export`` (:mod:`nmtmodels.cli.export`);
 * ``score`` (:mod:`nmtmodels.cli.score`), ``postprocess`` (:mod:`nmtmodels.cli.postprocess`),
-  ``package`` (:mod:`nmtmodels.cli.package`), the workflow's commands.
+  ``package`` (:mod:`nmtmodels.cli.package`), the workflow's commands;
+* ``new-family`` (:mod:`nmtmodels.cli.new_family`), the stubs of a model family of your own.
 
 Each runs as ``python -m nmtmodels.cli COMMAND ...`` (or ``python -m nmtmodels COMMAND ...``;
 under torchrun: ``torchrun --nproc_per_node=N -m nmtmodels.cli train ...``).  Exit codes, the
@@ -34,6 +35,7 @@ COMMANDS = {
     "score": "nmtmodels.cli.score",
     "postprocess": "nmtmodels.cli.postprocess",
     "package": "nmtmodels.cli.package",
+    "new-family": "nmtmodels.cli.new_family",
 }
 
 
@@ -47,6 +49,7 @@ SUMMARIES = {
     "score": "score hypotheses against references with sacreBLEU (the workflow's score rule)",
     "postprocess": "undo subwords and detokenise model output (the workflow's postprocess rule)",
     "package": "write a model package: checkpoint and raw-text preprocessing (the workflow's model_package rule)",
+    "new-family": "write the stubs of a model family of your own: module, tests, docs page",
 }
 
 

@@ -51,3 +51,34 @@ def test_the_suite_fails_a_family_that_breaks_a_rule(monkeypatch) -> None:
     model.unused = torch.nn.Linear(2, 2)
     with pytest.raises(AssertionError, match="unused.weight"):
         testing.check_every_parameter_learns(model, batch)
+
+
+def test_a_family_from_the_template_passes_the_suite_and_trains_one_update(tmp_path) -> None:
+    """``python -m nmtmodels new-family`` writes a family that nmt-train finds through
+    NMT_USER_MODULES and trains, and whose own test file runs the conformance suite green."""
+    import os
+    import subprocess
+    import sys
+
+    from nmtmodels.tests.copy_task_fixtures import copy_task, write_lines
+
+    run = lambda args, **kw: subprocess.run([sys.executable, *args], capture_output=True, text=True, timeout=300,
+                                            check=False, **kw)
+    made = run(["-m", "nmtmodels", "new-family", "toy_method", "--directory", str(tmp_path / "mine")])
+    assert made.returncode == 0, made.stderr
+    assert sorted(p.name for p in (tmp_path / "mine").iterdir()) == ["test_toy_method.py", "toy_method.md", "toy_method.py"]
+    src, tgt = copy_task(40, seed=1)
+    write_lines(tmp_path / "train.src", src)
+    write_lines(tmp_path / "train.tgt", tgt)
+    write_lines(tmp_path / "vocab.txt", sorted({token for line in src + tgt for token in line.split()}))
+    (tmp_path / "exp.yaml").write_text("model: {preset: tiny, family: toy_method, options: {example_size: 2}}\n"
+                                       "train: {max_tokens: 200, max_updates: 1, num_threads: 1}\n")
+    env = {**os.environ, "NMT_USER_MODULES": str(tmp_path / "mine" / "toy_method.py"), "OMP_NUM_THREADS": "1"}
+    trained = run(["-m", "nmtmodels", "train", "--config", str(tmp_path / "exp.yaml"), "--train-src", str(tmp_path / "train.src"),
+                   "--train-tgt", str(tmp_path / "train.tgt"), "--src-vocab", str(tmp_path / "vocab.txt"), "--tgt-vocab",
+                   str(tmp_path / "vocab.txt"), "--out-dir", str(tmp_path / "out"), "--device", "cpu"], env=env)
+    assert trained.returncode == 0, trained.stderr
+    assert (tmp_path / "out" / "checkpoint_last.pt").is_file()
+    suite = run(["-m", "pytest", "-q", "-p", "no:cacheprovider", str(tmp_path / "mine" / "test_toy_method.py")],
+                cwd=tmp_path, env={**env, "PYTHONDONTWRITEBYTECODE": "1"})
+    assert suite.returncode == 0 and " 6 passed" in suite.stdout, suite.stdout + suite.stderr
