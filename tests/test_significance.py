@@ -272,6 +272,20 @@ def test_compare_reports_every_test_and_metric():
     assert "paired_bs" not in without_tok["metrics"]["bleu"]
 
 
+def test_a_zero_difference_is_never_significant():
+    """Two systems that both score 0 (and two identical systems): every test's p-value is 1,
+    where sacrebleu alone reports its smallest p-value for the tie at 0."""
+    _, _, streams = corpus(30, seed=4)
+    empty = ["zzz"] * 30  # no n-gram of the references: BLEU 0 for both
+    other = ["yyy qqq"] * 30
+    for system, baseline in ((empty, other), (streams[0], streams[0])):
+        result = sig.compare("en", system, baseline, streams, bootstrap_samples=50, ar_trials=60, seed=3)["metrics"]["bleu"]
+        assert result["system_score"] == result["baseline_score"]
+        assert result["sign"]["p_value"] == 1.0
+        assert result["paired_bs"]["p_value"] == result["paired_ar"]["p_value"] == 1.0
+        assert result["paired_ar"]["zero_difference"] is True
+
+
 def test_cli_writes_json(tmp_path, files):
     out = tmp_path / "cmp.json"
     rc = sig.main(["--lang", "en", "--system", str(files["system"]), "--baseline", str(files["baseline"]),

@@ -194,6 +194,10 @@ def compare(
             if test in tests:
                 samples = bootstrap_samples if test == "paired_bs" else ar_trials
                 entry[test] = paired_test(test, metric, sys_lines, base_lines, samples, seed)
+                if entry["system_score"] == entry["baseline_score"]:
+                    # No difference is no evidence: sacrebleu reports its smallest p-value for two
+                    # systems that both score exactly 0, as if the tie were significant.
+                    entry[test].update(p_value=1.0, zero_difference=True)
         results[name] = entry
     return {
         "metrics": results,
