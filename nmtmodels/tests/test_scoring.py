@@ -176,3 +176,19 @@ def test_blank_reference_lines_are_counted() -> None:
     first, second = ["a cat", "", "x", "the end"], ["a cat", "a dog", "  ", "the end"]
     assert score_corpus(hyps, [first, second], "en")["blank_reference_lines"] == 2  # lines 2 and 3
     assert score_corpus(hyps, [second], "en")["blank_reference_lines"] == 1
+
+
+def test_chrf_plus_plus_matches_the_cli_and_changes_the_fingerprint(tmp_path, monkeypatch):
+    """chrF++ is one registry entry: its score and signature are sacrebleu's (``-m chrf
+    --chrf-word-order 2``), and taking it out of the registry changes the fingerprint that makes
+    the workflow rescore."""
+    from nmtmodels.text import scoring
+
+    scores = score_corpus(HYPS, [REFS_A, REFS_B], "en")
+    cli = cli_scores(tmp_path, HYPS, [REFS_A, REFS_B], "--chrf-word-order", "2")
+    assert scores["chrf_pp"]["score"] == pytest.approx(cli["chrF2++"]["score"], abs=1e-4)
+    assert scores["chrf_pp"]["signature"] == cli["chrF2++"]["signature"] and "nw:2" in scores["chrf_pp"]["signature"]
+    with_it = scoring.metrics_fingerprint()
+    monkeypatch.setattr(scoring, "METRICS", {k: v for k, v in scoring.METRICS.items() if k != "chrf_pp"})
+    assert scoring.metrics_fingerprint() != with_it
+    assert "chrf_pp" not in score_corpus(HYPS, [REFS_A], "en")

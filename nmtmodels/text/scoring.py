@@ -4,6 +4,8 @@
   ``zh`` for Chinese, ``ja-mecab`` for Japanese when its extra packages are importable and
   ``char`` otherwise (the tokenizer is part of the signature, so the two are never confused).
 * ``chrf``: chrF2 (sacrebleu defaults) on the same text.
+* ``chrf_pp``: chrF++ (sacrebleu's ``CHRF(word_order=2)``: character n-grams and word uni- and
+  bigrams) on the same text.
 * ``ter``: TER (translation edit rate, lower is better: word edits, a block shift counting as
   one, per reference word) on the same text; sacrebleu defaults (case-insensitive, words split
   at spaces), and for Chinese and Japanese ``normalized`` + ``asian_support`` so that
@@ -15,6 +17,12 @@
 References are given as sacrebleu expects them: a list of reference *streams*, each with
 one line per hypothesis (two references -> two lists as long as the hypotheses).
 
+Each metric is one :class:`MetricSpec` in :data:`METRICS` (how to make the sacrebleu metric for
+a language, its display name, whether higher is better, whether it reads tokenised text, and
+whether the significance tests support it); :func:`score_corpus`, the workflow's significance
+tests, tables and plots read them from there, so a metric of your own is one
+:func:`register_metric` call (docs/howto.md, "A new metric").
+
 CLI::
 
     python -m nmtmodels.cli score --lang de --hyp HYP --ref REF [--ref REF2 ...]
@@ -23,12 +31,17 @@ CLI::
 from __future__ import annotations
 
 import functools
+import hashlib
 import importlib.util
 import json
 import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
+import sacrebleu
 from sacrebleu.metrics import BLEU, CHRF, TER
+from sacrebleu.metrics.base import Metric
 
 from nmtmodels.text.postprocess import CJK_LANGUAGES, base_language
 from nmtmodels.textio import atomic_write_text
@@ -75,17 +88,71 @@ def ter_metric(lang: str) -> TER:
     return TER(normalized=cjk, asian_support=cjk)
 
 
-def _bleu_entry(metric: BLEU, hypotheses: list[str], references: list[list[str]]) -> dict[str, Any]:
-    result = metric.corpus_score(hypotheses, references)
-    return {
-        "score": result.score,
-        "signature": str(metric.get_signature()),
-        "precisions": list(result.precisions),
-        "brevity_penalty": result.bp,
-        "length_ratio": result.ratio,
-        "hypothesis_length": result.sys_len,
-        "reference_length": result.ref_len,
-    }
+def _bleu_details(result: Any) -> dict[str, Any]:
+    return {"precisions": list(result.precisions), "brevity_penalty": result.bp, "length_ratio": result.ratio,
+            "hypothesis_length": result.sys_len, "reference_length": result.ref_len}
+
+
+def _ter_details(result: Any) -> dict[str, Any]:
+    return {"num_edits": result.num_edits, "reference_length": result.ref_length}
+
+
+@dataclass(frozen=True)
+class MetricSpec:
+    """One metric: ``make(lang)`` gives the sacrebleu metric for a target language; ``display``
+    names its column; ``tokenized``: it scores the tokenised text (``--tok-hyp``/``--tok-ref``)
+    instead of the detokenised; ``significance``: the sign and paired tests support it (sacrebleu
+    sentence statistics); ``details``: more fields of its scores.json entry from the result."""
+
+    name: str
+    display: str
+    make: Callable[[str], Metric]
+    higher_is_better: bool = True
+    tokenized: bool = False
+    significance: bool = True
+    details: Callable[[Any], dict[str, Any]] | None = field(default=None, compare=False)
+
+    def entry(self, hypotheses: list[str], references: list[list[str]], lang: str) -> dict[str, Any]:
+        """``{"score", "signature", ...details}`` of one system output."""
+        metric = self.make(lang)
+        result = metric.corpus_score(hypotheses, references)
+        return {"score": result.score, "signature": str(metric.get_signature()),
+                **(self.details(result) if self.details is not None else {})}
+
+
+METRICS: dict[str, MetricSpec] = {}
+
+
+def register_metric(spec: MetricSpec) -> MetricSpec:
+    """Add ``spec`` to :data:`METRICS` (a name may be registered once)."""
+    if spec.name in METRICS and METRICS[spec.name] != spec:
+        raise ValueError(f"metric {spec.name!r} is already registered")
+    METRICS[spec.name] = spec
+    return spec
+
+
+register_metric(MetricSpec("bleu", "sacreBLEU", detokenized_bleu, details=_bleu_details))
+register_metric(MetricSpec("chrf", "chrF2", lambda lang: CHRF()))
+register_metric(MetricSpec("chrf_pp", "chrF++", lambda lang: CHRF(word_order=2)))  # Popovic (2017): + word bigrams
+register_metric(MetricSpec("ter", "TER", ter_metric, higher_is_better=False, significance=False, details=_ter_details))
+register_metric(MetricSpec("tokenized_bleu", "BLEU (tokenised)", lambda lang: tokenized_bleu(), tokenized=True,
+                           details=_bleu_details))
+
+
+def metrics_fingerprint() -> str:
+    """What decides every score: the registered metrics, each with the settings of its sacrebleu
+    metric for a Latin-script and a Chinese target, and sacrebleu's version.  The workflow's
+    score rule takes it as a parameter, so a metric added or changed reruns the score jobs,
+    nothing else."""
+    parts = [sacrebleu.__version__]
+    for name, spec in sorted(METRICS.items()):
+        settings = []
+        for lang in ("en", "zh"):
+            metric = spec.make(lang)
+            plain = {key: value for key, value in vars(metric).items() if isinstance(value, (str, int, float, bool, type(None)))}
+            settings.append(f"{type(metric).__name__}{sorted(plain.items())}")
+        parts.append(f"{name}|{spec.display}|{spec.higher_is_better}|{spec.tokenized}|{'|'.join(settings)}")
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
 
 
 def score_corpus(
@@ -95,34 +162,29 @@ def score_corpus(
     tokenized_hypotheses: list[str] | None = None,
     tokenized_references: list[list[str]] | None = None,
 ) -> dict[str, Any]:
-    """BLEU, chrF, TER and (given tokenised text) tokenised BLEU of one system output.
+    """Every metric of :data:`METRICS` of one system output (those on tokenised text only given
+    tokenised text, else None).
 
-    Returns ``{"bleu": {...}, "chrf": {...}, "ter": {...}, "tokenized_bleu": {...} | None,
+    Returns ``{"bleu": {...}, "chrf": {...}, "ter": {...}, "tokenized_bleu": {...} | None, ...,
     "num_sentences": n, "num_references": r, "blank_reference_lines": b, "lang": lang}`` (``b``:
     lines where some reference is empty, as ``blank_references: warn`` keeps them); every metric entry holds
     ``score`` and sacrebleu's ``signature``.  ValueError on empty input or mismatched counts.
     """
     _check_counts(hypotheses, references, "detokenised text")
-    bleu = _bleu_entry(detokenized_bleu(lang), hypotheses, references)
-    chrf_metric = CHRF()
-    chrf = {"score": chrf_metric.corpus_score(hypotheses, references).score, "signature": str(chrf_metric.get_signature())}
-    ter_scorer = ter_metric(lang)
-    ter_result = ter_scorer.corpus_score(hypotheses, references)
-    ter = {"score": ter_result.score, "signature": str(ter_scorer.get_signature()),
-           "num_edits": ter_result.num_edits, "reference_length": ter_result.ref_length}
-    tokenized = None
     if (tokenized_hypotheses is None) != (tokenized_references is None):
         raise ValueError("tokenised BLEU needs both tokenized_hypotheses and tokenized_references")
     if tokenized_hypotheses is not None:
         _check_counts(tokenized_hypotheses, tokenized_references, "tokenised text")
         if len(tokenized_hypotheses) != len(hypotheses):
             raise ValueError(f"{len(hypotheses)} detokenised but {len(tokenized_hypotheses)} tokenised hypotheses")
-        tokenized = _bleu_entry(tokenized_bleu(), tokenized_hypotheses, tokenized_references)
+    scores: dict[str, Any] = {}
+    for name, spec in METRICS.items():
+        if not spec.tokenized:
+            scores[name] = spec.entry(hypotheses, references, lang)
+        else:
+            scores[name] = None if tokenized_hypotheses is None else spec.entry(tokenized_hypotheses, tokenized_references, lang)
     return {
-        "bleu": bleu,
-        "chrf": chrf,
-        "ter": ter,
-        "tokenized_bleu": tokenized,
+        **scores,
         "num_sentences": len(hypotheses),
         "num_references": len(references),
         "blank_reference_lines": sum(1 for line in zip(*references) if any(not ref.strip() for ref in line)),
