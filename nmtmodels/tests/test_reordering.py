@@ -10,7 +10,6 @@ import torch.nn.functional as F
 
 from nmtmodels.batch import BOS_ID, EOS_ID, PAD_ID, Batch
 from nmtmodels.config import ConfigError, ModelConfig
-from nmtmodels.decoding.search import DecodeConfig, beam_search
 from nmtmodels.models.reordering import ReorderingModel
 from nmtmodels.models.transformer import TransformerDecoder, TransformerEncoder
 from nmtmodels.modules.relative import relative_position_ids
@@ -217,21 +216,6 @@ def test_incremental_decoding_equals_full_forward(side: str, control: str, norma
     torch.testing.assert_close(torch.cat(steps, 1), full, atol=1e-5, rtol=1e-5)
     torch.testing.assert_close(torch.cat(attentions, 1), full_attention, atol=1e-6, rtol=1e-5)
     assert cache["step"] == batch.tgt_in.size(1)
-
-
-@torch.no_grad()
-def test_beam_search_of_a_batch_matches_each_sentence_alone() -> None:
-    torch.manual_seed(4)
-    model = model_of("both").eval()
-    batch = random_batch([6, 3, 5], tgt_len=1, seed=4)
-    cfg = DecodeConfig(beam=3, max_len_a=0, max_len_b=6)
-    together = beam_search(model, batch, cfg)
-    for row in range(3):
-        one = batch.select(torch.tensor([row]))
-        one.src = one.src[:, : int(batch.src_lengths[row])]
-        alone = beam_search(model, one, cfg)[0][0]
-        assert alone.tokens == together[row][0].tokens
-        assert alone.score == pytest.approx(together[row][0].score, abs=1e-4)
 
 
 def test_relative_position_ids_by_hand() -> None:
