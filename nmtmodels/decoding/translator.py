@@ -190,7 +190,7 @@ class Translator:
                                       f"but {checkpoint} translates {pair[0]}->{pair[1]}; an ensemble's members must "
                                       "translate the same language pair")
         loaded = [load_model_from_checkpoint(str(checkpoint), device) for checkpoint in checkpoints]
-        model, src_vocab, tgt_vocab, state = loaded[0]
+        model, source_vocab, target_vocab, state = loaded[0]
         if len(loaded) > 1:
             check_members([entry[3] for entry in loaded], [entry[0] for entry in loaded], [str(c) for c in checkpoints])
             model = Ensemble([entry[0] for entry in loaded])
@@ -206,7 +206,7 @@ class Translator:
                     check_fingerprint(vocabulary, state["vocab"][f"{side}_fingerprint"], side, given)
                 except ValueError as exc:
                     raise ConfigError(str(exc)) from None
-        return cls(model, src_vocab, tgt_vocab, state, package=package, device=device,
+        return cls(model, source_vocab, target_vocab, state, package=package, device=device,
                    name=" ".join(str(c) for c in checkpoints))
 
     @property

@@ -162,18 +162,26 @@ class SelfGate(nn.Module):
     def __init__(self, d_model: int) -> None:
         super().__init__()
         self.query = nn.Linear(d_model, d_model)
-        self.key = nn.Linear(d_model, d_model)
+        # No key bias: its term (W_q u_a + b_q) b_k is the same for every key b and cancels in
+        # the softmax, so it could never learn (the conformance suite's gradient check).
+        self.key = nn.Linear(d_model, d_model, bias=False)
         self.value = nn.Linear(d_model, d_model)
         for proj in (self.query, self.key, self.value):
             nn.init.xavier_uniform_(proj.weight)
-            nn.init.zeros_(proj.bias)
+            if proj.bias is not None:
+                nn.init.zeros_(proj.bias)
+        self._register_load_state_dict_pre_hook(self._drop_key_bias)
+
+    @staticmethod
+    def _drop_key_bias(state: dict, prefix: str, *args: object) -> None:
+        """Checkpoints written with the key bias (always zero-gradient) load without it."""
+        state.pop(prefix + "key.bias", None)
 
     def unit_weights(self, units: Tensor) -> Tensor:
         """(B, S, 4): sum over queries a of softmax(R_q R_k^T / sqrt(d))_ab / 4, per unit b.
 
-        ``(W_q u_a + b_q)(W_k u_b + b_k)`` is computed as ``(u_a W_q^T W_k + b_q W_k) u_b``: the
-        terms that do not depend on the key b cancel in the softmax, and one d x d product
-        per unit replaces two."""
+        ``(W_q u_a + b_q)(W_k u_b)`` is computed as ``(u_a W_q^T W_k + b_q W_k) u_b``: one d x d
+        product per unit replaces two."""
         bilinear = self.query.weight.t() @ self.key.weight
         queries = units @ bilinear + self.query.bias @ self.key.weight
         scores = queries @ units.transpose(-1, -2) / math.sqrt(units.size(-1))

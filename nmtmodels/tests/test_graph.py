@@ -177,7 +177,7 @@ def expected_layer_parameters(d: int, ffn: int, options: dict, normalize_before:
     qkv = d * 3 * inner + 3 * inner
     out = inner * d + d
     attention = qkv + 3 * out if options.get("shared_qkv") else 3 * attention_parameters(d, inner)
-    fusion = {"self_gate": 3 * (d * d + d), "gate": 2 * d * d + d}.get(options.get("fusion"), 0)
+    fusion = {"self_gate": 3 * (d * d + d) - d, "gate": 2 * d * d + d}.get(options.get("fusion"), 0)  # no key bias
     if options.get("gate") == "printed":
         fusion = 0
     norms = (3 if normalize_before else 2) * 2 * d
@@ -352,3 +352,12 @@ def test_the_carry_gated_transformer_adds_only_the_gate() -> None:
     assert residual_path_is_kept({"subgraphs": False, "fusion": "gate"}, normalize_before=True)
     weights = control.high_order_weights(random_batch([5, 3], tgt_len=2))  # sigmoid(-2) at the start
     torch.testing.assert_close(weights, torch.full_like(weights, 1 / (1 + math.exp(2.0))))
+
+
+def test_a_self_gate_checkpoint_with_the_old_key_bias_still_loads() -> None:
+    """The self-gate's key bias cancels in its softmax and is gone; a state dict that has it loads."""
+    model = model_of({"fusion": "self_gate"})
+    state = model.state_dict()
+    old = {**state, "encoder.layers.0.fusion.key.bias": torch.zeros(32)}
+    model_of({"fusion": "self_gate"}).load_state_dict(old)  # strict: no unexpected key
+    assert "encoder.layers.0.fusion.key.bias" not in state
