@@ -36,7 +36,7 @@ def test_first_layer_self_attention_adds_the_clipped_distance_terms_by_hand() ->
     batch = random_batch([5], 2)
     encoder, layer = model.encoder, model.encoder.layers[0]
     seen = {}
-    layer.self_attn.register_forward_hook(lambda module, args, out: seen.setdefault("out", out[0]))
+    layer.self_attn.register_forward_hook(lambda module, args, out: seen.update(out=out[0]))  # returns None: output kept
     encoder(batch.src, batch.src_pad_mask)
     x = layer.self_attn_residual.prepare(encoder.embedding(batch.src))[0]
     attn, k = layer.self_attn, 2

@@ -79,7 +79,7 @@ def naive_layer(layer, fusion, previous, incremental, pad_mask, normalize_before
     else:  # eq. 7 with R_v applied to every unit
         gate = layer.fusion
         R = torch.stack([i_h, i_m1, i_m2, i_l], dim=2)  # (B, S, 4, d)
-        Rq, Rk, Rv = (R @ lin.weight.t() + lin.bias for lin in (gate.query, gate.key, gate.value))
+        Rq, Rk, Rv = (R @ lin.weight.t() + (lin.bias if lin.bias is not None else 0) for lin in (gate.query, gate.key, gate.value))
         A = torch.softmax(Rq @ Rk.transpose(-1, -2) / math.sqrt(R.size(-1)), dim=-1)  # (B, S, 4, 4)
         R_f = (A / 4) @ Rv
         fused = R_f.sum(dim=2)
