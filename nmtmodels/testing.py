@@ -12,6 +12,7 @@ search and the compiled paths rely on, checked on one small model and batch of t
 * :func:`check_bucket_padding`: padding a batch to shape buckets (what compiled training does,
   :func:`nmtmodels.batch.pad_to_buckets`) changes neither the loss nor any gradient.
 
+It needs no test framework (plain ``assert``); the class below is collected by pytest.
 The built-in families run it in ``nmtmodels/tests/test_conformance.py`` (every registered
 family must have a case there, or that test fails).  A family from outside the package runs
 the same suite with one class in its own tests::
@@ -27,9 +28,10 @@ batch; a family with ``extra_inputs`` overrides it to give them.
 from __future__ import annotations
 
 import dataclasses
+import math
+import re
 from typing import Any, ClassVar
 
-import pytest
 import torch
 
 from nmtmodels.batch import BOS_ID, EOS_ID, PAD_ID, Batch, pad_to_buckets
@@ -109,7 +111,7 @@ def check_batched_beam_search(model: Seq2SeqModel, batch: Batch) -> None:
     for row in range(source.size):
         best = beam_search(model, alone(source, row, dict(model.extra_inputs)), cfg)[0][0]
         assert best.tokens == together[row][0].tokens, f"row {row}: {best.tokens} alone, {together[row][0].tokens} in the batch"
-        assert best.score == pytest.approx(together[row][0].score, abs=1e-4)
+        assert math.isclose(best.score, together[row][0].score, abs_tol=1e-4), (row, best.score, together[row][0].score)
 
 
 def _loss_and_grads(model: Seq2SeqModel, batch: Batch) -> tuple[torch.Tensor, torch.Tensor, dict[str, torch.Tensor]]:
@@ -137,8 +139,12 @@ def check_options(family: str) -> None:
     """The family's default options parse; an unknown option is a ConfigError naming it."""
     cls = get_model_class(family)
     cls.parse_options({})
-    with pytest.raises(ConfigError, match=r"^model\.options\.no_such_option\b"):
+    try:
         cls.parse_options({"no_such_option": 1})
+    except ConfigError as exc:
+        assert re.match(r"model\.options\.no_such_option\b", str(exc)), f"the error does not name the option: {exc}"
+    else:
+        raise AssertionError(f"model family {family!r} accepted an unknown option")
 
 
 def check_bucket_padding(model: Seq2SeqModel, batch: Batch) -> None:

@@ -189,6 +189,6 @@ def test_chrf_plus_plus_matches_the_cli_and_changes_the_fingerprint(tmp_path, mo
     assert scores["chrf_pp"]["score"] == pytest.approx(cli["chrF2++"]["score"], abs=1e-4)
     assert scores["chrf_pp"]["signature"] == cli["chrF2++"]["signature"] and "nw:2" in scores["chrf_pp"]["signature"]
     with_it = scoring.metrics_fingerprint()
-    monkeypatch.setattr(scoring, "METRICS", {k: v for k, v in scoring.METRICS.items() if k != "chrf_pp"})
+    monkeypatch.setattr(scoring, "METRIC_SPECS", {k: v for k, v in scoring.METRIC_SPECS.items() if k != "chrf_pp"})
     assert scoring.metrics_fingerprint() != with_it
     assert "chrf_pp" not in score_corpus(HYPS, [REFS_A], "en")

@@ -17,7 +17,7 @@
 References are given as sacrebleu expects them: a list of reference *streams*, each with
 one line per hypothesis (two references -> two lists as long as the hypotheses).
 
-Each metric is one :class:`MetricSpec` in :data:`METRICS` (how to make the sacrebleu metric for
+Each metric is one :class:`MetricSpec` in :data:`METRIC_SPECS` (how to make the sacrebleu metric for
 a language, its display name, whether higher is better, whether it reads tokenised text, and
 whether the significance tests support it); :func:`score_corpus`, the workflow's significance
 tests, tables and plots read them from there, so a metric of your own is one
@@ -120,14 +120,14 @@ class MetricSpec:
                 **(self.details(result) if self.details is not None else {})}
 
 
-METRICS: dict[str, MetricSpec] = {}
+METRIC_SPECS: dict[str, MetricSpec] = {}
 
 
 def register_metric(spec: MetricSpec) -> MetricSpec:
-    """Add ``spec`` to :data:`METRICS` (a name may be registered once)."""
-    if spec.name in METRICS and METRICS[spec.name] != spec:
+    """Add ``spec`` to :data:`METRIC_SPECS` (a name may be registered once)."""
+    if spec.name in METRIC_SPECS and METRIC_SPECS[spec.name] != spec:
         raise ValueError(f"metric {spec.name!r} is already registered")
-    METRICS[spec.name] = spec
+    METRIC_SPECS[spec.name] = spec
     return spec
 
 
@@ -145,7 +145,7 @@ def metrics_fingerprint() -> str:
     score rule takes it as a parameter, so a metric added or changed reruns the score jobs,
     nothing else."""
     parts = [sacrebleu.__version__]
-    for name, spec in sorted(METRICS.items()):
+    for name, spec in sorted(METRIC_SPECS.items()):
         settings = []
         for lang in ("en", "zh"):
             metric = spec.make(lang)
@@ -162,7 +162,7 @@ def score_corpus(
     tokenized_hypotheses: list[str] | None = None,
     tokenized_references: list[list[str]] | None = None,
 ) -> dict[str, Any]:
-    """Every metric of :data:`METRICS` of one system output (those on tokenised text only given
+    """Every metric of :data:`METRIC_SPECS` of one system output (those on tokenised text only given
     tokenised text, else None).
 
     Returns ``{"bleu": {...}, "chrf": {...}, "ter": {...}, "tokenized_bleu": {...} | None, ...,
@@ -178,7 +178,7 @@ def score_corpus(
         if len(tokenized_hypotheses) != len(hypotheses):
             raise ValueError(f"{len(hypotheses)} detokenised but {len(tokenized_hypotheses)} tokenised hypotheses")
     scores: dict[str, Any] = {}
-    for name, spec in METRICS.items():
+    for name, spec in METRIC_SPECS.items():
         if not spec.tokenized:
             scores[name] = spec.entry(hypotheses, references, lang)
         else:
