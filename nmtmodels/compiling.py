@@ -65,13 +65,3 @@ def begin_step(mode: str, device: torch.device) -> None:
     if mode in ("reduce-overhead", "max-autotune") and device.type == "cuda":
         torch.compiler.cudagraph_mark_step_begin()
 
-
-def __getattr__(name: str) -> Any:
-    if name == "pad_to_buckets":  # moved in 0.2; the old import path works for one release
-        import warnings
-
-        from nmtmodels.batch import pad_to_buckets
-
-        warnings.warn("nmtmodels.compiling.pad_to_buckets moved to nmtmodels.batch.pad_to_buckets", DeprecationWarning, stacklevel=2)
-        return pad_to_buckets
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -31,7 +31,7 @@ import numpy as np
 import torch
 
 from nmtmodels.batch import BOS_ID, EOS_ID, PAD_ID, Batch
-from nmtmodels.batching import BucketBatchSampler, Unit  # noqa: F401  (BucketBatchSampler: the 0.1 import path)
+from nmtmodels.batching import Unit
 from nmtmodels.textio import DataError, read_lines
 from nmtmodels.vocab import Vocabulary
 

@@ -45,7 +45,7 @@ def test_every_run_of_all_gets_a_package_lattice_and_esc_runs_included(config):
 def test_a_lattice_run_s_package_takes_its_segmentations_and_the_codes_of_its_bpe_sizes(lattice, unit):
     """The package records what the lattice rules used: the segmentations, the position unit
     of rule lattice_inputs (footnote 1: subword for BPE sizes only) and lattice_vocab_size."""
-    from workflow_scripts.data.lattice import paper_position_unit
+    from nmtmodels.text.lattice import paper_position_unit
 
     config = copy.deepcopy(CONFIG)
     config["lattice_vocab_size"] = 5000
