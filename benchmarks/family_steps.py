@@ -116,8 +116,8 @@ def with_compressed(batch: Batch, ratio: float = 0.6) -> Batch:
 
 def char_batches(count: int, budget: int, seed: int):
     """(batches, source vocabulary, target vocabulary) of random character sentences."""
-    from nmtmodels.batching import BucketBatchSampler
     from nmtmodels.data import ParallelDataset
+    from nmtmodels.sampler import BucketBatchSampler
     from nmtmodels.vocab import Vocabulary
 
     src_lines, tgt_lines = bench_char.random_lines(max(8, count * budget // 100), 20.0, seed)

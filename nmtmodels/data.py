@@ -15,7 +15,7 @@ on the source and BOS/EOS on the target) are handled per ``too_long``:
 * ``"truncate"`` (translation on request): cut to the limit, keeping ``</s>``; an integer
   extra field with one value per source token (lattice spans) is cut with the tokens.
 
-Batches of a token or character budget: :class:`nmtmodels.batching.BucketBatchSampler`.
+Batches of a token or character budget: :class:`nmtmodels.sampler.BucketBatchSampler`.
 """
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ import numpy as np
 import torch
 
 from nmtmodels.batch import BOS_ID, EOS_ID, PAD_ID, Batch
-from nmtmodels.batching import Unit
+from nmtmodels.sampler import Unit
 from nmtmodels.textio import DataError, read_lines
 from nmtmodels.vocab import Vocabulary
 

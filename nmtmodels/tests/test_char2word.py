@@ -6,7 +6,6 @@ import pytest
 import torch
 
 from nmtmodels.batch import BOS_ID, EOS_ID, PAD_ID, Batch
-from nmtmodels.batching import BucketBatchSampler
 from nmtmodels.config import ConfigError, ModelConfig
 from nmtmodels.data import ParallelDataset
 from nmtmodels.decoding.search import DecodeConfig, beam_search, greedy_search
@@ -17,6 +16,7 @@ from nmtmodels.models.char2word import (
     word_end_positions,
 )
 from nmtmodels.registry import build_model, validate_model_config
+from nmtmodels.sampler import BucketBatchSampler
 from nmtmodels.symbols import SPACE_SYMBOL
 from nmtmodels.vocab import Vocabulary
 

@@ -6,9 +6,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from nmtmodels.batch import BOS_ID, EOS_ID, PAD_ID, UNK_ID
-from nmtmodels.batching import BucketBatchSampler
 from nmtmodels.config import ConfigError
 from nmtmodels.data import ExtraField, ParallelDataset, collate
+from nmtmodels.sampler import BucketBatchSampler
 from nmtmodels.tests.copy_task_fixtures import write_lines
 from nmtmodels.textio import DataError
 from nmtmodels.vocab import Vocabulary

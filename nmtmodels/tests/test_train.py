@@ -15,7 +15,6 @@ from torch import nn
 
 from nmtmodels import checkpoint as ckpt_module
 from nmtmodels.batch import PAD_ID
-from nmtmodels.batching import BucketBatchSampler
 from nmtmodels.checkpoint import (
     CheckpointError,
     CheckpointWriteError,
@@ -26,6 +25,7 @@ from nmtmodels.checkpoint import (
 from nmtmodels.config import ConfigError, from_dict
 from nmtmodels.data import ParallelDataset, Ragged
 from nmtmodels.registry import model_families
+from nmtmodels.sampler import BucketBatchSampler
 from nmtmodels.tests.copy_task_fixtures import (
     copy_task_corpus,
     tiny_model,

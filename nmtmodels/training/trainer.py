@@ -22,13 +22,13 @@ import yaml
 from torch import Tensor
 
 from nmtmodels.batch import Batch, pad_to_buckets
-from nmtmodels.batching import BucketBatchSampler
 from nmtmodels.checkpoint import save_checkpoint
 from nmtmodels.compiling import begin_step, compile_module
 from nmtmodels.config import ConfigError, plain_dict
 from nmtmodels.data import ParallelDataset
 from nmtmodels.models.base import Seq2SeqModel
 from nmtmodels.modules.attention import avoid_per_shape_attention_kernels
+from nmtmodels.sampler import BucketBatchSampler
 from nmtmodels.textio import atomic_write_text
 from nmtmodels.training.config import TrainConfig
 from nmtmodels.training.distributed import DistributedContext, all_reduce_sum, broadcast_object
