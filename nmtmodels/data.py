@@ -31,8 +31,8 @@ import numpy as np
 import torch
 
 from nmtmodels.batch import BOS_ID, EOS_ID, PAD_ID, Batch
+from nmtmodels.files import DataError, read_lines
 from nmtmodels.sampler import Unit
-from nmtmodels.textio import DataError, read_lines
 from nmtmodels.vocab import Vocabulary
 
 TooLong = Literal["error", "skip", "truncate"]

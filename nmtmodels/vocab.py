@@ -24,8 +24,8 @@ import os
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 
+from nmtmodels.files import DataError, atomic_write_text, read_lines
 from nmtmodels.symbols import BOS_ID, EOS_ID, PAD_ID, SPECIAL_SYMBOLS, UNK, UNK_ID
-from nmtmodels.textio import DataError, atomic_write_text, read_lines
 
 
 class Vocabulary:

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from nmtmodels.files import DataError
 from nmtmodels.symbols import SPACE_SYMBOL as SPACE
-from nmtmodels.textio import DataError
 from workflow_scripts.data import chars, parallel
 from workflow_scripts.data.chars import UNK, build_vocabulary, encode_line, filter_pairs, read_vocabulary
 

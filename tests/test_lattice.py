@@ -13,6 +13,7 @@ import pytest
 import torch
 import yaml
 
+from nmtmodels.files import DataError
 from nmtmodels.models.lattice import relation_ids
 from nmtmodels.text.lattice import (
     POSITION_UNITS,
@@ -27,7 +28,6 @@ from nmtmodels.text.lattice import (
     read_lattices,
     renumber_nodes,
 )
-from nmtmodels.textio import DataError
 from workflow_scripts.dag import checks, lattices, runs, sources
 from workflow_scripts.data import bpe
 from workflow_scripts.data.lattice import main

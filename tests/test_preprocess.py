@@ -10,7 +10,7 @@ import pytest
 import yaml
 from sacremoses import MosesPunctNormalizer, MosesTokenizer
 
-from nmtmodels.textio import DataError
+from nmtmodels.files import DataError
 from workflow_scripts.data import parallel, preprocess
 from workflow_scripts.data.preprocess import (
     CleanSettings,

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from nmtmodels.textio import DataError
+from nmtmodels.files import DataError
 from workflow_scripts.data import parallel, segment
 from workflow_scripts.data.segment import SegmentationError, WordSegmenter, check_segmenter, segment_file
 

@@ -55,9 +55,9 @@ from nmtmodels.decoding.ensemble import Ensemble, check_members
 from nmtmodels.decoding.scorer import DecodeConfig
 from nmtmodels.decoding.scorer import Hypothesis as SearchHypothesis
 from nmtmodels.devices import resolve_device, set_threads
+from nmtmodels.files import DataError
 from nmtmodels.text.model_package import CHECKPOINT_FILE, EncodedSource, ModelPackage, package_directory, read_package
 from nmtmodels.text.preprocessing import SegmentationError
-from nmtmodels.textio import DataError
 from nmtmodels.vocab import Vocabulary, check_fingerprint
 
 
@@ -103,7 +103,7 @@ class Translation:
 @dataclass(frozen=True)
 class LineTranslation:
     """What became of input line ``number``: the translations of its sentences (one, unless the
-    line was split into sentences), or the :class:`~nmtmodels.textio.DataError` that cost the
+    line was split into sentences), or the :class:`~nmtmodels.files.DataError` that cost the
     line (``translations`` then empty)."""
 
     number: int

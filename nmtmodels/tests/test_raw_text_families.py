@@ -34,12 +34,12 @@ from nmtmodels.data import ExtraField, ParallelDataset
 from nmtmodels.decoding.corpus import translate_dataset
 from nmtmodels.decoding.scorer import DecodeConfig
 from nmtmodels.decoding.translator import Translator, raw_text_refusal
+from nmtmodels.files import DataError
 from nmtmodels.models.lattice import SPAN_PAD
 from nmtmodels.registry import build_model
 from nmtmodels.text import preprocessing
 from nmtmodels.text.model_package import CompressionSettings, EncodedSource, LatticeSettings, PackageSettings, read_package, write_package
 from nmtmodels.text.preprocessing import LanguageSettings
-from nmtmodels.textio import DataError
 from nmtmodels.vocab import Vocabulary
 
 REPO = Path(__file__).resolve().parents[2]

@@ -29,11 +29,11 @@ from nmtmodels.data import ParallelDataset
 from nmtmodels.decoding.corpus import translate_dataset
 from nmtmodels.decoding.scorer import DecodeConfig
 from nmtmodels.decoding.translator import Translator
+from nmtmodels.files import DataError
 from nmtmodels.registry import build_model
 from nmtmodels.text.model_package import PackageSettings, read_package, write_package
 from nmtmodels.text.postprocess import postprocess
 from nmtmodels.text.preprocessing import LanguageSettings
-from nmtmodels.textio import DataError
 from nmtmodels.vocab import Vocabulary
 
 REPO = Path(__file__).resolve().parents[2]

@@ -49,8 +49,8 @@ from typing import Any
 from subword_nmt import apply_bpe
 
 from nmtmodels.config import ConfigError
+from nmtmodels.files import DataError, read_lines
 from nmtmodels.text.postprocess import SPACE_SYMBOL
-from nmtmodels.textio import DataError, read_lines
 
 UNICODE_FORMS = ("NFC", "NFKC", "NFD", "NFKD")
 GENERIC_TOKENIZERS = ("moses", "whitespace")

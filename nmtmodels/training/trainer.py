@@ -26,10 +26,10 @@ from nmtmodels.checkpoint import save_checkpoint
 from nmtmodels.compiling import begin_step, compile_module
 from nmtmodels.config import ConfigError, plain_dict
 from nmtmodels.data import ParallelDataset
+from nmtmodels.files import atomic_write_text
 from nmtmodels.models.base import Seq2SeqModel
 from nmtmodels.modules.attention import avoid_per_shape_attention_kernels
 from nmtmodels.sampler import BucketBatchSampler
-from nmtmodels.textio import atomic_write_text
 from nmtmodels.training.config import TrainConfig
 from nmtmodels.training.distributed import DistributedContext, all_reduce_sum, broadcast_object
 from nmtmodels.training.errors import TrainingDiverged

@@ -32,8 +32,8 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from nmtmodels.files import DataError, atomic_output, read_lines
 from nmtmodels.symbols import EOS, SPACE_SYMBOL
-from nmtmodels.textio import DataError, atomic_output, read_lines
 
 
 def choose_sentences(lines: Sequence[str], count: int, min_chars: int, max_chars: int, path: str = "<input>") -> list[int]:

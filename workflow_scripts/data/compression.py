@@ -46,7 +46,7 @@ import sys
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from nmtmodels.textio import DataError, atomic_output, atomic_outputs, read_lines
+from nmtmodels.files import DataError, atomic_output, atomic_outputs, read_lines
 
 # ----------------------------------------------------------------------------- noise
 MAX_REJECTIONS = 32  # draws of a copy of the sentence before additive noise lists the other sentences

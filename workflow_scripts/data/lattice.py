@@ -17,8 +17,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from nmtmodels.files import DataError
 from nmtmodels.text.lattice import POSITION_UNITS, build_file, read_lattices, write_inputs
-from nmtmodels.textio import DataError
 
 
 def main(argv: list[str] | None = None) -> None:

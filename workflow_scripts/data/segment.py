@@ -29,8 +29,8 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from nmtmodels.config import ConfigError
+from nmtmodels.files import DataError, atomic_output, read_lines
 from nmtmodels.text.preprocessing import SEGMENTERS, SegmentationError, WordSegmenter, check_segmenter
-from nmtmodels.textio import DataError, atomic_output, read_lines
 from workflow_scripts.data.parallel import WorkerError, add_threads_argument, parallel_map
 
 TABLES_ENV = "NMT_SEGMENTATIONS"  # folder of carried segmentation tables (see the module docstring)

@@ -17,7 +17,7 @@ import re
 import sys
 from pathlib import Path
 
-from nmtmodels.textio import DataError, atomic_output
+from nmtmodels.files import DataError, atomic_output
 
 # Series of a plot: (label, metrics.csv column), drawn in this order; the dev BLEU panel
 # appears only when some run logged it.

@@ -28,8 +28,8 @@ import sys
 from collections.abc import Iterable
 from typing import Any
 
+from nmtmodels.files import DataError, atomic_write_text, read_lines
 from nmtmodels.symbols import UNK_ID
-from nmtmodels.textio import DataError, atomic_write_text, read_lines
 from nmtmodels.vocab import Vocabulary
 
 

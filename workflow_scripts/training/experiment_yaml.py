@@ -17,7 +17,7 @@ import sys
 import yaml
 
 from nmtmodels.experiment import SECTIONS
-from nmtmodels.textio import atomic_output
+from nmtmodels.files import atomic_output
 
 
 def write_settings(settings: dict, output: str) -> None:
