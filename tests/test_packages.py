@@ -66,13 +66,13 @@ def test_a_lattice_run_s_package_takes_its_segmentations_and_the_codes_of_its_bp
 
 
 def test_an_esc_run_s_package_takes_the_compressor_and_the_compress_rule_s_search():
-    from workflow_scripts.dag import esc
+    from workflow_scripts.dag import compression
 
-    experiment = next(e for e, spec in CONFIG["experiments"].items() if spec["family"] in esc.ESC_FAMILIES)
+    experiment = next(e for e, spec in CONFIG["experiments"].items() if spec["family"] in compression.ESC_FAMILIES)
     corpus = CONFIG["experiments"][experiment]["corpora"][0]
     compressor = CONFIG["experiments"][experiment]["compressor"]
     settings = json.loads(packages.package_settings_json(CONFIG, experiment, corpus))["compression"]
-    flags = esc.compressor_decode_flags(CONFIG, compressor).split()
+    flags = compression.compressor_decode_flags(CONFIG, compressor).split()
     given = dict(zip(flags[::2], flags[1::2]))  # the compress rule's options
     names = {"--beam": "beam", "--lenpen": "length_penalty", "--coverage-penalty": "coverage_penalty",
              "--max-len-a": "max_len_a", "--max-len-b": "max_len_b", "--min-len": "min_len", "--max-len-ratio": "max_len_ratio"}

@@ -32,7 +32,7 @@ Model families with ``extra_inputs`` read raw text through their package too: a 
 package segments each sentence with its segmenters (or BPE sizes), builds the lattice and
 reads its edge tokens with their ``starts`` and ``ends`` (:meth:`ModelPackage.input_encoder
 <nmtmodels.text.model_package.ModelPackage.input_encoder>`); an ESC package first compresses
-the encoded source with its compressor (:class:`nmtmodels.decoding.compressor.Compressor`) and
+the encoded source with its compressor (:class:`nmtmodels.decoding.compression.Compressor`) and
 reads the compressed tokens as ``compressed``, which :attr:`Translation.compressed` shows.  A
 checkpoint whose extra inputs its package does not make (a package written before these
 were packaged, or none) is refused in one line by ``from_checkpoint``.
@@ -144,7 +144,7 @@ class Translator:
         self.identity_compression = bool(package is not None and package.settings.compression is not None
                                          and package.settings.compression.identity)
         if package is not None and package.compressor is not None and "compressed" in model.extra_inputs:
-            from nmtmodels.decoding.compressor import Compressor
+            from nmtmodels.decoding.compression import Compressor
 
             self.compressor = Compressor(package.compressor, package.settings.compression, self.device)
 
@@ -251,7 +251,7 @@ class Translator:
             raise DataError(name, str(exc), number) from None
 
     def compress(self, encoded: Sequence[str | EncodedSource], *, name: str = "<input>", first_line: int = 1) -> list[str] | None:
-        """The compressed source lines of an ESC package's translator (:mod:`nmtmodels.decoding.compressor`;
+        """The compressed source lines of an ESC package's translator (:mod:`nmtmodels.decoding.compression`;
         the encoded source itself for an identity compression), None for other translators."""
         if self.identity_compression:
             return [_tokens(line) for line in encoded]

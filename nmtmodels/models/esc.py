@@ -4,7 +4,7 @@ for Neural Machine Translation", sections 3.2-3.4): ``bsfnmt``, ``btfnmt``, ``bb
 Every model reads the source ``x`` and its compressed "backbone" ``x^c`` (the extra
 token input ``compressed``, numericalised with the source vocabulary, produced by a
 compression model with length-controlled beam search, see ``workflow_scripts/data/compression.py``
-and ``rules/compress.smk``).  Both go through the SAME encoder (shared parameters):
+and ``rules/compression.smk``).  Both go through the SAME encoder (shared parameters):
 ``H_x = Enc(x)``, ``H_c = Enc(x^c)``.
 
 * BSFNMT (backbone source-side fusion, eq. 10-11)::

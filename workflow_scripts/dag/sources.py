@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from workflow_scripts.dag import paths
+from workflow_scripts.dag.compression import ESC_FAMILIES, esc_source
 from workflow_scripts.dag.corpus_data import reference_paths
-from workflow_scripts.dag.esc import ESC_FAMILIES, esc_source
 from workflow_scripts.dag.lattices import lattice_source, lattice_units
 from workflow_scripts.dag.runs import SourceInputs, experiment_runs, shares_embeddings, subword_source
 
