@@ -221,7 +221,7 @@ def test_esc_experiments_read_the_compressed_source_of_their_compressor() -> Non
     assert inputs["train_src"] == "results/data/multi30k_en_de/bpe8000/train.en-de.en"
     assert inputs["extra_compressed_train"] == "results/compression/esc_semi/multi30k_en_de/compressed/train.txt"
     assert inputs["extra_compressed_valid"] == "results/compression/esc_semi/multi30k_en_de/compressed/dev.txt"
-    assert sources.test_extra_inputs(CONFIG, "esc_bsf", "multi30k_en_de", "test_2016_flickr") == [
+    assert sources.extra_inputs_of_test_set(CONFIG, "esc_bsf", "multi30k_en_de", "test_2016_flickr") == [
         "results/compression/esc_unsup/multi30k_en_de/compressed/test_2016_flickr.txt"]
     assert "--extra-tokens compressed=results/compression/esc_unsup" in sources.extra_input_flags(CONFIG, "esc_btf", "multi30k_en_de",
                                                                                                   ("train", "dev"))

@@ -237,7 +237,7 @@ def test_lattice_family_reads_edge_tokens_and_spans() -> None:
 
 def test_one_best_transformer_on_a_segmentation_takes_no_spans() -> None:
     config = config_with("transformer", ["thulac"])
-    assert sources.test_source(config, "probe", "tatoeba_zh_en", "test") == "results/data/tatoeba_zh_en/lattice/thulac/test.zh-en.zh"
+    assert sources.source_of_test_set(config, "probe", "tatoeba_zh_en", "test") == "results/data/tatoeba_zh_en/lattice/thulac/test.zh-en.zh"
     assert sources.extra_input_flags(config, "probe", "tatoeba_zh_en", ("train", "dev")) == ""
 
 
