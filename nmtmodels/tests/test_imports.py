@@ -153,7 +153,8 @@ def test_public_names_import_from_the_package() -> None:
 # Import paths of earlier layouts, gone (CHANGELOG.md lists each one's home): whole modules ...
 OLD_MODULES = ("nmtmodels._moved", "nmtmodels.train", "nmtmodels.loss", "nmtmodels.distributed", "nmtmodels.inference",
                "nmtmodels.search", "nmtmodels.ensemble", "nmtmodels.translator", "nmtmodels.export",
-               "nmtmodels.preprocessing", "nmtmodels.postprocess", "nmtmodels.spm", "nmtmodels.scoring", "nmtmodels.package")
+               "nmtmodels.preprocessing", "nmtmodels.postprocess", "nmtmodels.spm", "nmtmodels.scoring", "nmtmodels.package",
+               "nmtmodels.batching", "nmtmodels.decoding.batched", "nmtmodels.textio", "nmtmodels.decoding.compressor")
 # ... and names that a module re-exported after they moved out of it.
 OLD_NAMES = {
     "nmtmodels.cli": ("load_experiment", "apply_overrides", "SECTIONS"),
@@ -161,7 +162,6 @@ OLD_NAMES = {
     "nmtmodels.data": ("BucketBatchSampler",),
     "nmtmodels.training.trainer": ("__all__", "LOCK_NAME", "get_rng_state", "set_rng_state", "METRIC_COLUMNS",
                                    "CHANGEABLE_ON_RESUME", "OutputDirLocked", "TrainingError"),
-    "workflow_scripts.data.lattice": ("Edge", "build_lattice", "check_lattice", "paper_position_unit", "parse_lattice"),
 }
 
 
