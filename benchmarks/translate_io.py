@@ -321,8 +321,8 @@ def head_file(path: Path, count: int | None) -> list[str]:
 def lattice_main(args: argparse.Namespace) -> None:
     import json
 
+    from nmtmodels.choices import TEXT_FORMATS
     from nmtmodels.text.model_package import read_package
-    from nmtmodels.text.postprocess import TEXT_FORMATS
 
     workdir = args.workdir
     package_dir = args.lattice_package or (workdir / LATTICE_EXPERIMENT if workdir else None)

@@ -39,8 +39,8 @@ from typing import Any
 
 import torch
 
-# the modes, torch-free for --help and the configuration checks (re-exported here)
-from nmtmodels.choices import DECODE_COMPILE_MODES, TRAIN_COMPILE_MODES, TrainCompileMode  # noqa: F401
+# the modes live torch-free in nmtmodels.choices (--help and the configuration checks read them there)
+from nmtmodels.choices import TRAIN_COMPILE_MODES
 
 # The torch.compile backend. Inductor generates code; the CPU tests set "aot_eager", which
 # captures the same graphs (Dynamo and AOTAutograd) and runs them eagerly, in seconds instead

@@ -30,9 +30,10 @@ from typing import Literal
 import numpy as np
 import torch
 
-from nmtmodels.batch import BOS_ID, EOS_ID, PAD_ID, Batch
+from nmtmodels.batch import Batch
 from nmtmodels.files import DataError, read_lines
 from nmtmodels.sampler import Unit
+from nmtmodels.symbols import BOS_ID, EOS_ID, PAD_ID
 from nmtmodels.vocab import Vocabulary
 
 TooLong = Literal["error", "skip", "truncate"]

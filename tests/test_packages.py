@@ -196,8 +196,9 @@ def test_a_package_reads_raw_text_as_the_workflow_rules_made_the_source(tmp_path
     """The package's source encoder equals the workflow's preprocess + apply_bpe (or
     char_encode, or apply_spm) files line by line, on real sentences, with a vocabulary threshold of 2."""
     from nmtmodels.text.model_package import settings_from_corpus, write_package
+    from nmtmodels.text.preprocessing import language_settings
     from workflow_scripts.data import bpe, chars, spm
-    from workflow_scripts.data.preprocess import language_settings, preprocess_files
+    from workflow_scripts.data.preprocess import preprocess_files
 
     spec = copy.deepcopy(CONFIG["corpora"][corpus]) | {"bpe": {"merges": [300], "joint": True, "vocabulary_threshold": 2}}
     src, tgt = spec["src"], spec["tgt"]

@@ -66,7 +66,7 @@ from typing import Any, ClassVar, Literal
 import torch
 from torch import Tensor, nn
 
-from nmtmodels.batch import PAD_ID, Batch
+from nmtmodels.batch import Batch
 from nmtmodels.config import ConfigError, ModelConfig
 from nmtmodels.models.base import State, register_model
 from nmtmodels.models.transformer import TransformerDecoder, TransformerModel
@@ -79,6 +79,7 @@ from nmtmodels.modules.layers import (
     TransformerDecoderLayer,
     layer_kwargs,
 )
+from nmtmodels.symbols import PAD_ID
 
 COMPRESSED = "compressed"  # the extra token input: the compressed source
 

@@ -5,11 +5,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nmtmodels.batch import BOS_ID, EOS_ID, PAD_ID, UNK_ID
 from nmtmodels.config import ConfigError
 from nmtmodels.data import ExtraField, ParallelDataset, collate
 from nmtmodels.files import DataError
 from nmtmodels.sampler import BucketBatchSampler
+from nmtmodels.symbols import BOS_ID, EOS_ID, PAD_ID, UNK_ID
 from nmtmodels.tests.copy_task_fixtures import write_lines
 from nmtmodels.vocab import Vocabulary
 

@@ -16,7 +16,7 @@ from nmtmodels.checkpoint import load_checkpoint, save_checkpoint
 from nmtmodels.config import ConfigError
 from nmtmodels.data import ParallelDataset
 from nmtmodels.decoding.corpus import translate_dataset
-from nmtmodels.decoding.search import DecodeConfig, LinearLengthLimit
+from nmtmodels.decoding.scorer import DecodeConfig, LinearLengthLimit
 from nmtmodels.tests.copy_task_fixtures import LETTERS, copy_task, tiny_model, write_lines
 from nmtmodels.text.model_package import PackageSettings, read_package, write_package
 from nmtmodels.text.preprocessing import LanguageSettings

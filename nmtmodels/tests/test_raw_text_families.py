@@ -27,7 +27,6 @@ from sacremoses import MosesDetokenizer, MosesPunctNormalizer, MosesTokenizer
 from subword_nmt import apply_bpe, learn_bpe
 
 from nmtmodels import cli
-from nmtmodels.batch import PAD_ID
 from nmtmodels.checkpoint import CheckpointError, load_model_from_checkpoint, save_checkpoint
 from nmtmodels.config import ConfigError, ModelConfig
 from nmtmodels.data import ExtraField, ParallelDataset
@@ -37,6 +36,7 @@ from nmtmodels.decoding.translator import Translator, raw_text_refusal
 from nmtmodels.files import DataError
 from nmtmodels.models.lattice import SPAN_PAD
 from nmtmodels.registry import build_model
+from nmtmodels.symbols import PAD_ID
 from nmtmodels.text import preprocessing
 from nmtmodels.text.model_package import CompressionSettings, EncodedSource, LatticeSettings, PackageSettings, read_package, write_package
 from nmtmodels.text.preprocessing import LanguageSettings

@@ -14,7 +14,6 @@ import torch.nn.functional as F
 from torch import nn
 
 from nmtmodels import checkpoint as ckpt_module
-from nmtmodels.batch import PAD_ID
 from nmtmodels.checkpoint import (
     CheckpointError,
     CheckpointWriteError,
@@ -26,6 +25,7 @@ from nmtmodels.config import ConfigError, from_dict
 from nmtmodels.data import ParallelDataset, Ragged
 from nmtmodels.registry import model_families
 from nmtmodels.sampler import BucketBatchSampler
+from nmtmodels.symbols import PAD_ID
 from nmtmodels.tests.copy_task_fixtures import (
     copy_task_corpus,
     tiny_model,

@@ -22,7 +22,6 @@ from sacremoses import MosesPunctNormalizer, MosesTokenizer
 from subword_nmt import apply_bpe, learn_bpe
 
 from nmtmodels import cli
-from nmtmodels.batch import BOS_ID, EOS_ID, PAD_ID
 from nmtmodels.checkpoint import load_model_from_checkpoint, save_checkpoint
 from nmtmodels.config import ConfigError, ModelConfig
 from nmtmodels.data import ParallelDataset
@@ -31,6 +30,7 @@ from nmtmodels.decoding.scorer import DecodeConfig
 from nmtmodels.decoding.translator import Translator
 from nmtmodels.files import DataError
 from nmtmodels.registry import build_model
+from nmtmodels.symbols import BOS_ID, EOS_ID, PAD_ID
 from nmtmodels.text.model_package import PackageSettings, read_package, write_package
 from nmtmodels.text.postprocess import postprocess
 from nmtmodels.text.preprocessing import LanguageSettings

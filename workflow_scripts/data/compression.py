@@ -193,7 +193,7 @@ def _denoise(args: argparse.Namespace) -> int:
 
 
 def _pairs(args: argparse.Namespace) -> int:
-    from workflow_scripts.data.preprocess import TextProcessor, language_settings
+    from nmtmodels.text.preprocessing import TextProcessor, language_settings
 
     spec = json.loads(args.preprocess)
     processor = TextProcessor(language_settings(spec, args.lang), args.unicode_form)
