@@ -1,7 +1,7 @@
 """Token vocabularies for subword and character data.
 
 A :class:`Vocabulary` maps tokens to ids with the four special symbols first
-(``<pad>``=0, ``<s>``=1, ``</s>``=2, ``<unk>``=3, see :mod:`nmtmodels.batch`).  Character
+(``<pad>``=0, ``<s>``=1, ``</s>``=2, ``<unk>``=3, see :mod:`nmtmodels.symbols`).  Character
 data uses the same class: its lines are characters separated by spaces, with ``▁`` for a
 space, so every character is a token.
 
