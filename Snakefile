@@ -7,7 +7,7 @@
 
 The DAG (see README "Layout"): download -> extract -> normalise/tokenise/clean ->
 segment -> BPE / SentencePiece / characters -> (models, decoding, scoring in later rule files; ESC
-compressors and compressed sources in rules/compress.smk).
+compressors and compressed sources in rules/compression.smk).
 """
 import json
 import os
@@ -17,7 +17,7 @@ import sys
 from snakemake.utils import min_version, validate
 
 from workflow_scripts.dag import evaluation as ev
-from workflow_scripts.dag import analyses, checks, cluster, corpus_data, esc, gpu_parts, keys, lattices, packages, paths
+from workflow_scripts.dag import analyses, checks, cluster, compression, corpus_data, gpu_parts, keys, lattices, packages, paths
 from workflow_scripts.dag import future_dates, runs, scheduler_timers, seeds, sources, startup
 from workflow_scripts.data.fetch import unchanged_fetch_time  # the job module's digest record, for future_dates
 
@@ -85,7 +85,7 @@ include: "rules/data.smk"
 include: "rules/preprocess.smk"
 include: "rules/subwords.smk"
 include: "rules/train.smk"
-include: "rules/compress.smk"
+include: "rules/compression.smk"
 include: "rules/decode.smk"
 include: "rules/evaluate.smk"
 include: "rules/report.smk"
@@ -113,7 +113,7 @@ rule all:
         runs.model_targets(config),
         sources.oov_targets(config),
         packages.package_targets(config),
-        esc.compression_targets(config),
+        compression.compression_targets(config),
         ev.report_targets(config),
         analyses.attention_targets(config),
         analyses.swap_noise_targets(config),

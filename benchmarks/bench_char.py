@@ -24,12 +24,11 @@ import time
 import numpy as np
 import torch
 
-from nmtmodels.batch import PAD_ID
-from nmtmodels.batching import BucketBatchSampler
 from nmtmodels.config import ModelConfig
 from nmtmodels.data import ParallelDataset
 from nmtmodels.registry import build_model
-from nmtmodels.symbols import SPACE_SYMBOL
+from nmtmodels.sampler import BucketBatchSampler
+from nmtmodels.symbols import PAD_ID, SPACE_SYMBOL
 from nmtmodels.vocab import Vocabulary
 
 FAMILIES = ("char2char", "char2word")

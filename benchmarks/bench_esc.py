@@ -18,10 +18,12 @@ import time
 
 import torch
 
-from nmtmodels.batch import BOS_ID, EOS_ID, PAD_ID, Batch
+from nmtmodels.batch import Batch
 from nmtmodels.config import ModelConfig
-from nmtmodels.decoding.search import DecodeConfig, beam_search
+from nmtmodels.decoding.scorer import DecodeConfig
+from nmtmodels.decoding.search import beam_search
 from nmtmodels.registry import build_model
+from nmtmodels.symbols import BOS_ID, EOS_ID, PAD_ID
 
 
 def batches(sentences: int, batch_size: int, vocab: int, seed: int, ratio: float = 0.6) -> list[Batch]:

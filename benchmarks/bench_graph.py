@@ -20,10 +20,11 @@ import time
 
 import torch
 
-from nmtmodels.batch import BOS_ID, EOS_ID, PAD_ID, Batch
+from nmtmodels.batch import Batch
 from nmtmodels.config import ModelConfig
 from nmtmodels.models.graph import TABLE2_VARIANTS as VARIANTS
 from nmtmodels.registry import build_model
+from nmtmodels.symbols import BOS_ID, EOS_ID, PAD_ID
 
 # Table 2 "#Para" (millions): De-En, En-De; the Transformer rows are TF (small) and TF (base).
 PAPER_PARAMS = {"transformer": (42, 66), "model": (50, 77), "+half-dim": (47, 71), "+gate": (57, 80),

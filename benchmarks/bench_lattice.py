@@ -20,10 +20,11 @@ import time
 
 import torch
 
-from nmtmodels.batch import BOS_ID, EOS_ID, PAD_ID, Batch
+from nmtmodels.batch import Batch
 from nmtmodels.config import ModelConfig
 from nmtmodels.models.lattice import SPAN_PAD
 from nmtmodels.registry import build_model
+from nmtmodels.symbols import BOS_ID, EOS_ID, PAD_ID
 
 VARIANTS = {  # name -> (family, options)
     "Transformer": ("transformer", {}),

@@ -22,10 +22,11 @@ import time
 
 import torch
 
-from nmtmodels.batch import BOS_ID, EOS_ID, PAD_ID, Batch
+from nmtmodels.batch import Batch
 from nmtmodels.config import ModelConfig
 from nmtmodels.modules.attention import avoid_per_shape_attention_kernels
 from nmtmodels.registry import build_model
+from nmtmodels.symbols import BOS_ID, EOS_ID, PAD_ID
 from nmtmodels.training.config import TrainConfig
 from nmtmodels.training.loss import label_smoothed_nll_loss
 from nmtmodels.training.optim import build_optimizer

@@ -16,10 +16,12 @@ import time
 
 import torch
 
-from nmtmodels.batch import EOS_ID, PAD_ID, Batch
+from nmtmodels.batch import Batch
 from nmtmodels.config import ModelConfig
-from nmtmodels.decoding.search import DecodeConfig, beam_search, greedy_search
+from nmtmodels.decoding.scorer import DecodeConfig
+from nmtmodels.decoding.search import beam_search, greedy_search
 from nmtmodels.registry import build_model
+from nmtmodels.symbols import EOS_ID, PAD_ID
 
 
 def random_batches(sentences: int, batch_size: int, mean_len: int, vocab: int, seed: int) -> list[Batch]:

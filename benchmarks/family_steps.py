@@ -54,9 +54,10 @@ if str(ROOT) not in sys.path:
 from benchmarks import bench_char, bench_lattice, bench_reordering  # noqa: E402
 from benchmarks._peers import cpu_name  # noqa: E402
 from benchmarks.throughput import OursOptions, add_compile_arguments  # noqa: E402
-from nmtmodels.batch import EOS_ID, PAD_ID, Batch  # noqa: E402
+from nmtmodels.batch import Batch  # noqa: E402
 from nmtmodels.models.graph import TABLE2_VARIANTS  # noqa: E402
 from nmtmodels.models.lattice import SPAN_PAD  # noqa: E402
+from nmtmodels.symbols import EOS_ID, PAD_ID  # noqa: E402
 
 # What the papers say about training speed (ratio of steps/s to the baseline), with where.
 PAPER = {
@@ -116,8 +117,8 @@ def with_compressed(batch: Batch, ratio: float = 0.6) -> Batch:
 
 def char_batches(count: int, budget: int, seed: int):
     """(batches, source vocabulary, target vocabulary) of random character sentences."""
-    from nmtmodels.batching import BucketBatchSampler
     from nmtmodels.data import ParallelDataset
+    from nmtmodels.sampler import BucketBatchSampler
     from nmtmodels.vocab import Vocabulary
 
     src_lines, tgt_lines = bench_char.random_lines(max(8, count * budget // 100), 20.0, seed)

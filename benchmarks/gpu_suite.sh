@@ -2,7 +2,7 @@
 # The GPU benchmarks in one command (benchmarks/README.md, "GPU benchmarks"):
 #   benchmarks/gpu_suite.sh --prepare        # here, with network: .whl, .gpu_data, build/gpu-bench (< 64 MiB)
 #   then one call of the run tool on the GPU machine:
-#   run(command="envs/gpu/run.sh --until-minutes 9 -- benchmarks/gpu_suite.sh",
+#   run(command="tools/gpu/run.sh --until-minutes 9 -- benchmarks/gpu_suite.sh",
 #       carry=[".whl", ".gpu_data", "build/gpu-bench"], timeout_s=600)
 #   benchmarks/gpu_suite.sh --device cpu --quick   # the same steps at smoke sizes, on a CPU
 # Parts (--parts, in this order by default), each a script of benchmarks/ with its own docstring:
@@ -18,9 +18,9 @@
 #               small is configs/gpu.yaml's): fp32 eager, bf16 eager, bf16 with
 #               train.compile: reduce-overhead and 8/8 shape buckets (docs/compilation.md)
 # Each part gets at most its own cap and what is left of --budget seconds (default 480, so that
-# envs/gpu/run.sh's install and checks fit in its 9 minutes); a part stopped at its limit keeps
+# tools/gpu/run.sh's install and checks fit in its 9 minutes); a part stopped at its limit keeps
 # what it wrote.  Output: $OUT/gpu_suite.md (every part's table, its command and seconds) and
-# the parts' files under benchmarks/runs/gpu_suite/ (envs/gpu/run.sh packs them in logs.tar.gz).
+# the parts' files under benchmarks/runs/gpu_suite/ (tools/gpu/run.sh packs them in logs.tar.gz).
 set -uo pipefail
 START=$(date +%s)
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -50,7 +50,7 @@ done
 if ((PREPARE)); then
     set -e
     MIRROR=${NMT_DATA_MIRROR:-$ROOT/../shared/data}
-    envs/gpu/prepare.sh --configfile benchmarks/gpu_bench.yaml --peers opennmt-py-slim
+    tools/gpu/prepare.sh --configfile benchmarks/gpu_bench.yaml --peers opennmt-py-slim
     echo "== newstest2014 (search_gpu.py) into .gpu_data/"
     mkdir -p .gpu_data/wmt14-en-de-test
     cp -p "$MIRROR"/wmt14-en-de-test/newstest2014.{en,de} .gpu_data/wmt14-en-de-test/
@@ -69,7 +69,7 @@ print("  " + prepare_data(config, Path(sys.argv[1]), Path("benchmarks/runs/throu
     MIB=$(awk -v b="$TOTAL" 'BEGIN {printf "%.1f", b / 1048576}')
     echo "== all that travels, with $BENCH_DATA: $MIB MiB of 64"
     ((TOTAL <= 64 * 1024 * 1024)) || { echo "gpu_suite.sh: over the run tool's 64 MiB" >&2; exit 1; }
-    echo "OK: run(command=\"envs/gpu/run.sh --until-minutes 9 -- benchmarks/gpu_suite.sh\", carry=[\".whl\", \".gpu_data\", \"$BENCH_DATA\"], timeout_s=600)"
+    echo "OK: run(command=\"tools/gpu/run.sh --until-minutes 9 -- benchmarks/gpu_suite.sh\", carry=[\".whl\", \".gpu_data\", \"$BENCH_DATA\"], timeout_s=600)"
     exit 0
 fi
 

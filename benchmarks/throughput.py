@@ -174,6 +174,7 @@ def prepare_data(
     files = workflow_files(spec)
     if all(path.exists() for path in files.values()):
         return files, f"workflow outputs {files['train.' + spec['src']].parent.relative_to(ROOT)}"
+    from nmtmodels.text.preprocessing import language_settings
     from workflow_scripts.data import bpe, preprocess
 
     src, tgt = spec["src"], spec["tgt"]
@@ -182,7 +183,7 @@ def prepare_data(
     if all(path.exists() for path in made.values()):
         return made, f"prepared earlier in {out}"
     out.mkdir(parents=True, exist_ok=True)
-    settings = [preprocess.language_settings(spec, lang) for lang in (src, tgt)]
+    settings = [language_settings(spec, lang) for lang in (src, tgt)]
     for split, train in (("train", True), (TEST_SET, False)):
         raw = []
         for lang in (src, tgt):
@@ -402,7 +403,7 @@ def decode_ours(model, src_vocab, tgt_vocab, source: Path, decode: dict[str, Any
     hypotheses (best first per sentence)."""
     from nmtmodels.config import from_dict
     from nmtmodels.data import ParallelDataset
-    from nmtmodels.decoding.batched import translate_dataset
+    from nmtmodels.decoding.corpus import translate_dataset
     from nmtmodels.decoding.scorer import DecodeConfig
 
     test = ParallelDataset.from_files(source, None, src_vocab, None, max_positions=model.max_positions(), too_long="error")

@@ -261,7 +261,7 @@ def lattice_worker(kind: str, package_dir: Path, source: Path, batch_tokens: int
         clock.mark("import torch")
         from nmtmodels.decoding.translator import Translator
         from nmtmodels.devices import default_threads
-        from nmtmodels.textio import read_lines
+        from nmtmodels.files import read_lines
 
         clock.mark("import nmtmodels (translator)")
         translator = Translator.from_checkpoint(package_dir, threads=default_threads())
@@ -276,10 +276,10 @@ def lattice_worker(kind: str, package_dir: Path, source: Path, batch_tokens: int
         result["output"] = "".join(translator.render(hyps[0]).text + "\n" for hyps in results)
         clock.mark("render (BPE joined, detokenised)")
     else:
+        from nmtmodels.files import read_lines
         from nmtmodels.text.lattice import lattice_inputs
         from nmtmodels.text.model_package import read_package
         from nmtmodels.text.preprocessing import TextProcessor, WordSegmenter
-        from nmtmodels.textio import read_lines
 
         clock.mark("import nmtmodels (text; it imports torch)")
         settings = read_package(package_dir).settings
@@ -311,7 +311,7 @@ def lattice_worker(kind: str, package_dir: Path, source: Path, batch_tokens: int
 
 
 def head_file(path: Path, count: int | None) -> list[str]:
-    from nmtmodels.textio import read_lines
+    from nmtmodels.files import read_lines
 
     if not path.is_file():
         sys.exit(f"{path} not found")
@@ -321,8 +321,8 @@ def head_file(path: Path, count: int | None) -> list[str]:
 def lattice_main(args: argparse.Namespace) -> None:
     import json
 
+    from nmtmodels.choices import TEXT_FORMATS
     from nmtmodels.text.model_package import read_package
-    from nmtmodels.text.postprocess import TEXT_FORMATS
 
     workdir = args.workdir
     package_dir = args.lattice_package or (workdir / LATTICE_EXPERIMENT if workdir else None)

@@ -10,8 +10,6 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from nmtmodels import _moved
-
 __version__ = "0.2.0"
 
 # Public name -> the module that defines it.
@@ -27,8 +25,6 @@ PUBLIC = {
     "load_model_from_checkpoint": "nmtmodels.checkpoint",
 }
 __all__ = [*PUBLIC, "__version__"]
-
-_moved.install()
 
 
 def __getattr__(name: str) -> Any:

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field, replace
 import torch
 from torch import Tensor
 
-from nmtmodels.symbols import BOS, BOS_ID, EOS, EOS_ID, PAD, PAD_ID, SPECIAL_SYMBOLS, UNK, UNK_ID  # noqa: F401
+from nmtmodels.symbols import PAD_ID
 
 
 @dataclass

@@ -53,7 +53,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from nmtmodels.config import ConfigError, ModelConfig
-from nmtmodels.textio import atomic_path
+from nmtmodels.files import atomic_path
 from nmtmodels.vocab import Vocabulary, check_fingerprint
 
 try:

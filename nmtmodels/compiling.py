@@ -39,8 +39,8 @@ from typing import Any
 
 import torch
 
-# the modes, torch-free for --help and the configuration checks (re-exported here)
-from nmtmodels.choices import DECODE_COMPILE_MODES, TRAIN_COMPILE_MODES, TrainCompileMode  # noqa: F401
+# the modes live torch-free in nmtmodels.choices (--help and the configuration checks read them there)
+from nmtmodels.choices import TRAIN_COMPILE_MODES
 
 # The torch.compile backend. Inductor generates code; the CPU tests set "aot_eager", which
 # captures the same graphs (Dynamo and AOTAutograd) and runs them eagerly, in seconds instead
@@ -65,13 +65,3 @@ def begin_step(mode: str, device: torch.device) -> None:
     if mode in ("reduce-overhead", "max-autotune") and device.type == "cuda":
         torch.compiler.cudagraph_mark_step_begin()
 
-
-def __getattr__(name: str) -> Any:
-    if name == "pad_to_buckets":  # moved in 0.2; the old import path works for one release
-        import warnings
-
-        from nmtmodels.batch import pad_to_buckets
-
-        warnings.warn("nmtmodels.compiling.pad_to_buckets moved to nmtmodels.batch.pad_to_buckets", DeprecationWarning, stacklevel=2)
-        return pad_to_buckets
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

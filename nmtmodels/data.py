@@ -15,7 +15,7 @@ on the source and BOS/EOS on the target) are handled per ``too_long``:
 * ``"truncate"`` (translation on request): cut to the limit, keeping ``</s>``; an integer
   extra field with one value per source token (lattice spans) is cut with the tokens.
 
-Batches of a token or character budget: :class:`nmtmodels.batching.BucketBatchSampler`.
+Batches of a token or character budget: :class:`nmtmodels.sampler.BucketBatchSampler`.
 """
 from __future__ import annotations
 
@@ -30,9 +30,10 @@ from typing import Literal
 import numpy as np
 import torch
 
-from nmtmodels.batch import BOS_ID, EOS_ID, PAD_ID, Batch
-from nmtmodels.batching import BucketBatchSampler, Unit  # noqa: F401  (BucketBatchSampler: the 0.1 import path)
-from nmtmodels.textio import DataError, read_lines
+from nmtmodels.batch import Batch
+from nmtmodels.files import DataError, read_lines
+from nmtmodels.sampler import Unit
+from nmtmodels.symbols import BOS_ID, EOS_ID, PAD_ID
 from nmtmodels.vocab import Vocabulary
 
 TooLong = Literal["error", "skip", "truncate"]

@@ -34,11 +34,13 @@ from typing import Any, ClassVar
 
 import torch
 
-from nmtmodels.batch import BOS_ID, EOS_ID, PAD_ID, Batch, pad_to_buckets
+from nmtmodels.batch import Batch, pad_to_buckets
 from nmtmodels.config import ConfigError, ModelConfig
-from nmtmodels.decoding.search import DecodeConfig, beam_search
+from nmtmodels.decoding.scorer import DecodeConfig
+from nmtmodels.decoding.search import beam_search
 from nmtmodels.models.base import Seq2SeqModel
 from nmtmodels.registry import build_model, get_model_class
+from nmtmodels.symbols import BOS_ID, EOS_ID, PAD_ID
 from nmtmodels.training.loss import label_smoothed_nll_loss
 
 SMALL = {"d_model": 32, "heads": 4, "encoder_layers": 2, "decoder_layers": 2, "ffn_dim": 64, "dropout": 0.1,

@@ -1,7 +1,7 @@
 """Token vocabularies for subword and character data.
 
 A :class:`Vocabulary` maps tokens to ids with the four special symbols first
-(``<pad>``=0, ``<s>``=1, ``</s>``=2, ``<unk>``=3, see :mod:`nmtmodels.batch`).  Character
+(``<pad>``=0, ``<s>``=1, ``</s>``=2, ``<unk>``=3, see :mod:`nmtmodels.symbols`).  Character
 data uses the same class: its lines are characters separated by spaces, with ``▁`` for a
 space, so every character is a token.
 
@@ -24,8 +24,8 @@ import os
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 
+from nmtmodels.files import DataError, atomic_write_text, read_lines
 from nmtmodels.symbols import BOS_ID, EOS_ID, PAD_ID, SPECIAL_SYMBOLS, UNK, UNK_ID
-from nmtmodels.textio import DataError, atomic_write_text, read_lines
 
 
 class Vocabulary:

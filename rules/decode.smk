@@ -4,8 +4,8 @@
 rule translate:
     input:
         checkpoint=lambda w: runs.decode_checkpoint(config, w.experiment, w.corpus),
-        source=lambda w: sources.test_source(config, w.experiment, w.corpus, w.test_set),
-        extras=lambda w: sources.test_extra_inputs(config, w.experiment, w.corpus, w.test_set),
+        source=lambda w: sources.source_of_test_set(config, w.experiment, w.corpus, w.test_set),
+        extras=lambda w: sources.extra_inputs_of_test_set(config, w.experiment, w.corpus, w.test_set),
     output:
         paths.TRANSLATION,
     params:

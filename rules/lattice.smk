@@ -2,7 +2,7 @@
 # (workflow_scripts/data/lattice.py) and their model inputs: edge tokens, starts, ends, vocabulary.
 # {lattice} names the packed segmentations, e.g. jieba+thulac+snownlp or bpe2000+bpe4000+bpe8000.
 
-from workflow_scripts.data.lattice import paper_position_unit
+from nmtmodels.text.lattice import paper_position_unit
 
 
 rule lattice:

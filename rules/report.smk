@@ -131,7 +131,7 @@ rule results_summary:
         marker_test=EVALUATION["marker_test"],
         compressors=" ".join(
             "--compressor " + " ".join(shlex.quote(r[k]) for k in ("compressor", "corpus", "test_set", "scores", "source", "compressed"))
-            for r in esc.compressor_reports(config)
+            for r in compression.compressor_reports(config)
         ),
     conda:
         "../envs/evaluate.yaml"

@@ -8,9 +8,9 @@ import torch
 
 from nmtmodels.checkpoint import save_checkpoint
 from nmtmodels.config import ModelConfig
+from nmtmodels.files import DataError
 from nmtmodels.registry import build_model
 from nmtmodels.symbols import SPACE_SYMBOL
-from nmtmodels.textio import DataError
 from nmtmodels.vocab import Vocabulary
 from workflow_scripts.analyses import attention_plots
 from workflow_scripts.dag import analyses

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from nmtmodels.textio import DataError
+from nmtmodels.files import DataError
 from workflow_scripts.data import bpe, parallel
 
 # The `subword-nmt` console script of this interpreter, run exactly as installed.

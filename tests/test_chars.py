@@ -6,10 +6,11 @@ from pathlib import Path
 
 import pytest
 
+from nmtmodels.files import DataError
 from nmtmodels.symbols import SPACE_SYMBOL as SPACE
-from nmtmodels.textio import DataError
+from nmtmodels.symbols import UNK
 from workflow_scripts.data import chars, parallel
-from workflow_scripts.data.chars import UNK, build_vocabulary, encode_line, filter_pairs, read_vocabulary
+from workflow_scripts.data.chars import build_vocabulary, encode_line, filter_pairs, read_vocabulary
 
 
 def write(path: Path, lines: list[str]) -> str:

@@ -200,7 +200,7 @@ from pathlib import Path  # noqa: E402
 
 import yaml  # noqa: E402
 
-from workflow_scripts.dag import checks, esc, sources  # noqa: E402
+from workflow_scripts.dag import checks, compression, sources  # noqa: E402
 
 
 def _config_with_ablations() -> dict:
@@ -221,26 +221,26 @@ def test_esc_experiments_read_the_compressed_source_of_their_compressor() -> Non
     assert inputs["train_src"] == "results/data/multi30k_en_de/bpe8000/train.en-de.en"
     assert inputs["extra_compressed_train"] == "results/compression/esc_semi/multi30k_en_de/compressed/train.txt"
     assert inputs["extra_compressed_valid"] == "results/compression/esc_semi/multi30k_en_de/compressed/dev.txt"
-    assert sources.test_extra_inputs(CONFIG, "esc_bsf", "multi30k_en_de", "test_2016_flickr") == [
+    assert sources.extra_inputs_of_test_set(CONFIG, "esc_bsf", "multi30k_en_de", "test_2016_flickr") == [
         "results/compression/esc_unsup/multi30k_en_de/compressed/test_2016_flickr.txt"]
     assert "--extra-tokens compressed=results/compression/esc_unsup" in sources.extra_input_flags(CONFIG, "esc_btf", "multi30k_en_de",
                                                                                                   ("train", "dev"))
-    assert "results/compression/esc_unsup/multi30k_en_de/compression_eval.scores.json" in esc.compression_targets(CONFIG)
+    assert "results/compression/esc_unsup/multi30k_en_de/compression_eval.scores.json" in compression.compression_targets(CONFIG)
 
 
 def test_compressor_inputs_and_search_flags() -> None:
-    unsup = esc.compressor_inputs(CONFIG, "esc_unsup", "multi30k_en_de")
+    unsup = compression.compressor_inputs(CONFIG, "esc_unsup", "multi30k_en_de")
     assert unsup["train_src"].endswith("esc_unsup/multi30k_en_de/denoise/train.src")
     assert unsup["vocab"] == "results/data/multi30k_en_de/bpe8000/vocab.en-de.en" and "init" not in unsup
-    semi = esc.compressor_inputs(CONFIG, "esc_semi", "multi30k_en_de")
+    semi = compression.compressor_inputs(CONFIG, "esc_semi", "multi30k_en_de")
     assert semi["train_src"].endswith("esc_semi/multi30k_en_de/supervised/train.src")
     assert semi["init"] == "results/compression/esc_unsup/multi30k_en_de/train/checkpoint_best.pt"
-    assert esc.compressor_settings(CONFIG, "esc_unsup")["model"]["family"] == "transformer"
-    flags = esc.compressor_decode_flags(CONFIG, "esc_unsup").split()
+    assert compression.compressor_settings(CONFIG, "esc_unsup")["model"]["family"] == "transformer"
+    flags = compression.compressor_decode_flags(CONFIG, "esc_unsup").split()
     decode = CONFIG["compression"]["compressors"]["esc_unsup"]["decode"]
     assert flags[flags.index("--max-len-ratio") + 1] == str(decode["max_len_ratio"])
     assert flags[flags.index("--coverage-penalty") + 1] == str(decode["coverage_penalty"])
-    assert esc.compression_source(CONFIG, "esc_semi", "multi30k_en_de", "compression_eval").endswith("supervised/eval.src")
+    assert compression.compression_source(CONFIG, "esc_semi", "multi30k_en_de", "compression_eval").endswith("supervised/eval.src")
 
 
 @pytest.mark.parametrize("edit, message", [
@@ -255,17 +255,17 @@ def test_compressor_inputs_and_search_flags() -> None:
 ])
 def test_compression_config_errors_name_the_key(edit, message) -> None:
     config = copy.deepcopy(CONFIG)
-    esc.check_compression(config)
+    compression.check_compression(config)
     edit(config)
     with pytest.raises(checks.WorkflowConfigError, match=re.escape(message)):
-        esc.check_compression(config)
+        compression.check_compression(config)
 
 
 def test_compression_set_parts_split_the_dev_set_into_dev_and_evaluation() -> None:
-    assert esc.compression_set_part(CONFIG, "train") == (["broadcast", "bnc"], "")
-    assert esc.compression_set_part(CONFIG, "dev") == (["google"], "--limit 200")
-    assert esc.compression_set_part(CONFIG, "eval") == (["google"], "--skip 200")
-    assert esc.compressor_bpe_files(CONFIG, "esc_unsup", "multi30k_en_de") == {
+    assert compression.compression_set_part(CONFIG, "train") == (["broadcast", "bnc"], "")
+    assert compression.compression_set_part(CONFIG, "dev") == (["google"], "--limit 200")
+    assert compression.compression_set_part(CONFIG, "eval") == (["google"], "--skip 200")
+    assert compression.compressor_bpe_files(CONFIG, "esc_unsup", "multi30k_en_de") == {
         "codes": "results/data/multi30k_en_de/bpe8000/codes.en-de.en", "vocab": "results/data/multi30k_en_de/bpe8000/vocab.en-de.en"}
 
 

@@ -8,7 +8,7 @@ import copy
 import pytest
 
 from tests.snakemake_output import planned_job_details
-from workflow_scripts.dag import WorkflowConfigError, esc
+from workflow_scripts.dag import WorkflowConfigError, compression
 
 ESC_RUNS = ["baseline", "esc_bbf", "esc_bbf_source_as_compressed"]
 
@@ -63,11 +63,11 @@ def test_an_identity_compressor_takes_no_model_settings():
     config = {"compression": {"dev_set": "d", "data": {"d": {}}, "compressors": {
         "same": {"kind": "identity", "subwords": "bpe8000", "train": {"max_updates": 5}}}}, "experiments": {}}
     with pytest.raises(WorkflowConfigError, match=r"^compression\.compressors\.same\.train: an identity compressor"):
-        esc.check_compression(config)
+        compression.check_compression(config)
     fixed = copy.deepcopy(config)
     del fixed["compression"]["compressors"]["same"]["train"]
-    esc.check_compression(fixed)
+    compression.check_compression(fixed)
     fixed["compression"]["compressors"]["tuned"] = {"kind": "supervised", "subwords": "bpe8000", "init_from": "same"}
     fixed["compression"]["train_sets"] = ["d"]
     with pytest.raises(WorkflowConfigError, match=r"init_from: 'same' is an identity compressor"):
-        esc.check_compression(fixed)
+        compression.check_compression(fixed)

@@ -247,6 +247,27 @@ def test_the_dag_modules_import_no_job_module():
         assert not wrong, f"{path.relative_to(ROOT)} imports job code: {wrong}"
 
 
+def test_no_old_workflow_path_is_left():
+    """The 0.3.0 renames (CHANGELOG.md) leave no stub: the old module, rule file and folder are
+    gone, envs/ holds only the rules' conda environments, and the lattice job module exports
+    none of nmtmodels.text.lattice's names."""
+    import importlib
+
+    import workflow_scripts.data.lattice as lattice_job
+
+    with pytest.raises(ModuleNotFoundError):
+        importlib.import_module("workflow_scripts.dag.esc")
+    assert not (ROOT / "rules" / "compress.smk").exists()
+    envs = sorted(str(p.relative_to(ROOT / "envs")) for p in (ROOT / "envs").rglob("*") if p.is_file() and "__pycache__" not in p.parts)
+    assert envs == ["data.yaml", "evaluate.yaml", "train.yaml", "workflow.yaml"], envs
+    assert (ROOT / "tools" / "gpu" / "run.sh").is_file()
+    from nmtmodels.text import lattice
+
+    reexported = {name for name, value in vars(lattice_job).items()
+                  if not name.startswith("_") and getattr(value, "__module__", None) == lattice.__name__}
+    assert reexported <= {"build_file", "read_lattices", "write_inputs"}, reexported  # what its main() calls
+
+
 RULE_FILES = sorted((ROOT / "rules").glob("*.smk"))
 RULE = re.compile(r"^(?:rule (\w+):|use rule \w+ as (\w+) with:)", re.MULTILINE)
 

@@ -33,7 +33,7 @@ def test_plain_family_reads_its_subword_files_and_takes_no_flags():
     assert inputs["src_vocab"] == "results/data/multi30k_en_de/bpe8000/vocab.en-de.en"
     assert not [role for role in inputs if role.startswith("extra_")]
     assert sources.extra_input_flags(config, "probe", "multi30k_en_de", ("train", "dev")) == ""
-    assert sources.test_extra_inputs(config, "probe", "multi30k_en_de", "test_2016_flickr") == []
+    assert sources.extra_inputs_of_test_set(config, "probe", "multi30k_en_de", "test_2016_flickr") == []
 
 
 def test_provider_replaces_source_and_vocab_and_adds_extras(monkeypatch):
@@ -50,6 +50,6 @@ def test_provider_replaces_source_and_vocab_and_adds_extras(monkeypatch):
     flags = sources.extra_input_flags(config, "probe", "multi30k_en_de", ("train", "dev"))
     assert flags == (f"--extra start={root}/train.start:{root}/dev.start "
                      f"--extra-tokens backbone={root}/train.backbone:{root}/dev.backbone")
-    assert sources.test_source(config, "probe", "multi30k_en_de", "test_2016_flickr") == f"{root}/test_2016_flickr.tokens"
-    assert sources.test_extra_inputs(config, "probe", "multi30k_en_de", "test_2016_flickr") == [
+    assert sources.source_of_test_set(config, "probe", "multi30k_en_de", "test_2016_flickr") == f"{root}/test_2016_flickr.tokens"
+    assert sources.extra_inputs_of_test_set(config, "probe", "multi30k_en_de", "test_2016_flickr") == [
         f"{root}/test_2016_flickr.start", f"{root}/test_2016_flickr.backbone"]

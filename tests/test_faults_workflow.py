@@ -211,7 +211,7 @@ def fetch_compression_target(workdir: Path, name: str, entry: dict, mirror: Path
 
 
 def test_moving_the_mirror_refetches_no_compression_set_but_a_repaired_one_is(tmp_path):
-    """fetch_compression_set (rules/compress.smk) as fetch: the mirror directory is no rule
+    """fetch_compression_set (rules/compression.smk) as fetch: the mirror directory is no rule
     parameter, so another mirror with the same bytes plans nothing; changed bytes of a set
     without sha256 plan the fetch again."""
     first, moved, workdir = tmp_path / "mirror", tmp_path / "moved", tmp_path / "work"

@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from nmtmodels.config import ConfigError
-from nmtmodels.textio import DataError
+from nmtmodels.files import DataError
 from workflow_scripts.data import fetch as fetch_module
 from workflow_scripts.data.fetch import content_sha256, fetch
 from workflow_scripts.data.locations import missing_licensed

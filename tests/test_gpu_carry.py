@@ -1,4 +1,4 @@
-"""envs/gpu: the static completeness check of the carried wheels (check_wheels.py) on fixture
+"""tools/gpu: the static completeness check of the carried wheels (check_wheels.py) on fixture
 METADATA, and what carry.py selects from the configs (no network)."""
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from packaging.requirements import Requirement
 from packaging.version import Version
 
 ROOT = Path(__file__).resolve().parents[1]
-GPU = ROOT / "envs" / "gpu"
+GPU = ROOT / "tools" / "gpu"
 
 
 def load(name: str):

@@ -8,12 +8,12 @@ import pandas as pd
 import pytest
 import torch
 
-from nmtmodels.batch import PAD_ID
 from nmtmodels.checkpoint import save_checkpoint
 from nmtmodels.config import ModelConfig
 from nmtmodels.data import ParallelDataset
+from nmtmodels.files import DataError
 from nmtmodels.registry import build_model
-from nmtmodels.textio import DataError
+from nmtmodels.symbols import PAD_ID
 from nmtmodels.vocab import Vocabulary
 from workflow_scripts.analyses import graph_analyses
 from workflow_scripts.dag import analyses

@@ -13,24 +13,24 @@ import pytest
 import torch
 import yaml
 
+from nmtmodels.files import DataError
 from nmtmodels.models.lattice import relation_ids
-from nmtmodels.textio import DataError
-from workflow_scripts.dag import checks, lattices, runs, sources
-from workflow_scripts.data import bpe
-from workflow_scripts.data.lattice import (
+from nmtmodels.text.lattice import (
     POSITION_UNITS,
     Edge,
     build_file,
     build_lattice,
     check_lattice,
     format_lattice,
-    main,
     paper_position_unit,
     parse_lattice,
     path_edges,
     read_lattices,
     renumber_nodes,
 )
+from workflow_scripts.dag import checks, lattices, runs, sources
+from workflow_scripts.data import bpe
+from workflow_scripts.data.lattice import main
 
 # Figure 1: three segmentations of "mao yi fa zhan ju fu zong cai"
 FIGURE = ["贸易 发展局 副总裁", "贸易 发展 局 副 总裁", "贸易发展局 副总裁"]
@@ -237,7 +237,7 @@ def test_lattice_family_reads_edge_tokens_and_spans() -> None:
 
 def test_one_best_transformer_on_a_segmentation_takes_no_spans() -> None:
     config = config_with("transformer", ["thulac"])
-    assert sources.test_source(config, "probe", "tatoeba_zh_en", "test") == "results/data/tatoeba_zh_en/lattice/thulac/test.zh-en.zh"
+    assert sources.source_of_test_set(config, "probe", "tatoeba_zh_en", "test") == "results/data/tatoeba_zh_en/lattice/thulac/test.zh-en.zh"
     assert sources.extra_input_flags(config, "probe", "tatoeba_zh_en", ("train", "dev")) == ""
 
 
@@ -327,7 +327,7 @@ def jieba_chain(tmp_path_factory) -> dict[str, Path]:
     """The workflow's data steps on real lines: jieba segmentation (``segment`` rule), the
     one-segmenter lattice (``lattice`` rule) and its model inputs in both position units
     (``lattice_inputs``), with the English side as target."""
-    from workflow_scripts.data.lattice import write_inputs
+    from nmtmodels.text.lattice import write_inputs
     from workflow_scripts.data.segment import segment_file
 
     root = tmp_path_factory.mktemp("chain")

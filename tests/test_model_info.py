@@ -6,8 +6,8 @@ import json
 import pytest
 
 from nmtmodels.checkpoint import save_checkpoint
+from nmtmodels.files import DataError
 from nmtmodels.tests.copy_task_fixtures import tiny_model
-from nmtmodels.textio import DataError
 from nmtmodels.vocab import Vocabulary
 from workflow_scripts.analyses import model_info
 

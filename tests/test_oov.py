@@ -80,7 +80,7 @@ def test_a_record_reads_the_test_source_and_vocabulary_of_the_run(experiment, co
     inputs = sources.oov_inputs(CONFIG, experiment, corpus, test_set)
     assert inputs == {"source": f"results/data/{corpus}/{source}", "vocab": f"results/data/{corpus}/{vocab}"}
     # the same files the run trains and translates with
-    assert inputs["source"] == sources.test_source(CONFIG, experiment, corpus, test_set)
+    assert inputs["source"] == sources.source_of_test_set(CONFIG, experiment, corpus, test_set)
     assert inputs["vocab"] == sources.model_inputs(CONFIG, experiment, corpus)["src_vocab"]
     assert sources.source_units(CONFIG, experiment) == unit
 

@@ -45,7 +45,7 @@ def test_every_run_of_all_gets_a_package_lattice_and_esc_runs_included(config):
 def test_a_lattice_run_s_package_takes_its_segmentations_and_the_codes_of_its_bpe_sizes(lattice, unit):
     """The package records what the lattice rules used: the segmentations, the position unit
     of rule lattice_inputs (footnote 1: subword for BPE sizes only) and lattice_vocab_size."""
-    from workflow_scripts.data.lattice import paper_position_unit
+    from nmtmodels.text.lattice import paper_position_unit
 
     config = copy.deepcopy(CONFIG)
     config["lattice_vocab_size"] = 5000
@@ -66,13 +66,13 @@ def test_a_lattice_run_s_package_takes_its_segmentations_and_the_codes_of_its_bp
 
 
 def test_an_esc_run_s_package_takes_the_compressor_and_the_compress_rule_s_search():
-    from workflow_scripts.dag import esc
+    from workflow_scripts.dag import compression
 
-    experiment = next(e for e, spec in CONFIG["experiments"].items() if spec["family"] in esc.ESC_FAMILIES)
+    experiment = next(e for e, spec in CONFIG["experiments"].items() if spec["family"] in compression.ESC_FAMILIES)
     corpus = CONFIG["experiments"][experiment]["corpora"][0]
     compressor = CONFIG["experiments"][experiment]["compressor"]
     settings = json.loads(packages.package_settings_json(CONFIG, experiment, corpus))["compression"]
-    flags = esc.compressor_decode_flags(CONFIG, compressor).split()
+    flags = compression.compressor_decode_flags(CONFIG, compressor).split()
     given = dict(zip(flags[::2], flags[1::2]))  # the compress rule's options
     names = {"--beam": "beam", "--lenpen": "length_penalty", "--coverage-penalty": "coverage_penalty",
              "--max-len-a": "max_len_a", "--max-len-b": "max_len_b", "--min-len": "min_len", "--max-len-ratio": "max_len_ratio"}
@@ -196,8 +196,9 @@ def test_a_package_reads_raw_text_as_the_workflow_rules_made_the_source(tmp_path
     """The package's source encoder equals the workflow's preprocess + apply_bpe (or
     char_encode, or apply_spm) files line by line, on real sentences, with a vocabulary threshold of 2."""
     from nmtmodels.text.model_package import settings_from_corpus, write_package
+    from nmtmodels.text.preprocessing import language_settings
     from workflow_scripts.data import bpe, chars, spm
-    from workflow_scripts.data.preprocess import language_settings, preprocess_files
+    from workflow_scripts.data.preprocess import preprocess_files
 
     spec = copy.deepcopy(CONFIG["corpora"][corpus]) | {"bpe": {"merges": [300], "joint": True, "vocabulary_threshold": 2}}
     src, tgt = spec["src"], spec["tgt"]

@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from nmtmodels.textio import DataError
+from nmtmodels.files import DataError
 from workflow_scripts.data.chars import line_encoder
 from workflow_scripts.data.parallel import WorkerError, chunked, parallel_map
 

@@ -10,15 +10,10 @@ import pytest
 import yaml
 from sacremoses import MosesPunctNormalizer, MosesTokenizer
 
-from nmtmodels.textio import DataError
+from nmtmodels.files import DataError
+from nmtmodels.text.preprocessing import LanguageSettings, TextProcessor
 from workflow_scripts.data import parallel, preprocess
-from workflow_scripts.data.preprocess import (
-    CleanSettings,
-    LanguageSettings,
-    TextProcessor,
-    clean_reason,
-    preprocess_files,
-)
+from workflow_scripts.data.preprocess import CleanSettings, clean_reason, preprocess_files
 
 ROOT = Path(__file__).resolve().parents[1]
 WHITESPACE = LanguageSettings("en", "whitespace")

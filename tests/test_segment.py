@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from nmtmodels.textio import DataError
+from nmtmodels.files import DataError
+from nmtmodels.text.preprocessing import SegmentationError, WordSegmenter, check_segmenter
 from workflow_scripts.data import parallel, segment
-from workflow_scripts.data.segment import SegmentationError, WordSegmenter, check_segmenter, segment_file
+from workflow_scripts.data.segment import segment_file
 
 ROOT = Path(__file__).resolve().parents[1]
 MIRROR = Path(os.environ.get("NMT_DATA_MIRROR") or ROOT.parent / "shared" / "data")

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from nmtmodels.textio import DataError
+from nmtmodels.files import DataError
 from workflow_scripts.analyses import swap_noise as sn
 from workflow_scripts.dag import WorkflowConfigError, analyses
 

@@ -10,7 +10,7 @@ import pytest
 import sacrebleu
 from sacrebleu.metrics import TER
 
-from nmtmodels.textio import DataError
+from nmtmodels.files import DataError
 from tests.report_fixtures import PARAMETERS, build_tree, fixture_config
 from tests.test_significance import disagreeing_corpus
 from workflow_scripts.dag import evaluation as ev

@@ -6,7 +6,7 @@ import datetime as dt
 
 import pytest
 
-from nmtmodels.textio import DataError
+from nmtmodels.files import DataError
 from workflow_scripts.evaluation import progress, timeline
 
 HEADER = """Building DAG of jobs...

@@ -65,19 +65,10 @@ def command(name: str) -> Callable[[Sequence[str] | None], int]:
     return importlib.import_module(COMMANDS[name]).main
 
 
-# Library functions that 0.1 kept in the CLI module; importable from here for one release.
-MOVED = {"load_experiment": "nmtmodels.experiment", "apply_overrides": "nmtmodels.experiment", "SECTIONS": "nmtmodels.experiment"}
-
-
 def __getattr__(name: str) -> Any:
     """``train_main`` ... ``export_main``: the ``main`` of :mod:`nmtmodels.cli.train` ...."""
     if name.endswith("_main") and name.removesuffix("_main") in ("train", "translate", "average", "vocab", "export"):
         return command(name.removesuffix("_main"))
-    if name in MOVED:
-        import warnings
-
-        warnings.warn(f"nmtmodels.cli.{name} moved to {MOVED[name]}.{name}", DeprecationWarning, stacklevel=2)
-        return getattr(importlib.import_module(MOVED[name]), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from nmtmodels.config import ConfigError
-from nmtmodels.textio import DataError
+from nmtmodels.files import DataError
 
 if TYPE_CHECKING:
     import torch

@@ -13,8 +13,8 @@ from collections.abc import Sequence
 
 from nmtmodels.cli.common import make_parser
 from nmtmodels.config import ConfigError
+from nmtmodels.files import DataError
 from nmtmodels.text.model_package import PackageSettings, write_package
-from nmtmodels.textio import DataError
 
 
 def main(argv: Sequence[str] | None = None) -> int:

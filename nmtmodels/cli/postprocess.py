@@ -4,8 +4,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from nmtmodels.cli.common import make_parser
+from nmtmodels.files import atomic_output, read_lines
 from nmtmodels.text.postprocess import postprocess_lines
-from nmtmodels.textio import atomic_output, read_lines
 
 
 def main(argv: Sequence[str] | None = None) -> int:

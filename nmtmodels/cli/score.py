@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from nmtmodels.cli.common import make_parser
+from nmtmodels.files import read_lines
 from nmtmodels.text.scoring import score_corpus, write_scores_json
-from nmtmodels.textio import read_lines
 
 
 def main(argv: Sequence[str] | None = None) -> int:

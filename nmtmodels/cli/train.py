@@ -14,12 +14,12 @@ from pathlib import Path
 import torch
 
 from nmtmodels.checkpoint import initialise_from, parameters_fingerprint
+from nmtmodels.choices import TEXT_FORMATS
 from nmtmodels.cli.common import _device, _run, make_parser
 from nmtmodels.config import ConfigError, plain_dict
 from nmtmodels.data import ExtraField, ParallelDataset
 from nmtmodels.experiment import check_extras, load_experiment, parse_extras
-from nmtmodels.text.postprocess import TEXT_FORMATS
-from nmtmodels.textio import read_lines
+from nmtmodels.files import read_lines
 from nmtmodels.vocab import Vocabulary
 
 # The workflow's jobs set it (Snakefile): a training left running by a killed Snakemake is

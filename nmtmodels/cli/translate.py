@@ -40,8 +40,8 @@ from nmtmodels.cli.common import _device, _fail, _run, _warn, check_output, make
 from nmtmodels.config import ConfigError
 from nmtmodels.devices import DEFAULT_THREADS, default_threads
 from nmtmodels.experiment import check_extras, parse_extras
+from nmtmodels.files import DataError, atomic_output
 from nmtmodels.symbols import UNK
-from nmtmodels.textio import DataError, atomic_output
 
 if TYPE_CHECKING:  # torch and the tokenisers load when a translation starts, not for --help
     from nmtmodels.decoding.translator import LineTranslation, Translation, Translator

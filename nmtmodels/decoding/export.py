@@ -71,9 +71,9 @@ from torch import nn
 from nmtmodels.checkpoint import load_checkpoint
 from nmtmodels.config import ConfigError, from_dict
 from nmtmodels.decoding.scorer import DecodeConfig, HypothesisScorer
+from nmtmodels.files import current_umask, temporary_directory_beside
 from nmtmodels.symbols import BOS, EOS, PAD, UNK
 from nmtmodels.text.model_package import CHECKPOINT_FILE, PREPROCESS_FILE, package_directory
-from nmtmodels.textio import current_umask, temporary_directory_beside
 
 FAMILY = "transformer"
 LAYER_NORM_EPSILON = 1e-5

@@ -66,22 +66,18 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from nmtmodels.batch import BOS_ID, EOS_ID, PAD_ID, Batch
-from nmtmodels.compiling import DECODE_COMPILE_MODES, compile_module
-from nmtmodels.decoding.scorer import (  # noqa: F401  (DecodeConfig and Hypothesis: also imported from here)
-    EARLY_STOP_RULES,
-    CoveragePenalty,
+from nmtmodels.batch import Batch
+from nmtmodels.choices import DECODE_COMPILE_MODES
+from nmtmodels.compiling import compile_module
+from nmtmodels.decoding.scorer import (
     DecodeConfig,
-    GNMTLengthPenalty,
     Hypothesis,
     HypothesisScorer,
-    LengthLimit,
     LinearLengthLimit,
-    RatioLengthLimit,
-    ScoreTerm,
 )
 from nmtmodels.models.base import Seq2SeqModel, State
 from nmtmodels.modules.attention import STATIC_CACHE
+from nmtmodels.symbols import BOS_ID, EOS_ID, PAD_ID
 
 
 def reorder_state(state: State, index: Tensor, *, within_sentences: bool = False) -> State:

@@ -32,7 +32,7 @@ Model families with ``extra_inputs`` read raw text through their package too: a 
 package segments each sentence with its segmenters (or BPE sizes), builds the lattice and
 reads its edge tokens with their ``starts`` and ``ends`` (:meth:`ModelPackage.input_encoder
 <nmtmodels.text.model_package.ModelPackage.input_encoder>`); an ESC package first compresses
-the encoded source with its compressor (:class:`nmtmodels.decoding.compressor.Compressor`) and
+the encoded source with its compressor (:class:`nmtmodels.decoding.compression.Compressor`) and
 reads the compressed tokens as ``compressed``, which :attr:`Translation.compressed` shows.  A
 checkpoint whose extra inputs its package does not make (a package written before these
 were packaged, or none) is refused in one line by ``from_checkpoint``.
@@ -50,14 +50,14 @@ import torch
 from nmtmodels.checkpoint import CheckpointError, load_model_from_checkpoint
 from nmtmodels.config import ConfigError, from_dict
 from nmtmodels.data import ExtraField, ParallelDataset, TooLong
-from nmtmodels.decoding import batched
+from nmtmodels.decoding import corpus
 from nmtmodels.decoding.ensemble import Ensemble, check_members
 from nmtmodels.decoding.scorer import DecodeConfig
 from nmtmodels.decoding.scorer import Hypothesis as SearchHypothesis
 from nmtmodels.devices import resolve_device, set_threads
+from nmtmodels.files import DataError
 from nmtmodels.text.model_package import CHECKPOINT_FILE, EncodedSource, ModelPackage, package_directory, read_package
 from nmtmodels.text.preprocessing import SegmentationError
-from nmtmodels.textio import DataError
 from nmtmodels.vocab import Vocabulary, check_fingerprint
 
 
@@ -103,7 +103,7 @@ class Translation:
 @dataclass(frozen=True)
 class LineTranslation:
     """What became of input line ``number``: the translations of its sentences (one, unless the
-    line was split into sentences), or the :class:`~nmtmodels.textio.DataError` that cost the
+    line was split into sentences), or the :class:`~nmtmodels.files.DataError` that cost the
     line (``translations`` then empty)."""
 
     number: int
@@ -144,7 +144,7 @@ class Translator:
         self.identity_compression = bool(package is not None and package.settings.compression is not None
                                          and package.settings.compression.identity)
         if package is not None and package.compressor is not None and "compressed" in model.extra_inputs:
-            from nmtmodels.decoding.compressor import Compressor
+            from nmtmodels.decoding.compression import Compressor
 
             self.compressor = Compressor(package.compressor, package.settings.compression, self.device)
 
@@ -251,7 +251,7 @@ class Translator:
             raise DataError(name, str(exc), number) from None
 
     def compress(self, encoded: Sequence[str | EncodedSource], *, name: str = "<input>", first_line: int = 1) -> list[str] | None:
-        """The compressed source lines of an ESC package's translator (:mod:`nmtmodels.decoding.compressor`;
+        """The compressed source lines of an ESC package's translator (:mod:`nmtmodels.decoding.compression`;
         the encoded source itself for an identity compression), None for other translators."""
         if self.identity_compression:
             return [_tokens(line) for line in encoded]
@@ -301,7 +301,7 @@ class Translator:
                amp: Literal["bf16", "none"] = "none", progress: Callable[[int], None] | None = None) -> list[list[SearchHypothesis]]:
         """Search hypotheses (token ids) for every example of ``dataset``, in order;
         ``progress`` is called with the number of sentences of each finished batch."""
-        return batched.translate_dataset(self.model, dataset, decode_cfg, max_tokens=max_tokens, device=self.device,
+        return corpus.translate_dataset(self.model, dataset, decode_cfg, max_tokens=max_tokens, device=self.device,
                                            amp=amp, progress=progress)
 
     # ------------------------------------------------------------------ target side

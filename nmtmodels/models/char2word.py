@@ -43,11 +43,11 @@ import torch
 from torch import Tensor, nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from nmtmodels.batch import EOS_ID, PAD_ID, SPECIAL_SYMBOLS, Batch
+from nmtmodels.batch import Batch
 from nmtmodels.config import ConfigError, ModelConfig, from_dict
 from nmtmodels.models.base import Seq2SeqModel, State, register_model
 from nmtmodels.modules.dropout import Dropout
-from nmtmodels.symbols import SPACE_SYMBOL
+from nmtmodels.symbols import EOS_ID, PAD_ID, SPACE_SYMBOL, SPECIAL_SYMBOLS
 
 OPTION_PRESETS: dict[str, dict[str, int]] = {
     "paper": dict(embedding_dim=256, encoder_dim=400, decoder_dim=400, attention_dim=300),

@@ -4,7 +4,7 @@ for Neural Machine Translation", sections 3.2-3.4): ``bsfnmt``, ``btfnmt``, ``bb
 Every model reads the source ``x`` and its compressed "backbone" ``x^c`` (the extra
 token input ``compressed``, numericalised with the source vocabulary, produced by a
 compression model with length-controlled beam search, see ``workflow_scripts/data/compression.py``
-and ``rules/compress.smk``).  Both go through the SAME encoder (shared parameters):
+and ``rules/compression.smk``).  Both go through the SAME encoder (shared parameters):
 ``H_x = Enc(x)``, ``H_c = Enc(x^c)``.
 
 * BSFNMT (backbone source-side fusion, eq. 10-11)::
@@ -66,7 +66,7 @@ from typing import Any, ClassVar, Literal
 import torch
 from torch import Tensor, nn
 
-from nmtmodels.batch import PAD_ID, Batch
+from nmtmodels.batch import Batch
 from nmtmodels.config import ConfigError, ModelConfig
 from nmtmodels.models.base import State, register_model
 from nmtmodels.models.transformer import TransformerDecoder, TransformerModel
@@ -79,6 +79,7 @@ from nmtmodels.modules.layers import (
     TransformerDecoderLayer,
     layer_kwargs,
 )
+from nmtmodels.symbols import PAD_ID
 
 COMPRESSED = "compressed"  # the extra token input: the compressed source
 

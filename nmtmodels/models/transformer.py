@@ -11,11 +11,11 @@ from typing import Any
 
 from torch import Tensor, nn
 
-from nmtmodels.batch import SPECIAL_SYMBOLS
 from nmtmodels.config import ConfigError, ModelConfig
 from nmtmodels.models.base import Seq2SeqModel, State, register_model
 from nmtmodels.modules.embedding import InputEmbedding, TokenEmbedding, build_positions
 from nmtmodels.modules.layers import TransformerDecoderLayer, TransformerEncoderLayer
+from nmtmodels.symbols import SPECIAL_SYMBOLS
 
 
 class TransformerEncoder(nn.Module):

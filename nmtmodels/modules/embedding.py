@@ -13,8 +13,8 @@ import math
 import torch
 from torch import Tensor, nn
 
-from nmtmodels.batch import PAD_ID
 from nmtmodels.modules.dropout import Dropout
+from nmtmodels.symbols import PAD_ID
 
 
 class TokenEmbedding(nn.Embedding):

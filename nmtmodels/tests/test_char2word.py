@@ -5,11 +5,11 @@ import numpy as np
 import pytest
 import torch
 
-from nmtmodels.batch import BOS_ID, EOS_ID, PAD_ID, Batch
-from nmtmodels.batching import BucketBatchSampler
+from nmtmodels.batch import Batch
 from nmtmodels.config import ConfigError, ModelConfig
 from nmtmodels.data import ParallelDataset
-from nmtmodels.decoding.search import DecodeConfig, beam_search, greedy_search
+from nmtmodels.decoding.scorer import DecodeConfig
+from nmtmodels.decoding.search import beam_search, greedy_search
 from nmtmodels.models.char2word import (
     AdditiveAttention,
     CharRNNOptions,
@@ -17,7 +17,8 @@ from nmtmodels.models.char2word import (
     word_end_positions,
 )
 from nmtmodels.registry import build_model, validate_model_config
-from nmtmodels.symbols import SPACE_SYMBOL
+from nmtmodels.sampler import BucketBatchSampler
+from nmtmodels.symbols import BOS_ID, EOS_ID, PAD_ID, SPACE_SYMBOL
 from nmtmodels.vocab import Vocabulary
 
 SPACE = 4  # id of ▁ in the toy source vocabulary below

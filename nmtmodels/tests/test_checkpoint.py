@@ -20,8 +20,8 @@ from nmtmodels.checkpoint import (
     numbered_checkpoints,
     save_checkpoint,
 )
+from nmtmodels.files import DataError
 from nmtmodels.tests.copy_task_fixtures import tiny_model
-from nmtmodels.textio import DataError
 
 
 def model_state(seed: int) -> dict:

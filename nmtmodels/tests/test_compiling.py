@@ -18,9 +18,11 @@ import torch
 import torch._dynamo
 
 from nmtmodels import compiling
-from nmtmodels.batch import BOS_ID, EOS_ID, PAD_ID, Batch, pad_to_buckets
+from nmtmodels.batch import Batch, pad_to_buckets
 from nmtmodels.config import ConfigError, from_dict
-from nmtmodels.decoding.search import DecodeConfig, beam_search, greedy_search
+from nmtmodels.decoding.scorer import DecodeConfig
+from nmtmodels.decoding.search import beam_search, greedy_search
+from nmtmodels.symbols import BOS_ID, EOS_ID, PAD_ID
 from nmtmodels.tests.copy_task_fixtures import copy_task_corpus, tiny_model, train_config
 from nmtmodels.tests.family_cases import family_case
 from nmtmodels.training.trainer import Trainer

@@ -5,12 +5,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nmtmodels.batch import BOS_ID, EOS_ID, PAD_ID, UNK_ID
-from nmtmodels.batching import BucketBatchSampler
 from nmtmodels.config import ConfigError
 from nmtmodels.data import ExtraField, ParallelDataset, collate
+from nmtmodels.files import DataError
+from nmtmodels.sampler import BucketBatchSampler
+from nmtmodels.symbols import BOS_ID, EOS_ID, PAD_ID, UNK_ID
 from nmtmodels.tests.copy_task_fixtures import write_lines
-from nmtmodels.textio import DataError
 from nmtmodels.vocab import Vocabulary
 
 VOCAB = Vocabulary(["a", "b", "c", "d"])  # a=4 b=5 c=6 d=7

@@ -4,11 +4,13 @@ from __future__ import annotations
 import pytest
 import torch
 
-from nmtmodels.batch import BOS_ID, EOS_ID, PAD_ID, Batch
+from nmtmodels.batch import Batch
 from nmtmodels.config import ConfigError, ModelConfig
-from nmtmodels.decoding.search import DecodeConfig, beam_search, greedy_search, reorder_state
+from nmtmodels.decoding.scorer import DecodeConfig
+from nmtmodels.decoding.search import beam_search, greedy_search, reorder_state
 from nmtmodels.models.esc import BBFNMT, BSFNMT, BTFNMT, ContextGate
 from nmtmodels.registry import build_model
+from nmtmodels.symbols import BOS_ID, EOS_ID, PAD_ID
 
 FAMILIES = ["bsfnmt", "btfnmt", "bbfnmt"]
 SMALL = {"d_model": 32, "heads": 4, "encoder_layers": 2, "decoder_layers": 2, "ffn_dim": 64, "dropout": 0.1, "attention_dropout": 0.1}
@@ -272,12 +274,7 @@ def test_reorder_state_moves_backbone_with_beams() -> None:
 
 # --- length-controlled decoding (eq. 1-3) with the shared beam search's scorers ----------
 
-from nmtmodels.decoding.search import (  # noqa: E402
-    CoveragePenalty,
-    GNMTLengthPenalty,
-    HypothesisScorer,
-    RatioLengthLimit,
-)
+from nmtmodels.decoding.scorer import CoveragePenalty, GNMTLengthPenalty, HypothesisScorer, RatioLengthLimit  # noqa: E402
 
 
 def test_length_penalty_and_coverage_penalty_by_hand() -> None:

@@ -8,12 +8,14 @@ import math
 import pytest
 import torch
 
-from nmtmodels.batch import BOS_ID, EOS_ID, PAD_ID, Batch
+from nmtmodels.batch import Batch
 from nmtmodels.config import ConfigError, ModelConfig
-from nmtmodels.decoding.search import DecodeConfig, beam_search
+from nmtmodels.decoding.scorer import DecodeConfig
+from nmtmodels.decoding.search import beam_search
 from nmtmodels.models.graph import TABLE2_VARIANTS as VARIANTS
 from nmtmodels.models.graph import GraphEncoderLayer, GraphOptions
 from nmtmodels.registry import build_model
+from nmtmodels.symbols import BOS_ID, EOS_ID, PAD_ID
 
 SMALL = dict(d_model=32, heads=4, encoder_layers=2, decoder_layers=2, ffn_dim=48, dropout=0.1, attention_dropout=0.1)
 

@@ -150,33 +150,51 @@ def test_public_names_import_from_the_package() -> None:
         assert getattr(nmtmodels, name) is getattr(importlib.import_module(nmtmodels.PUBLIC[name]), name)
 
 
-def test_old_module_paths_still_import_with_a_warning() -> None:
-    from nmtmodels import _moved
+# Import paths of earlier layouts, gone (CHANGELOG.md lists each one's home): whole modules ...
+OLD_MODULES = ("nmtmodels._moved", "nmtmodels.train", "nmtmodels.loss", "nmtmodels.distributed", "nmtmodels.inference",
+               "nmtmodels.search", "nmtmodels.ensemble", "nmtmodels.translator", "nmtmodels.export",
+               "nmtmodels.preprocessing", "nmtmodels.postprocess", "nmtmodels.spm", "nmtmodels.scoring", "nmtmodels.package",
+               "nmtmodels.batching", "nmtmodels.decoding.batched", "nmtmodels.textio", "nmtmodels.decoding.compressor")
+# ... and names that a module re-exported after they moved out of it.
+OLD_NAMES = {
+    "nmtmodels.cli": ("load_experiment", "apply_overrides", "SECTIONS"),
+    "nmtmodels.compiling": ("pad_to_buckets",),
+    "nmtmodels.data": ("BucketBatchSampler",),
+    "nmtmodels.training.trainer": ("__all__",),  # it listed the names of its parts (the names it uses it imports)
+}
+# (An import through a module that merely imports the name is caught by tests/test_style.py.)
 
-    for old, homes in _moved.MOVED.items():
+
+def test_no_old_import_path_is_left() -> None:
+    """Each name has one import path: the 0.1 modules are gone, no module re-exports what moved
+    out of it, and ``import nmtmodels`` installs no import hook (module-level ``__getattr__``
+    serves only the lazy public names of the package and of cli/)."""
+    run = subprocess.run([sys.executable, "-c", "import sys; before = list(sys.meta_path); import nmtmodels; "
+                          "print(sys.meta_path == before)"], cwd=REPO, capture_output=True, text=True, check=True)
+    assert run.stdout.strip() == "True", "import nmtmodels changed sys.meta_path"
+    for old in OLD_MODULES:
         sys.modules.pop(old, None)
-        with pytest.warns(DeprecationWarning, match=old.replace(".", r"\.")):
-            module = importlib.import_module(old)
-        for home in homes:  # every public name of each new home is reachable from the old path
-            new = importlib.import_module(home)
-            names = [n for n in vars(new) if not n.startswith("_") and getattr(vars(new)[n], "__module__", None) == home]
-            assert names, home
-            assert all(getattr(module, n) is getattr(new, n) for n in names), (old, home)
-    from nmtmodels import cli, experiment
-
-    for name in cli.MOVED:
-        with pytest.warns(DeprecationWarning, match=f"nmtmodels.cli.{name} moved"):
-            assert getattr(cli, name) is getattr(experiment, name)
-    with pytest.raises(AttributeError, match="not in"):
-        _ = importlib.import_module("nmtmodels.search").no_such_name
+        with pytest.raises(ModuleNotFoundError):
+            importlib.import_module(old)
+    for module, names in OLD_NAMES.items():
+        for name in names:
+            assert not hasattr(importlib.import_module(module), name), f"{module}.{name}"
+    hooks = [str(path.relative_to(REPO)) for path in sorted(PACKAGE.rglob("*.py"))
+             if "tests" not in path.relative_to(PACKAGE).parts
+             and any(isinstance(node, ast.FunctionDef) and node.name == "__getattr__" for node in ast.parse(path.read_text("utf-8")).body)]
+    assert hooks == ["nmtmodels/__init__.py", "nmtmodels/cli/__init__.py"], hooks
+    assert not list(PACKAGE.rglob("_moved.py"))
 
 
-def test_old_python_m_commands_run_the_new_ones(tmp_path: Path) -> None:
+def test_commands_run_only_from_cli(tmp_path: Path) -> None:
+    """``python -m nmtmodels.cli postprocess`` runs; the 0.1 command ``python -m nmtmodels.postprocess`` does not."""
     (tmp_path / "in").write_text("a@@ b c\n", encoding="utf-8")
-    for command in (["nmtmodels.postprocess"], ["nmtmodels.cli", "postprocess"]):
-        out = tmp_path / f"out{len(command)}"
-        run = subprocess.run([sys.executable, "-m", *command, "--lang", "en", str(tmp_path / "in"), str(out)],
-                             cwd=REPO, capture_output=True, text=True, check=False)
-        assert run.returncode == 0, run.stderr
-        assert out.read_text(encoding="utf-8") == "ab c\n"
-        assert ("DeprecationWarning" in run.stderr) == (command[0] == "nmtmodels.postprocess")
+    out = tmp_path / "out"
+    run = subprocess.run([sys.executable, "-m", "nmtmodels.cli", "postprocess", "--lang", "en", str(tmp_path / "in"), str(out)],
+                         cwd=REPO, capture_output=True, text=True, check=False)
+    assert run.returncode == 0, run.stderr
+    assert out.read_text(encoding="utf-8") == "ab c\n"
+    old = subprocess.run([sys.executable, "-m", "nmtmodels.postprocess", "--lang", "en", str(tmp_path / "in"), str(tmp_path / "old")],
+                         cwd=REPO, capture_output=True, text=True, check=False)
+    assert old.returncode != 0 and "No module named nmtmodels.postprocess" in old.stderr, old.stderr
+    assert not (tmp_path / "old").exists()

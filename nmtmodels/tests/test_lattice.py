@@ -9,7 +9,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nmtmodels.batch import BOS_ID, EOS_ID, PAD_ID, Batch
+from nmtmodels.batch import Batch
 from nmtmodels.config import ConfigError, ModelConfig
 from nmtmodels.models.lattice import (
     RELATIONS,
@@ -20,6 +20,7 @@ from nmtmodels.models.lattice import (
 )
 from nmtmodels.modules.attention import MultiheadAttention, RelationTerms
 from nmtmodels.registry import build_model
+from nmtmodels.symbols import BOS_ID, EOS_ID, PAD_ID
 
 R = {name: index for index, name in enumerate(RELATIONS)}
 SMALL = {"d_model": 32, "heads": 4, "encoder_layers": 2, "decoder_layers": 2, "ffn_dim": 64, "dropout": 0.0}

@@ -13,11 +13,11 @@ import torch
 from nmtmodels import cli
 from nmtmodels.checkpoint import save_checkpoint
 from nmtmodels.config import ConfigError, ModelConfig
+from nmtmodels.files import DataError
 from nmtmodels.registry import build_model
 from nmtmodels.text.bpe_codes import ran_out_line
 from nmtmodels.text.model_package import PackageSettings, read_package, write_package
 from nmtmodels.text.preprocessing import LanguageSettings
-from nmtmodels.textio import DataError
 from nmtmodels.vocab import Vocabulary
 
 WORDS = ["low", "lower", "lowest", "newer", "newest", "wider", "widest"]

@@ -9,8 +9,8 @@ from subword_nmt.apply_bpe import BPE
 from subword_nmt.learn_bpe import learn_bpe
 
 from nmtmodels.cli.postprocess import main
+from nmtmodels.files import DataError
 from nmtmodels.text.postprocess import chars_to_text, join_cjk, postprocess, remove_bpe
-from nmtmodels.textio import DataError
 
 EN = [
     "The committee's decision, announced on Monday, was \"final\" & binding.",

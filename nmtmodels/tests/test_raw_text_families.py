@@ -4,7 +4,7 @@ The expected model inputs are made by hand, independently of nmtmodels.text.latt
 nmtmodels.text.preprocessing: NFKC and whitespace collapse with unicodedata, each Chinese
 segmenter called through its own library, BPE with subword-nmt, Moses with sacremoses, and the
 lattice as a dict of character spans.  The expected search results come from
-nmtmodels.decoding.batched.translate_dataset over datasets read from files, as the workflow's
+nmtmodels.decoding.corpus.translate_dataset over datasets read from files, as the workflow's
 rules read them.  The models are tiny and random: what is checked is that both paths agree."""
 from __future__ import annotations
 
@@ -27,19 +27,19 @@ from sacremoses import MosesDetokenizer, MosesPunctNormalizer, MosesTokenizer
 from subword_nmt import apply_bpe, learn_bpe
 
 from nmtmodels import cli
-from nmtmodels.batch import PAD_ID
 from nmtmodels.checkpoint import CheckpointError, load_model_from_checkpoint, save_checkpoint
 from nmtmodels.config import ConfigError, ModelConfig
 from nmtmodels.data import ExtraField, ParallelDataset
-from nmtmodels.decoding.batched import translate_dataset
+from nmtmodels.decoding.corpus import translate_dataset
 from nmtmodels.decoding.scorer import DecodeConfig
 from nmtmodels.decoding.translator import Translator, raw_text_refusal
+from nmtmodels.files import DataError
 from nmtmodels.models.lattice import SPAN_PAD
 from nmtmodels.registry import build_model
+from nmtmodels.symbols import PAD_ID
 from nmtmodels.text import preprocessing
 from nmtmodels.text.model_package import CompressionSettings, EncodedSource, LatticeSettings, PackageSettings, read_package, write_package
 from nmtmodels.text.preprocessing import LanguageSettings
-from nmtmodels.textio import DataError
 from nmtmodels.vocab import Vocabulary
 
 REPO = Path(__file__).resolve().parents[2]

@@ -8,12 +8,13 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from nmtmodels.batch import BOS_ID, EOS_ID, PAD_ID, Batch
+from nmtmodels.batch import Batch
 from nmtmodels.config import ConfigError, ModelConfig
 from nmtmodels.models.reordering import ReorderingModel
 from nmtmodels.models.transformer import TransformerDecoder, TransformerEncoder
 from nmtmodels.modules.relative import relative_position_ids
 from nmtmodels.registry import build_model
+from nmtmodels.symbols import BOS_ID, EOS_ID, PAD_ID
 
 SMALL = dict(d_model=32, heads=4, encoder_layers=2, decoder_layers=2, ffn_dim=64, dropout=0.1, attention_dropout=0.1)
 CONTROLS = ["none", "additional_pe", "relative_pe"]

@@ -8,17 +8,12 @@ import pytest
 import torch
 from torch import Tensor, nn
 
-from nmtmodels.batch import BOS_ID, EOS_ID, PAD_ID, Batch
+from nmtmodels.batch import Batch
 from nmtmodels.config import ConfigError, from_dict
-from nmtmodels.decoding.search import (
-    CoveragePenalty,
-    DecodeConfig,
-    GNMTLengthPenalty,
-    HypothesisScorer,
-    beam_search,
-    greedy_search,
-)
+from nmtmodels.decoding.scorer import CoveragePenalty, DecodeConfig, GNMTLengthPenalty, HypothesisScorer
+from nmtmodels.decoding.search import beam_search, greedy_search
 from nmtmodels.models.base import Seq2SeqModel
+from nmtmodels.symbols import BOS_ID, EOS_ID, PAD_ID
 
 VOCAB = 6  # <pad> <s> </s> <unk> a b: the search may emit <unk>, a, b and </s>
 OUTPUT_TOKENS = (3, 4, 5)

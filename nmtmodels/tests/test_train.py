@@ -4,7 +4,6 @@ import csv
 import errno
 import fcntl
 import hashlib
-import importlib
 import math
 import os
 import signal
@@ -15,8 +14,6 @@ import torch.nn.functional as F
 from torch import nn
 
 from nmtmodels import checkpoint as ckpt_module
-from nmtmodels.batch import PAD_ID
-from nmtmodels.batching import BucketBatchSampler
 from nmtmodels.checkpoint import (
     CheckpointError,
     CheckpointWriteError,
@@ -27,6 +24,8 @@ from nmtmodels.checkpoint import (
 from nmtmodels.config import ConfigError, from_dict
 from nmtmodels.data import ParallelDataset, Ragged
 from nmtmodels.registry import model_families
+from nmtmodels.sampler import BucketBatchSampler
+from nmtmodels.symbols import PAD_ID
 from nmtmodels.tests.copy_task_fixtures import (
     copy_task_corpus,
     tiny_model,
@@ -636,26 +635,6 @@ def test_resume_refuses_a_run_whose_optimizer_decayed_every_parameter(corpus, tm
     with pytest.raises(ConfigError, match=r"the optimizer's parameter groups were \[\d+\] parameters and are "
                                           r"\[\d+, \d+\] now"):
         make_trainer(corpus, tmp_path, max_updates=4, weight_decay=0.1).train()
-
-
-# ---------------------------------------------------------------------- module layout
-def test_trainer_module_still_exports_the_names_it_had_before_the_split():
-    """``from nmtmodels.training.trainer import X`` works for every public name of the module
-    before its parts moved out, and gives the object of X's new home."""
-    homes = {
-        "config": ("TrainConfig", "CHANGEABLE_ON_RESUME"),
-        "errors": ("TrainingError", "TrainingDiverged", "OutputDirLocked"),
-        "optim": ("build_optimizer", "InverseSqrtSchedule"),
-        "state": ("seed_everything", "get_rng_state", "set_rng_state", "LOCK_NAME"),
-        "metrics": ("METRIC_COLUMNS",),
-        "trainer": ("Trainer", "TrainResult", "EXIT_REQUEUE", "BleuFn"),
-    }
-    for home, names in homes.items():
-        module = importlib.import_module(f"nmtmodels.training.{home}")
-        for name in names:
-            assert name in train_module.__all__, name
-            assert getattr(train_module, name) is getattr(module, name), name
-    assert sorted(train_module.__all__) == sorted(n for names in homes.values() for n in names)
 
 
 def _seeded_run(corpus, out_dir, seed: int) -> tuple[dict, list, dict]:

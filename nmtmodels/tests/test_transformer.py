@@ -4,11 +4,12 @@ from __future__ import annotations
 import pytest
 import torch
 
-from nmtmodels.batch import BOS_ID, EOS_ID, PAD_ID, Batch
+from nmtmodels.batch import Batch
 from nmtmodels.config import ConfigError, ModelConfig
 from nmtmodels.decoding.search import reorder_state
 from nmtmodels.models.transformer import TransformerModel
 from nmtmodels.registry import build_model
+from nmtmodels.symbols import BOS_ID, EOS_ID, PAD_ID
 
 SMALL = dict(d_model=32, heads=4, encoder_layers=2, decoder_layers=2, ffn_dim=64, dropout=0.1, attention_dropout=0.1)
 

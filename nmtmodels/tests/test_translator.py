@@ -2,7 +2,7 @@
 mirror), packaged with nmtmodels.text.model_package, translated through Translator and nmt-translate.
 
 The expected model input is made by hand with sacremoses and subword-nmt (not with
-nmtmodels.text.preprocessing), and the expected search results with nmtmodels.decoding.batched as the
+nmtmodels.text.preprocessing), and the expected search results with nmtmodels.decoding.corpus as the
 old nmt-translate used it."""
 from __future__ import annotations
 
@@ -22,18 +22,18 @@ from sacremoses import MosesPunctNormalizer, MosesTokenizer
 from subword_nmt import apply_bpe, learn_bpe
 
 from nmtmodels import cli
-from nmtmodels.batch import BOS_ID, EOS_ID, PAD_ID
 from nmtmodels.checkpoint import load_model_from_checkpoint, save_checkpoint
 from nmtmodels.config import ConfigError, ModelConfig
 from nmtmodels.data import ParallelDataset
-from nmtmodels.decoding.batched import translate_dataset
+from nmtmodels.decoding.corpus import translate_dataset
 from nmtmodels.decoding.scorer import DecodeConfig
 from nmtmodels.decoding.translator import Translator
+from nmtmodels.files import DataError
 from nmtmodels.registry import build_model
+from nmtmodels.symbols import BOS_ID, EOS_ID, PAD_ID
 from nmtmodels.text.model_package import PackageSettings, read_package, write_package
 from nmtmodels.text.postprocess import postprocess
 from nmtmodels.text.preprocessing import LanguageSettings
-from nmtmodels.textio import DataError
 from nmtmodels.vocab import Vocabulary
 
 REPO = Path(__file__).resolve().parents[2]
@@ -220,12 +220,12 @@ def test_a_bad_line_in_input_and_on_stdin_gives_the_same_output_and_exit_status(
 
 def test_piped_stdin_is_read_whole_before_answering(package, monkeypatch, capsys):
     """One search over all lines (batched like --input), not one per line."""
-    import nmtmodels.decoding.batched
+    import nmtmodels.decoding.corpus
 
     directory, _, _ = package
     calls = []
-    real = nmtmodels.decoding.batched.translate_dataset
-    monkeypatch.setattr(nmtmodels.decoding.batched, "translate_dataset", lambda model, data, cfg, **kw: calls.append(len(data)) or
+    real = nmtmodels.decoding.corpus.translate_dataset
+    monkeypatch.setattr(nmtmodels.decoding.corpus, "translate_dataset", lambda model, data, cfg, **kw: calls.append(len(data)) or
                         real(model, data, cfg, **kw))
     monkeypatch.setattr(sys, "stdin", io.StringIO("A dog.\nTwo men.\nA girl is running.\n"))
     assert cli.translate_main(["--checkpoint", str(directory)]) == 0
@@ -240,7 +240,7 @@ def test_large_input_is_translated_in_bounded_chunks_in_order(package, monkeypat
     """Memory does not grow with the input: no search sees more than CHUNK_LINES sentences, each
     chunk's lines are written before the next chunk is read, and the output equals one search
     over everything, line for line, through a file and a pipe alike."""
-    import nmtmodels.decoding.batched
+    import nmtmodels.decoding.corpus
     from nmtmodels.cli import translate as translate_cli
 
     directory, _, _ = package
@@ -249,8 +249,8 @@ def test_large_input_is_translated_in_bounded_chunks_in_order(package, monkeypat
     whole = run_cli(["--checkpoint", str(directory), "--input", str(tmp_path / "in.en"), "--log-interval", "0"])
     assert whole.returncode == 0
     calls = []
-    real = nmtmodels.decoding.batched.translate_dataset
-    monkeypatch.setattr(nmtmodels.decoding.batched, "translate_dataset", lambda model, data, cfg, **kw: calls.append(len(data)) or
+    real = nmtmodels.decoding.corpus.translate_dataset
+    monkeypatch.setattr(nmtmodels.decoding.corpus, "translate_dataset", lambda model, data, cfg, **kw: calls.append(len(data)) or
                         real(model, data, cfg, **kw))
     monkeypatch.setattr(translate_cli, "CHUNK_LINES", 4)
     read = []  # lines read from the input when each chunk's output was written

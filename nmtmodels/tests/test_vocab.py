@@ -6,9 +6,9 @@ from collections import Counter
 import pytest
 from subword_nmt.get_vocab import get_vocab
 
-from nmtmodels.batch import BOS_ID, EOS_ID, PAD_ID, SPECIAL_SYMBOLS, UNK_ID
+from nmtmodels.files import DataError
+from nmtmodels.symbols import BOS_ID, EOS_ID, PAD_ID, SPECIAL_SYMBOLS, UNK_ID
 from nmtmodels.tests.copy_task_fixtures import write_lines
-from nmtmodels.textio import DataError
 from nmtmodels.vocab import Vocabulary, check_fingerprint
 
 

@@ -9,7 +9,7 @@ then it writes the count in the first line, which subword-nmt still reads as ver
     #version: (learned 299 of 600 merges: the corpus ran out of pairs) 0.2
 
 :func:`check_codes` (run by the workflow's ``apply_bpe`` and by the model package's writer
-and reader) refuses, with a :class:`~nmtmodels.textio.DataError` naming the file:
+and reader) refuses, with a :class:`~nmtmodels.files.DataError` naming the file:
 
 - a last line without its newline (the file was cut inside a line);
 - more merges than N;
@@ -26,7 +26,7 @@ import os
 import re
 from pathlib import Path
 
-from nmtmodels.textio import DataError, read_lines
+from nmtmodels.files import DataError, read_lines
 
 VERSION_LINE = "#version: 0.2"
 _RAN_OUT = re.compile(r"#version: \(learned (\d+) of (\d+) merges: the corpus ran out of pairs\) 0\.2")

@@ -21,7 +21,7 @@ edges separated by single spaces, ordered by (START, END), at most one edge per 
 TOKEN non-empty and spelling END-START characters (``@@`` joiner not counted); N is the
 largest END; an empty line is the empty lattice.  :func:`check_lattice` (the validator)
 also requires the graph to be acyclic (START < END), connected, and every edge to lie on
-a path from v_0 to v_N; any violation is a :class:`~nmtmodels.textio.DataError` naming
+a path from v_0 to v_N; any violation is a :class:`~nmtmodels.files.DataError` naming
 the file and line.
 
 The model inputs of a lattice file (``inputs``) are three line-aligned files: the edge
@@ -58,7 +58,7 @@ import itertools
 from collections.abc import Iterable, Iterator, Sequence
 from typing import NamedTuple
 
-from nmtmodels.textio import DataError, atomic_outputs, read_lines
+from nmtmodels.files import DataError, atomic_outputs, read_lines
 
 JOINER = "@@"  # subword-nmt's "not the end of a word" mark
 POSITION_UNITS = ("subword", "char")  # what the model inputs' node numbers count (module docstring)

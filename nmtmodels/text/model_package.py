@@ -45,6 +45,7 @@ from typing import Any, NamedTuple
 
 from nmtmodels.checkpoint import load_checkpoint, save_checkpoint, stored_digest
 from nmtmodels.config import ConfigError
+from nmtmodels.files import DataError, current_umask, temporary_directory_beside
 from nmtmodels.text.bpe_codes import check_codes
 from nmtmodels.text.lattice import POSITION_UNITS, lattice_inputs
 from nmtmodels.text.postprocess import SUBWORDS, postprocess
@@ -60,7 +61,6 @@ from nmtmodels.text.preprocessing import (
     load_bpe,
     sentence_characters,
 )
-from nmtmodels.textio import DataError, current_umask, temporary_directory_beside
 
 PREPROCESS_FILE = "preprocess.json"
 CHECKPOINT_FILE = "checkpoint.pt"

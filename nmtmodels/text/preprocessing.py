@@ -28,7 +28,7 @@ one sentence character by character, so this must hold).
 
 Characters (the char2word paper's units, :mod:`workflow_scripts.data.chars`): a sentence is
 its characters separated by spaces, each run of whitespace written as ``▁`` (U+2581,
-:data:`nmtmodels.text.postprocess.SPACE_SYMBOL`).
+:data:`nmtmodels.symbols.SPACE_SYMBOL`).
 
 BPE: subword-nmt's ``apply_bpe.BPE`` with separator ``"@@"``; :func:`load_bpe` reads codes
 and a vocabulary filtered by a threshold, as ``subword-nmt apply-bpe --codes C
@@ -49,8 +49,8 @@ from typing import Any
 from subword_nmt import apply_bpe
 
 from nmtmodels.config import ConfigError
-from nmtmodels.text.postprocess import SPACE_SYMBOL
-from nmtmodels.textio import DataError, read_lines
+from nmtmodels.files import DataError, read_lines
+from nmtmodels.symbols import SPACE_SYMBOL
 
 UNICODE_FORMS = ("NFC", "NFKC", "NFD", "NFKD")
 GENERIC_TOKENIZERS = ("moses", "whitespace")

@@ -43,8 +43,8 @@ import sacrebleu
 from sacrebleu.metrics import BLEU, CHRF, TER
 from sacrebleu.metrics.base import Metric
 
+from nmtmodels.files import atomic_write_text
 from nmtmodels.text.postprocess import CJK_LANGUAGES, base_language
-from nmtmodels.textio import atomic_write_text
 
 
 @functools.cache

@@ -33,7 +33,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from nmtmodels.config import ConfigError
-from nmtmodels.textio import DataError, read_lines
+from nmtmodels.files import DataError, read_lines
 
 MODEL_TYPES = ("unigram", "bpe")
 # Lines per call of the (multi-threaded) C++ encoder.

@@ -14,7 +14,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from nmtmodels.batch import PAD_ID
+from nmtmodels.symbols import PAD_ID
 
 
 def label_smoothed_nll_loss(

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from nmtmodels.textio import atomic_output
+from nmtmodels.files import atomic_output
 
 METRIC_COLUMNS = ("update", "epoch", "loss", "nll", "lr", "tokens_per_s", "grad_norm",
                   "valid_loss", "valid_nll", "valid_bleu", "elapsed", "target_tokens")

@@ -1,7 +1,7 @@
 """The training loop (docs/training.md): :class:`Trainer` runs the updates, validates, saves and
 stops at a limit, on early stopping or on SIGTERM / SIGUSR1 (the CLI then exits :data:`EXIT_REQUEUE`).
 Its parts are the sibling modules config, errors, optim, state (checkpoints, resume, lock, signals)
-and metrics; the public names they had here are importable from here too (``__all__``).
+and metrics.
 """
 from __future__ import annotations
 
@@ -25,36 +25,27 @@ from nmtmodels.batch import Batch, pad_to_buckets
 from nmtmodels.checkpoint import save_checkpoint
 from nmtmodels.compiling import begin_step, compile_module
 from nmtmodels.config import ConfigError, plain_dict
-from nmtmodels.data import BucketBatchSampler, ParallelDataset
+from nmtmodels.data import ParallelDataset
+from nmtmodels.files import atomic_write_text
 from nmtmodels.models.base import Seq2SeqModel
 from nmtmodels.modules.attention import avoid_per_shape_attention_kernels
-from nmtmodels.textio import atomic_write_text
-from nmtmodels.training.config import CHANGEABLE_ON_RESUME, TrainConfig
+from nmtmodels.sampler import BucketBatchSampler
+from nmtmodels.training.config import TrainConfig
 from nmtmodels.training.distributed import DistributedContext, all_reduce_sum, broadcast_object
-from nmtmodels.training.errors import OutputDirLocked, TrainingDiverged, TrainingError
+from nmtmodels.training.errors import TrainingDiverged
 from nmtmodels.training.loss import label_smoothed_nll_loss
-from nmtmodels.training.metrics import METRIC_COLUMNS, Interval, TensorBoardLog, append_metrics, train_line, valid_line
+from nmtmodels.training.metrics import Interval, TensorBoardLog, append_metrics, train_line, valid_line
 from nmtmodels.training.optim import InverseSqrtSchedule, build_optimizer
 from nmtmodels.training.state import (
-    LOCK_NAME,
     checkpoint_state,
-    get_rng_state,
     output_lock,
     prune_list,
     restore_best_checkpoint,
     resume_or_restart,
     seed_everything,
-    set_rng_state,
     stop_signal_handlers,
 )
 from nmtmodels.vocab import Vocabulary
-
-# The public names of this module before it was split; most live in the sibling modules now.
-__all__ = [
-    "CHANGEABLE_ON_RESUME", "EXIT_REQUEUE", "LOCK_NAME", "METRIC_COLUMNS", "BleuFn", "InverseSqrtSchedule",
-    "OutputDirLocked", "TrainConfig", "TrainResult", "Trainer", "TrainingDiverged", "TrainingError", "build_optimizer",
-    "get_rng_state", "seed_everything", "set_rng_state",
-]
 
 EXIT_REQUEUE = 75  # sysexits.h EX_TEMPFAIL: interrupted by SIGTERM/SIGUSR1, resume by rerunning
 

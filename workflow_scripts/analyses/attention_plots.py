@@ -32,8 +32,8 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from nmtmodels.files import DataError, atomic_output, read_lines
 from nmtmodels.symbols import EOS, SPACE_SYMBOL
-from nmtmodels.textio import DataError, atomic_output, read_lines
 
 
 def choose_sentences(lines: Sequence[str], count: int, min_chars: int, max_chars: int, path: str = "<input>") -> list[int]:
@@ -69,7 +69,8 @@ def attention_for(checkpoint: str, lines: Sequence[str], beam: int = 4) -> list[
 
     from nmtmodels.checkpoint import load_model_from_checkpoint
     from nmtmodels.data import ParallelDataset
-    from nmtmodels.decoding.search import DecodeConfig, beam_search
+    from nmtmodels.decoding.scorer import DecodeConfig
+    from nmtmodels.decoding.search import beam_search
 
     model, src_vocab, tgt_vocab, _ = load_model_from_checkpoint(checkpoint, torch.device("cpu"))
     data = ParallelDataset.from_lines(list(lines), src_vocab, max_positions=model.max_positions(), too_long="truncate")

@@ -29,7 +29,7 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from nmtmodels.textio import DataError, atomic_output, read_lines
+from nmtmodels.files import DataError, atomic_output, read_lines
 from workflow_scripts.dag.evaluation import METRICS
 from workflow_scripts.evaluation.plots import METRIC_LABELS, line_plot
 

@@ -21,7 +21,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from nmtmodels.textio import DataError, atomic_output
+from nmtmodels.files import DataError, atomic_output
 
 
 def training_speed(metrics_csv: str | Path) -> float | None:

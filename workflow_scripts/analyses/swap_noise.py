@@ -37,7 +37,7 @@ from collections.abc import Iterable, Sequence
 
 import pandas as pd
 
-from nmtmodels.textio import DataError, atomic_output, read_lines
+from nmtmodels.files import DataError, atomic_output, read_lines
 from workflow_scripts.evaluation.plots import METRIC_LABELS, line_plot
 
 

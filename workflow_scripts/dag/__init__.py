@@ -11,7 +11,8 @@ the rule files (tested in tests/test_dag.py and beside each feature's tests).
                  the source the fairness check compares, OOV-rate inputs
     packages     model packages: which runs get one, its inputs and preprocess.json
     corpus_data  the data half (rules/data.smk, preprocess.smk, subwords.smk): targets, spec params
-    esc          explicit sentence compression (rules/compress.smk)
+    compression  the compressed source that ESC models read: compressors, their data and quality,
+                 the ESC families' inputs (rules/compression.smk)
     lattices     lattice inputs (rules/lattice.smk)
     cluster      resources, launcher and PYTHONPATH of jobs (rules/train.smk, profiles)
     evaluation   what is scored and tested: test sets, significance pairs, report targets

@@ -34,7 +34,7 @@ from typing import Any
 from workflow_scripts.dag import WorkflowConfigError, paths
 from workflow_scripts.dag.evaluation import source_file
 from workflow_scripts.dag.runs import experiment_runs, experiment_settings
-from workflow_scripts.dag.sources import reads_plain_subwords, test_source
+from workflow_scripts.dag.sources import reads_plain_subwords, source_of_test_set
 
 GATED_FUSIONS = ("gate", "self_gate")
 SWAP_NOISE_DEFAULTS: dict[str, Any] = {"percentages": [0, 10, 20, 30, 40, 50], "seed": 1, "corpora": {}}
@@ -77,7 +77,7 @@ def gate_inputs(config: dict[str, Any], experiment: str, corpus: str, test_set: 
     """Files of one Figure 5 analysis, by role (for ``unpack`` in the rule)."""
     return {
         "checkpoint": paths.fill(paths.BEST_CHECKPOINT, experiment=experiment, corpus=corpus),
-        "source": test_source(config, experiment, corpus, test_set),
+        "source": source_of_test_set(config, experiment, corpus, test_set),
         "tokenized": source_file(config, corpus, test_set),
     }
 

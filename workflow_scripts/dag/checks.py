@@ -12,8 +12,8 @@ from typing import Any
 
 from workflow_scripts.dag import WorkflowConfigError, evaluation, paths
 from workflow_scripts.dag.analyses import check_swap_noise
+from workflow_scripts.dag.compression import check_compression
 from workflow_scripts.dag.corpus_data import input_dirs
-from workflow_scripts.dag.esc import check_compression
 from workflow_scripts.dag.lattices import check_lattices
 from workflow_scripts.dag.runs import (
     baselines_of,

@@ -30,12 +30,6 @@ def data_targets(config: dict[str, Any]) -> list[str]:
     return targets
 
 
-def extraction_spec(spec: dict[str, Any]) -> dict[str, Any]:
-    """The part of a corpus spec that extraction depends on (kept small so that
-    changing, say, a BPE size does not re-trigger extraction)."""
-    return {key: spec[key] for key in ("src", "tgt", "downloads", "splits", "holdout", "max_train_pairs") if key in spec}
-
-
 def preprocessing_spec(spec: dict[str, Any]) -> dict[str, Any]:
     """The part of a corpus spec that normalisation/tokenisation/cleaning depends on."""
     return {key: spec[key] for key in ("src", "tgt", "preprocess", "clean", "dedupe", "lowercase") if key in spec}

@@ -38,8 +38,8 @@ from typing import Any
 import yaml
 
 from workflow_scripts.dag import WorkflowConfigError, paths
+from workflow_scripts.dag.compression import compressor_reports
 from workflow_scripts.dag.corpus_data import reference_paths, tokenized_references
-from workflow_scripts.dag.esc import compressor_reports
 from workflow_scripts.dag.runs import baselines_of, experiment_runs
 from workflow_scripts.dag.seeds import seed_of
 from workflow_scripts.dag.sources import oov_targets

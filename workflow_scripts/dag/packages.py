@@ -16,7 +16,7 @@ import shlex
 from typing import Any
 
 from workflow_scripts.dag import paths
-from workflow_scripts.dag.esc import compressor_decode_settings, compressor_spec, is_identity
+from workflow_scripts.dag.compression import compressor_decode_settings, compressor_spec, is_identity
 from workflow_scripts.dag.lattices import is_bpe
 from workflow_scripts.dag.runs import decode_checkpoint, experiment_runs
 

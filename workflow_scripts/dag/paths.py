@@ -214,10 +214,6 @@ def sides(spec: dict[str, Any]) -> dict[str, str]:
     return {"src": spec["src"], "tgt": spec["tgt"]}
 
 
-def corpus_dir(corpus: str) -> str:
-    return f"{DATA_ROOT}/{corpus}"
-
-
 def encoded(**fields: Any) -> str:
     return fill(ENCODED, **fields)
 
@@ -257,10 +253,6 @@ def compression_set_path(compression_set: str) -> str:
 
 def experiment_dir(experiment: str, corpus: str) -> str:
     return fill(EXPERIMENT, experiment=experiment, corpus=corpus)
-
-
-def compressor_dir(compressor: str, corpus: str) -> str:
-    return fill(COMPRESSOR, compressor=compressor, corpus=corpus)
 
 
 def oov_path(experiment: str, corpus: str, test_set: str) -> str:

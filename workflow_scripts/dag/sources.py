@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from workflow_scripts.dag import paths
+from workflow_scripts.dag.compression import ESC_FAMILIES, esc_source
 from workflow_scripts.dag.corpus_data import reference_paths
-from workflow_scripts.dag.esc import ESC_FAMILIES, esc_source
 from workflow_scripts.dag.lattices import lattice_source, lattice_units
 from workflow_scripts.dag.runs import SourceInputs, experiment_runs, shares_embeddings, subword_source
 
@@ -80,7 +80,7 @@ def extra_input_flags(config: dict[str, Any], experiment: str, corpus: str, spli
     return " ".join(flags)
 
 
-def test_source(config: dict[str, Any], experiment: str, corpus: str, test_set: str) -> str:
+def source_of_test_set(config: dict[str, Any], experiment: str, corpus: str, test_set: str) -> str:
     """The encoded source side of a test set, in the experiment's input units."""
     return source_inputs(config, experiment, corpus, test_set).source
 
@@ -95,7 +95,7 @@ def source_units(config: dict[str, Any], experiment: str) -> str:
 def oov_inputs(config: dict[str, Any], experiment: str, corpus: str, test_set: str) -> dict[str, str]:
     """The OOV rate's inputs (rule ``oov_rate``): the test source as the run reads it and the
     source vocabulary its model was trained with."""
-    return {"source": test_source(config, experiment, corpus, test_set),
+    return {"source": source_of_test_set(config, experiment, corpus, test_set),
             "vocab": model_inputs(config, experiment, corpus)["src_vocab"]}
 
 
@@ -105,7 +105,7 @@ def oov_targets(config: dict[str, Any]) -> list[str]:
             for test_set in config["corpora"][corpus]["test_sets"]]
 
 
-def test_extra_inputs(config: dict[str, Any], experiment: str, corpus: str, test_set: str) -> list[str]:
+def extra_inputs_of_test_set(config: dict[str, Any], experiment: str, corpus: str, test_set: str) -> list[str]:
     """The family's extra input files of a test set (inputs of the translate rule)."""
     files = source_inputs(config, experiment, corpus, test_set)
     return [*files.extras.values(), *files.extra_tokens.values()]

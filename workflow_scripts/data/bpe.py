@@ -38,9 +38,9 @@ from collections.abc import Callable, Iterable
 
 from subword_nmt import learn_bpe
 
+from nmtmodels.files import DataError, atomic_output, atomic_outputs, read_lines
 from nmtmodels.text.bpe_codes import VERSION_LINE, check_codes, merges_of_units, ran_out_line
 from nmtmodels.text.preprocessing import bpe_from_codes, load_bpe
-from nmtmodels.textio import DataError, atomic_output, atomic_outputs, read_lines
 from workflow_scripts.data.parallel import WorkerError, add_threads_argument, parallel_map
 
 MIN_PAIR_FREQUENCY = 2

@@ -33,9 +33,9 @@ import os
 import sys
 from collections.abc import Callable, Iterable
 
+from nmtmodels.files import DataError, atomic_output, atomic_outputs, read_lines
 from nmtmodels.symbols import UNK
 from nmtmodels.text.preprocessing import sentence_characters
-from nmtmodels.textio import DataError, atomic_output, atomic_outputs, read_lines
 from workflow_scripts.data.parallel import WorkerError, add_threads_argument, parallel_map, positive_int
 from workflow_scripts.data.preprocess import read_parallel
 

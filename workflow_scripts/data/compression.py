@@ -46,7 +46,7 @@ import sys
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from nmtmodels.textio import DataError, atomic_output, atomic_outputs, read_lines
+from nmtmodels.files import DataError, atomic_output, atomic_outputs, read_lines
 
 # ----------------------------------------------------------------------------- noise
 MAX_REJECTIONS = 32  # draws of a copy of the sentence before additive noise lists the other sentences
@@ -193,7 +193,7 @@ def _denoise(args: argparse.Namespace) -> int:
 
 
 def _pairs(args: argparse.Namespace) -> int:
-    from workflow_scripts.data.preprocess import TextProcessor, language_settings
+    from nmtmodels.text.preprocessing import TextProcessor, language_settings
 
     spec = json.loads(args.preprocess)
     processor = TextProcessor(language_settings(spec, args.lang), args.unicode_form)

@@ -32,7 +32,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from nmtmodels.config import ConfigError
-from nmtmodels.textio import DataError, write_lines
+from nmtmodels.files import DataError, write_lines
 from workflow_scripts.data.corpus_spec import downloads_for
 from workflow_scripts.data.fetch import origin_note
 from workflow_scripts.data.formats import read_split

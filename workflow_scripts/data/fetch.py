@@ -64,7 +64,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from nmtmodels.config import ConfigError
-from nmtmodels.textio import DataError, atomic_output, atomic_write_text, open_binary
+from nmtmodels.files import DataError, atomic_output, atomic_write_text, open_binary
 from workflow_scripts.data.locations import LICENSED_ENV, MIRROR_ENV, directory_setting, licensed_hint
 
 USER_AGENT = "structnmt-fetch/0.1 (+urllib)"

@@ -42,7 +42,7 @@ Every output sentence is one line: characters that ``str.splitlines`` treats as 
 breaks (CR, VT, FF, NEL, U+2028, ...) inside a sentence are replaced by a space, so any
 downstream reader sees the same line count.  A UTF-8 byte-order mark is removed.
 
-Errors: bad data raises :class:`~nmtmodels.textio.DataError` naming the file (and
+Errors: bad data raises :class:`~nmtmodels.files.DataError` naming the file (and
 line); bad spec keys raise :class:`~nmtmodels.config.ConfigError` naming the key
 path, e.g. ``corpora.X.splits.train[0].format``.  Only the readers touch the disk;
 the spec functions (:mod:`workflow_scripts.data.corpus_spec`) are pure and safe to call
@@ -65,7 +65,7 @@ from typing import Any, BinaryIO
 from xml.etree import ElementTree
 
 from nmtmodels.config import ConfigError
-from nmtmodels.textio import GZIP_MAGIC, DataError
+from nmtmodels.files import GZIP_MAGIC, DataError
 from workflow_scripts.data.corpus_spec import (
     SINGLE_FILE_FORMATS,
     check_corpus_spec,

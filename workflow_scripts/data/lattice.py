@@ -17,25 +17,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from nmtmodels.text.lattice import (  # noqa: F401  (re-exported: the rules and tests import them from here)
-    JOINER,
-    POSITION_UNITS,
-    Edge,
-    build_file,
-    build_lattice,
-    characters,
-    check_lattice,
-    format_lattice,
-    lattice_inputs,
-    paper_position_unit,
-    parse_lattice,
-    path_edges,
-    read_lattices,
-    renumber_nodes,
-    unit_length,
-    write_inputs,
-)
-from nmtmodels.textio import DataError
+from nmtmodels.files import DataError
+from nmtmodels.text.lattice import POSITION_UNITS, build_file, read_lattices, write_inputs
 
 
 def main(argv: list[str] | None = None) -> None:

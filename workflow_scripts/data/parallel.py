@@ -7,7 +7,7 @@ item of every chunk it is given.  ``threads=1`` runs everything in the calling
 process without starting a pool.
 
 The input is read in the calling process, one chunk at a time, so an input error
-(for example :class:`nmtmodels.textio.DataError` from ``read_lines``) is raised
+(for example :class:`nmtmodels.files.DataError` from ``read_lines``) is raised
 in the caller, and at most ``2 * threads`` chunks are in memory at once.  An error
 raised in a worker (building the function or applying it) is raised again in the
 caller; one that cannot be pickled arrives as :class:`WorkerError` with its message.

@@ -49,8 +49,8 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from nmtmodels.config import ConfigError
+from nmtmodels.files import DataError, atomic_outputs, read_lines
 from nmtmodels.text.preprocessing import UNICODE_FORMS, LanguageSettings, SegmentationError, TextProcessor, check_type, language_settings
-from nmtmodels.textio import DataError, atomic_outputs, read_lines
 from workflow_scripts.data.parallel import WorkerError, add_threads_argument, parallel_map
 
 DROP_REASONS = ("empty", "too_long", "too_short", "ratio", "duplicate")

@@ -6,10 +6,10 @@ guarantee (the words spell the input without its whitespace, else
 :class:`nmtmodels.text.preprocessing.WordSegmenter`'s.
 
 **Carried segmentations.** Where a segmenter cannot be installed (the GPU machine: the thulac
-and snownlp wheels do not fit what travels there, envs/gpu/README.md), its segmentations are
+and snownlp wheels do not fit what travels there, tools/gpu/README.md), its segmentations are
 made where it is installed and carried as a table: ``LANG.SEGMENTER.jsonl.gz`` in the folder
 named by the environment variable ``NMT_SEGMENTATIONS``, one ``[line, segmented line]`` JSON
-pair a line (:func:`write_table`, filled by ``envs/gpu/carry.py tables`` from the ``segment``
+pair a line (:func:`write_table`, filled by ``tools/gpu/carry.py tables`` from the ``segment``
 rule's own inputs and outputs).  When that table exists, every input line found in it takes
 its segmentation from it; the other lines are segmented here, which needs the segmenter (an
 error naming the table otherwise).  The log says how many lines came from the table.
@@ -29,8 +29,8 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from nmtmodels.config import ConfigError
+from nmtmodels.files import DataError, atomic_output, read_lines
 from nmtmodels.text.preprocessing import SEGMENTERS, SegmentationError, WordSegmenter, check_segmenter
-from nmtmodels.textio import DataError, atomic_output, read_lines
 from workflow_scripts.data.parallel import WorkerError, add_threads_argument, parallel_map
 
 TABLES_ENV = "NMT_SEGMENTATIONS"  # folder of carried segmentation tables (see the module docstring)

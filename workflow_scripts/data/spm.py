@@ -21,8 +21,8 @@ import contextlib
 import sys
 
 from nmtmodels.config import ConfigError
+from nmtmodels.files import DataError, atomic_output, read_lines
 from nmtmodels.text.spm import MODEL_TYPES, SentencePieceEncoder, SentencePieceSettings, piece_counts, train_model
-from nmtmodels.textio import DataError, atomic_output, read_lines
 from workflow_scripts.data.bpe import vocabulary_text
 from workflow_scripts.data.parallel import add_threads_argument
 

@@ -11,7 +11,7 @@ import argparse
 import sys
 from itertools import chain
 
-from nmtmodels.textio import DataError, read_lines, write_lines
+from nmtmodels.files import DataError, read_lines, write_lines
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,5 +1,5 @@
 """Learning curves: train loss, dev loss and dev BLEU against updates for every run on one
-corpus, from each run's ``train/metrics.csv`` (columns: ``nmtmodels.training.trainer.METRIC_COLUMNS``).
+corpus, from each run's ``train/metrics.csv`` (columns: ``nmtmodels.training.metrics.METRIC_COLUMNS``).
 
 The trainer writes two kinds of rows to the same file: training intervals (``loss`` set) and
 validations (``valid_loss``, and ``valid_bleu`` when ``train.valid_bleu`` is on); a value the
@@ -17,7 +17,7 @@ import re
 import sys
 from pathlib import Path
 
-from nmtmodels.textio import DataError, atomic_output
+from nmtmodels.files import DataError, atomic_output
 
 # Series of a plot: (label, metrics.csv column), drawn in this order; the dev BLEU panel
 # appears only when some run logged it.

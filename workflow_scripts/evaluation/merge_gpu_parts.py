@@ -36,7 +36,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from nmtmodels.textio import DataError, atomic_outputs
+from nmtmodels.files import DataError, atomic_outputs
 from workflow_scripts.dag import gpu_parts
 from workflow_scripts.evaluation import summary as summaries
 from workflow_scripts.evaluation import tables, verdicts

@@ -2,7 +2,7 @@
 that map to the unknown symbol ``<unk>`` of the model's source vocabulary.
 
 The tokens are those of the encoded test source the run translates (its BPE units, its
-1-best words, its lattice's edge tokens, its characters; ``sources.test_source``), split at
+1-best words, its lattice's edge tokens, its characters; ``sources.source_of_test_set``), split at
 whitespace and looked up in the vocabulary file that nmt-train loaded for the run (``--src-vocab``;
 the checkpoint holds the same one), exactly as ``nmtmodels.data.ParallelDataset`` numericalises
 them.  A token already written as ``<unk>`` (characters outside a character vocabulary) counts
@@ -28,8 +28,8 @@ import sys
 from collections.abc import Iterable
 from typing import Any
 
+from nmtmodels.files import DataError, atomic_write_text, read_lines
 from nmtmodels.symbols import UNK_ID
-from nmtmodels.textio import DataError, atomic_write_text, read_lines
 from nmtmodels.vocab import Vocabulary
 
 

@@ -23,7 +23,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from nmtmodels.textio import DataError, atomic_output, read_lines
+from nmtmodels.files import DataError, atomic_output, read_lines
 from workflow_scripts.dag.evaluation import METRICS
 from workflow_scripts.evaluation.significance import make_metric, sentence_statistics
 

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import yaml
 
-from nmtmodels.textio import DataError
+from nmtmodels.files import DataError
 from workflow_scripts.evaluation.curves import read_metrics
 from workflow_scripts.evaluation.timeline import LONG_RULES, Job, newest_log, parse_log
 

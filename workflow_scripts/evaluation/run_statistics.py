@@ -40,7 +40,7 @@ from typing import Any
 import numpy as np
 from sacrebleu.metrics.base import Metric
 
-from nmtmodels.textio import DataError, atomic_output, read_lines
+from nmtmodels.files import DataError, atomic_output, read_lines
 from workflow_scripts.dag.evaluation import EVALUATION_DEFAULTS, METRICS
 from workflow_scripts.evaluation.significance import (
     _check_counts,

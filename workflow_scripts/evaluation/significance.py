@@ -40,8 +40,8 @@ from sacrebleu.metrics import BLEU, CHRF
 from sacrebleu.metrics.base import Metric
 from sacrebleu.significance import PairedTest
 
+from nmtmodels.files import DataError, atomic_output, read_lines
 from nmtmodels.text.scoring import bleu_tokenizer
-from nmtmodels.textio import DataError, atomic_output, read_lines
 from workflow_scripts.dag.evaluation import EVALUATION_DEFAULTS, METRICS, TESTS
 
 

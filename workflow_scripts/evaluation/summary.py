@@ -62,7 +62,7 @@ from typing import Any
 
 import yaml
 
-from nmtmodels.textio import DataError, atomic_outputs, read_lines
+from nmtmodels.files import DataError, atomic_outputs, read_lines
 from workflow_scripts.dag import evaluation as ev
 from workflow_scripts.evaluation import markdown, tables, verdicts
 from workflow_scripts.evaluation.curves import curve_series, read_metrics

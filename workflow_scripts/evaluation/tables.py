@@ -48,7 +48,7 @@ from typing import Any
 
 import pandas as pd
 
-from nmtmodels.textio import DataError, atomic_output
+from nmtmodels.files import DataError, atomic_output
 from workflow_scripts.dag import evaluation as ev
 
 SCORE_METRICS = ("bleu", "chrf", "ter", "tokenized_bleu")

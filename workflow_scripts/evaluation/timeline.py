@@ -33,7 +33,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from nmtmodels.textio import DataError, atomic_write_text
+from nmtmodels.files import DataError, atomic_write_text
 
 TIME = re.compile(r"^\[(\w{3} \w{3} +\d+ \d\d:\d\d:\d\d \d{4})\]$")
 RULE = re.compile(r"^(?:local)?(?:rule|checkpoint) (\w+):$")

@@ -42,7 +42,7 @@ from typing import Any
 
 import yaml
 
-from nmtmodels.textio import DataError
+from nmtmodels.files import DataError
 from workflow_scripts.dag import paths
 from workflow_scripts.evaluation import markdown as md
 from workflow_scripts.evaluation import tables

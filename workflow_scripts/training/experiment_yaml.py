@@ -5,7 +5,7 @@
 JSON holds the ``model``, ``train`` and ``decode`` sections (:data:`nmtmodels.experiment.SECTIONS`)
 that the workflow resolved from config.yaml (defaults + the experiment's overrides:
 :func:`workflow_scripts.dag.runs.experiment_settings`, or a compressor's
-:func:`workflow_scripts.dag.esc.compressor_settings`).  The file is written atomically, so a
+:func:`workflow_scripts.dag.compression.compressor_settings`).  The file is written atomically, so a
 changed setting re-triggers training through Snakemake's parameter tracking.
 """
 from __future__ import annotations
@@ -17,7 +17,7 @@ import sys
 import yaml
 
 from nmtmodels.experiment import SECTIONS
-from nmtmodels.textio import atomic_output
+from nmtmodels.files import atomic_output
 
 
 def write_settings(settings: dict, output: str) -> None:

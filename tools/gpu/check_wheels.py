@@ -1,14 +1,14 @@
 """Is a set of carried wheels, together with the GPU image's packages, complete?
 
-    python envs/gpu/check_wheels.py .whl                      # here: against envs/gpu/image-packages.txt
-    python envs/gpu/check_wheels.py .whl --installed          # on the GPU machine, after the install
+    python tools/gpu/check_wheels.py .whl                     # here: against tools/gpu/image-packages.txt
+    python tools/gpu/check_wheels.py .whl --installed         # on the GPU machine, after the install
 
 Reads each wheel's METADATA (``Requires-Dist``), evaluates the markers for CPython 3.12 on
 Linux x86_64 (the GPU image's python), and checks every requirement reachable from the
-top-level requirements (``.whl/requirements.txt``, written by envs/gpu/prepare.sh) and from
+top-level requirements (``.whl/requirements.txt``, written by tools/gpu/prepare.sh) and from
 every carried wheel: it must be met by a carried wheel or by a package of the image, at a
 version inside the requirement's range where the version is known.  The image's list
-(envs/gpu/image-packages.txt) has versions for some packages only; a requirement met by an
+(tools/gpu/image-packages.txt) has versions for some packages only; a requirement met by an
 image package of unknown version is reported as unverified, not as a failure, and
 ``--installed`` (run.sh, on the machine) checks against the versions really installed there.
 Also checked: one wheel per name, and tags the image can install (cp312 / abi3 / none;

@@ -1,4 +1,4 @@
-"""Token- or character-budget batching with length bucketing (:class:`BucketBatchSampler`):
+"""Token- or character-budget batch sampling with length bucketing (:class:`BucketBatchSampler`):
 which examples of a :class:`~nmtmodels.data.ParallelDataset` go into each batch."""
 from __future__ import annotations
 

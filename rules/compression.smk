@@ -41,13 +41,13 @@ rule fetch_compression_set:
 
 rule compression_denoise_pairs:
     input:
-        unpack(lambda w: esc.compressor_bpe_files(config, w.compressor, w.corpus)),
+        unpack(lambda w: compression.compressor_bpe_files(config, w.compressor, w.corpus)),
         text=lambda w: paths.tokenized(corpus=w.corpus, split=w.split, **paths.sides(CORPORA[w.corpus]), lang=CORPORA[w.corpus]["src"]),
     output:
         src=paths.DENOISE_SOURCE,
         tgt=paths.DENOISE_TARGET,
     params:
-        noise=lambda w: esc.compressor_spec(config, w.compressor)["noise"],  # defaults: the schema
+        noise=lambda w: compression.compressor_spec(config, w.compressor)["noise"],  # defaults: the schema
         threshold=lambda w: CORPORA[w.corpus]["bpe"].get("vocabulary_threshold", 1),
     log:
         paths.log("compression_denoise_pairs"),
@@ -67,15 +67,15 @@ rule compression_denoise_pairs:
 
 rule compression_supervised_pairs:
     input:
-        unpack(lambda w: esc.compressor_bpe_files(config, w.compressor, w.corpus)),
-        sets=lambda w: [paths.compression_set_path(name) for name in esc.compression_set_part(config, w.part)[0]],
+        unpack(lambda w: compression.compressor_bpe_files(config, w.compressor, w.corpus)),
+        sets=lambda w: [paths.compression_set_path(name) for name in compression.compression_set_part(config, w.part)[0]],
     output:
         src=paths.SUPERVISED_SOURCE,
         tgt=paths.SUPERVISED_TARGET,
     params:
         preprocess=lambda w: corpus_data.corpus_spec_json(config, w.corpus, corpus_data.preprocessing_spec),
         lang=lambda w: CORPORA[w.corpus]["src"],
-        limits=lambda w: esc.compression_set_part(config, w.part)[1],
+        limits=lambda w: compression.compression_set_part(config, w.part)[1],
         unicode_form=config.get("unicode_form", "NFKC"),
         threshold=lambda w: CORPORA[w.corpus]["bpe"].get("vocabulary_threshold", 1),
     wildcard_constraints:
@@ -98,8 +98,8 @@ rule compression_supervised_pairs:
 
 rule compression_eval_set:
     input:
-        unpack(lambda w: esc.compressor_bpe_files(config, w.compressor, w.corpus)),
-        sets=lambda w: [paths.compression_set_path(name) for name in esc.compression_set_part(config, "eval")[0]],
+        unpack(lambda w: compression.compressor_bpe_files(config, w.compressor, w.corpus)),
+        sets=lambda w: [paths.compression_set_path(name) for name in compression.compression_set_part(config, "eval")[0]],
     output:
         src=paths.fill(paths.SUPERVISED_SOURCE, part="eval"),
         tgt=paths.fill(paths.SUPERVISED_TARGET, part="eval"),
@@ -107,7 +107,7 @@ rule compression_eval_set:
     params:
         preprocess=lambda w: corpus_data.corpus_spec_json(config, w.corpus, corpus_data.preprocessing_spec),
         lang=lambda w: CORPORA[w.corpus]["src"],
-        limits=lambda w: esc.compression_set_part(config, "eval")[1],
+        limits=lambda w: compression.compression_set_part(config, "eval")[1],
         unicode_form=config.get("unicode_form", "NFKC"),
         threshold=lambda w: CORPORA[w.corpus]["bpe"].get("vocabulary_threshold", 1),
     log:
@@ -129,7 +129,7 @@ rule compressor_config:
     output:
         paths.COMPRESSOR_YAML,
     params:
-        settings=lambda w: json.dumps(esc.compressor_settings(config, w.compressor), sort_keys=True),
+        settings=lambda w: json.dumps(compression.compressor_settings(config, w.compressor), sort_keys=True),
     log:
         paths.log("compressor_config"),
     benchmark:
@@ -145,7 +145,7 @@ rule compressor_config:
 
 rule train_compressor:
     input:
-        unpack(lambda w: esc.compressor_inputs(config, w.compressor, w.corpus)),
+        unpack(lambda w: compression.compressor_inputs(config, w.compressor, w.corpus)),
         config=paths.COMPRESSOR_YAML,
     output:
         best=paths.COMPRESSOR_CHECKPOINT,
@@ -176,11 +176,11 @@ rule train_compressor:
 rule compress:
     input:
         checkpoint=paths.COMPRESSOR_CHECKPOINT,
-        source=lambda w: esc.compression_source(config, w.compressor, w.corpus, w.split),
+        source=lambda w: compression.compression_source(config, w.compressor, w.corpus, w.split),
     output:
         paths.COMPRESSED,
     params:
-        search=lambda w: esc.compressor_decode_flags(config, w.compressor),
+        search=lambda w: compression.compressor_decode_flags(config, w.compressor),
     log:
         paths.log("compress"),
     benchmark:

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# The one command of a `run` tool call on the GPU machine (envs/gpu/README.md), from the repository
-# root, with carry [".whl", ".gpu_data"] filled here by envs/gpu/prepare.sh:
-#   envs/gpu/run.sh                                   # snakemake gpu_reproduction, configs/gpu.yaml
-#   envs/gpu/run.sh --part lattice                    # snakemake gpu_part_lattice, configs/gpu.yaml configs/gpu_parts/lattice.yaml
-#   envs/gpu/run.sh --until-minutes 8 -- snakemake gpu_reproduction --cores 16 --configfile configs/gpu.yaml
-#   envs/gpu/run.sh -- python benchmarks/throughput.py --device cuda --amp bf16 --peers opennmt-py
-#   envs/gpu/run.sh --check-only                      # install and checks, no run
-#   envs/gpu/run.sh --tests nmtmodels/tests/test_cuda.py --part reordering   # + those tests, beside the run
+# The one command of a `run` tool call on the GPU machine (tools/gpu/README.md), from the repository
+# root, with carry [".whl", ".gpu_data"] filled here by tools/gpu/prepare.sh:
+#   tools/gpu/run.sh                                  # snakemake gpu_reproduction, configs/gpu.yaml
+#   tools/gpu/run.sh --part lattice                   # snakemake gpu_part_lattice, configs/gpu.yaml configs/gpu_parts/lattice.yaml
+#   tools/gpu/run.sh --until-minutes 8 -- snakemake gpu_reproduction --cores 16 --configfile configs/gpu.yaml
+#   tools/gpu/run.sh -- python benchmarks/throughput.py --device cuda --amp bf16 --peers opennmt-py
+#   tools/gpu/run.sh --check-only                     # install and checks, no run
+#   tools/gpu/run.sh --tests nmtmodels/tests/test_cuda.py --part reordering  # + those tests, beside the run
 # Installs the wheels into /tmp/site (skipped when a warm machine has them already), puts
 # /tmp/site and the repository on PYTHONPATH, reads corpora from .gpu_data (NMT_DATA_MIRROR),
 # and carried segmentations from .gpu_data/segmentations (NMT_SEGMENTATIONS),
@@ -53,7 +53,7 @@ say() { printf '[run.sh %4ds] %s\n' $(($(date +%s) - START)) "$*"; }
 
 # ---------------------------------------------------------------- install
 PYTHON=$(command -v python3)
-[[ -d .whl ]] || { say "no .whl/ here: run envs/gpu/prepare.sh where PyPI is reachable and carry .whl"; finish 2; }
+[[ -d .whl ]] || { say "no .whl/ here: run tools/gpu/prepare.sh where PyPI is reachable and carry .whl"; finish 2; }
 STAMP="$SITE/.carried-$(cat .whl/*.whl | sha256sum | cut -c1-16)"
 if [[ -f $STAMP ]]; then
     say "wheels already installed in $SITE (warm machine)"
@@ -83,7 +83,7 @@ fi
 # ---------------------------------------------------------------- checks
 env -u PYTHONPATH "$PYTHON" -m pip list --format=freeze > "$OUT/image-pip-list.txt" 2>/dev/null
 FAILED=0
-"$PYTHON" envs/gpu/check_wheels.py .whl --installed --quiet || FAILED=1
+"$PYTHON" tools/gpu/check_wheels.py .whl --installed --quiet || FAILED=1
 if VERSION=$(snakemake --version 2>&1); then say "snakemake $VERSION at $(command -v snakemake)"; else say "snakemake --version: $VERSION"; FAILED=1; fi
 "$PYTHON" - <<'EOF' || FAILED=1
 import torch, nmtmodels, snakemake, sacremoses, subword_nmt, jsonschema, pandas

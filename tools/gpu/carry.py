@@ -1,9 +1,9 @@
-"""What a run of the workflow on the GPU machine needs carried (envs/gpu/prepare.sh).
+"""What a run of the workflow on the GPU machine needs carried (tools/gpu/prepare.sh).
 
-    python envs/gpu/carry.py requirements --configfile configs/gpu.yaml   # one requirement a line
-    python envs/gpu/carry.py mirror --configfile configs/gpu.yaml         # mirror paths, one a line
-    python envs/gpu/carry.py segmentations --configfile configs/gpu.yaml  # segment outputs made here
-    python envs/gpu/carry.py tables --configfile configs/gpu.yaml --workdir DIR --out .gpu_data/segmentations
+    python tools/gpu/carry.py requirements --configfile configs/gpu.yaml  # one requirement a line
+    python tools/gpu/carry.py mirror --configfile configs/gpu.yaml        # mirror paths, one a line
+    python tools/gpu/carry.py segmentations --configfile configs/gpu.yaml  # segment outputs made here
+    python tools/gpu/carry.py tables --configfile configs/gpu.yaml --workdir DIR --out .gpu_data/segmentations
 
 Both read ``config.yaml`` with the config files merged over it as Snakemake merges them (key by
 key, lists replaced) and look only at what that config runs: the active corpora and the active
@@ -272,7 +272,7 @@ def wheels(args: argparse.Namespace) -> None:
     for name in sorted(keep):
         shutil.copy2(everything / found[name].file, out / found[name].file)
     (out / "requirements.txt").write_text(
-        "# Top-level requirements of the carried set (envs/gpu/carry.py wheels); check_wheels.py reads them.\n"
+        "# Top-level requirements of the carried set (tools/gpu/carry.py wheels); check_wheels.py reads them.\n"
         + "".join(r + "\n" for r in wanted), encoding="utf-8")
     left = sorted(set(found) - keep)
     print(f"  resolved {len(found)} packages; carried {len(keep)}; left to the image: {', '.join(left) or 'none'} (pip log: {log})")

@@ -1,4 +1,4 @@
-"""Batched decoding of a data set.
+"""Decoding a corpus (a whole data set) in batches.
 
 :func:`translate_dataset` decodes a :class:`~nmtmodels.data.ParallelDataset` in batches of
   similar source length (greedy search for beam 1 with nbest 1, else beam search, see
@@ -15,12 +15,12 @@ from typing import Any, Literal
 import numpy as np
 import torch
 
-from nmtmodels.batching import BucketBatchSampler
 from nmtmodels.data import ParallelDataset
 from nmtmodels.decoding.scorer import Hypothesis
 from nmtmodels.decoding.search import beam_search, greedy_search
 from nmtmodels.models.base import Seq2SeqModel
 from nmtmodels.modules.attention import avoid_per_shape_attention_kernels
+from nmtmodels.sampler import BucketBatchSampler
 
 
 @torch.no_grad()

@@ -1,4 +1,4 @@
-"""Explicit sentence compression (rules/compress.smk): a compressor (a Transformer trained
+"""Explicit sentence compression (rules/compression.smk): a compressor (a Transformer trained
 through nmt-train, denoising or supervised) rewrites the source side of every split of a
 corpus; the ESC families read that "backbone" as the extra token input ``compressed``."""
 from __future__ import annotations
