@@ -9,8 +9,10 @@ A checkpoint is a dict written with ``torch.save`` and read back with
 ``vocab``           {"src": tokens, "tgt": tokens, "src_fingerprint", "tgt_fingerprint"}
 ``train_config``    TrainConfig as a dict
 ``decode_config``   DecodeConfig as a dict used for validation (optional)
-``trainer``         optimizer, scheduler, RNG, sampler states, update/epoch counters,
-                    best metric, kept-checkpoint registry, elapsed seconds (training only)
+``trainer``         optimizer, scheduler, RNG and sampler states, the data and init
+                    fingerprints, and the run's progress (training only): the keys of
+                    ``nmtmodels.training.progress.TrainingProgress.to_dict``, with
+                    ``progress_version`` (absent in checkpoints written before it)
 ``metrics``         the latest validation metrics
 ``update``          number of optimizer updates
 

@@ -511,9 +511,9 @@ def test_a_non_finite_update_is_skipped_and_training_goes_on(corpus, tmp_path, m
     logs: list[str] = []
     trainer = make_trainer(corpus, tmp_path, max_updates=4, log=logs.append)
     steps: list[int] = []
-    trainer.optimizer.register_step_pre_hook(lambda opt, args, kwargs: steps.append(trainer.update))
+    trainer.optimizer.register_step_pre_hook(lambda opt, args, kwargs: steps.append(trainer.progress.update))
     result = trainer.train()
-    assert result.update == 4 and trainer.nonfinite_total == 1 and trainer.nonfinite_run == 0
+    assert result.update == 4 and trainer.progress.nonfinite_total == 1 and trainer.progress.nonfinite_run == 0
     assert steps == [0, 1, 2, 3]  # five batches, four optimizer steps: the third batch's was skipped
     assert trainer.scheduler.last_epoch == 4
     assert all(torch.isfinite(p).all() for p in trainer.model.parameters())

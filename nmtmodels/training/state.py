@@ -3,8 +3,10 @@ restart", "Output-directory lock" and "Signals"): RNG states, what a checkpoint 
 a run resumes from it or starts over, which numbered checkpoints are pruned, the lock of the
 output directory and the SIGTERM / SIGUSR1 handlers.
 
-The functions that take ``trainer`` read and set the attributes of a
-:class:`nmtmodels.training.trainer.Trainer`."""
+A checkpoint gathers three things, each passed on its own: what the run is (:class:`RunSpec`),
+how far it has come (:class:`nmtmodels.training.progress.TrainingProgress`) and the objects that
+keep their own state (:class:`TrainingObjects`); a resume loads the objects' states and returns
+the progress, so that it needs no trainer (:func:`restore`, :func:`resume_or_restart`)."""
 from __future__ import annotations
 
 import contextlib
@@ -15,8 +17,9 @@ import shutil
 import signal
 import threading
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -24,9 +27,14 @@ import torch
 from nmtmodels.checkpoint import CheckpointError, copy_checkpoint, load_checkpoint, numbered_checkpoints, verify_digest
 from nmtmodels.config import ConfigError, to_dict
 from nmtmodels.training.config import CHANGEABLE_ON_RESUME, TrainConfig
-from nmtmodels.training.distributed import all_gather_object, barrier
+from nmtmodels.training.distributed import DistributedContext, all_gather_object, barrier
 from nmtmodels.training.errors import OutputDirLocked
 from nmtmodels.training.metrics import rewrite_metrics
+from nmtmodels.training.progress import TrainingProgress
+from nmtmodels.vocab import Vocabulary
+
+if TYPE_CHECKING:
+    from nmtmodels.batching import BucketBatchSampler
 
 try:
     import fcntl
@@ -72,93 +80,126 @@ def _as_tuple(value: Any) -> Any:
 
 
 # ---------------------------------------------------------------------- checkpoint contents
-def checkpoint_state(trainer: Any) -> dict[str, Any]:
-    """What a checkpoint of ``trainer`` holds; collective (every rank's RNG state is gathered),
-    so every rank calls it."""
-    rng_states = all_gather_object(get_rng_state(), trainer.dist)
+@dataclass(frozen=True)
+class RunSpec:
+    """What a checkpoint records about the run that wrote it, and what a resume compares
+    (:func:`changes_since`): the model and ``train`` settings, the vocabularies, the training
+    data (``ParallelDataset.fingerprint``) and the initial parameters when they came from
+    elsewhere (``nmt-train --init-from``: ``init_fingerprint``, None otherwise).
+    ``decode_config`` (how validation decodes) is recorded, not compared."""
+
+    model_config: dict[str, Any]
+    train_config: TrainConfig
+    src_vocab: Vocabulary
+    tgt_vocab: Vocabulary
+    data_fingerprint: str | None
+    init_fingerprint: str | None = None
+    decode_config: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class TrainingObjects:
+    """The objects that carry their own state from update to update, saved and restored
+    through their ``state_dict``: the model (its parameters; not a DDP wrapper), the
+    optimizer, the learning-rate scheduler and the batch sampler (epoch and position)."""
+
+    model: torch.nn.Module
+    optimizer: torch.optim.Optimizer
+    scheduler: torch.optim.lr_scheduler.LRScheduler
+    sampler: BucketBatchSampler
+
+
+def checkpoint_state(progress: TrainingProgress, run: RunSpec, objects: TrainingObjects,
+                     dist: DistributedContext) -> dict[str, Any]:
+    """What a checkpoint of the run holds (the layout: :mod:`nmtmodels.checkpoint`); collective
+    (every rank's RNG state is gathered), so every rank calls it."""
+    rng_states = all_gather_object(get_rng_state(), dist)
     return {
-        "model_config": trainer.model_config,
-        "model": trainer.model.state_dict(),
+        "model_config": run.model_config,
+        "model": objects.model.state_dict(),
         "vocab": {
-            "src": trainer.src_vocab.tokens,
-            "tgt": trainer.tgt_vocab.tokens,
-            "src_fingerprint": trainer.src_vocab.fingerprint(),
-            "tgt_fingerprint": trainer.tgt_vocab.fingerprint(),
+            "src": run.src_vocab.tokens,
+            "tgt": run.tgt_vocab.tokens,
+            "src_fingerprint": run.src_vocab.fingerprint(),
+            "tgt_fingerprint": run.tgt_vocab.fingerprint(),
         },
-        "train_config": to_dict(trainer.cfg),
-        "decode_config": trainer.decode_config,
-        "update": trainer.update,
-        "metrics": trainer.last_metrics,
+        "train_config": to_dict(run.train_config),
+        "decode_config": run.decode_config,
+        "update": progress.update,
+        "metrics": progress.last_metrics,
         "trainer": {
-            "optimizer": trainer.optimizer.state_dict(),
-            "scheduler": trainer.scheduler.state_dict(),
+            "optimizer": objects.optimizer.state_dict(),
+            "scheduler": objects.scheduler.state_dict(),
             "rng": rng_states,
-            "sampler": trainer.sampler.state_dict(),
-            "update": trainer.update,
-            "data_fingerprint": trainer.data_fingerprint,
-            "init_fingerprint": trainer.init_fingerprint,
-            "metrics_history": trainer.metrics_history,
-            "elapsed": trainer.elapsed,
-            "target_tokens": trainer.seen_target_tokens(),
-            "best": trainer.best,
-            "bad_validations": trainer.bad_validations,
-            "nonfinite_run": trainer.nonfinite_run,
-            "nonfinite_total": trainer.nonfinite_total,
-            "kept": trainer.kept,
+            "sampler": objects.sampler.state_dict(),
+            "data_fingerprint": run.data_fingerprint,
+            "init_fingerprint": run.init_fingerprint,
+            **progress.to_dict(),
         },
     }
 
 
-def resume(trainer: Any, path: Path, state: dict[str, Any]) -> None:
-    """Restore ``trainer`` from ``state`` (:func:`checkpoint_state`, read from ``path``) and
-    rewrite ``metrics.csv`` up to it; when ``path`` is a numbered checkpoint (``checkpoint_last.pt``
-    was unreadable), ``checkpoint_last.pt`` becomes a copy of it."""
+def saved_progress(path: Path, state: dict[str, Any]) -> TrainingProgress:
+    """The progress that checkpoint ``state`` (read from ``path``) holds; a CheckpointError
+    naming ``path`` when a newer nmtmodels wrote it.  A checkpoint written before the progress
+    had a layout version keeps the latest metrics only in its top-level ``metrics``."""
+    try:
+        return TrainingProgress.from_dict({"last_metrics": state.get("metrics") or {}, **state["trainer"]})
+    except ValueError as exc:
+        raise CheckpointError(f"{path}: {exc}") from None
+
+
+def restore(path: Path, state: dict[str, Any], objects: TrainingObjects, dist: DistributedContext) -> TrainingProgress:
+    """Load checkpoint ``state``'s (read from ``path``) model, optimizer, scheduler and sampler
+    states into ``objects`` and this rank's RNG states into the process; returns its progress."""
+    progress = saved_progress(path, state)  # first: a layout this version cannot read changes nothing
     saved = state["trainer"]
-    trainer.model.load_state_dict(state["model"])
-    trainer.optimizer.load_state_dict(saved["optimizer"])
-    trainer.scheduler.load_state_dict(saved["scheduler"])
-    trainer.sampler.load_state_dict(saved["sampler"])
+    objects.model.load_state_dict(state["model"])
+    objects.optimizer.load_state_dict(saved["optimizer"])
+    objects.scheduler.load_state_dict(saved["scheduler"])
+    objects.sampler.load_state_dict(saved["sampler"])
     rng = saved["rng"]
-    set_rng_state(rng[trainer.dist.rank] if len(rng) == trainer.dist.world_size else rng[0])
-    trainer.update = int(saved["update"])
-    trainer.elapsed = float(saved["elapsed"])
-    trainer.target_tokens = int(saved.get("target_tokens", 0))  # absent in older checkpoints
-    trainer.best = saved["best"]
-    trainer.bad_validations = int(saved["bad_validations"])
-    trainer.nonfinite_run = int(saved.get("nonfinite_run", 0))  # absent in older checkpoints
-    trainer.nonfinite_total = int(saved.get("nonfinite_total", 0))
-    trainer.kept = [dict(k) for k in saved["kept"]]
-    trainer.last_metrics = dict(state.get("metrics") or {})
-    trainer.metrics_history = [dict(row) for row in saved.get("metrics_history", [])]
-    trainer.saved_at = trainer.update
-    if trainer.dist.is_main:
-        if path != trainer.checkpoint_last:  # repair it, so that a finished run ends with one
-            copy_checkpoint(path, trainer.checkpoint_last)
-        rewrite_metrics(trainer.out_dir / "metrics.csv", trainer.metrics_history)
-        trainer.log(f"resumed from {path} at update {trainer.update} (epoch {trainer.sampler.epoch}, "
-                    f"batch {trainer.sampler.position})")
+    set_rng_state(rng[dist.rank] if len(rng) == dist.world_size else rng[0])
+    return progress
+
+
+def resume(path: Path, state: dict[str, Any], last: Path, objects: TrainingObjects, dist: DistributedContext,
+           log: Callable[[str], None]) -> TrainingProgress:
+    """:func:`restore` ``state`` (read from ``path``) and rewrite the ``metrics.csv`` beside
+    ``last`` (the run's ``checkpoint_last.pt``) up to it; when ``path`` is a numbered checkpoint
+    (``last`` was unreadable), ``last`` becomes a copy of it.  Returns the progress restored."""
+    progress = restore(path, state, objects, dist)
+    if dist.is_main:
+        if path != last:  # repair it, so that a finished run ends with one
+            copy_checkpoint(path, last)
+        rewrite_metrics(last.parent / "metrics.csv", progress.metrics_history)
+        log(f"resumed from {path} at update {progress.update} (epoch {objects.sampler.epoch}, "
+            f"batch {objects.sampler.position})")
+    return progress
 
 
 # ---------------------------------------------------------------------- resume or restart
-def resume_or_restart(trainer: Any, path: Path) -> None:
-    """Resume ``trainer`` from ``path`` (``checkpoint_last.pt``; when it is unreadable, the newest
-    readable numbered checkpoint: :func:`readable_resume_checkpoint`) when it is a checkpoint of
-    the same run; otherwise a ConfigError naming what changed, or with ``trainer.restart_on_change``
-    the old run's checkpoints and metrics are deleted and training starts over."""
-    path, state = readable_resume_checkpoint(path, trainer.log if trainer.dist.is_main else lambda msg: None)
-    changes = changes_since(trainer, state)
+def resume_or_restart(last: Path, run: RunSpec, objects: TrainingObjects, dist: DistributedContext, *,
+                      restart_on_change: bool, log: Callable[[str], None]) -> TrainingProgress | None:
+    """Resume from ``last`` (``checkpoint_last.pt``; when it is unreadable, the newest readable
+    numbered checkpoint: :func:`readable_resume_checkpoint`) when it is a checkpoint of ``run``:
+    the progress restored (:func:`resume`).  Otherwise a ConfigError naming what changed, or
+    with ``restart_on_change`` the old run's checkpoints and metrics are deleted and the result
+    is None: training starts over.  Only rank 0 calls ``log``."""
+    path, state = readable_resume_checkpoint(last, log if dist.is_main else lambda msg: None)
+    changes = changes_since(run, objects, state)
     if not changes:
-        resume(trainer, path, state)
-        return
-    if not trainer.restart_on_change:
+        return resume(path, state, last, objects, dist, log)
+    if not restart_on_change:
         raise ConfigError(f"{path} belongs to a different run: {'; '.join(changes)}. Resuming it would not "
                           "train this run's model; use a new out_dir, or start over (nmt-train --restart-on-change)")
-    barrier(trainer.dist)  # every rank has read the checkpoint before it is deleted
-    if trainer.dist.is_main:
-        trainer.log(f"starting over: {path} belongs to a different run ({'; '.join(changes)}); "
-                    "deleting its checkpoints and metrics")
-        delete_previous_run(trainer.out_dir)
-    barrier(trainer.dist)
+    barrier(dist)  # every rank has read the checkpoint before it is deleted
+    if dist.is_main:
+        log(f"starting over: {path} belongs to a different run ({'; '.join(changes)}); "
+            "deleting its checkpoints and metrics")
+        delete_previous_run(last.parent)
+    barrier(dist)
+    return None
 
 
 def readable_resume_checkpoint(last: Path, log: Callable[[str], None]) -> tuple[Path, dict[str, Any]]:
@@ -185,28 +226,29 @@ def readable_resume_checkpoint(last: Path, log: Callable[[str], None]) -> tuple[
                           f"instead; to start over, delete {last} and {last.parent / 'checkpoint_[0-9]*.pt'}")
 
 
-def changes_since(trainer: Any, state: dict[str, Any]) -> list[str]:
-    """What differs between the run that wrote ``state`` and ``trainer``'s (empty: the same run)."""
-    changes = [f"model.{k} was {state['model_config'].get(k)!r} and is {trainer.model_config.get(k)!r} now"
-               for k in sorted(set(state["model_config"]) | set(trainer.model_config))
-               if state["model_config"].get(k) != trainer.model_config.get(k)]
-    changes += [f"the {side} vocabulary differs" for side, vocab in (("src", trainer.src_vocab), ("tgt", trainer.tgt_vocab))
+def changes_since(run: RunSpec, objects: TrainingObjects, state: dict[str, Any]) -> list[str]:
+    """What differs between the run that wrote ``state`` and ``run`` trained with ``objects``
+    (empty: the same run)."""
+    changes = [f"model.{k} was {state['model_config'].get(k)!r} and is {run.model_config.get(k)!r} now"
+               for k in sorted(set(state["model_config"]) | set(run.model_config))
+               if state["model_config"].get(k) != run.model_config.get(k)]
+    changes += [f"the {side} vocabulary differs" for side, vocab in (("src", run.src_vocab), ("tgt", run.tgt_vocab))
                 if state["vocab"][f"{side}_fingerprint"] != vocab.fingerprint()]
     # a key the checkpoint does not have (a setting added since) counts as at its default
-    then, now = {**to_dict(TrainConfig()), **state.get("train_config", {})}, to_dict(trainer.cfg)
+    then, now = {**to_dict(TrainConfig()), **state.get("train_config", {})}, to_dict(run.train_config)
     changes += [f"train.{k} was {then.get(k)!r} and is {now.get(k)!r} now" for k in sorted(set(then) | set(now))
                 if k not in CHANGEABLE_ON_RESUME and then.get(k) != now.get(k)]
     saved_data = state["trainer"].get("data_fingerprint")
-    if saved_data is not None and saved_data != trainer.data_fingerprint:
+    if saved_data is not None and saved_data != run.data_fingerprint:
         changes.append("the training data differs")
-    if state["trainer"].get("init_fingerprint") != trainer.init_fingerprint:
+    if state["trainer"].get("init_fingerprint") != run.init_fingerprint:
         changes.append("the initial parameters (--init-from) differ")
     saved_groups = [len(g["params"]) for g in state["trainer"]["optimizer"].get("param_groups", [])]
-    groups = [len(g["params"]) for g in trainer.optimizer.param_groups]
+    groups = [len(g["params"]) for g in objects.optimizer.param_groups]
     if saved_groups != groups:  # e.g. a run from before weight decay spared biases and norms
         changes.append(f"the optimizer's parameter groups were {saved_groups} parameters and are {groups} now")
     if not changes:  # the batch order can only be compared on the same data and settings
-        changes += trainer.sampler.mismatches(state["trainer"]["sampler"])
+        changes += objects.sampler.mismatches(state["trainer"]["sampler"])
     return changes
 
 

@@ -36,7 +36,10 @@ from nmtmodels.training.errors import TrainingDiverged
 from nmtmodels.training.loss import label_smoothed_nll_loss
 from nmtmodels.training.metrics import Interval, TensorBoardLog, append_metrics, train_line, valid_line
 from nmtmodels.training.optim import InverseSqrtSchedule, build_optimizer
+from nmtmodels.training.progress import TrainingProgress
 from nmtmodels.training.state import (
+    RunSpec,
+    TrainingObjects,
     checkpoint_state,
     output_lock,
     prune_list,
@@ -72,6 +75,10 @@ class Trainer:
     to a different run (docs/training.md, "Resume and restart"). ``init_fingerprint`` names the
     parameters the run starts from when they come from elsewhere (``nmt-train
     --init-from``); a checkpoint of a run started from other parameters is another run.
+
+    ``run`` (:class:`nmtmodels.training.state.RunSpec`; ``cfg`` is its ``train_config``) is what
+    the run is, ``progress`` (:class:`nmtmodels.training.progress.TrainingProgress`) how far it
+    has come: the loop advances it, every checkpoint saves it, a resume replaces it.
     """
 
     def __init__(
@@ -100,20 +107,16 @@ class Trainer:
             raise ConfigError("train.patience / train.best_metric: need a validation set")
         if not train_data.has_target:
             raise ValueError("training data has no target side")
-        self.cfg = cfg
+        self.run = RunSpec(model_config, cfg, src_vocab, tgt_vocab, train_data.fingerprint(),
+                           init_fingerprint=init_fingerprint, decode_config=decode_config)
         self.dist = dist or DistributedContext()
         self.device = torch.device(device) if device is not None else torch.device("cuda" if torch.cuda.is_available() else "cpu")
         self.out_dir = Path(out_dir)
         self.train_data = train_data
         self.valid_data = valid_data
-        self.model_config = model_config
-        self.src_vocab, self.tgt_vocab = src_vocab, tgt_vocab
         self.bleu_fn = bleu_fn
-        self.decode_config = decode_config
         self.wait_for_lock = wait_for_lock
         self.restart_on_change = restart_on_change
-        self.init_fingerprint = init_fingerprint
-        self.data_fingerprint = train_data.fingerprint()
         self.log = log or (lambda msg: print(msg, file=sys.stderr, flush=True))
         if cfg.num_threads:
             torch.set_num_threads(cfg.num_threads)
@@ -138,27 +141,15 @@ class Trainer:
         if self.sampler.oversized and self.dist.is_main:
             self.log(f"warning: {self.sampler.oversized} training examples exceed max_tokens "
                      f"{cfg.max_tokens} on their own; each becomes a batch of one")
-        self.update = 0
-        self.elapsed = 0.0
-        self.best: float | None = None
-        self.bad_validations = 0
-        self.nonfinite_run = 0  # consecutive skipped (non-finite) updates
-        self.nonfinite_total = 0
-        self.kept: list[dict[str, Any]] = []  # numbered checkpoints: {"update", "metric"}
-        self.last_metrics: dict[str, float] = {}
-        # Every metrics.csv row so far; kept in checkpoints so that a resumed run can
-        # rewrite metrics.csv whole (a scheduler may delete a failed job's outputs).
-        self.metrics_history: list[dict[str, str]] = []
-        # Target tokens of all ranks over the updates so far (metrics.csv's target_tokens: the
-        # budget a comparison of two runs can check); under DDP the per-update totals stay on
-        # the device until a row or a checkpoint needs the count.
-        self.target_tokens = 0
+        self.progress = TrainingProgress()  # what every checkpoint saves and a resume restores
+        # Target tokens of the updates not yet counted in progress.target_tokens: under DDP the
+        # per-update totals stay on the device until a row or a checkpoint needs the count.
         self._pending_tokens: Tensor | int = 0
         self._signal: int | None = None
         self._loss_sum: Tensor | None = None  # since the last log line, on the device
         self._nll_sum: Tensor | None = None
         self._tensorboard = TensorBoardLog(self.out_dir / "tensorboard")
-        self.saved_at = -1  # the update of the last save
+        self.saved_at = -1  # the update of the last checkpoint written or resumed from
         self._autocast = (torch.autocast("cuda", dtype=torch.bfloat16)
                           if cfg.amp == "bf16" and self.device.type == "cuda" else contextlib.nullcontext())
 
@@ -166,6 +157,10 @@ class Trainer:
     def request_stop(self, signum: int = signal.SIGTERM) -> None:
         """Finish the current update, save ``checkpoint_last.pt`` and return "interrupted"."""
         self._signal = signum
+
+    @property
+    def cfg(self) -> TrainConfig:
+        return self.run.train_config
 
     @property
     def checkpoint_last(self) -> Path:
@@ -180,9 +175,13 @@ class Trainer:
         self.out_dir.mkdir(parents=True, exist_ok=True)
         with output_lock(self.out_dir, is_main=self.dist.is_main, log=self.log, wait=self.wait_for_lock):
             if self.checkpoint_last.exists():
-                resume_or_restart(self, self.checkpoint_last)
+                resumed = resume_or_restart(self.checkpoint_last, self.run, self._objects(), self.dist,
+                                            restart_on_change=self.restart_on_change, log=self.log)
+                if resumed is not None:
+                    self.progress, self.saved_at = resumed, resumed.update
             if self.dist.is_main:  # only once the run is known to start or to resume
-                resolved = {"model": self.model_config, "train": plain_dict(self.cfg), "decode": self.decode_config}
+                resolved = {"model": self.run.model_config, "train": plain_dict(self.cfg),
+                            "decode": self.run.decode_config}
                 atomic_write_text(self.out_dir / "config.resolved.yaml",
                                   yaml.safe_dump(resolved, sort_keys=False, allow_unicode=True))
             with stop_signal_handlers(self.request_stop):
@@ -193,15 +192,15 @@ class Trainer:
 
     # ------------------------------------------------------------------ loop
     def _train_loop(self) -> TrainResult:
-        progress = self._progress_bar()
+        bar = self._progress_bar()
         try:
-            return self._train_updates(progress)
+            return self._train_updates(bar)
         finally:
-            progress.close()
+            bar.close()
 
-    def _train_updates(self, progress: Any) -> TrainResult:
-        cfg = self.cfg
-        started = time.monotonic() - self.elapsed
+    def _train_updates(self, bar: Any) -> TrainResult:
+        cfg, progress = self.cfg, self.progress
+        started = time.monotonic() - progress.elapsed
         interval = Interval()
         reason = self._stop_reason(started)
         while not reason:
@@ -213,17 +212,17 @@ class Trainer:
                     if reason:
                         break
                     continue
-                self.nonfinite_run = 0
-                self.update += 1
+                progress.nonfinite_run = 0
+                progress.update += 1
                 interval.target_tokens += tokens
-                progress.update(1)
-                if self.update % cfg.log_interval == 0:
+                bar.update(1)
+                if progress.update % cfg.log_interval == 0:
                     self._log_train(interval, grad_norm, started)
                 reason = self._stop_reason(started)
                 if reason == "signal":
                     break
-                due_validate = bool(cfg.validate_interval_updates) and self.update % cfg.validate_interval_updates == 0
-                due_save = bool(cfg.save_interval_updates) and self.update % cfg.save_interval_updates == 0
+                due_validate = bool(cfg.validate_interval_updates) and progress.update % cfg.validate_interval_updates == 0
+                due_save = bool(cfg.save_interval_updates) and progress.update % cfg.save_interval_updates == 0
                 if due_validate or due_save:
                     paused = time.monotonic()
                     reason = self._validate_and_save(numbered=due_save, started=started) or reason
@@ -235,22 +234,22 @@ class Trainer:
                 reason = self._validate_and_save(numbered=True, started=started) or self._stop_reason(started)
                 interval.pause(time.monotonic() - paused)
         if reason == "signal":
-            self.elapsed = time.monotonic() - started
+            progress.elapsed = time.monotonic() - started
             self._save(numbered=False, metrics=None)
-            self.log(f"stopped by signal at update {self.update}; wrote {self.checkpoint_last}")
-            return TrainResult("interrupted", "signal", self.update, self.best, self.last_metrics)
-        if self.saved_at != self.update:
+            self.log(f"stopped by signal at update {progress.update}; wrote {self.checkpoint_last}")
+            return TrainResult("interrupted", "signal", progress.update, progress.best, progress.last_metrics)
+        if self.saved_at != progress.update:
             self._validate_and_save(numbered=True, started=started)
-        if self.valid_data is not None and self.best is None:
+        if self.valid_data is not None and progress.best is None:
             raise TrainingDiverged(
                 f"training diverged: every validation gave a non-finite valid_{self.cfg.best_metric} "
-                f"(update {self.update}); no {self.out_dir / 'checkpoint_best.pt'} written; lower train.lr or set "
+                f"(update {progress.update}); no {self.out_dir / 'checkpoint_best.pt'} written; lower train.lr or set "
                 "train.clip_norm")
         if self.dist.is_main:
-            restore_best_checkpoint(self.out_dir, self.kept, self.cfg.best_metric, log=self.log)
-        self.log(f"finished: {reason} at update {self.update}"
-                 + (f", best {cfg.best_metric} {self.best:.4f}" if self.best is not None else ""))
-        return TrainResult("finished", reason, self.update, self.best, self.last_metrics)
+            restore_best_checkpoint(self.out_dir, progress.kept, self.cfg.best_metric, log=self.log)
+        self.log(f"finished: {reason} at update {progress.update}"
+                 + (f", best {cfg.best_metric} {progress.best:.4f}" if progress.best is not None else ""))
+        return TrainResult("finished", reason, progress.update, progress.best, progress.last_metrics)
 
     def _stop_reason(self, started: float) -> str:
         """"signal", "max_updates", "max_epochs", "max_minutes" or "" (go on).
@@ -266,7 +265,7 @@ class Trainer:
             signal_stop, time_stop = (value > 0 for value in flags.tolist())
         if signal_stop:
             return "signal"
-        if cfg.max_updates and self.update >= cfg.max_updates:
+        if cfg.max_updates and self.progress.update >= cfg.max_updates:
             return "max_updates"
         if cfg.max_epochs and self.sampler.epoch > cfg.max_epochs:
             return "max_epochs"
@@ -277,18 +276,19 @@ class Trainer:
 
     def _skipped_update(self, loss: float, grad_norm: Tensor) -> None:
         """Count a skipped non-finite update; TrainingDiverged after too many in a row."""
-        self.nonfinite_run += 1
-        self.nonfinite_total += 1
+        progress = self.progress
+        progress.nonfinite_run += 1
+        progress.nonfinite_total += 1
         limit = self.cfg.max_nonfinite_updates
         if self.dist.is_main:
-            self.log(f"warning: update {self.update + 1} skipped: non-finite loss ({loss:.4g} per token on rank "
-                     f"{self.dist.rank}) or gradient norm ({float(grad_norm):.4g}); {self.nonfinite_run} in a row "
+            self.log(f"warning: update {progress.update + 1} skipped: non-finite loss ({loss:.4g} per token on rank "
+                     f"{self.dist.rank}) or gradient norm ({float(grad_norm):.4g}); {progress.nonfinite_run} in a row "
                      f"(train.max_nonfinite_updates: {limit})")
-        if self.nonfinite_run > limit:
+        if progress.nonfinite_run > limit:
             saved = (f"{self.checkpoint_last} (update {self.saved_at}) is left as it was"
                      if self.saved_at >= 0 else "nothing was saved")
             raise TrainingDiverged(
-                f"training diverged: {self.nonfinite_run} consecutive updates after update {self.update} had a "
+                f"training diverged: {progress.nonfinite_run} consecutive updates after update {progress.update} had a "
                 f"non-finite loss or gradient (train.max_nonfinite_updates: {limit}); {saved}; lower train.lr, "
                 "set train.clip_norm or check the training data")
 
@@ -343,9 +343,9 @@ class Trainer:
     def seen_target_tokens(self) -> int:
         """All ranks' target tokens over the updates made so far (skipped updates not counted)."""
         pending = self._pending_tokens
-        self.target_tokens += int(pending.item()) if isinstance(pending, Tensor) else int(pending)
+        self.progress.target_tokens += int(pending.item()) if isinstance(pending, Tensor) else int(pending)
         self._pending_tokens = 0
-        return self.target_tokens
+        return self.progress.target_tokens
 
     def _collate(self, data: ParallelDataset, indices: np.ndarray | Sequence[int]) -> Batch:
         """The batch of ``indices``, padded to the shape buckets of ``pad_to_multiple`` and
@@ -368,7 +368,7 @@ class Trainer:
         self._loss_sum = self._nll_sum = None
         seconds = interval.seconds()
         row = {
-            "update": self.update,
+            "update": self.progress.update,
             "epoch": self.sampler.epoch,
             "loss": loss_sum / tokens,
             "nll": nll_sum / tokens,
@@ -384,14 +384,14 @@ class Trainer:
             self._write_metrics(row)
 
     def _write_metrics(self, row: dict[str, Any]) -> None:
-        append_metrics(self.out_dir / "metrics.csv", row, self.metrics_history)
+        append_metrics(self.out_dir / "metrics.csv", row, self.progress.metrics_history)
         if self.cfg.tensorboard:
-            self._tensorboard.add(row, self.update)
+            self._tensorboard.add(row, self.progress.update)
 
     def _progress_bar(self):
         from tqdm import tqdm
 
-        return tqdm(total=self.cfg.max_updates or None, initial=self.update, unit="upd", dynamic_ncols=True,
+        return tqdm(total=self.cfg.max_updates or None, initial=self.progress.update, unit="upd", dynamic_ncols=True,
                     disable=not (self.dist.is_main and sys.stderr.isatty()))
 
     # ------------------------------------------------------------------ validation
@@ -435,47 +435,54 @@ class Trainer:
     def _validate_and_save(self, *, numbered: bool, started: float) -> str:
         """Validate, update best / patience, save; returns "early_stop" when patience ran out."""
         metrics = self.validate() if self.valid_data is not None else {}
-        self.last_metrics = metrics
+        progress = self.progress
+        progress.last_metrics = metrics
         value = self._metric_value(metrics)
         validated = value is not None
         if validated and not math.isfinite(value):
             if self.dist.is_main:
-                self.log(f"warning: valid_{self.cfg.best_metric} is {value} at update {self.update}; "
+                self.log(f"warning: valid_{self.cfg.best_metric} is {value} at update {progress.update}; "
                          "this checkpoint cannot be the best")
             value = None
-        improved = value is not None and self._better(value, self.best)
+        improved = value is not None and self._better(value, progress.best)
         if validated:
             if improved:
-                self.best, self.bad_validations = value, 0
+                progress.best, progress.bad_validations = value, 0
             else:
-                self.bad_validations += 1
-        self.elapsed = time.monotonic() - started
+                progress.bad_validations += 1
+        progress.elapsed = time.monotonic() - started
         if metrics and self.dist.is_main:
-            row = {"update": self.update, "epoch": self.sampler.epoch, "elapsed": self.elapsed,
+            row = {"update": progress.update, "epoch": self.sampler.epoch, "elapsed": progress.elapsed,
                    "target_tokens": self.seen_target_tokens(), **metrics}
-            self.log(valid_line(self.update, metrics, improved))
+            self.log(valid_line(progress.update, metrics, improved))
             self._write_metrics(row)
         self._save(numbered=numbered, metrics=metrics, improved=improved, value=value)
-        if self.cfg.patience and self.bad_validations >= self.cfg.patience:
-            self.log(f"early stop: no {self.cfg.best_metric} improvement in {self.bad_validations} validations")
+        if self.cfg.patience and progress.bad_validations >= self.cfg.patience:
+            self.log(f"early stop: no {self.cfg.best_metric} improvement in {progress.bad_validations} validations")
             return "early_stop"
         return ""
 
     # ------------------------------------------------------------------ checkpoints
+    def _objects(self) -> TrainingObjects:
+        return TrainingObjects(self.model, self.optimizer, self.scheduler, self.sampler)
+
     def _save(self, *, numbered: bool, metrics: dict[str, float] | None, improved: bool = False,
               value: float | None = None) -> None:
+        progress = self.progress
         if numbered:
-            self.kept = [k for k in self.kept if k["update"] != self.update] + [{"update": self.update, "metric": value}]
-        doomed = prune_list(self.kept, self.cfg)
-        self.kept = [k for k in self.kept if k not in doomed]
-        state = checkpoint_state(self)  # collective (RNG gather): every rank calls it
-        self.saved_at = self.update
+            progress.kept = [k for k in progress.kept if k["update"] != progress.update] + [
+                {"update": progress.update, "metric": value}]
+        doomed = prune_list(progress.kept, self.cfg)
+        progress.kept = [k for k in progress.kept if k not in doomed]
+        self.seen_target_tokens()  # progress.target_tokens up to date
+        state = checkpoint_state(progress, self.run, self._objects(), self.dist)  # collective: every rank calls it
+        self.saved_at = progress.update
         if not self.dist.is_main:
             return
         # best and numbered copies first: checkpoint_last.pt never records files that are not on disk
         copies = [self.out_dir / "checkpoint_best.pt"] if improved else []
         if numbered:
-            copies.append(self.out_dir / f"checkpoint_{self.update}.pt")
+            copies.append(self.out_dir / f"checkpoint_{progress.update}.pt")
         save_checkpoint(self.checkpoint_last, state, copies=copies)
         for entry in doomed:
             with contextlib.suppress(FileNotFoundError):
