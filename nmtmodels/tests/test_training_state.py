@@ -12,7 +12,7 @@ import re
 import pytest
 import torch
 
-from nmtmodels.batching import BucketBatchSampler
+from nmtmodels.sampler import BucketBatchSampler
 from nmtmodels.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 from nmtmodels.config import ConfigError
 from nmtmodels.tests.copy_task_fixtures import copy_task_corpus, tiny_model, train_config

@@ -34,7 +34,7 @@ from nmtmodels.training.progress import TrainingProgress
 from nmtmodels.vocab import Vocabulary
 
 if TYPE_CHECKING:
-    from nmtmodels.batching import BucketBatchSampler
+    from nmtmodels.sampler import BucketBatchSampler
 
 try:
     import fcntl
