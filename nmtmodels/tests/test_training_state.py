@@ -12,9 +12,9 @@ import re
 import pytest
 import torch
 
-from nmtmodels.sampler import BucketBatchSampler
 from nmtmodels.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 from nmtmodels.config import ConfigError
+from nmtmodels.sampler import BucketBatchSampler
 from nmtmodels.tests.copy_task_fixtures import copy_task_corpus, tiny_model, train_config
 from nmtmodels.training.distributed import DistributedContext
 from nmtmodels.training.loss import label_smoothed_nll_loss
