@@ -1,10 +1,8 @@
 """Established toolkits for ``benchmarks/throughput.py``, each in its own virtual environment.
 
-Every peer is installed into ``benchmarks/.venvs/<name>`` (``python -m venv
---system-site-packages``, so the system's torch is reused; nothing is installed into the
-project's environment), with the pinned pip commands in :data:`INSTALL`.  A finished
-install is reused while its commands stay the same; a failed one is remembered with its
-reason (``--reinstall`` retries).
+Every peer is installed into its own virtual environment (``benchmarks/_venvs.py``: the
+pinned installs, the cached environments, running a peer's commands); what the systems
+share and what they measure is ``benchmarks/_setup.py``.
 
 Each peer trains the same shape on the same BPE files and decodes the same test source
 with beam 4.  Speeds come from the peer's own log lines, aggregated over the updates
@@ -30,300 +28,16 @@ they run with ``TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD=1`` (they only load files they 
 """
 from __future__ import annotations
 
-import hashlib
 import json
-import os
-import platform
 import re
-import shutil
-import site
 import statistics
-import subprocess
-import sys
-import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-ROOT = Path(__file__).resolve().parents[1]
-VENV_ROOT = ROOT / "benchmarks" / ".venvs"
-
-# Pinned installs per environment; each inner list is one ``pip install`` command.
-# OpenNMT-py and Sockeye pin an older torch (2.2 / <1.14) that would pull a multi-GB CUDA
-# build: they go in with --no-deps and get their import-time dependencies pinned by hand.
-INSTALL: dict[str, list[list[str]]] = {
-    "opennmt-py": [
-        ["--no-deps", "OpenNMT-py==3.5.1", "pyonmttok==1.38.1", "ConfigArgParse==1.9.0"],
-        # onmt.transforms imports every transform module at start-up, so the optional ones'
-        # libraries (spacy, fasttext, ahocorasick, rapidfuzz) must import even though unused.
-        ["ctranslate2==3.24.0", "pyahocorasick==2.1.0", "rapidfuzz==3.9.7", "fasttext-wheel==0.9.2",
-         "spacy==3.8.18", "waitress==3.0.0"],
-    ],
-    # OpenNMT-py alone, for machines where the libraries above cannot be carried (the GPU
-    # machine's 64 MiB, tools/gpu/README.md): the modules that onmt.transforms imports at start-up
-    # for transforms this benchmark never uses get empty stand-ins (STAND_INS); no CTranslate2.
-    "opennmt-py-slim": [["--no-deps", "OpenNMT-py==3.5.1", "pyonmttok==1.38.1", "ConfigArgParse==1.9.0"]],
-    "sockeye": [["--no-deps", "sockeye==3.1.34", "numpy==1.26.4"]],
-    "joeynmt": [["--no-deps", "joeynmt==2.3.0", "importlib_metadata==8.5.0", "zipp==3.21.0", "sentencepiece==0.2.0"]],
-    # Built from its source archive (no wheel for Python 3.11): Cython first, then the
-    # build against the system torch, then its runtime dependencies.
-    "fairseq": [
-        ["Cython==0.29.37"],
-        ["--no-deps", "--no-build-isolation", "fairseq==0.12.2"],
-        ["bitarray==2.9.2", "hydra-core==1.0.7", "omegaconf==2.0.6"],
-    ],
-}
-IMPORT_CHECK = {
-    "opennmt-py": "import onmt.bin.train, onmt.bin.translate, onmt.bin.build_vocab, ctranslate2",
-    "opennmt-py-slim": "import onmt.bin.train, onmt.bin.translate, onmt.bin.build_vocab",
-    "sockeye": "import sockeye.train, sockeye.translate",
-    "joeynmt": "import joeynmt.training, joeynmt.prediction",
-    "fairseq": "import fairseq.options, fairseq_cli.train",
-}
-# Empty modules written into an environment's site-packages (module -> source): onmt.transforms
-# imports terminology (spacy, ahocorasick), inlinetags (ahocorasick), fuzzymatch (rapidfuzz)
-# and clean (fasttext) when it starts; none of them runs in this benchmark.
-_UNUSED = '"""Stand-in: OpenNMT-py imports this at start-up for a transform the benchmark does not use."""\n'
-STAND_INS: dict[str, dict[str, str]] = {
-    "opennmt-py-slim": {"spacy": _UNUSED, "ahocorasick": _UNUSED, "fasttext": _UNUSED,
-                        "rapidfuzz": _UNUSED + "fuzz = process = None\n"},
-}
-
-
-class PeerError(RuntimeError):
-    """A peer could not be installed or run; the message is the reason shown in the table."""
-
-
-@dataclass(frozen=True)
-class Setup:
-    """What every system shares: data, model shape, batching, schedule, measurement.
-
-    The shape fields (``layers`` encoder and decoder layers each, ``d_model``, ``heads``,
-    ``ffn_dim``, ``dropout``) are those of nmtmodels' model preset ``shape``
-    (``benchmarks/throughput.py``'s ``shape_fields``); the defaults are ``tiny``'s.
-    ``peer_amp="fp16"``: OpenNMT-py trains in mixed precision (its ``model_dtype: fp16`` with
-    ``optim: adam``, i.e. torch autocast and a gradient scaler; CUDA only); the other peers
-    stay fp32."""
-
-    train_src: Path
-    train_tgt: Path
-    test_src: Path  # decoded by every system
-    dev_src: Path  # validation data that Sockeye and Joey NMT require (line-aligned with dev_tgt)
-    dev_tgt: Path
-    src_lang: str
-    tgt_lang: str
-    shape: str = "tiny"
-    layers: int = 3
-    d_model: int = 256
-    heads: int = 4
-    ffn_dim: int = 1024
-    dropout: float = 0.1
-    max_tokens: int = 4096
-    lr: float = 1e-3
-    lr_warmup: int = 800
-    label_smoothing: float = 0.1
-    warmup_updates: int = 50
-    measured_updates: int = 250
-    log_interval: int = 25
-    beam: int = 4
-    decode_batch_tokens: int = 4096
-    threads: int = 2
-    device: str = "cpu"
-    seed: int = 1
-    peer_amp: str = "none"
-    onmt_env: str = "opennmt-py"  # the INSTALL entry OpenNMT-py runs from ("opennmt-py-slim": no CTranslate2)
-
-    @property
-    def total_updates(self) -> int:
-        return self.warmup_updates + self.measured_updates
-
-    @property
-    def cuda(self) -> bool:
-        return self.device.startswith("cuda")
-
-
-@dataclass
-class TrainSpeed:
-    """Training throughput over the measured updates.
-
-    ``src_tokens_per_s`` excludes the source EOS (OpenNMT-py's count); ``encoder_tokens_per_s``
-    is what the encoder actually processes (with EOS where the system appends one), used
-    for the FLOP estimate.
-    """
-
-    tgt_tokens_per_s: float
-    src_tokens_per_s: float | None
-    encoder_tokens_per_s: float | None
-    tgt_tokens_per_update: float | None
-    updates: int
-    how: str
-
-
-@dataclass
-class DecodeSpeed:
-    sentences: int
-    seconds: float
-    output_tokens: int
-    how: str
-
-    @property
-    def sentences_per_s(self) -> float:
-        return self.sentences / self.seconds
-
-    @property
-    def tokens_per_s(self) -> float:
-        return self.output_tokens / self.seconds
-
-
-# ---------------------------------------------------------------------- helpers
-def cpu_name() -> str:
-    """The CPU's model name (/proc/cpuinfo), for the machine line of a benchmark table."""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
-def child_env(setup: Setup) -> dict[str, str]:
-    """Environment for a peer process: the benchmark's thread count, no repo on PYTHONPATH."""
-    # The peers predate torch 2.6, whose torch.load defaults to weights_only=True and then
-    # refuses their own checkpoints (pickled option namespaces): restore the old default.
-    env = dict(os.environ, OMP_NUM_THREADS=str(setup.threads), MKL_NUM_THREADS=str(setup.threads),
-               PYTHONUNBUFFERED="1", TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD="1", TQDM_DISABLE="1")
-    env.pop("PYTHONPATH", None)
-    if not setup.cuda:
-        env["CUDA_VISIBLE_DEVICES"] = ""
-    return env
-
-
-def run_logged(command: list[str], log: Path, env: dict[str, str], *, cwd: Path | None = None,
-               stdin: Path | None = None, stdout: Path | None = None) -> float:
-    """Run ``command`` with stderr (and stdout unless ``stdout``) appended to ``log``; return
-    its wall-clock seconds.  A non-zero exit raises PeerError with the log's last line."""
-    log.parent.mkdir(parents=True, exist_ok=True)
-    with open(log, "a", encoding="utf-8") as sink, open(stdin or os.devnull, "rb") as source:
-        sink.write(f"$ {' '.join(map(str, command))}\n")
-        sink.flush()
-        out = open(stdout, "wb") if stdout else sink
-        try:
-            start = time.perf_counter()
-            code = subprocess.run([str(c) for c in command], stdin=source, stdout=out, stderr=sink, env=env, cwd=cwd).returncode
-            seconds = time.perf_counter() - start
-        finally:
-            if stdout:
-                out.close()
-    if code != 0:
-        raise PeerError(f"{Path(str(command[0])).name} exited with {code}: {failure_line(log)} (log: {_rel(log)})")
-    return seconds
-
-
-# pip's summary lines, which hide the error that caused them
-_GENERIC_ERRORS = ("subprocess-exited-with-error", "could not build wheels", "failed building wheel",
-                   "this error originates", "failed to build", "calledprocesserror", "error compiling objects",
-                   "raise ", "exited with", "status 'error'")
-
-
-def failure_line(path: Path) -> str:
-    """The first specific error line of the last command in ``path`` (else its last line)."""
-    text = path.read_text(encoding="utf-8", errors="replace")
-    lines = [line.strip() for line in text[text.rfind("\n$ ") + 1:].splitlines()[1:] if line.strip()]
-    for line in lines:
-        lowered = line.lower()
-        if "error" in lowered and not any(generic in lowered for generic in _GENERIC_ERRORS):
-            return re.sub(r"\S*/pip-(?:install|req-build)-[^/]+/[^/]+/", "", line)[:300]
-    return lines[-1][:300] if lines else "(no output)"
-
-
-def _rel(path: Path) -> str:
-    try:
-        return str(path.relative_to(ROOT))
-    except ValueError:
-        return str(path)
-
-
-def count_output(path: Path) -> tuple[int, int]:
-    """(lines, whitespace-separated tokens) of a decoder output file."""
-    lines = path.read_text(encoding="utf-8").splitlines()
-    return len(lines), sum(len(line.split()) for line in lines)
-
-
-def mean_lengths(path: Path) -> float:
-    """Mean whitespace-token count per line."""
-    lines, tokens = count_output(path)
-    return tokens / lines
-
-
-def decode_batch_sentences(setup: Setup) -> int:
-    """Sentences per decoding batch for toolkits that batch by sentences: the token budget
-    over the test source's mean length (about the sentences per budget-sized batch)."""
-    return max(1, round(setup.decode_batch_tokens / (mean_lengths(setup.test_src) + 1)))
-
-
-class Venv:
-    """A cached virtual environment under ``benchmarks/.venvs/<name>``."""
-
-    def __init__(self, name: str, *, reinstall: bool = False, log: Path):
-        self.name, self.reinstall, self.log = name, reinstall, log
-        self.path = VENV_ROOT / name
-        self.python = self.path / "bin" / "python"
-        self.spec = json.dumps({"python": sys.version, "install": INSTALL[name], "check": IMPORT_CHECK[name],
-                                **({"stand_ins": STAND_INS[name]} if name in STAND_INS else {})})
-        self.digest = hashlib.sha256(self.spec.encode()).hexdigest()[:16]
-
-    def bin(self, script: str) -> Path:
-        return self.path / "bin" / script
-
-    def site_packages(self) -> Path:
-        return self.path / "lib" / f"python{sys.version_info[0]}.{sys.version_info[1]}" / "site-packages"
-
-    def ensure(self) -> Path:
-        """The environment's python; installs it first if needed (PeerError on failure)."""
-        ok, failed = self.path / f".ok-{self.digest}", self.path / f".failed-{self.digest}"
-        if ok.exists():
-            return self.python
-        if failed.exists() and not self.reinstall:
-            raise PeerError(failed.read_text(encoding="utf-8").strip() + " (cached; --reinstall retries)")
-        shutil.rmtree(self.path, ignore_errors=True)
-        env = dict(os.environ)
-        env.pop("PYTHONPATH", None)
-        try:
-            # --without-pip: the system pip is visible through the system site-packages, and
-            # no older setuptools is put in front of the system's one.
-            run_logged([sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", self.path], self.log, env)
-            if sys.prefix != sys.base_prefix:
-                # Run from a virtual environment (the GPU machines' python is one): the new one's
-                # "system" site-packages are the base interpreter's, not this one's (torch, pip):
-                # add this one's behind the new environment's own.
-                pth = self.site_packages() / "_parent.pth"
-                pth.write_text("".join(f"import site; site.addsitedir({p!r})\n" for p in site.getsitepackages()), encoding="utf-8")
-            for packages in INSTALL[self.name]:
-                run_logged([self.python, "-m", "pip", "install", "--disable-pip-version-check", *packages], self.log, env)
-            for module, source in STAND_INS.get(self.name, {}).items():
-                package = self.site_packages() / module
-                package.mkdir(parents=True, exist_ok=True)
-                (package / "__init__.py").write_text(source, encoding="utf-8")
-            run_logged([self.python, "-c", IMPORT_CHECK[self.name]], self.log, env)
-        except PeerError as exc:
-            failed.write_text(f"install failed: {exc}\n", encoding="utf-8")
-            self.reinstall = False  # one attempt per run: later calls report the cached failure
-            raise PeerError(f"install failed: {exc}") from None
-        freeze = subprocess.run([self.python, "-m", "pip", "freeze", "--local"], capture_output=True, text=True, env=env)
-        (self.path / "pip-freeze.txt").write_text(freeze.stdout, encoding="utf-8")
-        ok.write_text(self.spec + "\n", encoding="utf-8")
-        return self.python
-
-
-def aggregate_intervals(intervals: list[tuple[float, float | None, float]]) -> tuple[float, float | None]:
-    """(target tok/s, source tok/s) from (target tokens, source tokens, seconds) intervals."""
-    seconds = sum(s for _, _, s in intervals)
-    tgt = sum(t for t, _, _ in intervals) / seconds
-    src = None if any(s is None for _, s, _ in intervals) else sum(s for _, s, _ in intervals) / seconds
-    return tgt, src
+from benchmarks._setup import DecodeSpeed, Setup, TrainSpeed, aggregate_intervals, count_output, decode_batch_sentences, mean_lengths
+from benchmarks._venvs import PeerError, Venv, child_env, rel, run_logged
 
 
 # ---------------------------------------------------------------------- peers
@@ -446,7 +160,7 @@ class OpenNMTPy(Peer):
                 tgt_tokens = tgt_bsz * batches
                 intervals.append((tgt_tokens, src_bsz * batches, tgt_tokens / tgt_rate))
         if not intervals:
-            raise PeerError(f"no 'Step' lines after update {s.warmup_updates} in {_rel(train_log)}")
+            raise PeerError(f"no 'Step' lines after update {s.warmup_updates} in {rel(train_log)}")
         tgt, src = aggregate_intervals(intervals)
         updates = sum(1 for _ in intervals) * s.log_interval
         return TrainSpeed(tgt, src, src, sum(t for t, _, _ in intervals) / updates, updates,
@@ -456,7 +170,7 @@ class OpenNMTPy(Peer):
         self.venv.ensure()
         s = self.setup
         if not self.model_path.exists():
-            raise PeerError(f"no checkpoint {_rel(self.model_path)} (training failed?)")
+            raise PeerError(f"no checkpoint {rel(self.model_path)} (training failed?)")
         output, log = self.work / "test.hyp", self.work / "translate.log"
         log.unlink(missing_ok=True)
         run_logged([self.venv.bin("onmt_translate"), "-model", self.model_path, "-src", s.test_src, "-output", output,
@@ -465,7 +179,7 @@ class OpenNMTPy(Peer):
                     *self.precision_args()], log, child_env(s))
         match = self.AVG_TIME.search(log.read_text(encoding="utf-8"))
         if not match:
-            raise PeerError(f"no 'Average translation time' in {_rel(log)}")
+            raise PeerError(f"no 'Average translation time' in {rel(log)}")
         sentences, tokens = count_output(output)
         return DecodeSpeed(sentences, float(match.group(1)) * sentences / 1000, tokens, "-report_time")
 
@@ -582,7 +296,7 @@ class Sockeye(Peer):
         lines = [(int(b), float(samples), float(ups)) for b, samples, ups in self.SPEED.findall(train_log.read_text(encoding="utf-8"))]
         measured = [line for line in lines if line[0] > s.warmup_updates] or lines[-1:]
         if not measured:
-            raise PeerError(f"no Speedometer lines in {_rel(train_log)}")
+            raise PeerError(f"no Speedometer lines in {rel(train_log)}")
         samples_per_s = statistics.fmean(samples for _, samples, _ in measured)
         updates_per_s = statistics.fmean(ups for _, _, ups in measured)
         tgt = samples_per_s * (mean_lengths(s.train_tgt) + 1)
@@ -602,7 +316,7 @@ class Sockeye(Peer):
                     *(["--device-id", 0] if s.cuda else ["--use-cpu"])], log, child_env(s))
         match = self.TOTAL.search(log.read_text(encoding="utf-8"))
         if not match:
-            raise PeerError(f"no 'Total time' in {_rel(log)}")
+            raise PeerError(f"no 'Total time' in {rel(log)}")
         sentences, tokens = count_output(output)
         return DecodeSpeed(sentences, float(match.group(2)), tokens,
                            f"its 'Total time', batches of {decode_batch_sentences(s)} sentences")
@@ -672,7 +386,7 @@ class JoeyNMT(Peer):
         rates = [int(rate) for step, rate in self.SPEED.findall(train_log.read_text(encoding="utf-8"))
                  if int(step) > s.warmup_updates]
         if not rates:
-            raise PeerError(f"no 'Tokens per Sec' lines after update {s.warmup_updates} in {_rel(train_log)}")
+            raise PeerError(f"no 'Tokens per Sec' lines after update {s.warmup_updates} in {rel(train_log)}")
         tgt = statistics.fmean(rates)
         # It logs target tokens only; sentences (and source tokens) follow from the corpus
         # means, as it samples the whole corpus.  Its source gets an EOS too.
@@ -694,7 +408,7 @@ class JoeyNMT(Peer):
                    stdin=s.test_src, stdout=output)
         match = self.GENERATION.search(log.read_text(encoding="utf-8"))
         if not match:
-            raise PeerError(f"no 'Generation took' in {_rel(log)}")
+            raise PeerError(f"no 'Generation took' in {rel(log)}")
         sentences, tokens = count_output(output)
         return DecodeSpeed(sentences, float(match.group(1)), tokens, "its 'Generation took'")
 

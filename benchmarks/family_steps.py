@@ -52,8 +52,9 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from benchmarks import bench_char, bench_lattice, bench_reordering  # noqa: E402
-from benchmarks._peers import cpu_name  # noqa: E402
-from benchmarks.throughput import OursOptions, add_compile_arguments  # noqa: E402
+from benchmarks._ours import OursOptions  # noqa: E402
+from benchmarks._setup import cpu_name  # noqa: E402
+from benchmarks.throughput import add_compile_arguments  # noqa: E402
 from nmtmodels.batch import Batch  # noqa: E402
 from nmtmodels.models.graph import TABLE2_VARIANTS  # noqa: E402
 from nmtmodels.models.lattice import SPAN_PAD  # noqa: E402

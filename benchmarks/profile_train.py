@@ -38,7 +38,8 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from benchmarks._peers import Setup, cpu_name  # noqa: E402
+from benchmarks._ours import OursOptions, build_trainer  # noqa: E402
+from benchmarks._setup import Setup, cpu_name  # noqa: E402
 from benchmarks.throughput import (  # noqa: E402
     BATCH_TOKENS,
     CORPUS,
@@ -47,9 +48,7 @@ from benchmarks.throughput import (  # noqa: E402
     LR,
     LR_WARMUP,
     TEST_SET,
-    OursOptions,
     add_compile_arguments,
-    build_trainer,
     default_data_dir,
     prepare_data,
     shape_fields,

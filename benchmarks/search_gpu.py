@@ -71,7 +71,10 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from benchmarks._peers import OpenNMTPy, PeerError, Setup, child_env, cpu_name, failure_line  # noqa: E402
+from benchmarks._ours import OursOptions, decode_ours, train_ours  # noqa: E402
+from benchmarks._peers import OpenNMTPy  # noqa: E402
+from benchmarks._setup import Setup, cpu_name  # noqa: E402
+from benchmarks._venvs import PeerError, child_env, failure_line  # noqa: E402
 from benchmarks.throughput import (  # noqa: E402
     BATCH_TOKENS,
     CORPUS,
@@ -79,12 +82,9 @@ from benchmarks.throughput import (  # noqa: E402
     LR,
     LR_WARMUP,
     TEST_SET,
-    OursOptions,
-    decode_ours,
     default_data_dir,
     prepare_data,
     shape_fields,
-    train_ours,
 )
 
 NEWSTEST = "wmt14-en-de-test/newstest2014"
@@ -254,7 +254,7 @@ def main(argv: list[str] | None = None) -> None:
                         "checkpoint.pt) instead of throughput.py's model")
     parser.add_argument("--onmt-model", type=Path, help="OpenNMT-py checkpoint to decode (default: WORK/opennmt-py's newest)")
     parser.add_argument("--peers", nargs="*", default=["opennmt-py"], choices=["opennmt-py"])
-    parser.add_argument("--onmt-slim", action="store_true", help="OpenNMT-py from the opennmt-py-slim environment (_peers.py)")
+    parser.add_argument("--onmt-slim", action="store_true", help="OpenNMT-py from the opennmt-py-slim environment (_venvs.py)")
     parser.add_argument("--sentences", type=int, help="first N sentences of newstest2014 (default all 3,003; quick 24)")
     parser.add_argument("--batch-tokens", type=int, nargs="+", help="sweep, source tokens per batch "
                         "(default 1000 2000 4000 8000 16000; quick 300 1000)")

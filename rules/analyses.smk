@@ -25,7 +25,7 @@ rule attention_plot:
         ),
         json=paths.ATTENTION_WEIGHTS,
     params:
-        beam=lambda w: runs.experiment_settings(config, w.experiment)["decode"].get("beam", 4),
+        beam=lambda w: runs.experiment_settings(config, w.experiment)["decode"]["beam"],
     conda:
         "../envs/train.yaml"
     log:

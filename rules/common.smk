@@ -1,3 +1,24 @@
+# What the rule files share, defined once before any of them (the Snakefile includes this file
+# first): the job module that fingerprints downloads, the evaluation settings, the config files
+# of the run, scheduling priorities and the resources of the three kinds of jobs.  Every default
+# that a rule reads comes from the validated config (schemas/config.schema.yaml fills them in).
+from workflow_scripts.data import fetch as fetch_module  # rules fetch and fetch_compression_set
+
+# Significance tests, metrics, marker test and length buckets, their defaults filled in
+# (workflow_scripts/dag/evaluation.py): rules/evaluate.smk, analyses.smk and report.smk.
+EVALUATION = ev.evaluation_settings(config)
+
+# The config files of this run, for the summary's header, through the environment (as fetch's
+# input directories in the Snakefile): as a parameter, adding a config file that changes
+# nothing upstream would rerun the summary.  Its header names the config files and the
+# commit of the run that made it: the embedded config.yaml first, then those of the command line,
+# each once (`--configfile config.yaml configs/controls.yaml` names config.yaml a second time).
+CONFIG_FILES = [f if os.path.relpath(f, workflow.basedir).startswith("..") else os.path.relpath(f, workflow.basedir)
+                for f in map(os.path.abspath, workflow.configfiles)]
+CONFIG_FILES = list(dict.fromkeys(sorted(CONFIG_FILES, key=lambda f: f != "config.yaml")))
+os.environ.update(NMT_WORKFLOW_CONFIG_FILES=json.dumps(CONFIG_FILES))
+
+
 # Resources of the three kinds of jobs, so that every rule states only what differs (memory
 # and time of a CPU job); placement on a cluster comes from config `cluster` (CPU_JOB) and
 # config `train_resources` (docs/cluster.md).
@@ -31,12 +52,12 @@ def gpu_slots(gpus):
 def train_job():
     """Resources of a training job: config `train_resources` (GPUs, memory, time limit)."""
     spec = config["train_resources"]
-    return {"mem_mb": spec.get("mem_mb", 8000), "runtime": spec.get("runtime", 60),
-            **cluster.cluster_resources(config, gpus=spec.get("gpus", 0)), **gpu_slots(spec.get("gpus", 0))}
+    return {"mem_mb": spec["mem_mb"], "runtime": spec["runtime"],
+            **cluster.cluster_resources(config, gpus=spec["gpus"]), **gpu_slots(spec["gpus"])}
 
 
 def decode_job():
     """Resources of a decoding job: at most one of the training GPUs, an hour."""
     spec = config["train_resources"]
-    return {"mem_mb": spec.get("mem_mb", 8000), "runtime": 60,
-            **cluster.cluster_resources(config, gpus=min(1, spec.get("gpus", 0))), **gpu_slots(spec.get("gpus", 0))}
+    return {"mem_mb": spec["mem_mb"], "runtime": 60,
+            **cluster.cluster_resources(config, gpus=min(1, spec["gpus"])), **gpu_slots(spec["gpus"])}

@@ -48,7 +48,7 @@ rule compression_denoise_pairs:
         tgt=paths.DENOISE_TARGET,
     params:
         noise=lambda w: compression.compressor_spec(config, w.compressor)["noise"],  # defaults: the schema
-        threshold=lambda w: CORPORA[w.corpus]["bpe"].get("vocabulary_threshold", 1),
+        threshold=lambda w: CORPORA[w.corpus]["bpe"]["vocabulary_threshold"],
     log:
         paths.log("compression_denoise_pairs"),
     benchmark:
@@ -76,8 +76,8 @@ rule compression_supervised_pairs:
         preprocess=lambda w: corpus_data.corpus_spec_json(config, w.corpus, corpus_data.preprocessing_spec),
         lang=lambda w: CORPORA[w.corpus]["src"],
         limits=lambda w: compression.compression_set_part(config, w.part)[1],
-        unicode_form=config.get("unicode_form", "NFKC"),
-        threshold=lambda w: CORPORA[w.corpus]["bpe"].get("vocabulary_threshold", 1),
+        unicode_form=config["unicode_form"],
+        threshold=lambda w: CORPORA[w.corpus]["bpe"]["vocabulary_threshold"],
     wildcard_constraints:
         part="train|dev",
     log:
@@ -108,8 +108,8 @@ rule compression_eval_set:
         preprocess=lambda w: corpus_data.corpus_spec_json(config, w.corpus, corpus_data.preprocessing_spec),
         lang=lambda w: CORPORA[w.corpus]["src"],
         limits=lambda w: compression.compression_set_part(config, "eval")[1],
-        unicode_form=config.get("unicode_form", "NFKC"),
-        threshold=lambda w: CORPORA[w.corpus]["bpe"].get("vocabulary_threshold", 1),
+        unicode_form=config["unicode_form"],
+        threshold=lambda w: CORPORA[w.corpus]["bpe"]["vocabulary_threshold"],
     log:
         paths.log("compression_eval_set"),
     benchmark:
@@ -162,7 +162,7 @@ rule train_compressor:
     conda:
         "../envs/train.yaml"
     priority: CHAIN_PRIORITY
-    threads: config["train_resources"].get("cpus", 1)
+    threads: config["train_resources"]["cpus"]
     resources:
         **train_job(),
     shell:
@@ -188,7 +188,7 @@ rule compress:
     conda:
         "../envs/train.yaml"
     priority: CHAIN_PRIORITY
-    threads: config["train_resources"].get("cpus", 1)
+    threads: config["train_resources"]["cpus"]
     resources:
         **decode_job(),
     shell:

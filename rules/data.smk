@@ -1,6 +1,5 @@
 # Corpora: download (or take from the mirror / licensed directory) and extract
 # each split of each language to plain text.
-from workflow_scripts.data import fetch as fetch_module
 
 
 # Downloads run on the submit host: cluster nodes often have no internet access.

@@ -18,7 +18,7 @@ rule translate:
         paths.benchmark("translate")
     conda:
         "../envs/train.yaml"
-    threads: config["train_resources"].get("cpus", 1)
+    threads: config["train_resources"]["cpus"]
     resources:
         **decode_job(),
     shell:

@@ -3,8 +3,6 @@
 # test sets ("ALL": outputs and references concatenated), and significance against each
 # experiment's baseline(s).  Which test sets and comparisons: workflow_scripts/dag/evaluation.py.
 
-EVALUATION = ev.evaluation_settings(config)
-
 
 rule score:
     input:

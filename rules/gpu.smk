@@ -1,6 +1,6 @@
 # Targets of the GPU reproduction (docs/gpu.md): the whole of it, and its parts (one per paper).
 # They build no file of their own: they name what `all` builds, less the model packages and
-# analyses.  CONFIG_FILES (the config files of this run): rules/report.smk.
+# analyses.  CONFIG_FILES (the config files of this run): rules/common.smk.
 
 
 # The GPU reproduction (configs/gpu.yaml, docs/gpu.md): every score, significance test, paper

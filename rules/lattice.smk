@@ -56,7 +56,7 @@ rule lattice_vocab:
     output:
         paths.vocab(units=paths.LATTICE_UNITS, lang="{src}"),
     params:
-        max_size=lambda w: f"--max-size {config['lattice_vocab_size']}" if config.get("lattice_vocab_size") else "",
+        max_size=lambda w: f"--max-size {config['lattice_vocab_size']}" if config["lattice_vocab_size"] else "",
     conda:
         "../envs/train.yaml"
     log:

@@ -109,16 +109,6 @@ rule length_analysis:
         " --title '{wildcards.corpus} / {wildcards.test_set}' --csv {output.csv:q} --png {output.png:q} > {log:q} 2>&1"
 
 
-# The config files of this run, for the summary's header, through the environment (as fetch's
-# input directories in the Snakefile): as a parameter, adding a config file that changes
-# nothing upstream would rerun the summary.  Its header names the config files and the
-# commit of the run that made it: the embedded config.yaml first, then those of the command line,
-# each once (`--configfile config.yaml configs/controls.yaml` names config.yaml a second time).
-CONFIG_FILES = [f if os.path.relpath(f, workflow.basedir).startswith("..") else os.path.relpath(f, workflow.basedir)
-                for f in map(os.path.abspath, workflow.configfiles)]
-CONFIG_FILES = list(dict.fromkeys(sorted(CONFIG_FILES, key=lambda f: f != "config.yaml")))
-os.environ.update(NMT_WORKFLOW_CONFIG_FILES=json.dumps(CONFIG_FILES))
-
 
 rule results_summary:
     input:

@@ -12,8 +12,8 @@ rule learn_bpe:
         src_vocab=paths.vocab(units=paths.BPE_UNITS, lang="{src}"),
         tgt_vocab=paths.vocab(units=paths.BPE_UNITS, lang="{tgt}"),
     params:
-        mode=lambda w: "--joint" if CORPORA[w.corpus]["bpe"].get("joint", True) else "--separate",
-        threshold=lambda w: CORPORA[w.corpus]["bpe"].get("vocabulary_threshold", 1),
+        mode=lambda w: "--joint" if CORPORA[w.corpus]["bpe"]["joint"] else "--separate",
+        threshold=lambda w: CORPORA[w.corpus]["bpe"]["vocabulary_threshold"],
     conda:
         "../envs/data.yaml"
     log:
@@ -39,7 +39,7 @@ rule apply_bpe:
     output:
         paths.encoded(units=paths.BPE_UNITS),
     params:
-        threshold=lambda w: CORPORA[w.corpus]["bpe"].get("vocabulary_threshold", 1),
+        threshold=lambda w: CORPORA[w.corpus]["bpe"]["vocabulary_threshold"],
     conda:
         "../envs/data.yaml"
     log:

@@ -45,7 +45,7 @@ rule train:
     # trainings are the long jobs: start each as soon as its data is ready, before the short
     # data and scoring jobs that are ready at the same time (TRAIN_PRIORITY, rules/common.smk)
     priority: TRAIN_PRIORITY
-    threads: config["train_resources"].get("cpus", 1)
+    threads: config["train_resources"]["cpus"]
     resources:
         **train_job(),
     shell:

@@ -189,7 +189,7 @@ SEEDED_EXPECTED = {
 
 def seeded_results() -> pd.DataFrame:
     """The results table (RESULT_COLUMNS) of :data:`SEEDED_SCORES`, as collect writes it."""
-    from workflow_scripts.evaluation import tables
+    from workflow_scripts.evaluation import results
 
     def run(system: str, seed: int) -> str:
         return system if seed == 1 else f"{system}_seed{seed}"
@@ -209,7 +209,7 @@ def seeded_results() -> pd.DataFrame:
                 row.update(baseline=run("base", seed), baseline_score=base, delta=values[0] - base, p_sign=p,
                            sign_better=better, sign_worse=worse, sign_ties=100 - better - worse, p_paired_bs=p, p_paired_ar=p)
             rows.append(row)
-    return pd.DataFrame(rows, columns=list(tables.RESULT_COLUMNS))
+    return pd.DataFrame(rows, columns=list(results.RESULT_COLUMNS))
 
 
 # ----------------------------------------------------------------------------- comparisons over runs
@@ -238,7 +238,7 @@ def training_runs(system: str, n: int, updates: list[int] | None = None, stops: 
                   parameters: int = 1000, dev_losses: list[list[tuple[int, float]]] | None = None,
                   corpus: str = "c", target_tokens: list[int | None] | None = None) -> list[dict]:
     """The summary's ``runs`` of one system's n seeds (all at 700 updates by max_updates unless given)."""
-    from workflow_scripts.evaluation.summary import dev_loss_drop
+    from workflow_scripts.evaluation.training_runs import dev_loss_drop
 
     updates = updates or [700] * n
     stops = stops or ["max_updates"] * n

@@ -13,9 +13,11 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks._peers import Setup  # noqa: E402
+from benchmarks._flops import FlopModel, mfu  # noqa: E402
+from benchmarks._ours import OursOptions, our_model_config  # noqa: E402
+from benchmarks._setup import Setup  # noqa: E402
 from benchmarks.profile_train import IDLE, OTHER, classify, group_times  # noqa: E402
-from benchmarks.throughput import FlopModel, OursOptions, mfu, mfu_cells, our_model_config, shape_fields  # noqa: E402
+from benchmarks.throughput import mfu_cells, shape_fields  # noqa: E402
 
 
 def _setup(shape: str) -> Setup:

@@ -20,7 +20,6 @@ from tests.test_gpu_carry import carry
 from workflow_scripts.dag import WorkflowConfigError, checks, gpu_parts, runs, seeds
 from workflow_scripts.data import segment
 from workflow_scripts.evaluation import merge_gpu_parts as merging
-from workflow_scripts.evaluation import summary as summaries
 from workflow_scripts.evaluation import verdicts
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -208,7 +207,7 @@ def test_merge_writes_claims_verdicts_and_every_part(tmp_path, capsys):
     # one verdict function: the merge's rows are the part summaries' own claims rows
     part = json.loads((tmp_path / "parts/graph/summary.json").read_text())
     assert [{k: v for k, v in row.items() if k != "part"} for row in data["verdicts"] if row.get("part") == "graph"] == \
-        verdicts.claim_rows(part, summaries.read_claims())
+        verdicts.claim_rows(part, verdicts.read_claims())
     assert {p["part"]: p["wall_minutes"] for p in data["parts"]} == {"graph": 6.4, "reordering": 6.4}
     text = out.read_text()
     assert "## Part graph" in text and "### Results summary" in text  # each part's summary, headings two levels down
@@ -221,7 +220,7 @@ def test_merge_writes_claims_verdicts_and_every_part(tmp_path, capsys):
 
 def test_every_claim_names_a_system_of_gpu_yaml_with_its_papers_metric():
     whole = merged(gpu_parts.BASE_CONFIG)
-    claims = summaries.read_claims()
+    claims = verdicts.read_claims()
     for system, claim in claims.items():
         spec = whole["experiments"][system]
         assert spec.get("baseline") and spec["paper"] == claim["paper"], system

@@ -14,7 +14,7 @@ from tests.report_fixtures import SEEDED_EXPECTED, SEEDED_SCORES, seeded_results
 from tests.snakemake_output import planned_job_details, planned_jobs
 from tests.test_dag import compared_config
 from workflow_scripts.dag import WorkflowConfigError, checks, evaluation, runs, seeds
-from workflow_scripts.evaluation import summary, tables
+from workflow_scripts.evaluation import results, summary, tables
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -125,14 +125,14 @@ def test_report_metadata_names_each_runs_system_and_seed():
 
 # ----------------------------------------------------------------------------- tables and summary
 def test_mean_sample_sd_and_the_tests_of_the_seed_closest_to_the_mean():
-    grouped = tables.aggregate_seeds(seeded_results())
+    grouped = results.aggregate_seeds(seeded_results())
     assert len(grouped) == 4
     for (system, metric), (mean, sd, reported, p_value, baseline_mean) in SEEDED_EXPECTED.items():
         row = grouped[(grouped.experiment == system) & (grouped.metric == metric)].iloc[0]
         assert math.isclose(row.score, mean) and math.isclose(row.score_sd, sd, abs_tol=1e-12), (system, metric)
         assert (row.n_seeds, row.seeds, row.reported_run) == (3, "1 2 3", reported)
         if p_value is None:
-            assert tables._missing(row.p_sign) and tables._missing(row.baseline)
+            assert results.missing(row.p_sign) and results.missing(row.baseline)
             continue
         seed = int(reported.rpartition("_seed")[2]) if "_seed" in reported else 1
         assert row.reported_seed == seed and (row.p_sign, row.p_paired_bs, row.p_paired_ar) == (p_value,) * 3
@@ -146,7 +146,7 @@ def test_mean_sample_sd_and_the_tests_of_the_seed_closest_to_the_mean():
 def test_paper_table_shows_mean_sd_and_the_reported_seeds_marker(tmp_path):
     frame = seeded_results()
     frame.to_csv(tmp_path / "results.csv", index=False)
-    documents = tables.render_paper(tables.read_results(tmp_path / "results.csv"), "graph", "sign")
+    documents = tables.render_paper(results.read_results(tmp_path / "results.csv"), "graph", "sign")
     markdown = documents["markdown"]
     # tokenised BLEU (the graph table's metric): seed 2's sign test, p = 0.001, 70 better vs 20 worse: "++"
     assert "| Transformer    | 29.00 ± 1.00 " in markdown and "| +half-dim&gate | **32.00 ± 2.65++** |" in markdown

@@ -159,7 +159,7 @@ def test_sign_test_ignores_the_brevity_penalty():
     wrong words from 100 (precision up, brevity penalty barely moved): every sentence counts
     "better".  But the system as a whole is half the reference length: BP = exp(1 - 2), which
     its perfect precisions do not make up for.  No marker may claim it better."""
-    from workflow_scripts.evaluation import tables
+    from workflow_scripts.evaluation import markers
 
     refs = [[f"r{i}w{k}" for k in range(10)] for i in range(10)]
     baseline = [" ".join(ref[:5] + [f"x{k}" for k in range(5)]) for ref in refs]
@@ -177,8 +177,8 @@ def test_sign_test_ignores_the_brevity_penalty():
     assert entry["system_score"] < entry["baseline_score"]
     row = {"p_sign": sign["p_value"], "sign_better": sign["better"], "sign_worse": sign["worse"],
            "delta": entry["system_score"] - entry["baseline_score"]}
-    assert tables.PLUS.mark(row["p_sign"], 10) == "++"  # what the test alone would have printed
-    assert tables.significance_mark(row, "sign", tables.PLUS) == ("", "sign test favours the system, score lower")
+    assert markers.PLUS.mark(row["p_sign"], 10) == "++"  # what the test alone would have printed
+    assert markers.significance_mark(row, "sign", markers.PLUS) == ("", "sign test favours the system, score lower")
 
 
 def test_sign_test_perfect_system_wins_every_changed_sentence():

@@ -17,7 +17,7 @@ from tests.report_fixtures import BUDGETS, NO_TARGET_TOKENS, STOPS, TRAIN_ROWS, 
 from tests.test_tables import handmade
 from workflow_scripts.dag import evaluation as ev
 from workflow_scripts.dag import runs
-from workflow_scripts.evaluation import curves, run_statistics, summary, tables
+from workflow_scripts.evaluation import curves, layouts, machine, results, run_statistics, summary, training_runs, verdicts
 
 ROOT = Path(__file__).resolve().parents[1]
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -35,7 +35,7 @@ def tree(tmp_path_factory) -> tuple[Path, dict]:
     config = fixture_config()
     build_tree(root, config)
     build_training_runs(root, config)
-    tables.collect_results(ev.report_metadata(config), root).to_csv(root / "results.csv", index=False)
+    results.collect_results(ev.report_metadata(config), root).to_csv(root / "results.csv", index=False)
     (root / "claims.yaml").write_text(yaml.safe_dump(FIXTURE_CLAIMS), encoding="utf-8")
     for system, baseline, corpus, test_set in ev.run_comparisons(config, str(root / "claims.yaml")):
         files = {role: [str(root / f) for f in value] for role, value in
@@ -90,7 +90,7 @@ def test_runs_have_the_hand_written_updates_time_and_stop_reason(tree, made):
         assert run["budget"] == BUDGETS[key[0]]
         assert run["family"] == "transformer"
         row = f"| {key[0]} | {key[1]} | transformer |  | "  # no train.seed: an empty seed cell
-        row = row + "" + " | ".join(str(BUDGETS[key[0]][k]) for k in summary.BUDGET_KEYS)
+        row = row + "" + " | ".join(str(BUDGETS[key[0]][k]) for k in training_runs.BUDGET_KEYS)
         tokens = "–" if key[0] in NO_TARGET_TOKENS else f"{1000 * updates:,}"
         assert run["target_tokens"] == (None if key[0] in NO_TARGET_TOKENS else 1000 * updates)
         assert f"{row} | {updates} | {elapsed:.0f} | {tokens} | {reason} |" in markdown
@@ -113,17 +113,17 @@ def test_runs_have_their_best_dev_loss_and_bleu(made):
 
 def test_stop_reason_rule():
     budget = {"max_updates": 100, "max_epochs": 3, "max_minutes": 1}
-    assert summary.stop_reason(100, 10.0, budget) == "max_updates"
-    assert summary.stop_reason(100, 70.0, budget) == "max_updates"  # both: the update limit first
-    assert summary.stop_reason(99, 60.0, budget) == "max_minutes (cap fired)"
-    assert summary.stop_reason(99, 59.9, budget) == "max_epochs"
-    assert summary.stop_reason(99, 59.9, {"max_updates": 100, "max_epochs": 0, "max_minutes": 1}) == "other"
+    assert training_runs.stop_reason(100, 10.0, budget) == "max_updates"
+    assert training_runs.stop_reason(100, 70.0, budget) == "max_updates"  # both: the update limit first
+    assert training_runs.stop_reason(99, 60.0, budget) == "max_minutes (cap fired)"
+    assert training_runs.stop_reason(99, 59.9, budget) == "max_epochs"
+    assert training_runs.stop_reason(99, 59.9, {"max_updates": 100, "max_epochs": 0, "max_minutes": 1}) == "other"
 
 
 def test_every_score_and_signature_appears(tree, made):
     root, _ = tree
     markdown, data = made
-    frame = tables.read_results(root / "results.csv")
+    frame = results.read_results(root / "results.csv")
     assert len(data["scores"]) == len(frame)
     for (_, r), entry in zip(frame.iterrows(), data["scores"], strict=True):
         assert (entry["experiment"], entry["corpus"], entry["test_set"], entry["metric"]) == (
@@ -139,10 +139,10 @@ def test_every_score_and_signature_appears(tree, made):
 def test_markers_are_the_tables(tree, made):
     root, _ = tree
     markdown, data = made
-    frame = tables.read_results(root / "results.csv")
+    frame = results.read_results(root / "results.csv")
     lpe = frame[(frame.experiment == "lpe") & (frame.corpus == "nist") & (frame.test_set == "mt02") & (frame.metric == "bleu")].iloc[0]
     # the lattice paper's table cell for the same row carries the same marker
-    grid = tables.paper_grids(frame, "lattice", "sign")[0]
+    grid = layouts.paper_grids(frame, "lattice", "sign")[0]
     cells = [cell for row in grid.rows for cell in row if cell.text == f"{lpe.score:.2f}"]
     assert cells and cells[0].marker == "†"
     entry = next(s for s in data["scores"] if (s["experiment"], s["corpus"], s["test_set"], s["metric"]) == ("lpe", "nist", "mt02", "bleu"))
@@ -199,7 +199,7 @@ def disagreeing_results(tmp_path: Path, **system) -> Path:
     return path
 
 
-def summary_of(results_csv: Path, claims_file: Path = summary.CLAIMS_FILE) -> dict:
+def summary_of(results_csv: Path, claims_file: Path = verdicts.CLAIMS_FILE) -> dict:
     """A results summary of ``results_csv`` without training runs (make_summary's facts that
     do not need the run files)."""
     data = {"generated_utc": "2026-01-01T00:00:00Z",
@@ -207,8 +207,8 @@ def summary_of(results_csv: Path, claims_file: Path = summary.CLAIMS_FILE) -> di
                         "torch": "2", "sacrebleu": "2", "snakemake": "9"},
             "workflow": {"commit": "abc", "config_files": []}, "marker_test": "sign", "runs": [],
             "scores": summary.score_rows(results_csv, "sign"), "comparisons": []}
-    data.update(claims_file="claims.yaml", quality_floor=summary.QUALITY_FLOOR,
-                claims=summary.claim_rows(data, summary.read_claims(claims_file)))
+    data.update(claims_file="claims.yaml", quality_floor=verdicts.QUALITY_FLOOR,
+                claims=verdicts.claim_rows(data, verdicts.read_claims(claims_file)))
     assert data["claims"] == []  # claims rows come from comparisons over runs, which results.csv does not hold
     return data
 
@@ -268,7 +268,7 @@ def test_header_names_the_machine_commit_and_config_files(made):
 
 
 def test_commit_is_unknown_outside_git(tmp_path):
-    assert summary.workflow_commit(tmp_path) == "unknown"
+    assert machine.workflow_commit(tmp_path) == "unknown"
 
 
 def test_missing_metrics_is_one_line_naming_the_file_and_writes_nothing(tree, tmp_path, capsys, monkeypatch):
@@ -380,7 +380,7 @@ def test_blank_reference_lines_are_a_warning_of_the_summary(tree, made, tmp_path
     with their number (the scores' blank_reference_lines), and results written before 0.2
     (no such column) give no warning."""
     root, _ = tree
-    frame = tables.read_results(root / "results.csv")
+    frame = results.read_results(root / "results.csv")
     assert (frame["blank_reference_lines"] == 0).all()  # the fixture's references have none
     first = frame.iloc[0]
     chosen = (frame["corpus"] == first["corpus"]) & (frame["test_set"] == first["test_set"])

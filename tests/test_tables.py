@@ -15,7 +15,8 @@ from tests.report_fixtures import PARAMETERS, build_tree, fixture_config
 from tests.test_significance import disagreeing_corpus
 from workflow_scripts.dag import evaluation as ev
 from workflow_scripts.dag import runs
-from workflow_scripts.evaluation import significance, tables
+from workflow_scripts.evaluation import layouts, markers, significance, tables
+from workflow_scripts.evaluation import results as results_table
 
 
 @pytest.fixture(scope="module")
@@ -29,7 +30,7 @@ def tree(tmp_path_factory) -> tuple[Path, dict]:
 @pytest.fixture(scope="module")
 def results(tree) -> pd.DataFrame:
     root, config = tree
-    return tables.collect_results(ev.report_metadata(config), root)
+    return results_table.collect_results(ev.report_metadata(config), root)
 
 
 def row(frame: pd.DataFrame, experiment: str, corpus: str, test_set: str, metric: str = "bleu") -> pd.Series:
@@ -43,7 +44,7 @@ def test_collect_has_one_row_per_run_test_set_and_metric(tree, results):
     root, config = tree
     expected = sum(len(ev.evaluation_sets(config, c)) for _, c in runs.experiment_runs(config)) * 4  # BLEU, chrF, TER, tok. BLEU
     assert len(results) == expected
-    assert list(results.columns) == list(tables.RESULT_COLUMNS)
+    assert list(results.columns) == list(results_table.RESULT_COLUMNS)
     for _, r in results.iterrows():
         concatenated = ev.is_concatenation(config, r.corpus, r.test_set)
         scores = json.loads((root / ev.system_files(r.experiment, r.corpus, r.test_set, concatenated)["scores"]).read_text())
@@ -116,7 +117,7 @@ def test_collect_cli_round_trip(tree, results, monkeypatch):
     root, config = tree
     monkeypatch.chdir(root)
     assert tables.main(["collect", "--metadata", json.dumps(ev.report_metadata(config)), "--output", "report/results.csv"]) == 0
-    back = tables.read_results(root / "report/results.csv")
+    back = results_table.read_results(root / "report/results.csv")
     pd.testing.assert_frame_equal(back[["experiment", "test_set", "metric", "score", "p_sign", "baseline"]],
                                   results[["experiment", "test_set", "metric", "score", "p_sign", "baseline"]].fillna({"baseline": ""}),
                                   check_dtype=False)
@@ -126,7 +127,7 @@ def test_collect_errors_name_the_file(tree, tmp_path):
     _, config = tree
     metadata = ev.report_metadata(config)
     with pytest.raises(DataError, match="model_info.json: no such file"):
-        tables.collect_results(metadata, tmp_path)
+        results_table.collect_results(metadata, tmp_path)
     stale = tmp_path / "stale"
     build_tree(stale, config)
     path = stale / ev.comparison_path("lsa", "transformer", "nist", "mt02")
@@ -134,7 +135,7 @@ def test_collect_errors_name_the_file(tree, tmp_path):
     data["metrics"]["bleu"]["system_score"] += 1.0
     path.write_text(json.dumps(data))
     with pytest.raises(DataError, match=r"mt02.vs.transformer.json: bleu system score .* differs"):
-        tables.collect_results(metadata, stale)
+        results_table.collect_results(metadata, stale)
 
 
 # ----------------------------------------------------------------------------- render
@@ -155,9 +156,9 @@ def test_lattice_tables_fill_from_the_results(results):
     markdown = documents["markdown"]
     sections = markdown.split("### ")[1:]
     assert [s.splitlines()[0] for s in sections] == [
-        tables.LAYOUTS["lattice"][0].caption + " (nist)",
-        tables.LAYOUTS["lattice"][1].caption + " (iwslt)",
-        tables.LAYOUTS["lattice"][2].caption + " (nist)",
+        layouts.LAYOUTS["lattice"][0].caption + " (nist)",
+        layouts.LAYOUTS["lattice"][1].caption + " (iwslt)",
+        layouts.LAYOUTS["lattice"][2].caption + " (nist)",
     ]
     table2 = sections[0].splitlines()
     header = [c.strip() for c in table2[2].strip("|").split("|")]
@@ -207,23 +208,23 @@ def test_render_cli_writes_three_formats(tree, results, tmp_path):
 
 
 def handmade(rows: list[dict]) -> pd.DataFrame:
-    defaults = {c: None for c in tables.RESULT_COLUMNS}
+    defaults = {c: None for c in results_table.RESULT_COLUMNS}
     defaults.update(family="transformer", input="", tables="", baselines="", baseline="", metric="bleu", signature="sig",
                     concatenation=False, parameters=100, train_tokens_per_s=None)
-    return pd.DataFrame([{**defaults, **r} for r in rows], columns=list(tables.RESULT_COLUMNS))
+    return pd.DataFrame([{**defaults, **r} for r in rows], columns=list(results_table.RESULT_COLUMNS))
 
 
 def test_layouts_are_the_tables_the_config_may_name():
-    assert {paper: tuple(layout.key for layout in layouts) for paper, layouts in tables.LAYOUTS.items()} == ev.PAPER_TABLES
-    assert tuple(tables.LAYOUTS) == ev.PAPERS
+    assert {paper: tuple(layout.key for layout in paper_layouts) for paper, paper_layouts in layouts.LAYOUTS.items()} == ev.PAPER_TABLES
+    assert tuple(layouts.LAYOUTS) == ev.PAPERS
 
 
 def test_markers_mark_significant_differences_in_both_directions():
-    assert tables.PLUS.mark(0.001, 1.0) == "++" and tables.PLUS.mark(0.03, 1.0) == "+"
-    assert tables.PLUS.mark(0.001, -1.0) == "−−" and tables.PLUS.mark(0.03, -0.5) == "−"
-    assert tables.PLUS.mark(0.2, 1.0) == "" and tables.PLUS.mark(float("nan"), 1.0) == ""
-    assert tables.PLUS.mark(0.001, None) == "" and tables.PLUS.mark(0.001, pd.NA) == "" and tables.PLUS.mark(0.001, 0) == ""
-    assert tables.DAGGER.mark(0.009, 0.1) == "†" and tables.DAGGER.mark(0.02, 0.1) == "" and tables.DAGGER.mark(0.001, -2) == "‡"
+    assert markers.PLUS.mark(0.001, 1.0) == "++" and markers.PLUS.mark(0.03, 1.0) == "+"
+    assert markers.PLUS.mark(0.001, -1.0) == "−−" and markers.PLUS.mark(0.03, -0.5) == "−"
+    assert markers.PLUS.mark(0.2, 1.0) == "" and markers.PLUS.mark(float("nan"), 1.0) == ""
+    assert markers.PLUS.mark(0.001, None) == "" and markers.PLUS.mark(0.001, pd.NA) == "" and markers.PLUS.mark(0.001, 0) == ""
+    assert markers.DAGGER.mark(0.009, 0.1) == "†" and markers.DAGGER.mark(0.02, 0.1) == "" and markers.DAGGER.mark(0.001, -2) == "‡"
     frame = handmade([
         {"experiment": "base", "paper": "", "variant": "Transformer (base)", "corpus": "wmt", "pair": "en-de",
          "test_set": "nt14", "score": 27.3},
@@ -288,8 +289,8 @@ def test_no_marker_where_the_tested_seed_agrees_but_the_mean_is_lower():
     frame = frame.assign(n_seeds=[1, 3], seeds=["", "1 2 3"], score_sd=[float("nan"), 0.4], reported_delta=[None, 0.5],
                          reported_seed=[None, 2],
                          reported_score=[None, 27.6], reported_baseline_score=[None, 27.1])
-    layout = tables.LAYOUTS["reordering"][0]
-    cell = tables.layout_grids(frame, layout)[0].rows[1][2]
+    layout = layouts.LAYOUTS["reordering"][0]
+    cell = layouts.layout_grids(frame, layout)[0].rows[1][2]
     assert (cell.marker, cell.words) == ("", "sign test favours the system, mean score lower")
     assert "seed 2: +0.50 (27.60 vs 27.10)" in cell.note
 
@@ -301,7 +302,7 @@ def test_sign_marker_on_a_real_comparison_where_corpus_bleu_disagrees():
     frame = issue_rows(score=entry["system_score"], baseline_score=entry["baseline_score"],
                        delta=entry["system_score"] - entry["baseline_score"], p_sign=sign["p_value"],
                        sign_better=sign["better"], sign_worse=sign["worse"], sign_ties=sign["ties"])
-    grid = tables.paper_grids(frame, "reordering")[0]
+    grid = layouts.paper_grids(frame, "reordering")[0]
     cell = grid.rows[1][2]
     # 9 better, 1 worse: p = 22/1024 lies in [0.01, 0.05), a "+" by itself; but corpus BLEU fell by more than 40
     assert (cell.text, cell.marker, cell.words) == (f"{entry['system_score']:.2f}", "", "sign test favours the system, score lower")
@@ -330,7 +331,7 @@ def test_paper_experiments_on_other_pairs_get_their_own_table():
         {"experiment": "lpe", "paper": "lattice", "variant": "+LPE", "baselines": "base", "corpus": "tanaka",
          "pair": "ja-en", "test_set": "test", "score": 21.0, "baseline": "base", "delta": 1.0, "p_sign": 0.5},
     ])
-    grids = tables.paper_grids(frame, "lattice")
+    grids = layouts.paper_grids(frame, "lattice")
     assert [g.label for g in grids] == ["tab:lattice-other-tanaka"]
     assert [[c.text for c in r] for r in grids[0].rows] == [["Transformer", "20.00", "100"], ["+LPE", "21.00", "100"]]
     assert tables.render_paper(frame, "esc")["markdown"] == "No results of esc experiments.\n"

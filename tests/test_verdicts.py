@@ -10,7 +10,8 @@ import pytest
 import yaml
 
 from tests.report_fixtures import run_entry, training_runs
-from workflow_scripts.evaluation import summary, verdicts
+from workflow_scripts.evaluation import verdicts
+from workflow_scripts.evaluation.training_runs import dev_loss_drop
 
 ROOT = Path(__file__).resolve().parents[1]
 CLAIM = {"paper": "graph", "metric": "bleu", "claim": "it is better", "paper_delta": 1.0, "controls": [], "deviations": []}
@@ -161,7 +162,7 @@ def test_still_improving_against_the_spread_over_seeds():
     assert side["flag"] == "still improving at 700 updates"
     flat = [[(350, 5.0), (560, 4.01), (700, 4.0)], [(350, 5.0), (560, 4.2), (700, 4.2)], [(350, 5.0), (560, 4.4), (700, 4.4)]]
     assert verdicts.improving(training_runs("sys", 3, dev_losses=flat))["flag"] == "levelled off"
-    assert summary.dev_loss_drop([(600, 4.0)], 600) is None  # no validation in the first four fifths
+    assert dev_loss_drop([(600, 4.0)], 600) is None  # no validation in the first four fifths
 
 
 def _merged(*files: str) -> dict:

@@ -279,11 +279,11 @@ def wheels(args: argparse.Namespace) -> None:
 
 
 def peers(args: argparse.Namespace) -> None:
-    """The wheels that benchmarks/_peers.py's own ``pip install`` commands (its INSTALL pins) need
+    """The wheels that benchmarks/_venvs.py's own ``pip install`` commands (its INSTALL pins) need
     for the chosen peers, less what the image has: run.sh points pip there (PIP_FIND_LINKS,
     PIP_NO_INDEX), so the peers' environments install offline exactly as they do online."""
     sys.path.insert(0, str(ROOT))
-    from benchmarks._peers import INSTALL
+    from benchmarks._venvs import INSTALL
 
     out: Path = args.out
     shutil.rmtree(out, ignore_errors=True)
@@ -318,7 +318,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--out", type=Path, default=ROOT / ".whl", help="wheels: the folder to fill (default: .whl)")
     parser.add_argument("--work", type=Path, default=ROOT / "build" / "gpu-carry",
                         help="wheels, peers: staging folder (downloads, built wheels, pip's log)")
-    parser.add_argument("--peers", nargs="*", default=["opennmt-py"], help="peers: keys of benchmarks/_peers.py's INSTALL")
+    parser.add_argument("--peers", nargs="*", default=["opennmt-py"], help="peers: keys of benchmarks/_venvs.py's INSTALL")
     parser.add_argument("--extra", nargs="*", default=[], help="wheels: more requirements (e.g. 'ctranslate2>=4.0,<5')")
     parser.add_argument("--carry-anyway", nargs="*", default=[],
                         help="wheels: carry these even where the image has the package")

@@ -8,7 +8,7 @@
 #   tools/gpu/prepare.sh --part lattice                  # for one part: configs/gpu.yaml configs/gpu_parts/lattice.yaml
 #   tools/gpu/prepare.sh --configfile configs/gpu.yaml my.yaml
 #   tools/gpu/prepare.sh --extra 'ctranslate2>=4.0,<5'   # more requirements (throughput.py's nmt-export row)
-#   tools/gpu/prepare.sh --peers opennmt-py              # + benchmarks/_peers.py's pins, in .whl/peers/
+#   tools/gpu/prepare.sh --peers opennmt-py              # + benchmarks/_venvs.py's pins, in .whl/peers/
 # Segmenters that only build lattices (not a corpus' tokenizer) stay here: their `segment` jobs
 # run here (Snakemake in build/gpu-segmentations/) and travel as tables that the `segment` rule
 # reads there (tools/gpu/carry.py, workflow_scripts/data/segment.py).
@@ -42,7 +42,7 @@ echo "== wheels for ${CONFIGS[*]} (staging in build/gpu-carry/)"
 "$PYTHON" tools/gpu/carry.py wheels --configfile "${CONFIGS[@]}" --out .whl --work build/gpu-carry \
     ${EXTRA[@]+--extra "${EXTRA[@]}"}
 if ((${#PEERS[@]})); then
-    echo "== peer wheels for ${PEERS[*]} (benchmarks/_peers.py's INSTALL) into .whl/peers/"
+    echo "== peer wheels for ${PEERS[*]} (benchmarks/_venvs.py's INSTALL) into .whl/peers/"
     "$PYTHON" tools/gpu/carry.py peers --peers "${PEERS[@]}" --out .whl/peers --work build/gpu-carry
 fi
 echo "== static check of the carried set"

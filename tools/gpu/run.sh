@@ -76,7 +76,7 @@ export NMT_DATA_MIRROR="$ROOT/.gpu_data" PYTHONUNBUFFERED=1
 if [[ -d .gpu_data/segmentations ]]; then  # lattice segmenters run where prepare.sh ran (workflow_scripts/data/segment.py)
     export NMT_SEGMENTATIONS="$ROOT/.gpu_data/segmentations"
 fi
-if [[ -d .whl/peers ]]; then  # benchmarks/_peers.py's pip installs find the carried peer wheels, offline
+if [[ -d .whl/peers ]]; then  # benchmarks/_venvs.py's pip installs find the carried peer wheels, offline
     export PIP_FIND_LINKS="$ROOT/.whl/peers" PIP_NO_INDEX=1
 fi
 

@@ -46,12 +46,12 @@ from workflow_scripts.dag.sources import oov_targets
 from workflow_scripts.data import corpus_spec as corpus_specs
 
 PAPERS = ("lattice", "reordering", "graph", "char", "esc")
-# The tables of each paper that experiments may name in ``tables`` (laid out in workflow_scripts.evaluation.tables).
+# The tables of each paper that experiments may name in ``tables`` (laid out in workflow_scripts.evaluation.layouts).
 PAPER_TABLES = {"lattice": ("table2", "table3", "table4"), "reordering": ("table1", "table2", "table3"),
                 "graph": ("table2",), "char": ("table3",), "esc": ("main",)}
 # Metrics significance tests and length analyses may use (workflow_scripts.evaluation.significance
 # computes them).  Score files and the results table also hold TER (nmtmodels.text.scoring,
-# workflow_scripts.evaluation.tables.SCORE_METRICS), reported untested.
+# workflow_scripts.evaluation.results.SCORE_METRICS), reported untested.
 METRICS = ("bleu", "chrf", "tokenized_bleu")
 # Significance tests: sign test, paired bootstrap resampling, approximate randomisation.
 TESTS = ("sign", "paired_bs", "paired_ar")

@@ -5,7 +5,7 @@ Expansion turns X into X (seed ``a``: its name and paths stay) plus ``X_seed<b>`
 ``X_seed<c>``, copies of X whose ``train.seed`` is ``b`` and ``c``.  Every run of the group
 carries :data:`SEED_KEY` (``{experiment: X, seed: s}``): the paper tables and the results
 summary group the runs of a system by it (mean ± standard deviation over the seeds, and the
-significance test of the seed closest to the mean: :mod:`workflow_scripts.evaluation.tables`).
+significance test of the seed closest to the mean: :mod:`workflow_scripts.evaluation.results`).
 A run compares with its baseline's run of the same seed (``baseline: B`` becomes
 ``B_seed<b>``), so a compared system's seeds must be among its baseline's (an experiment
 without ``seeds`` has one: its ``train.seed``); the fairness check

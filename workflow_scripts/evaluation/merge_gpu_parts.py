@@ -38,8 +38,11 @@ from typing import Any
 
 from nmtmodels.files import DataError, atomic_outputs
 from workflow_scripts.dag import gpu_parts
+from workflow_scripts.evaluation import markdown as md
 from workflow_scripts.evaluation import summary as summaries
-from workflow_scripts.evaluation import tables, verdicts
+from workflow_scripts.evaluation import verdicts
+from workflow_scripts.evaluation.layouts import LAYOUTS
+from workflow_scripts.evaluation.results import read_json
 
 VERDICTS = (*verdicts.VERDICTS, "not run")
 WALL_TIME = re.compile(r"wall time: \*\*([0-9.]+) min\*\*")
@@ -49,7 +52,7 @@ WALL_TIME = re.compile(r"wall time: \*\*([0-9.]+) min\*\*")
 def read_part(path: str | Path) -> dict[str, Any]:
     """One part: its summary JSON and, when beside it, its summary.md and timeline.md."""
     path = Path(path)
-    data = tables.read_json(path)
+    data = read_json(path)
     if not isinstance(data, dict) or not {"machine", "workflow", "runs", "scores"} <= set(data):
         raise DataError(path, "not a results summary (python -m workflow_scripts.evaluation.summary)")
     markdown = path.with_suffix(".md")
@@ -72,7 +75,7 @@ def part_verdicts(part: dict[str, Any], claims: dict[str, dict[str, Any]]) -> li
 
 
 def merge(parts: list[dict[str, Any]], claims: dict[str, dict[str, Any]],
-          claims_file: str | Path = summaries.CLAIMS_FILE) -> dict[str, Any]:
+          claims_file: str | Path = verdicts.CLAIMS_FILE) -> dict[str, Any]:
     """All facts of the merged result (the JSON)."""
     names = [p["part"] for p in parts]
     twice = sorted(name for name, count in Counter(names).items() if count > 1)
@@ -82,7 +85,7 @@ def merge(parts: list[dict[str, Any]], claims: dict[str, dict[str, Any]],
     ran = {v["system"] for v in found}
     found += [{"system": system, "paper": claim["paper"], "claim": claim["claim"], "paper_delta": claim.get("paper_delta"),
                   "metric": claim["metric"], "verdict": "not run"} for system, claim in claims.items() if system not in ran]
-    order = {paper: i for i, paper in enumerate(tables.LAYOUTS)}
+    order = {paper: i for i, paper in enumerate(LAYOUTS)}
     found.sort(key=lambda v: order.get(v["paper"], len(order)))
     overview = []
     for part in parts:
@@ -102,10 +105,6 @@ def merge(parts: list[dict[str, Any]], claims: dict[str, dict[str, Any]],
 
 
 # ----------------------------------------------------------------------------- Markdown
-def _cell(value: Any, digits: int = 2) -> str:
-    return summaries._cell(value, digits)
-
-
 def _demoted(markdown: str, levels: int = 2) -> list[str]:
     return [("#" * levels + line) if line.startswith("#") else line for line in markdown.rstrip("\n").splitlines()]
 
@@ -116,14 +115,14 @@ def to_markdown(merged: dict[str, Any], parts: list[dict[str, Any]], command: st
              "no number here is typed by hand. The parts ran in separate calls of the GPU machine, each from a bare "
              "machine, so a baseline that several parts need was trained in each of them (same seeds and settings).", "",
              "## Parts", ""]
-    lines += summaries._table(
+    lines += md.table(
         ["part", "systems", "trainings", "budgets (max_updates / max_minutes)", "stopped by", "wall time (min)", "GPU",
          "CPU cores", "torch", "commit", "config files", "summary made (UTC)"],
         [[p["part"], ", ".join(p["systems"]), str(p["trainings"]),
           "; ".join(f"{u} / {m}" for u, m in p["budgets"]),
-          ", ".join(f"{reason}: {n}" for reason, n in p["stopped_by"].items()), _cell(p["wall_minutes"], 1),
+          ", ".join(f"{reason}: {n}" for reason, n in p["stopped_by"].items()), md.cell(p["wall_minutes"], 1),
           ", ".join(p["machine"]["gpus"]), str(p["machine"]["logical_cores"]), p["machine"]["torch"],
-          summaries._code(p["commit"] or "unknown"), ", ".join(summaries._code(c) for c in p["config_files"]),
+          md.code(p["commit"] or "unknown"), ", ".join(md.code(c) for c in p["config_files"]),
           p["generated_utc"] or ""] for p in merged["parts"]])
     missing = [part for part in gpu_parts.PARTS if part not in {p["part"] for p in merged["parts"]}]
     if missing:
@@ -134,33 +133,33 @@ def to_markdown(merged: dict[str, Any], parts: list[dict[str, Any]], command: st
               "(workflow_scripts/evaluation/verdicts.py): mean ± sample sd over runs (s_opt) and the bootstrap sd within a "
               "run (s_sel), the difference of the means, the runs that beat their baseline's run of the same seed, "
               "approximate randomisation stratified by run and the sign test pooled over the runs. Verdict, as in each "
-              f"part's summary: {summaries.VERDICT_RULE} **not run** when no part ran the system; the reasons, controls "
+              f"part's summary: {verdicts.VERDICT_RULE} **not run** when no part ran the system; the reasons, controls "
               f"and deviations are in each part's section below. Claims: `{merged['claims_file']}`.", ""]
     for paper in dict.fromkeys(v["paper"] for v in merged["verdicts"]):
         rows = [v for v in merged["verdicts"] if v["paper"] == paper]
         lines += [f"### {paper}", ""]
-        lines += summaries._table(
+        lines += md.table(
             ["system", "paper's claim", "paper's difference", "part", "test set", "metric", "runs", "ours (s_opt; s_sel)",
              "baseline (s_opt; s_sel)", "difference of means", "runs better", "p (AR, stratified)", "p (sign, pooled)",
              "parameters (difference)", "updates (ours; baseline)", "length ratio / BP (ours; baseline)", "verdict",
              "signature"],
-            [[v["system"], v["claim"], _cell(v.get("paper_delta")), v.get("part", ""),
+            [[v["system"], v["claim"], md.cell(v.get("paper_delta")), v.get("part", ""),
               f"{v['corpus']} / {v['test_set']}" if "corpus" in v else "", v["metric"], str(v.get("n", "")),
               verdicts.side_cell(v.get("score"), v.get("score_sd"), v.get("s_sel")),
               (f"{v['baseline']}: " + verdicts.side_cell(v.get("baseline_score"), v.get("baseline_sd"), v.get("baseline_s_sel")))
               if v.get("baseline") else "",
-              _cell(v.get("delta")), f"{v['runs_better']} of {v['n']}" if "runs_better" in v else "",
-              _cell(v.get("p_ar"), 4), _cell(v.get("p_sign"), 4),
+              md.cell(v.get("delta")), f"{v['runs_better']} of {v['n']}" if "runs_better" in v else "",
+              md.cell(v.get("p_ar"), 4), md.cell(v.get("p_sign"), 4),
               verdicts.parameters_cell(v) if "corpus" in v else "",
               f"{verdicts.updates_cell(v['system_training'])}; {verdicts.updates_cell(v['baseline_training'])}"
               if "corpus" in v else "",
               verdicts.claim_lengths(v) if "corpus" in v else "", verdicts.verdict_cell(v),
-              summaries._code(v["signature"]) if v.get("signature") else ""]
+              md.code(v["signature"]) if v.get("signature") else ""]
              for v in rows])
     for part in parts:
         files = part["summary"]["workflow"].get("config_files") or []
         lines += [f"## Part {part['part']}", "",
-                  f"From `{part['source']}`" + (f" (config files {', '.join(summaries._code(f) for f in files)})" if files else "")
+                  f"From `{part['source']}`" + (f" (config files {', '.join(md.code(f) for f in files)})" if files else "")
                   + ("; its summary.md as it came back, headings two levels down." if part["markdown"] is not None
                      else "; made again from its JSON (no summary.md beside it), headings two levels down."), ""]
         lines += _demoted(part["markdown"] if part["markdown"] is not None else summaries.to_markdown(part["summary"]))
@@ -174,10 +173,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("summaries", nargs="+", help="each part's summary.json (summary.md and timeline.md beside it are read too)")
     parser.add_argument("-o", "--output", required=True, help="the merged Markdown")
     parser.add_argument("--json", help="the merged facts as JSON (default: the output with .json)")
-    parser.add_argument("--claims", default=str(summaries.CLAIMS_FILE), help="the papers' claims (default: %(default)s)")
+    parser.add_argument("--claims", default=str(verdicts.CLAIMS_FILE), help="the papers' claims (default: %(default)s)")
     args = parser.parse_args(argv)
     try:
-        claims = summaries.read_claims(args.claims)
+        claims = verdicts.read_claims(args.claims)
         parts = [read_part(path) for path in args.summaries]
         merged = merge(parts, claims, args.claims)
     except DataError as exc:

@@ -3,45 +3,30 @@ score with its sacreBLEU signature and significance marker, and whether compared
 had the same budget, as Markdown (``summary.md``, readable on GitHub) and JSON
 (``summary.json``, the same facts).  Nothing in it is typed by hand.
 
-* Header: when it was made (UTC); the machine (OS, CPU model and logical cores, memory, GPUs
-  through torch, Python/torch/sacrebleu/snakemake versions; no host name); the workflow's
-  git commit (``git rev-parse HEAD`` in ``--workflow-dir``, "+ uncommitted changes" when
-  ``git status --porcelain`` lists anything, "unknown" outside git) and the config files.
+* Header: when it was made (UTC); the machine and the workflow's git commit
+  (:mod:`.machine`, ``git`` in ``--workflow-dir``) and the config files.
 * Training runs (``--metadata``: :func:`workflow_scripts.dag.evaluation.report_metadata`):
-  budget from the run's ``experiment.yaml`` (``train.max_updates``, ``max_epochs``,
-  ``max_minutes``; 0 = no limit), updates done and wall-clock seconds from the last row of
-  ``train/metrics.csv`` (its ``update`` and ``elapsed`` columns), parameters and training
-  speed from ``model_info.json``, and the best dev-set loss (with its update) and dev BLEU
-  (when ``train.valid_bleu`` is on) of the validations in ``metrics.csv``: the numbers to
-  choose settings by, never the test scores below.  Why it stopped is derived by :func:`stop_reason`, in this
-  order: ``updates >= max_updates`` (max_updates set) -> "max_updates"; else ``max_minutes``
-  set and ``elapsed >= 60 * max_minutes`` -> "max_minutes (cap fired)"; else ``max_epochs``
-  set -> "max_epochs"; else "other" (e.g. early stopping).  The trainer validates once more when
-  it stops, so the last row holds its final update and elapsed time (summed over resumed runs).
-* Claims and verdicts (:func:`claim_rows`): for every system with a claim in ``--claims``
-  (:data:`CLAIMS_FILE`) on the metric of the claim, against the baseline its experiment
-  declares, the paper's claim, our difference (with seeds: of the means) and
-  :func:`verdict`: **not measurable at this budget** when both systems score below
-  :data:`QUALITY_FLOOR`; else **reproduced** / **reversed** when the difference is positive /
-  negative and the row's marker says significantly better / worse, **not reproduced**
-  otherwise (:data:`VERDICT_RULE`; merge_gpu_parts uses the same functions).
+  each run's budget, updates, time, stop reason, size, speed and best dev loss
+  (:func:`.training_runs.training_run`).
+* Claims and verdicts (:func:`.verdicts.claim_rows`, the one rule that merge_gpu_parts
+  applies too): for every system with a claim in ``--claims`` (:data:`.verdicts.CLAIMS_FILE`)
+  on the metric of the claim, against the baseline its experiment declares, the paper's
+  claim, our difference over the runs and the verdict (:data:`.verdicts.VERDICT_RULE`).
 * Scores: every row of ``results.csv`` grouped by corpus and test set, with the marker of
   ``--marker-test`` in the convention of the experiment's paper
-  (:data:`workflow_scripts.evaluation.tables.SIGNIFICANCE`; experiments without a paper: the
-  project's own, :data:`~workflow_scripts.evaluation.tables.PROJECT`), printed only where the
+  (:data:`workflow_scripts.evaluation.markers.SIGNIFICANCE`; experiments without a paper: the
+  project's own, :data:`~workflow_scripts.evaluation.markers.PROJECT`), printed only where the
   test's direction agrees with the score difference, else the disagreement in words
-  (:func:`workflow_scripts.evaluation.tables.significance_mark`), and sacreBLEU's length ratio
+  (:func:`workflow_scripts.evaluation.markers.significance_mark`), and sacreBLEU's length ratio
   and brevity penalty.
 * Seeds (``experiments.X.seeds``): with any system of several runs, the scores start with one
-  row per system over its seeds (:func:`workflow_scripts.evaluation.tables.aggregate_seeds`:
+  row per system over its seeds (:func:`workflow_scripts.evaluation.results.aggregate_seeds`:
   mean ± sample standard deviation, n - 1; the difference of the means; marker and p-values of
   the seed closest to the mean, tie: the lowest seed, whose run is named), then every run's
   rows as above; ``summary.json`` gets them as ``seed_scores``.  Without seeds the summary is
   as before.  Training runs and fair comparisons stay per run.
-* Fair comparison, per (experiment, baseline, corpus): the budgets (``train.max_*``) equal or
-  their differences, the updates each did, and every other resolved ``model``/``train``/``decode``
-  setting of the two ``experiment.yaml`` files that differs (the method keys ``model.family``
-  and ``model.options`` aside; training threads aside).
+* Fair comparison, per (experiment, baseline, corpus): budgets, updates and every other
+  setting that differs (:func:`.training_runs.fair_comparison`).
 
     python -m workflow_scripts.evaluation.summary --metadata JSON --results results.csv
         [--marker-test sign] [--claims claims.yaml] [--workflow-dir DIR] [--configfile FILE ...]
@@ -52,218 +37,33 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
-import math
-import os
-import platform
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from nmtmodels.files import DataError, atomic_outputs, read_lines
-from workflow_scripts.dag import evaluation as ev
-from workflow_scripts.evaluation import markdown, tables, verdicts
-from workflow_scripts.evaluation.curves import curve_series, read_metrics
+from workflow_scripts.evaluation import markdown, verdicts
+from workflow_scripts.evaluation.machine import machine_facts, workflow_commit
+from workflow_scripts.evaluation.markers import PROJECT, TEST_NAMES, Markers, significance_mark, significance_of
+from workflow_scripts.evaluation.results import aggregate_seeds, is_seeded, missing, read_json, read_results
+from workflow_scripts.evaluation.training_runs import BUDGET_KEYS, comparison_line, fair_comparison, training_run
 
 # The checkout this script belongs to (the workflow directory: jobs run it from there).
 WORKFLOW_DIR = Path(__file__).resolve().parents[2]
-BUDGET_KEYS = ("max_updates", "max_epochs", "max_minutes")
-# Settings that do not change what is trained (left out of the fair-comparison differences).
-IGNORED_SETTINGS = frozenset({"model.family", "model.options", "train.num_threads"})
-
-
-# ----------------------------------------------------------------------------- machine
-def _cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace").splitlines():
-            if line.lower().startswith(("model name", "hardware", "cpu model")):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine() or "unknown"
-
-
-def _memory_gib() -> float | None:
-    try:
-        return round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1)
-    except (ValueError, OSError, AttributeError):
-        return None
-
-
-def _version(package: str) -> str:
-    from importlib import metadata
-
-    try:
-        return metadata.version(package)
-    except metadata.PackageNotFoundError:
-        return "not installed"
-
-
-def machine_facts() -> dict[str, Any]:
-    """Facts about the machine and software (nothing that names the host)."""
-    try:
-        import torch
-
-        torch_version = torch.__version__
-        gpus = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())] if torch.cuda.is_available() else []
-    except ImportError:
-        torch_version, gpus = "not installed", []
-    return {
-        "platform": platform.platform(),
-        "cpu": _cpu_model(),
-        "logical_cores": os.cpu_count(),
-        "memory_gib": _memory_gib(),
-        "gpus": gpus or ["none"],
-        "python": platform.python_version(),
-        "torch": torch_version,
-        "sacrebleu": _version("sacrebleu"),
-        "snakemake": _version("snakemake"),
-    }
-
-
-def workflow_commit(directory: str | Path) -> str:
-    """``git rev-parse HEAD`` of ``directory`` (+ " + uncommitted changes" when ``git status
-    --porcelain`` lists anything); "unknown" outside a git work tree or without git."""
-    def git(*args: str) -> str:
-        return subprocess.run(["git", "-C", str(directory), *args], capture_output=True, text=True, check=True,
-                              timeout=60).stdout.strip()
-
-    try:
-        commit = git("rev-parse", "HEAD")
-        dirty = git("status", "--porcelain")
-    except (OSError, subprocess.SubprocessError):
-        return "unknown"
-    return commit + (" + uncommitted changes" if dirty else "")
-
-
-# ----------------------------------------------------------------------------- runs
-def _read_yaml(path: Path) -> dict[str, Any]:
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise DataError(path, "no such file") from None
-    except (yaml.YAMLError, UnicodeDecodeError) as exc:
-        raise DataError(path, f"not valid YAML ({' '.join(str(exc).split())})") from None
-    if not isinstance(data, dict) or not isinstance(data.get("train"), dict):
-        raise DataError(path, "not an experiment.yaml: no 'train' section")
-    return data
-
-
-def stop_reason(updates: int, elapsed_s: float, budget: dict[str, Any]) -> str:
-    """Why a run stopped, from its budget and its last metrics row (see the module docstring)."""
-    if budget.get("max_updates") and updates >= budget["max_updates"]:
-        return "max_updates"
-    if budget.get("max_minutes") and elapsed_s >= 60 * float(budget["max_minutes"]):
-        return "max_minutes (cap fired)"
-    if budget.get("max_epochs"):
-        return "max_epochs"
-    return "other"
-
-
-def dev_loss_drop(points: list[tuple[float, float]], updates: int) -> float | None:
-    """How much the best dev loss fell over the last fifth of training: the best of the
-    validations up to 0.8 x ``updates`` minus the best of all (None without a validation
-    in the first four fifths)."""
-    early = [loss for update, loss in points if update <= 0.8 * updates]
-    return min(early) - min(loss for _, loss in points) if early else None
-
-
-def training_run(experiment: str, corpus: str, root: str | Path = ".", system: str | None = None,
-                 seed: int | None = None) -> dict[str, Any]:
-    """Budget, updates, time, stop reason, parameters and speed of one run (files below
-    ``root``); ``system`` and ``seed``: the system (seed group) the run belongs to and its seed."""
-    root = Path(root)
-    files = ev.run_files(experiment, corpus)
-    settings = _read_yaml(root / files["experiment"])
-    metrics_path = root / files["metrics"]
-    last = read_metrics(metrics_path)[-1]
-    try:
-        updates = int(float(last["update"]))
-        elapsed = float(last.get("elapsed") or "nan")
-        target_tokens = int(float(last["target_tokens"])) if last.get("target_tokens") else None  # older runs: none
-    except ValueError as exc:
-        raise DataError(metrics_path, f"last row: {exc}") from None
-    if math.isnan(elapsed):
-        raise DataError(metrics_path, "last row has no elapsed time")
-    info = tables.read_json(root / files["model_info"])
-    budget = {key: settings["train"].get(key, 0) or 0 for key in BUDGET_KEYS}
-    series = curve_series(metrics_path)
-    dev_loss = min(zip(*series["dev loss"]), key=lambda point: point[1]) if "dev loss" in series else None
-    dev_bleu = max(series["dev BLEU"][1]) if "dev BLEU" in series else None
-    oov = {path.name.removesuffix(".oov.json"): tables.read_json(path)
-           for path in sorted((root / files["experiment"]).parent.glob("*.oov.json"))}
-    return {
-        "experiment": experiment, "corpus": corpus, "system": system or experiment, "seed": seed,
-        "dev_loss_drop": dev_loss_drop(list(zip(*series["dev loss"])), updates) if "dev loss" in series else None,
-        "family": (settings.get("model") or {}).get("family") or info.get("family"),
-        "budget": budget, "updates": updates, "elapsed_s": elapsed, "target_tokens": target_tokens,
-        "stop_reason": stop_reason(updates, elapsed, budget),
-        "parameters": info.get("parameters"), "train_tokens_per_s": info.get("train_tokens_per_s"),
-        "best_dev_loss": dev_loss[1] if dev_loss else None,
-        "best_dev_loss_update": int(dev_loss[0]) if dev_loss else None,
-        "best_dev_bleu": dev_bleu,
-        "source_oov": {test: {"unit": r["unit"], "oov_rate": r["oov_rate"]} for test, r in oov.items()},
-    }
-
-
-def _flat(settings: dict[str, Any], prefix: str = "") -> dict[str, Any]:
-    flat: dict[str, Any] = {}
-    for key, value in settings.items():
-        if isinstance(value, dict) and not (prefix == "model." and key == "options"):
-            flat.update(_flat(value, f"{prefix}{key}."))
-        else:
-            flat[f"{prefix}{key}"] = value
-    return flat
-
-
-def fair_comparison(experiment: str, baseline: str, corpus: str, runs: dict[tuple[str, str], dict[str, Any]],
-                    root: str | Path = ".") -> dict[str, Any]:
-    """Budgets, updates done and setting differences of one compared pair (see the module docstring)."""
-    root = Path(root)
-    system, base = runs[experiment, corpus], runs[baseline, corpus]
-    budget_diff = {k: [system["budget"][k], base["budget"][k]] for k in BUDGET_KEYS if system["budget"][k] != base["budget"][k]}
-    flats = [_flat(_read_yaml(root / ev.run_files(name, corpus)["experiment"])) for name in (experiment, baseline)]
-    other = {k: [flats[0].get(k), flats[1].get(k)] for k in sorted(set(flats[0]) | set(flats[1]))
-             if k not in IGNORED_SETTINGS and k.removeprefix("train.") not in BUDGET_KEYS and flats[0].get(k) != flats[1].get(k)}
-    return {"experiment": experiment, "baseline": baseline, "corpus": corpus, "equal_budgets": not budget_diff,
-            "budget": system["budget"], "budget_differences": budget_diff,
-            "updates": [system["updates"], base["updates"]], "setting_differences": other}
-
-
-def comparison_line(c: dict[str, Any]) -> str:
-    """One sentence per compared pair (the Markdown's fair-comparison list)."""
-    pair = f"{c['experiment']} vs {c['baseline']} on {c['corpus']}"
-    if c["equal_budgets"]:
-        text = f"{pair}: equal budgets ({_budget_text(c['budget'])})"
-    else:
-        text = f"{pair}: different budgets (" + "; ".join(f"{k} {a} vs {b}" for k, (a, b) in c["budget_differences"].items()) + ")"
-    a, b = c["updates"]
-    text += f"; updates done {a} vs {b}" + (" (equal)" if a == b else "")
-    if c["setting_differences"]:
-        text += "; other settings differ: " + "; ".join(f"{k} {a!r} vs {b!r}" for k, (a, b) in c["setting_differences"].items())
-    else:
-        text += "; all other experiment.yaml settings equal"
-    return text
-
-
-def _budget_text(budget: dict[str, Any]) -> str:
-    return ", ".join(f"{k} {v}" for k, v in budget.items() if v) or "no limit"
 
 
 # ----------------------------------------------------------------------------- scores
 def score_marks(row: Any, marker_test: str) -> dict[str, str]:
     """The paper tables' ``marker`` of one results row in its paper's convention and, where the
     test's direction and the score difference disagree, no marker but the ``disagreement`` in
-    words (:func:`workflow_scripts.evaluation.tables.significance_mark`)."""
-    marker, words = tables.significance_mark(row, marker_test, tables.significance_of(row["paper"]).markers)
+    words (:func:`workflow_scripts.evaluation.markers.significance_mark`)."""
+    marker, words = significance_mark(row, marker_test, significance_of(row["paper"]).markers)
     return {"marker": marker, "disagreement": words}
 
 
 def _plain(value: Any) -> Any:
     """A JSON-able value (NaN/NA -> None, numpy scalars -> Python)."""
-    if tables._missing(value):
+    if missing(value):
         return None
     return value.item() if hasattr(value, "item") else value
 
@@ -276,7 +76,7 @@ def score_rows(results_csv: str | Path, marker_test: str) -> list[dict[str, Any]
     """Every row of results.csv (:data:`SCORE_FIELDS` and its :func:`score_marks`), in file order."""
     if not Path(results_csv).is_file():
         raise DataError(results_csv, "no such file")
-    frame = tables.read_results(results_csv)
+    frame = read_results(results_csv)
     rows = [{**{k: _plain(r[k]) for k in SCORE_FIELDS}, **score_marks(r, marker_test)} for _, r in frame.iterrows()]
     for row in rows:
         row["baseline"] = row["baseline"] or None
@@ -286,7 +86,7 @@ def score_rows(results_csv: str | Path, marker_test: str) -> list[dict[str, Any]
 def blank_reference_rows(results_csv: str | Path) -> list[dict[str, Any]]:
     """The test sets scored with blank reference lines (``blank_references: warn`` keeps them):
     ``{"corpus", "test_set", "lines"}`` each, from the scores' ``blank_reference_lines``."""
-    frame = tables.read_results(results_csv)
+    frame = read_results(results_csv)
     found: dict[tuple[str, str], int] = {}
     for _, row in frame.iterrows():
         try:
@@ -305,26 +105,18 @@ SEED_SCORE_FIELDS = ("experiment", "variant", "paper", "corpus", "test_set", "me
 
 
 def seed_score_rows(results_csv: str | Path, marker_test: str) -> list[dict[str, Any]] | None:
-    """Every system's scores over its seeds (:func:`workflow_scripts.evaluation.tables.aggregate_seeds`:
+    """Every system's scores over its seeds (:func:`workflow_scripts.evaluation.results.aggregate_seeds`:
     mean, sample standard deviation, the tests of the seed closest to the mean, the mean length
     ratio and brevity penalty) with the tables' marker (:func:`score_marks`); None when no
     system has more than one seed."""
-    frame = tables.read_results(results_csv)
-    if not tables.is_seeded(frame):
+    frame = read_results(results_csv)
+    if not is_seeded(frame):
         return None
-    grouped = tables.aggregate_seeds(frame)
+    grouped = aggregate_seeds(frame)
     rows = [{**{k: _plain(r[k]) for k in SEED_SCORE_FIELDS}, **score_marks(r, marker_test)} for _, r in grouped.iterrows()]
     for row in rows:
         row["baseline"] = row["baseline"] or None
     return rows
-
-
-# ----------------------------------------------------------------------------- claims
-# The claims, the verdict rule and the claim rows: workflow_scripts/evaluation/verdicts.py
-# (shared with merge_gpu_parts); their names are re-exported here.
-CLAIMS_FILE, QUALITY_FLOOR, VERDICTS, VERDICT_RULE = (verdicts.CLAIMS_FILE, verdicts.QUALITY_FLOOR, verdicts.VERDICTS,
-                                                      verdicts.VERDICT_RULE)
-read_claims, verdict, claim_rows = verdicts.read_claims, verdicts.verdict, verdicts.claim_rows
 
 
 def compressor_rows(reports: list[list[str]]) -> list[dict[str, Any]]:
@@ -337,7 +129,7 @@ def compressor_rows(reports: list[list[str]]) -> list[dict[str, Any]]:
 
     found = []
     for compressor, corpus, test_set, scores, source, compressed in reports:
-        quality = tables.read_json(Path(scores))
+        quality = read_json(Path(scores))
         sources = [remove_bpe(line) for line in read_lines(source)]
         compressions = [remove_bpe(line) for line in read_lines(compressed)]
         try:
@@ -372,7 +164,7 @@ def read_run_statistics(files: list[str | Path]) -> list[dict[str, Any]]:
     baseline, corpus and test set."""
     found = []
     for path in map(Path, files):
-        data = tables.read_json(path)
+        data = read_json(path)
         if not isinstance(data, dict) or not {"system", "baseline", "corpus", "test_set", "metrics"} <= set(data):
             raise DataError(path, "not an output of python -m workflow_scripts.evaluation.run_statistics --comparison ...")
         found.append(data)
@@ -388,12 +180,12 @@ def shown_path(path: str | Path) -> str:
 # ----------------------------------------------------------------------------- summary
 def make_summary(metadata: dict[str, Any], results_csv: str | Path, marker_test: str = "sign",
                  workflow_dir: str | Path = ".", configfiles: list[str] | None = None,
-                 root: str | Path = ".", claims_file: str | Path = CLAIMS_FILE,
+                 root: str | Path = ".", claims_file: str | Path = verdicts.CLAIMS_FILE,
                  run_statistics: list[str | Path] | None = None, compressors: list[list[str]] | None = None) -> dict[str, Any]:
     """All facts of the summary (the JSON); files below ``root``, the claims in ``claims_file``,
     the comparisons over runs in ``run_statistics``, the ESC compressors' files in ``compressors``
     (:func:`compressor_rows`)."""
-    claims = read_claims(claims_file)
+    claims = verdicts.read_claims(claims_file)
     runs = {(name, corpus): training_run(name, corpus, root, exp.get("seed_group"), exp.get("seed"))
             for name, exp in metadata["experiments"].items() for corpus in exp["corpora"]}
     comparisons = [fair_comparison(name, baseline, corpus, runs, root)
@@ -414,7 +206,8 @@ def make_summary(metadata: dict[str, Any], results_csv: str | Path, marker_test:
     seeded = seed_score_rows(results_csv, marker_test)
     if seeded is not None:  # only with seeds: a single-seed summary is as it was
         summary["seed_scores"] = seeded
-    summary.update(claims_file=shown_path(claims_file), quality_floor=QUALITY_FLOOR, claims=claim_rows(summary, claims))
+    summary.update(claims_file=shown_path(claims_file), quality_floor=verdicts.QUALITY_FLOOR,
+                   claims=verdicts.claim_rows(summary, claims))
     return summary
 
 
@@ -467,13 +260,13 @@ def to_markdown(summary: dict[str, Any]) -> str:
                   "(`blank_references: warn`; the `preprocess` job's log names the lines, `fail` stops at them)"
                   for b in summary["blank_references"]] + [""]
     if summary.get("claims") is not None:  # a summary made before claims had none
-        lines += _claim_lines(summary)
+        lines += verdicts.claims_markdown(summary)
     lines += compressor_lines(summary.get("compressors") or [])
     lines += ["## Scores", "",
               f"Markers: {summary['marker_test']} test against the (best) baseline, in each paper's convention "
-              "(workflow_scripts/evaluation/tables.py SIGNIFICANCE; the Graph-Transformer, char2word and ESC papers "
+              "(workflow_scripts/evaluation/markers.py SIGNIFICANCE; the Graph-Transformer, char2word and ESC papers "
               "report no test, so theirs and those of experiments without a paper are the project's own "
-              f"{_levels(tables.PROJECT.markers)}), printed only where the test's direction agrees with the score "
+              f"{_levels(PROJECT.markers)}), printed only where the test's direction agrees with the score "
               "difference; otherwise "
               "the disagreement in words. Length ratio (hypothesis/reference) and BP (brevity penalty): sacreBLEU's, "
               "for the BLEU metrics. Signatures are sacrebleu's.", ""]
@@ -522,7 +315,7 @@ def _seed_score_lines(rows: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
-def _levels(markers: tables.Markers) -> str:
+def _levels(markers: Markers) -> str:
     """Markers and their levels in words, e.g. "++/+ at p < 0.01/0.05"."""
     return ("/".join(better for _, better, _ in markers.levels) + " at p < "
             + "/".join(f"{alpha:g}" for alpha, _, _ in markers.levels))
@@ -533,25 +326,19 @@ def mark_text(row: dict[str, Any]) -> str:
     return row.get("marker", "") + (f" ({row['disagreement']})" if row.get("disagreement") else "")
 
 
-def marker_cell(row: dict[str, Any]) -> str:
-    """A claim's marker column: the marker, or the disagreement of test and score difference in words."""
-    return row.get("marker") or row.get("disagreement") or ""
-
-
 def _lengths(row: dict[str, Any]) -> list[str]:
     """Length ratio and brevity penalty cells, as sacreBLEU rounds them (empty without them)."""
     return [_cell(row.get("length_ratio"), 3), _cell(row.get("brevity_penalty"), 3)]
 
 
-_claim_lines, claim_lengths = verdicts.claims_markdown, verdicts.claim_lengths
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m workflow_scripts.evaluation.summary", description=__doc__.split("\n\n")[0])
     parser.add_argument("--metadata", required=True, help="JSON of workflow_scripts.dag.evaluation.report_metadata")
     parser.add_argument("--results", required=True, help="results/report/results.csv")
-    parser.add_argument("--marker-test", default="sign", choices=sorted(tables.TEST_NAMES))
-    parser.add_argument("--claims", default=str(CLAIMS_FILE), help="the papers' claims (default: %(default)s)")
+    parser.add_argument("--marker-test", default="sign", choices=sorted(TEST_NAMES))
+    parser.add_argument("--claims", default=str(verdicts.CLAIMS_FILE), help="the papers' claims (default: %(default)s)")
     parser.add_argument("--run-statistics", nargs="*", default=[],
                         help="comparisons over runs (python -m workflow_scripts.evaluation.run_statistics)")
     parser.add_argument("--compressor", nargs=6, action="append", default=[],

@@ -45,7 +45,8 @@ import yaml
 from nmtmodels.files import DataError
 from workflow_scripts.dag import paths
 from workflow_scripts.evaluation import markdown as md
-from workflow_scripts.evaluation import tables
+from workflow_scripts.evaluation.layouts import LAYOUTS
+from workflow_scripts.evaluation.markers import SIGNIFICANCE, TEST_SHORT, significance_of
 
 CLAIMS_FILE = Path(paths.CLAIMS)  # the papers' claims, spelled once (workflow_scripts/dag/paths.py)
 # The quality floor, in points of the claim's metric (BLEU): a system below it shares little
@@ -59,12 +60,12 @@ CONTROL_ROLES = ("must_beat", "beside")
 
 def paper_level(paper: str) -> float:
     """The significance level of the paper's convention (its loosest marker's alpha)."""
-    return max(alpha for alpha, _, _ in tables.significance_of(paper).markers.levels)
+    return max(alpha for alpha, _, _ in significance_of(paper).markers.levels)
 
 
 def _convention(paper: str) -> str:
-    convention = tables.significance_of(paper)
-    test = (f"the stratified AR test and the paper's {tables.TEST_SHORT[convention.paper_test]} pooled over the runs"
+    convention = significance_of(paper)
+    test = (f"the stratified AR test and the paper's {TEST_SHORT[convention.paper_test]} pooled over the runs"
             if convention.paper_test else "the stratified AR test (no test in the paper: the project's own)")
     return f"{paper}: {test}, p < {paper_level(paper):g}"
 
@@ -78,7 +79,7 @@ VERDICT_RULE = (
     "baseline's run of the same seed, and the system beats every must-beat control that was run the same way; "
     "**reversed** when it is negative, significant, and most runs are worse; **inconclusive** otherwise. "
     "Significance over all runs (approximate randomisation stratified by run, Clark et al. 2011): "
-    + "; ".join(_convention(p) for p in tables.SIGNIFICANCE) + ". The papers' corpora and models are larger: the "
+    + "; ".join(_convention(p) for p in SIGNIFICANCE) + ". The papers' corpora and models are larger: the "
     "verdict compares direction and significance, not the size of the difference (docs/results.md, \"Claims and "
     "verdicts\").")
 
@@ -99,8 +100,8 @@ def read_claims(path: str | Path = CLAIMS_FILE) -> dict[str, dict[str, Any]]:
         missing = [key for key in ("paper", "metric", "claim") if not isinstance(claim, dict) or key not in claim]
         if missing:
             raise DataError(path, f"{system}: no {', '.join(missing)}")
-        if claim["paper"] not in tables.LAYOUTS:
-            raise DataError(path, f"{system}.paper: unknown paper '{claim['paper']}' (known: {', '.join(tables.LAYOUTS)})")
+        if claim["paper"] not in LAYOUTS:
+            raise DataError(path, f"{system}.paper: unknown paper '{claim['paper']}' (known: {', '.join(LAYOUTS)})")
         claim.setdefault("controls", [])
         claim.setdefault("deviations", [])
         for i, control in enumerate(claim["controls"]):
@@ -129,7 +130,7 @@ def significant(paper: str, p_ar: float | None, p_sign: float | None, delta: flo
     alpha = paper_level(paper)
     if p_ar is None or p_ar >= alpha:
         return False
-    if tables.significance_of(paper).paper_test is None:
+    if significance_of(paper).paper_test is None:
         return True
     return p_sign is not None and p_sign < alpha and sign_favours is not None and sign_favours * delta > 0
 
@@ -151,7 +152,7 @@ def verdict(paper: str, *, n: int, delta: float, score: float, baseline_score: f
     direction = "better" if delta > 0 else "worse" if delta < 0 else "equal"
     alpha = paper_level(paper)
     misses = [] if sig else ([f"stratified AR p >= {alpha:g}"] if p_ar is None or p_ar >= alpha else []) + (
-        [] if tables.significance_of(paper).paper_test is None else
+        [] if significance_of(paper).paper_test is None else
         ["the sign test favours the other side"] if p_sign is not None and p_sign < alpha and (sign_favours or 0) * delta <= 0
         else [f"the paper's sign test p >= {alpha:g}"] if p_sign is None or p_sign >= alpha else [])
     if n == 1:
@@ -183,7 +184,7 @@ def _spread(values: list[float]) -> float | None:
 
 def improving(runs: list[dict[str, Any]]) -> dict[str, Any]:
     """Whether a system was still improving at the end: the mean drop of the best dev loss over
-    the last fifth of training (:func:`.summary.training_run`'s ``dev_loss_drop``) against the
+    the last fifth of training (:func:`.training_runs.training_run`'s ``dev_loss_drop``) against the
     spread of the final best dev loss over its runs; ``flag`` "still improving at N updates"
     when the drop is larger than the spread (with one run: than zero, said as such)."""
     drops = [r["dev_loss_drop"] for r in runs if r.get("dev_loss_drop") is not None]

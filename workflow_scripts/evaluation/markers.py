@@ -1,0 +1,166 @@
+"""Significance markers: how each paper marks a significant difference from the baseline, and
+which marker (or which words) one results row gets.
+
+How each paper marks significance (its test, levels and symbols, or none) is
+:data:`SIGNIFICANCE`, the one place for it.  A marker takes its direction and its p-value
+from the same test (``--marker-test``): the sign test's direction is "more sentences better
+than worse", the paired tests' the corpus score difference.  A marker is printed only where
+that direction agrees with the table's score difference (:func:`significance_mark`); where
+they disagree (possible with the sign test) the cell says so in words instead ("sign test
+favours the system, score lower") and a note under the table gives both numbers.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+
+from workflow_scripts.evaluation.results import missing
+
+TEST_NAMES = {"sign": "sign test (Collins et al., 2005)", "paired_bs": "paired bootstrap resampling",
+              "paired_ar": "paired approximate randomisation"}
+# What "better" means for each test (the direction of its marker), for the legend.
+TEST_DIRECTIONS = {"sign": "more of the system's sentences raise the baseline's corpus score when swapped in than lower it",
+                   "paired_bs": "the system's corpus score is above the baseline's",
+                   "paired_ar": "the system's corpus score is above the baseline's"}
+# The tests' names in the words that replace a marker (:func:`disagreement_words`).
+TEST_SHORT = {"sign": "sign test", "paired_bs": "paired bootstrap", "paired_ar": "approximate randomisation"}
+
+
+@dataclass(frozen=True)
+class Markers:
+    """Significance markers, strictest level first: (alpha, better, worse)."""
+
+    levels: tuple[tuple[float, str, str], ...]
+
+    def mark(self, p_value: Any, direction: Any) -> str:
+        """The marker of a test's p-value and its direction (positive: the system is better;
+        both from the same test, see :func:`verdict_direction`); none when either is missing.
+        Whether it may be printed is :func:`significance_mark`'s decision."""
+        if missing(p_value) or missing(direction) or direction == 0:
+            return ""
+        for alpha, better, worse in self.levels:
+            if p_value < alpha:
+                return better if direction > 0 else worse
+        return ""
+
+    def says(self, marker: str) -> int:
+        """+1 when ``marker`` is one of these markers of "significantly better", -1 of "significantly
+        worse", 0 for anything else (no marker, another paper's, a marker of an older summary)."""
+        if any(marker == better for _, better, _ in self.levels):
+            return 1
+        return -1 if any(marker == worse for _, _, worse in self.levels) else 0
+
+
+@dataclass(frozen=True)
+class Significance:
+    """How one paper's tables mark significance: its ``markers`` (symbols and levels), the
+    test it used (``paper_test``, a key of :data:`TEST_NAMES`; None: the paper reports no
+    significance test, so the markers are the project's own test's, labelled so) and
+    ``source``: what our copy of the paper says (or lacks)."""
+
+    markers: Markers
+    paper_test: str | None
+    source: str
+
+    def legend(self, test: str, render=lambda marker: marker, escape=lambda text: text) -> str:
+        """What the markers under a table mean: markers drawn by ``render``, text by ``escape``
+        (the output format's); ``test``: the test the markers come from (``--marker-test``)."""
+        levels = "; ".join(f"{render(better)} / {render(worse)}"
+                           + escape(f": significantly better / worse than the baseline (p < {alpha})")
+                           for alpha, better, worse in self.markers.levels)
+        if self.paper_test is None:
+            whose = f"the project's own test, not the paper's ({self.source})"
+        else:
+            whose = f"the paper's convention ({self.source})"
+            if test != self.paper_test:
+                whose += f"; here the {TEST_NAMES[test]} replaces the paper's {TEST_NAMES[self.paper_test]}"
+        return levels + escape(
+            f"; {TEST_NAMES[test]} against the (best) baseline, direction and p-value both from it "
+            f"(better: {TEST_DIRECTIONS[test]}; worse: the reverse); {whose}. A marker is shown only where its "
+            "direction agrees with the score difference in the table; where they disagree the cell says so in "
+            "words. Bold: best in column.")
+
+
+def tested_delta(row: pd.Series | dict[str, Any]) -> Any:
+    """The score difference the row's significance tests tested: ``reported_delta`` (the seed
+    closest to the mean, :func:`.results.aggregate_seeds`) where the row has one, else ``delta``."""
+    reported = row.get("reported_delta")
+    return row.get("delta") if reported is None or missing(reported) else reported
+
+
+def verdict_direction(row: pd.Series | dict[str, Any], test: str) -> float | None:
+    """The direction of ``test``'s verdict on one results row (positive: the system is
+    better; None without the test's numbers).  The sign test counts sentences
+    (``sign_better - sign_worse``), which need not agree with the corpus score difference;
+    paired bootstrap and approximate randomisation test the corpus score difference itself
+    (:func:`tested_delta`)."""
+    if test == "sign":
+        better, worse = row.get("sign_better"), row.get("sign_worse")
+        return None if missing(better) or missing(worse) else float(better) - float(worse)
+    if test in ("paired_bs", "paired_ar"):
+        delta = tested_delta(row)
+        return None if missing(delta) else float(delta)
+    raise ValueError(f"unknown test '{test}' (known: {', '.join(TEST_NAMES)})")
+
+
+def _sign(value: float) -> int:
+    return int(value > 0) - int(value < 0)
+
+
+def disagreement_words(test: str, direction: float, delta: Any, mean: bool = False) -> str:
+    """What a cell says instead of a marker whose direction and score difference disagree,
+    e.g. "sign test favours the system, score lower" (``mean``: the difference of the means
+    over seeds)."""
+    side = "system" if direction > 0 else "baseline"
+    change = "unknown" if missing(delta) else {1: "higher", 0: "equal", -1: "lower"}[_sign(float(delta))]
+    return f"{TEST_SHORT[test]} favours the {side}, {'mean ' if mean else ''}score {change}"
+
+
+def significance_mark(row: pd.Series | dict[str, Any], test: str, markers: Markers) -> tuple[str, str]:
+    """(marker, words) of one results row: the marker of ``test`` (direction and p-value
+    from it, :func:`verdict_direction`) when its direction agrees with the score difference,
+    i.e. with the difference the test compared (:func:`tested_delta`) and with the one the
+    row shows (``delta``; the difference of the means over seeds); otherwise no marker and
+    :func:`disagreement_words`.  ("", "") when the test is not significant or absent."""
+    direction = verdict_direction(row, test)
+    marker = markers.mark(row.get(f"p_{test}"), direction)
+    if not marker:
+        return "", ""
+    for delta, mean in ((tested_delta(row), False), (row.get("delta"), seed_count(row) > 1)):
+        if missing(delta) or _sign(float(delta)) != _sign(direction):
+            return "", disagreement_words(test, direction, delta, mean)
+    return marker, ""
+
+
+DAGGER = Markers(((0.01, "†", "‡"),))  # lattice paper: "† ... significant difference (p < 0.01)"
+PLUS = Markers(((0.01, "++", "−−"), (0.05, "+", "−")))  # the reordering paper's "++"/"+" as this project has it
+# How each paper marks significance, from our copies in ../shared/papers (docs/results.md, "Significance
+# markers"): the one place for it.  Papers without a test of their own get the project's own test, labelled so.
+SIGNIFICANCE: dict[str, Significance] = {
+    "lattice": Significance(DAGGER, "sign", "the lattice paper's Setup: sign test (Collins et al., 2005); Tables 2 "
+                                            "and 3: † significant difference (p < 0.01) from the best baseline; ‡ for "
+                                            "significantly worse is ours"),
+    "reordering": Significance(PLUS, "sign", "the reordering paper's System Setting: sign test (Collins et al., 2005); "
+                                             "our copy has no table notes, so the symbols ++/+ and levels p < 0.01/0.05 "
+                                             "are this project's reading of them"),
+    "graph": Significance(PLUS, None, "the Graph-Transformer paper reports BLEU differences (Table 2) without a "
+                                      "significance test"),
+    "char": Significance(PLUS, None, "the char2word paper reports BLEU (Table 3) without a significance test"),
+    "esc": Significance(PLUS, None, "our copy of the ESC paper (a Chinese translation) ends before its experiments: the "
+                                    "abstract says the methods improve translation significantly but names no test, "
+                                    "level or marker"),
+}
+PROJECT = Significance(PLUS, None, "no paper")  # experiments without a paper (the results summary)
+
+
+def significance_of(paper: str) -> Significance:
+    """The significance convention of ``paper`` (:data:`SIGNIFICANCE`; :data:`PROJECT` for none)."""
+    return SIGNIFICANCE.get(paper, PROJECT)
+
+
+def seed_count(row: pd.Series | dict[str, Any]) -> int:
+    """The number of seeds a results row is the mean of (1 for a row of one run)."""
+    n = row.get("n_seeds")
+    return 1 if n is None or missing(n) else int(n)
