@@ -150,10 +150,9 @@ def decode_ours(model, src_vocab, tgt_vocab, source: Path, decode: dict[str, Any
     """Beam search over the BPE file ``source`` with ``decode`` (DecodeConfig fields), timed around
     ``translate_dataset``; writes the hypotheses to ``output`` and returns the speed and the
     hypotheses (best first per sentence)."""
-    from nmtmodels.decoding.batched import translate_dataset
-
     from nmtmodels.config import from_dict
     from nmtmodels.data import ParallelDataset
+    from nmtmodels.decoding.corpus import translate_dataset
     from nmtmodels.decoding.scorer import DecodeConfig
 
     test = ParallelDataset.from_files(source, None, src_vocab, None, max_positions=model.max_positions(), too_long="error")

@@ -93,10 +93,9 @@ def lattice_worker(kind: str, package_dir: Path, source: Path, batch_tokens: int
         import torch  # noqa: F401
 
         clock.mark("import torch")
-        from nmtmodels.textio import read_lines
-
         from nmtmodels.decoding.translator import Translator
         from nmtmodels.devices import default_threads
+        from nmtmodels.files import read_lines
 
         clock.mark("import nmtmodels (translator)")
         translator = Translator.from_checkpoint(package_dir, threads=default_threads())
@@ -111,8 +110,7 @@ def lattice_worker(kind: str, package_dir: Path, source: Path, batch_tokens: int
         result["output"] = "".join(translator.render(hyps[0]).text + "\n" for hyps in results)
         clock.mark("render (BPE joined, detokenised)")
     else:
-        from nmtmodels.textio import read_lines
-
+        from nmtmodels.files import read_lines
         from nmtmodels.text.lattice import lattice_inputs
         from nmtmodels.text.model_package import read_package
         from nmtmodels.text.preprocessing import TextProcessor, WordSegmenter
@@ -147,7 +145,7 @@ def lattice_worker(kind: str, package_dir: Path, source: Path, batch_tokens: int
 
 
 def head_file(path: Path, count: int | None) -> list[str]:
-    from nmtmodels.textio import read_lines
+    from nmtmodels.files import read_lines
 
     if not path.is_file():
         sys.exit(f"{path} not found")

@@ -37,7 +37,7 @@ INSTALL: dict[str, list[list[str]]] = {
          "spacy==3.8.18", "waitress==3.0.0"],
     ],
     # OpenNMT-py alone, for machines where the libraries above cannot be carried (the GPU
-    # machine's 64 MiB, envs/gpu/README.md): the modules that onmt.transforms imports at start-up
+    # machine's 64 MiB, tools/gpu/README.md): the modules that onmt.transforms imports at start-up
     # for transforms this benchmark never uses get empty stand-ins (STAND_INS); no CTranslate2.
     "opennmt-py-slim": [["--no-deps", "OpenNMT-py==3.5.1", "pyonmttok==1.38.1", "ConfigArgParse==1.9.0"]],
     "sockeye": [["--no-deps", "sockeye==3.1.34", "numpy==1.26.4"]],

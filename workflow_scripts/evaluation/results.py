@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-from nmtmodels.textio import DataError
 
+from nmtmodels.files import DataError
 from workflow_scripts.dag import evaluation as ev
 
 SCORE_METRICS = ("bleu", "chrf", "ter", "tokenized_bleu")

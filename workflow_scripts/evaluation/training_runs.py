@@ -24,8 +24,8 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from nmtmodels.textio import DataError
 
+from nmtmodels.files import DataError
 from workflow_scripts.dag import evaluation as ev
 from workflow_scripts.evaluation.curves import curve_series, read_metrics
 from workflow_scripts.evaluation.results import read_json
