@@ -70,10 +70,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from nmtmodels.registry import load_user_families
+from nmtmodels.registry import load_user_modules
 from nmtmodels.testing import FamilyConformance
 
-load_user_families(str(Path(__file__).with_name("{name}.py")))
+load_user_modules(str(Path(__file__).with_name("{name}.py")))
 
 
 class Test{cls}(FamilyConformance):

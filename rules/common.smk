@@ -2,11 +2,18 @@
 # first): the job module that fingerprints downloads, the evaluation settings, the config files
 # of the run, scheduling priorities and the resources of the three kinds of jobs.  Every default
 # that a rule reads comes from the validated config (schemas/config.schema.yaml fills them in).
+from nmtmodels.text.scoring import metrics_fingerprint
 from workflow_scripts.data import fetch as fetch_module  # rules fetch and fetch_compression_set
 
 # Significance tests, metrics, marker test and length buckets, their defaults filled in
 # (workflow_scripts/dag/evaluation.py): rules/evaluate.smk, analyses.smk and report.smk.
 EVALUATION = ev.evaluation_settings(config)
+
+# What decides every score file: the registered metrics with their sacrebleu settings and
+# sacrebleu's version (nmtmodels/text/scoring.py).  A parameter of the score rules, so that a
+# metric added (in the package or a user module) or changed reruns the score jobs and what reads
+# their files, never a training or a decoding.
+METRICS_FINGERPRINT = metrics_fingerprint()
 
 # The config files of this run, for the summary's header, through the environment (as fetch's
 # input directories in the Snakefile): as a parameter, adding a config file that changes

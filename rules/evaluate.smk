@@ -14,6 +14,7 @@ rule score:
         paths.SCORES,
     params:
         lang=lambda w: CORPORA[w.corpus]["tgt"],
+        metrics=METRICS_FINGERPRINT,
     log:
         paths.log("score"),
     benchmark:

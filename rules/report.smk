@@ -58,7 +58,7 @@ rule paper_tables:
             labels={"paper": "{paper}"},
         ),
     wildcard_constraints:
-        paper="|".join(ev.PAPERS),
+        paper="[A-Za-z0-9_-]+",  # a paper's tables, or your own experiments' table (config `paper:`)
     params:
         marker_test=EVALUATION["marker_test"],
     conda:

@@ -4,13 +4,14 @@ has one definition."""
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 SOURCES = sorted(path for package in ("nmtmodels", "workflow_scripts") for path in (ROOT / package).rglob("*.py"))
-CONSTANTS = ("METRICS", "SUBWORDS", "SECTIONS", "SPACE_SYMBOL", "TEXT_FORMATS")
+CONSTANTS = ("SUBWORDS", "SECTIONS", "SPACE_SYMBOL", "TEXT_FORMATS")
 
 
 def _trees() -> dict[str, ast.Module]:
@@ -59,26 +60,21 @@ def test_nmtmodels_never_imports_the_workflow():
         assert not [name for name in imported if name.split(".")[0] == "workflow_scripts"], path
 
 
-def test_the_schema_lists_the_testable_metrics() -> None:
-    """The config schema's metric enums (significance_metrics, length_metric, the plots'
-    metric) are the workflow's METRICS, so a new metric is added in both or the test says so."""
+def test_metric_keys_take_the_registry_not_a_typed_list() -> None:
+    """The config's metric keys name registered metrics: the schema lists none by hand (a new
+    metric is one registry entry), and the workflow's check names the key of an unknown one and
+    refuses a metric without significance tests (TER) where tests are run."""
     import yaml
 
-    from workflow_scripts.dag.evaluation import METRICS
+    from nmtmodels.text.scoring import METRIC_SPECS
+    from workflow_scripts.dag import WorkflowConfigError
+    from workflow_scripts.dag.evaluation import evaluation_settings
 
     schema = yaml.safe_load((ROOT / "schemas" / "config.schema.yaml").read_text(encoding="utf-8"))
-    enums = []
-
-    def walk(node: object, key: str = "") -> None:
-        if isinstance(node, dict):
-            if "enum" in node and "metric" in key:
-                enums.append((key, node["enum"]))
-            for child_key, child in node.items():
-                walk(child, child_key if child_key not in ("items", "properties") else key)
-        elif isinstance(node, list):
-            for child in node:
-                walk(child, key)
-
-    walk(schema)
-    assert len(enums) == 3, enums
-    assert all(sorted(values) == sorted(METRICS) for _, values in enums), enums
+    assert "enum" not in schema["definitions"]["metric"]
+    testable = sorted(name for name, spec in METRIC_SPECS.items() if spec.significance)
+    assert {"bleu", "chrf", "chrf_pp", "tokenized_bleu"} <= set(testable) and "ter" not in testable
+    for bad, key in ((["bleu", "meteor"], "significance_metrics[1]"), (["ter"], "significance_metrics[0]")):
+        with pytest.raises(WorkflowConfigError, match="^" + re.escape(f"evaluation.{key}: ")):
+            evaluation_settings({"evaluation": {"significance_metrics": bad}})
+    assert evaluation_settings({"evaluation": {"significance_metrics": ["chrf_pp"], "length_metric": "chrf_pp"}})

@@ -48,7 +48,7 @@ def corpus(n: int, seed: int, refs: int = 1) -> tuple[list[str], list[str], list
 
 def fresh_metric(name: str):
     """An independent metric object (no reference cache), configured as the module's."""
-    return {"bleu": BLEU(tokenize="13a"), "chrf": CHRF(),
+    return {"bleu": BLEU(tokenize="13a"), "chrf": CHRF(), "chrf_pp": CHRF(word_order=2),
             "tokenized_bleu": BLEU(tokenize="none", force=True, smooth_method="none")}[name]
 
 
@@ -100,7 +100,7 @@ def test_binomial_p_large_n_matches_math_comb():
 
 
 # ----------------------------------------------------------------------------- sign test
-@pytest.mark.parametrize(("name", "refs"), [("bleu", 1), ("bleu", 2), ("chrf", 1), ("tokenized_bleu", 1)])
+@pytest.mark.parametrize(("name", "refs"), [("bleu", 1), ("bleu", 2), ("chrf", 1), ("chrf_pp", 2), ("tokenized_bleu", 1)])
 def test_sign_test_matches_brute_force(name, refs):
     system, baseline, streams = corpus(40, seed=11 + refs, refs=refs)
     metric = sig.make_metric(name, "en", streams)
@@ -214,11 +214,13 @@ CLI_METRIC_ARGS = {
     "bleu": ["-m", "bleu", "--tokenize", "13a"],
     "tokenized_bleu": ["-m", "bleu", "--tokenize", "none", "--force", "--smooth-method", "none"],
     "chrf": ["-m", "chrf"],
+    "chrf_pp": ["-m", "chrf", "--chrf-word-order", "2"],
 }
 
 
 @pytest.mark.parametrize(("test", "name"), [("paired_bs", "bleu"), ("paired_ar", "bleu"), ("paired_bs", "tokenized_bleu"),
-                                            ("paired_ar", "tokenized_bleu"), ("paired_ar", "chrf")])
+                                            ("paired_ar", "tokenized_bleu"), ("paired_ar", "chrf"),
+                                            ("paired_ar", "chrf_pp")])  # the CLI's JSON fails on chrF++ bootstrap (float32)
 def test_paired_tests_equal_the_sacrebleu_command_line(files, test, name):
     samples, seed = (150, 7) if test == "paired_bs" else (300, 11)
     read = lambda p: p.read_text(encoding="utf-8").splitlines()

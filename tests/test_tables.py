@@ -11,6 +11,7 @@ import sacrebleu
 from sacrebleu.metrics import TER
 
 from nmtmodels.files import DataError
+from nmtmodels.text.scoring import METRIC_SPECS
 from tests.report_fixtures import PARAMETERS, build_tree, fixture_config
 from tests.test_significance import disagreeing_corpus
 from workflow_scripts.dag import evaluation as ev
@@ -42,7 +43,8 @@ def row(frame: pd.DataFrame, experiment: str, corpus: str, test_set: str, metric
 # ----------------------------------------------------------------------------- collect
 def test_collect_has_one_row_per_run_test_set_and_metric(tree, results):
     root, config = tree
-    expected = sum(len(ev.evaluation_sets(config, c)) for _, c in runs.experiment_runs(config)) * 4  # BLEU, chrF, TER, tok. BLEU
+    # every registered metric (BLEU, chrF, chrF++, TER, tokenised BLEU, ...) of every run and test set
+    expected = sum(len(ev.evaluation_sets(config, c)) for _, c in runs.experiment_runs(config)) * len(METRIC_SPECS)
     assert len(results) == expected
     assert list(results.columns) == list(results_table.RESULT_COLUMNS)
     for _, r in results.iterrows():
@@ -335,3 +337,62 @@ def test_paper_experiments_on_other_pairs_get_their_own_table():
     assert [g.label for g in grids] == ["tab:lattice-other-tanaka"]
     assert [[c.text for c in r] for r in grids[0].rows] == [["Transformer", "20.00", "100"], ["+LPE", "21.00", "100"]]
     assert tables.render_paper(frame, "esc")["markdown"] == "No results of esc experiments.\n"
+
+
+def own_rows(system_score: float, baseline_score: float, **tests) -> pd.DataFrame:
+    """A baseline and a system of your own table (``paper: relpos``) on one test set."""
+    return handmade([
+        {"experiment": "base", "paper": "", "variant": "Transformer", "corpus": "wmt", "pair": "en-de",
+         "test_set": "nt14", "score": baseline_score, "parameters": 1000},
+        {"experiment": "rel", "paper": "relpos", "variant": "+relative positions", "baselines": "base", "corpus": "wmt",
+         "pair": "en-de", "test_set": "nt14", "score": system_score, "baseline": "base", "baseline_score": baseline_score,
+         "delta": system_score - baseline_score, "parameters": 1500, **tests},
+    ])
+
+
+def test_your_own_experiments_get_a_generic_comparison_table():
+    """`paper: relpos` (no paper of the five): one table per tested metric with the system, its
+    baseline, both scores, the difference, every test's p-value and both parameter counts."""
+    frame = own_rows(27.5, 26.25, p_sign=0.004, sign_better=60, sign_worse=30, sign_ties=10, p_paired_bs=0.03,
+                     p_paired_ar=0.0123)
+    frame = pd.concat([frame, frame.assign(metric="chrf_pp", score=[50.0, 51.0], baseline_score=[None, 50.0],
+                                           delta=[None, 1.0])], ignore_index=True)
+    grids = tables.table_grids(frame, "relpos")
+    assert [g.caption for g in grids] == ["relpos: each system against its baseline (sacreBLEU)",
+                                          "relpos: each system against its baseline (chrF++)"]
+    markdown = tables.render_paper(frame, "relpos")["markdown"]
+    cells = score_cells(markdown, "+relative positions")
+    # the project's markers (++ at p < 0.01 by the sign test), 27.5 - 26.25 by hand, the p-values as given
+    assert cells == ["+relative positions", "Transformer", "wmt", "nt14", "27.50++", "26.25", "+1.25", "0.004", "0.03",
+                     "0.0123", "1.5K", "1.0K"]
+    assert "| +1.00 " in markdown.split("(chrF++)")[1]
+    assert "no paper" in markdown  # the legend says whose markers these are
+
+
+def test_no_marker_where_both_sides_are_below_the_quality_floor():
+    """At 0.40 against 0.00 a sign test can be 'significant' (p 1e-76): both are below the floor
+    of 5 points, so no marker in any table, the words say why, and a note explains."""
+    frame = own_rows(0.4, 0.0, p_sign=1e-76, sign_better=300, sign_worse=0, sign_ties=700, p_paired_bs=0.001,
+                     p_paired_ar=0.0001)
+    for test in markers.TEST_NAMES:
+        cell = score_cells(tables.render_paper(frame, "relpos", test)["markdown"], "+relative positions")[4]
+        assert cell == f"0.40 ({markers.FLOOR_WORDS})"
+    assert "below the quality floor of 5 points" in tables.render_paper(frame, "relpos")["markdown"]
+    paper = frame.assign(paper=["", "reordering"])
+    assert score_cells(tables.render_paper(paper, "reordering")["markdown"], "+relative positions")[2] == (
+        f"**0.40** ({markers.FLOOR_WORDS})")  # bold: best in its column
+    # one side above the floor: the test decides again
+    assert score_cells(tables.render_paper(own_rows(6.0, 0.0, p_sign=1e-76, sign_better=300, sign_worse=0),
+                                           "relpos")["markdown"], "+relative positions")[4] == "6.00++"
+
+
+def test_a_table_of_your_own_needs_a_baseline_and_a_name():
+    config = fixture_config()
+    config["experiments"]["lsa"].update(paper="my study")
+    with pytest.raises(ev.WorkflowConfigError, match=r"^experiments\.lsa\.paper: 'my study' is neither a paper"):
+        ev.check_evaluation_config(config)
+    config["experiments"]["lsa"].update(paper="mine")
+    ev.check_evaluation_config(config)
+    config["experiments"]["transformer"].update(paper="mine")
+    with pytest.raises(ev.WorkflowConfigError, match=r"^experiments\.transformer\.paper: .*baseline is missing"):
+        ev.check_evaluation_config(config)

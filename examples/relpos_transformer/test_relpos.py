@@ -9,10 +9,10 @@ from pathlib import Path
 import torch
 
 from nmtmodels.config import ModelConfig
-from nmtmodels.registry import build_model, load_user_families
+from nmtmodels.registry import build_model, load_user_modules
 from nmtmodels.testing import SMALL, FamilyConformance, random_batch
 
-load_user_families(str(Path(__file__).with_name("relpos.py")))
+load_user_modules(str(Path(__file__).with_name("relpos.py")))
 
 
 class TestRelPosTransformer(FamilyConformance):

@@ -44,6 +44,7 @@ from sacrebleu.metrics import BLEU, CHRF, TER
 from sacrebleu.metrics.base import Metric
 
 from nmtmodels.files import atomic_write_text
+from nmtmodels.plugins import load_user_modules
 from nmtmodels.text.postprocess import CJK_LANGUAGES, base_language
 
 
@@ -100,8 +101,9 @@ def _ter_details(result: Any) -> dict[str, Any]:
 @dataclass(frozen=True)
 class MetricSpec:
     """One metric: ``make(lang)`` gives the sacrebleu metric for a target language; ``display``
-    names its column; ``tokenized``: it scores the tokenised text (``--tok-hyp``/``--tok-ref``)
-    instead of the detokenised; ``significance``: the sign and paired tests support it (sacrebleu
+    names it in tables and their notes, ``label`` (default: ``display``) on plot axes;
+    ``tokenized``: it scores the tokenised text (``--tok-hyp``/``--tok-ref``) instead of the
+    detokenised; ``significance``: the sign and paired tests support it (sacrebleu
     sentence statistics); ``details``: more fields of its scores.json entry from the result."""
 
     name: str
@@ -111,6 +113,23 @@ class MetricSpec:
     tokenized: bool = False
     significance: bool = True
     details: Callable[[Any], dict[str, Any]] | None = field(default=None, compare=False)
+    label: str = ""
+
+    @property
+    def axis_label(self) -> str:
+        return self.label or self.display
+
+    @property
+    def title(self) -> str:
+        """``display``, with "(lower is better)" for a metric where lower is better."""
+        return self.display if self.higher_is_better else f"{self.display} (lower is better)"
+
+    def with_references(self, lang: str, references: list[list[str]]) -> Metric:
+        """``make(lang)`` with the statistics of ``references`` (reference streams) cached, as
+        sacrebleu's ``references=`` argument caches them: what the significance tests score with."""
+        metric = self.make(lang)
+        metric._ref_cache = metric._cache_references(references)
+        return metric
 
     def entry(self, hypotheses: list[str], references: list[list[str]], lang: str) -> dict[str, Any]:
         """``{"score", "signature", ...details}`` of one system output."""
@@ -124,19 +143,44 @@ METRIC_SPECS: dict[str, MetricSpec] = {}
 
 
 def register_metric(spec: MetricSpec) -> MetricSpec:
-    """Add ``spec`` to :data:`METRIC_SPECS` (a name may be registered once)."""
+    """Add ``spec`` to :data:`METRIC_SPECS` (a name may be registered once).  A metric with
+    significance tests must be higher-is-better: the sign test counts a rise as "better" and the
+    tables' markers follow the score difference."""
     if spec.name in METRIC_SPECS and METRIC_SPECS[spec.name] != spec:
         raise ValueError(f"metric {spec.name!r} is already registered")
+    if spec.significance and not spec.higher_is_better:
+        raise ValueError(f"metric {spec.name!r}: significance tests need a higher-is-better metric (significance=False)")
     METRIC_SPECS[spec.name] = spec
     return spec
+
+
+def registered_metrics() -> dict[str, MetricSpec]:
+    """:data:`METRIC_SPECS` after importing the modules from outside the package
+    (:func:`nmtmodels.plugins.load_user_modules`: a ``register_metric`` call there adds a metric
+    to every score file, table and test of the workflow)."""
+    load_user_modules()
+    return METRIC_SPECS
+
+
+def metric_spec(name: str) -> MetricSpec:
+    """The spec registered as ``name``; ValueError listing the known ones."""
+    specs = registered_metrics()
+    if name not in specs:
+        raise ValueError(f"unknown metric {name!r} (registered: {', '.join(specs)})")
+    return specs[name]
+
+
+def significance_metrics() -> tuple[str, ...]:
+    """Names of the registered metrics that the significance tests support."""
+    return tuple(name for name, spec in registered_metrics().items() if spec.significance)
 
 
 register_metric(MetricSpec("bleu", "sacreBLEU", detokenized_bleu, details=_bleu_details))
 register_metric(MetricSpec("chrf", "chrF2", lambda lang: CHRF()))
 register_metric(MetricSpec("chrf_pp", "chrF++", lambda lang: CHRF(word_order=2)))  # Popovic (2017): + word bigrams
 register_metric(MetricSpec("ter", "TER", ter_metric, higher_is_better=False, significance=False, details=_ter_details))
-register_metric(MetricSpec("tokenized_bleu", "BLEU (tokenised)", lambda lang: tokenized_bleu(), tokenized=True,
-                           details=_bleu_details))
+register_metric(MetricSpec("tokenized_bleu", "BLEU (tokenised, multi-bleu.perl style)", lambda lang: tokenized_bleu(),
+                           tokenized=True, details=_bleu_details, label="BLEU (tokenised)"))
 
 
 def metrics_fingerprint() -> str:
@@ -145,7 +189,7 @@ def metrics_fingerprint() -> str:
     score rule takes it as a parameter, so a metric added or changed reruns the score jobs,
     nothing else."""
     parts = [sacrebleu.__version__]
-    for name, spec in sorted(METRIC_SPECS.items()):
+    for name, spec in sorted(registered_metrics().items()):
         settings = []
         for lang in ("en", "zh"):
             metric = spec.make(lang)
@@ -178,7 +222,7 @@ def score_corpus(
         if len(tokenized_hypotheses) != len(hypotheses):
             raise ValueError(f"{len(hypotheses)} detokenised but {len(tokenized_hypotheses)} tokenised hypotheses")
     scores: dict[str, Any] = {}
-    for name, spec in METRIC_SPECS.items():
+    for name, spec in registered_metrics().items():
         if not spec.tokenized:
             scores[name] = spec.entry(hypotheses, references, lang)
         else:

@@ -30,8 +30,8 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from nmtmodels.files import DataError, atomic_output, read_lines
-from workflow_scripts.dag.evaluation import METRICS
-from workflow_scripts.evaluation.plots import METRIC_LABELS, line_plot
+from nmtmodels.text.scoring import metric_spec, significance_metrics
+from workflow_scripts.evaluation.plots import line_plot
 
 if TYPE_CHECKING:  # pandas (and plots' sacrebleu) load only where a table is made, not in the Snakefile
     import pandas as pd
@@ -116,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
     gates.add_argument("--buckets", type=int, nargs="+", default=[10, 20, 30, 40, 50])
     layers = commands.add_parser("layers", help="score against the number of encoder layers (Figure 6)")
     layers.add_argument("--point", nargs=3, action="append", required=True, metavar=("SERIES", "LAYERS", "SCORES_JSON"))
-    layers.add_argument("--metric", default="bleu", choices=METRICS)
+    layers.add_argument("--metric", default="bleu", choices=significance_metrics())
     for command in (gates, layers):
         command.add_argument("--title", default="")
         command.add_argument("--csv", required=True)
@@ -141,7 +141,7 @@ def main(argv: list[str] | None = None) -> int:
             table = layer_table(points, args.metric)
             write_csv(table, args.csv)
             lines = {series: (rows["layers"], rows["score"]) for series, rows in table.groupby("series", sort=False)}
-            line_plot(lines, args.png, title=args.title, xlabel="encoder layers", ylabel=METRIC_LABELS[args.metric],
+            line_plot(lines, args.png, title=args.title, xlabel="encoder layers", ylabel=metric_spec(args.metric).axis_label,
                       integer_x=True)
     except (DataError, OSError, ValueError) as error:  # CheckpointError and ConfigError are ValueErrors
         print(f"graph_analyses: {error}", file=sys.stderr)

@@ -38,7 +38,8 @@ from collections.abc import Iterable, Sequence
 import pandas as pd
 
 from nmtmodels.files import DataError, atomic_output, read_lines
-from workflow_scripts.evaluation.plots import METRIC_LABELS, line_plot
+from nmtmodels.text.scoring import metric_spec, registered_metrics
+from workflow_scripts.evaluation.plots import line_plot
 
 
 # ----------------------------------------------------------------------------- noise
@@ -87,7 +88,7 @@ def markdown_table(frame: pd.DataFrame, metric: str) -> str:
     """Systems as rows, swap percentages as columns, and each system's difference to the first."""
     wide = frame.pivot(index="system", columns="percent", values="score").reindex(list(dict.fromkeys(frame["system"])))
     header = "| System | " + " | ".join(f"{p}%" for p in wide.columns) + " |"
-    lines = [f"{METRIC_LABELS[metric]} by percentage of swapped source words.", "", header,
+    lines = [f"{metric_spec(metric).axis_label} by percentage of swapped source words.", "", header,
              "|---|" + "---:|" * len(wide.columns)]
     first = wide.iloc[0]
     for name, row in wide.iterrows():
@@ -101,7 +102,7 @@ def plot(frame: pd.DataFrame, metric: str, title: str, path: str) -> None:
     """One line per system over the swap percentages (the paper's Figures 3-5)."""
     percentages = sorted(set(frame["percent"]))
     lines = {name: (rows["percent"], rows["score"]) for name, rows in frame.groupby("system", sort=False)}
-    line_plot(lines, path, title=title, xlabel="swapped source words", ylabel=METRIC_LABELS[metric],
+    line_plot(lines, path, title=title, xlabel="swapped source words", ylabel=metric_spec(metric).axis_label,
               xticks=(percentages, [f"{p}%" for p in percentages]))
 
 
@@ -116,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
     noise.add_argument("--seed", type=int, default=1)
     report = sub.add_parser("report", help="table and plot of the scores by swap percentage")
     report.add_argument("--percentages", type=int, nargs="+", required=True)
-    report.add_argument("--metric", choices=sorted(METRIC_LABELS), default="bleu")
+    report.add_argument("--metric", choices=sorted(registered_metrics()), default="bleu")
     report.add_argument("--system", nargs="+", action="append", required=True, metavar="NAME FILE",
                         help="a system's name and its score files, one per percentage")
     report.add_argument("--title", default="")

@@ -31,6 +31,7 @@ from __future__ import annotations
 import shlex
 from typing import Any
 
+from nmtmodels.text.scoring import registered_metrics
 from workflow_scripts.dag import WorkflowConfigError, paths
 from workflow_scripts.dag.evaluation import source_file
 from workflow_scripts.dag.runs import experiment_runs, experiment_settings
@@ -137,6 +138,9 @@ def check_swap_noise(config: dict[str, Any]) -> None:
         where = f"swap_noise.corpora.{corpus}"
         if corpus not in config["corpora"]:
             raise WorkflowConfigError(f"{where}: unknown corpus '{corpus}'")
+        if spec.get("metric", "bleu") not in registered_metrics():
+            raise WorkflowConfigError(f"{where}.metric: '{spec['metric']}' is not a registered metric "
+                                      f"(known: {', '.join(registered_metrics())})")
         if corpus not in config["active_corpora"]:
             continue  # e.g. the embedded default's analysis under configs/full.yaml
         test_set = spec.get("test_set")

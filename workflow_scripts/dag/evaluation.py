@@ -37,6 +37,7 @@ from typing import Any
 
 import yaml
 
+from nmtmodels.text.scoring import significance_metrics
 from workflow_scripts.dag import WorkflowConfigError, paths
 from workflow_scripts.dag.compression import compressor_reports
 from workflow_scripts.dag.corpus_data import reference_paths, tokenized_references
@@ -49,10 +50,6 @@ PAPERS = ("lattice", "reordering", "graph", "char", "esc")
 # The tables of each paper that experiments may name in ``tables`` (laid out in workflow_scripts.evaluation.layouts).
 PAPER_TABLES = {"lattice": ("table2", "table3", "table4"), "reordering": ("table1", "table2", "table3"),
                 "graph": ("table2",), "char": ("table3",), "esc": ("main",)}
-# Metrics significance tests and length analyses may use (workflow_scripts.evaluation.significance
-# computes them).  Score files and the results table also hold TER (nmtmodels.text.scoring,
-# workflow_scripts.evaluation.results.SCORE_METRICS), reported untested.
-METRICS = ("bleu", "chrf", "tokenized_bleu")
 # Significance tests: sign test, paired bootstrap resampling, approximate randomisation.
 TESTS = ("sign", "paired_bs", "paired_ar")
 NAME = re.compile(r"^[A-Za-z0-9_-]+$")
@@ -77,7 +74,10 @@ def evaluation_settings(config: dict[str, Any]) -> dict[str, Any]:
     if unknown:
         raise WorkflowConfigError(f"evaluation.{unknown[0]}: unknown key (known: {', '.join(EVALUATION_DEFAULTS)})")
     settings = {**EVALUATION_DEFAULTS, **given}
-    for key, allowed in (("significance_metrics", METRICS), ("tests", TESTS)):
+    # Metrics significance tests and length analyses may use: the registered metrics with
+    # significance support (nmtmodels.text.scoring; score files hold TER too, reported untested).
+    metrics = significance_metrics()
+    for key, allowed in (("significance_metrics", metrics), ("tests", TESTS)):
         for i, value in enumerate(settings[key]):
             if value not in allowed:
                 raise WorkflowConfigError(f"evaluation.{key}[{i}]: '{value}' is not one of {', '.join(allowed)}")
@@ -93,8 +93,8 @@ def evaluation_settings(config: dict[str, Any]) -> dict[str, Any]:
     buckets = settings["length_buckets"]
     if not buckets or any(isinstance(b, bool) or not isinstance(b, int) or b < 1 for b in buckets) or buckets != sorted(set(buckets)):
         raise WorkflowConfigError(f"evaluation.length_buckets: expected increasing positive integers, got {buckets!r}")
-    if settings["length_metric"] not in METRICS:
-        raise WorkflowConfigError(f"evaluation.length_metric: '{settings['length_metric']}' is not one of {', '.join(METRICS)}")
+    if settings["length_metric"] not in metrics:
+        raise WorkflowConfigError(f"evaluation.length_metric: '{settings['length_metric']}' is not one of {', '.join(metrics)}")
     return settings
 
 
@@ -116,8 +116,12 @@ def check_evaluation_config(config: dict[str, Any]) -> None:
     for name, spec in experiments.items():
         where = f"experiments.{name}"
         paper = spec.get("paper")
-        if paper is not None and paper not in PAPERS:
-            raise WorkflowConfigError(f"{where}.paper: '{paper}' is not one of {', '.join(PAPERS)}")
+        if paper is not None and not NAME.match(str(paper)):
+            raise WorkflowConfigError(f"{where}.paper: '{paper}' is neither a paper ({', '.join(PAPERS)}) nor a table name "
+                                      "of your own (letters, digits, _ and -)")
+        if paper is not None and paper not in PAPERS and spec.get("baseline") is None:
+            raise WorkflowConfigError(f"{where}.paper: your own table '{paper}' compares each system with its baseline; "
+                                      f"{where}.baseline is missing")
         for i, table in enumerate(spec.get("tables") or []):
             known = PAPER_TABLES.get(paper, ())
             if table not in known:
@@ -282,9 +286,10 @@ def run_statistics_inputs(config: dict[str, Any], system: str, baseline: str, co
 
 
 def paper_tables_present(config: dict[str, Any]) -> list[str]:
-    """Papers with at least one experiment on an active corpus, in :data:`PAPERS` order."""
-    papers = {config["experiments"][e].get("paper") for e, _ in experiment_runs(config)}
-    return [p for p in PAPERS if p in papers]
+    """Papers with at least one experiment on an active corpus, in :data:`PAPERS` order, then the
+    tables of your own (``paper:`` any other name), in config order."""
+    papers = dict.fromkeys(config["experiments"][e].get("paper") for e, _ in experiment_runs(config))
+    return [p for p in PAPERS if p in papers] + [p for p in papers if p is not None and p not in PAPERS]
 
 
 def length_analyses(config: dict[str, Any]) -> list[tuple[str, str]]:

@@ -17,7 +17,10 @@ from typing import Any
 
 import pandas as pd
 
+from nmtmodels.text.scoring import metric_spec
 from workflow_scripts.evaluation.markers import (
+    FLOOR_WORDS,
+    QUALITY_FLOOR,
     TEST_NAMES,
     Markers,
     Significance,
@@ -27,9 +30,6 @@ from workflow_scripts.evaluation.markers import (
     verdict_direction,
 )
 from workflow_scripts.evaluation.results import aggregate_seeds, missing
-
-METRIC_NAMES = {"bleu": "sacreBLEU", "tokenized_bleu": "BLEU (tokenised, multi-bleu.perl style)", "chrf": "chrF2",
-                "ter": "TER (lower is better)"}
 
 
 @dataclass(frozen=True)
@@ -183,7 +183,7 @@ def _score_cell(rows: pd.DataFrame, experiment: str, corpus: str, test_set: str,
         text += f" ± {row['score_sd']:.2f}"
     marker, words = significance_mark(row, marker_test, markers)
     cell = Cell(text, marker, words=words, value=float(f"{row['score']:.2f}"))
-    if words:
+    if words and words != FLOOR_WORDS:
         cell.note = _disagreement_note(rows, row, metric, marker_test, verdict_direction(row, marker_test))
     return cell
 
@@ -197,7 +197,7 @@ def _disagreement_note(rows: pd.DataFrame, row: pd.Series, metric: str, test: st
     """Both numbers of a cell whose test and score difference point different ways."""
     where = f"{row['variant']}, {row['test_set']} ({row['corpus']})"
     against = _variant_of(rows, row["baseline"])
-    corpus_side = (f"corpus {METRIC_NAMES[metric]} {row['delta']:+.2f} against {against} "
+    corpus_side = (f"corpus {metric_spec(metric).title} {row['delta']:+.2f} against {against} "
                    f"({row['score']:.2f} vs {row['baseline_score']:.2f})")
     if seed_count(row) > 1:  # the means, and the seed whose tests the row reports
         corpus_side = (f"mean {corpus_side}; seed {int(row['reported_seed'])}: {row['reported_delta']:+.2f} "
@@ -208,6 +208,15 @@ def _disagreement_note(rows: pd.DataFrame, row: pd.Series, metric: str, test: st
     else:
         verdict = f"the {TEST_NAMES[test]} says {'better' if direction > 0 else 'worse'} (p = {row[f'p_{test}']:.2g})"
     return f"{where}: {corpus_side}, but {verdict}; no marker, as the test and the score difference disagree."
+
+
+def _floor_note(body: list[list[Cell]]) -> list[str]:
+    """The note under a table with cells below the quality floor (:data:`.markers.QUALITY_FLOOR`)."""
+    if not any(cell.words == FLOOR_WORDS for cells in body for cell in cells):
+        return []
+    return [f"{FLOOR_WORDS[0].upper()}{FLOOR_WORDS[1:]}: the system and its baseline both score below the quality floor "
+            f"of {QUALITY_FLOOR:g} points, where a significance test compares noise; no marker there, whatever the test "
+            "says (the summary's verdicts follow the same rule)."]
 
 
 def _length_notes(rows: pd.DataFrame, shown: list[tuple[str, str, str]], metric: str) -> list[str]:
@@ -292,7 +301,7 @@ def layout_grids(results: pd.DataFrame, layout: Layout, marker_test: str = "sign
             continue
         grid_rows = rows[rows["corpus"].isin(group)]
         headers = [("", header) for header, _ in layout.labels]
-        notes = [f"Metric: {METRIC_NAMES[layout.metric]}; signatures: {_signatures(grid_rows, layout.metric)}."]
+        notes = [f"Metric: {metric_spec(layout.metric).title}; signatures: {_signatures(grid_rows, layout.metric)}."]
         markers, shown = layout.significance.markers, []
         if layout.columns == "test_sets":
             test_sets = list(dict.fromkeys(grid_rows["test_set"]))
@@ -329,12 +338,60 @@ def layout_grids(results: pd.DataFrame, layout: Layout, marker_test: str = "sign
                 body.append(cells)
             suffix = ""
         notes += [cell.note for cells in body for cell in cells if cell.note]
+        notes += _floor_note(body)
         notes += _length_notes(grid_rows, shown, layout.metric)
         notes += _seed_notes(grid_rows, members, layout.metric)
         grid = Grid(layout.caption + suffix, f"tab:{layout.paper}-{layout.key}" + (f"-{group[0]}" if per_corpus else ""),
                     headers, body, notes, len(layout.labels), layout.significance, marker_test)
         _bold_best(grid, score_columns)
         grids.append(grid)
+    return grids
+
+
+def _p_cell(row: pd.Series, test: str) -> Cell:
+    value = row.get(f"p_{test}")
+    return Cell("–" if missing(value) else f"{float(value):.3g}")
+
+
+def comparison_grids(results: pd.DataFrame, name: str, metrics: list[str], marker_test: str = "sign") -> list[Grid]:
+    """The generic comparison table of an experiment outside the five papers (``paper: NAME``,
+    any other name): one table per metric of ``metrics`` (those with significance tests) with a
+    row per system, corpus and test set: its baseline, both scores (mean ± sd over seeds), the
+    difference, the p-value of every test and both parameter counts.  Markers in the project's
+    convention (:data:`.markers.PROJECT`), with the quality floor; no bold (the rows compare
+    with different baselines)."""
+    results = aggregate_seeds(results)
+    rows = results[(results["paper"] == name) & results["baseline"].fillna("").astype(bool)]
+    significance = significance_of(name)
+    params = {(r["experiment"], r["corpus"]): r["parameters"] for _, r in results.iterrows()}
+    grids = []
+    for metric in metrics:
+        shown = rows[rows["metric"] == metric]
+        if shown.empty:
+            continue
+        headers = [("", h) for h in ("System", "Baseline", "Corpus", "Test set", metric_spec(metric).display, "Baseline score",
+                                     "Difference", *(f"p ({TEST_NAMES[t].split(' (')[0]})" for t in TEST_NAMES),
+                                     "#Params", "Baseline #Params")]
+        body = []
+        for _, row in shown.iterrows():
+            base = _hit(results, row["baseline"], row["corpus"], row["test_set"], metric)
+            base_text = "–" if base is None else f"{base['score']:.2f}" + (
+                f" ± {base['score_sd']:.2f}" if seed_count(base) > 1 else "")
+            score = _score_cell(shown, row["experiment"], row["corpus"], row["test_set"], metric, significance.markers,
+                                marker_test)
+            body.append([Cell(str(row["variant"])), Cell(_variant_of(results, row["baseline"])), Cell(row["corpus"]),
+                         Cell(row["test_set"]), score, Cell(base_text), Cell(f"{row['delta']:+.2f}"),
+                         *(_p_cell(row, t) for t in TEST_NAMES),
+                         Cell(_fmt_params(row["parameters"])),
+                         Cell(_fmt_params(params.get((row["baseline"], row["corpus"]))))])
+        notes = [f"Metric: {metric_spec(metric).title}; signatures: {_signatures(shown, metric)}.",
+                 "Difference: system minus baseline (of the means over seeds); p-values: each test of the system's "
+                 "run against its baseline's run (with seeds: the seed closest to the mean, below)."]
+        notes += [cell.note for cells in body for cell in cells if cell.note]
+        notes += _floor_note(body)
+        notes += _seed_notes(shown, list(dict.fromkeys(shown["experiment"])), metric)
+        grids.append(Grid(f"{name}: each system against its baseline ({metric_spec(metric).display})",
+                          f"tab:{name}-{metric}", headers, body, notes, 4, significance, marker_test))
     return grids
 
 

@@ -7,7 +7,9 @@ from the same test (``--marker-test``): the sign test's direction is "more sente
 than worse", the paired tests' the corpus score difference.  A marker is printed only where
 that direction agrees with the table's score difference (:func:`significance_mark`); where
 they disagree (possible with the sign test) the cell says so in words instead ("sign test
-favours the system, score lower") and a note under the table gives both numbers.
+favours the system, score lower") and a note under the table gives both numbers.  Where the
+system and its baseline both score below :data:`QUALITY_FLOOR`, no marker at all
+(:data:`FLOOR_WORDS`): every table, the summary and the verdicts follow that one rule.
 """
 from __future__ import annotations
 
@@ -24,6 +26,12 @@ TEST_NAMES = {"sign": "sign test (Collins et al., 2005)", "paired_bs": "paired b
 TEST_DIRECTIONS = {"sign": "more of the system's sentences raise the baseline's corpus score when swapped in than lower it",
                    "paired_bs": "the system's corpus score is above the baseline's",
                    "paired_ar": "the system's corpus score is above the baseline's"}
+# The quality floor, in points of the compared metric (BLEU, chrF: 0-100): a system below it shares
+# little more than frequent words with the references, so a comparison of two such systems measures
+# nothing (e.g. the embedded default's character models after 300 updates).  No marker and no verdict
+# for a comparison where both sides are below it.
+QUALITY_FLOOR = 5.0
+FLOOR_WORDS = f"both below {QUALITY_FLOOR:g} points: not tested"
 # The tests' names in the words that replace a marker (:func:`disagreement_words`).
 TEST_SHORT = {"sign": "sign test", "paired_bs": "paired bootstrap", "paired_ar": "approximate randomisation"}
 
@@ -118,12 +126,23 @@ def disagreement_words(test: str, direction: float, delta: Any, mean: bool = Fal
     return f"{TEST_SHORT[test]} favours the {side}, {'mean ' if mean else ''}score {change}"
 
 
+def below_floor(row: pd.Series | dict[str, Any]) -> bool:
+    """Whether the system and its baseline both score below :data:`QUALITY_FLOOR` (the means,
+    for a row over seeds); False without a baseline."""
+    score, base = row.get("score"), row.get("baseline_score")
+    return not missing(score) and not missing(base) and float(score) < QUALITY_FLOOR and float(base) < QUALITY_FLOOR
+
+
 def significance_mark(row: pd.Series | dict[str, Any], test: str, markers: Markers) -> tuple[str, str]:
     """(marker, words) of one results row: the marker of ``test`` (direction and p-value
     from it, :func:`verdict_direction`) when its direction agrees with the score difference,
     i.e. with the difference the test compared (:func:`tested_delta`) and with the one the
     row shows (``delta``; the difference of the means over seeds); otherwise no marker and
-    :func:`disagreement_words`.  ("", "") when the test is not significant or absent."""
+    :func:`disagreement_words`.  ("", "") when the test is not significant or absent;
+    ("", :data:`FLOOR_WORDS`) when both sides are below the quality floor (:func:`below_floor`),
+    whatever the test says."""
+    if below_floor(row):
+        return "", FLOOR_WORDS
     direction = verdict_direction(row, test)
     marker = markers.mark(row.get(f"p_{test}"), direction)
     if not marker:

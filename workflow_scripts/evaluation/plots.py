@@ -24,10 +24,8 @@ import numpy as np
 import pandas as pd
 
 from nmtmodels.files import DataError, atomic_output, read_lines
-from workflow_scripts.dag.evaluation import METRICS
+from nmtmodels.text.scoring import metric_spec, significance_metrics
 from workflow_scripts.evaluation.significance import make_metric, sentence_statistics
-
-METRIC_LABELS = {"bleu": "sacreBLEU", "chrf": "chrF2", "tokenized_bleu": "BLEU (tokenised)"}
 
 
 def bucket_labels(edges: Sequence[int]) -> list[str]:
@@ -127,7 +125,7 @@ def main(argv: list[str] | None = None) -> int:
     length = sub.add_parser("length", help="score by source-length bucket")
     length.add_argument("--source", required=True, help="tokenised source of the test set")
     length.add_argument("--lang", required=True, help="target language")
-    length.add_argument("--metric", default="bleu", choices=METRICS)
+    length.add_argument("--metric", default="bleu", choices=significance_metrics())
     length.add_argument("--ref", required=True, action="extend", nargs="+", help="reference(s)")
     length.add_argument("--system", required=True, action="append", nargs=2, metavar=("NAME", "FILE"))
     length.add_argument("--buckets", nargs="+", type=int, default=[10, 20, 30, 40, 50])
@@ -147,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     with atomic_output(args.csv) as handle:
         frame.to_csv(handle, index=False)
-    plot_by_bucket(frame, args.title, METRIC_LABELS[args.metric], args.png)
+    plot_by_bucket(frame, args.title, metric_spec(args.metric).axis_label, args.png)
     return 0
 
 

@@ -5,9 +5,10 @@ experiment's baseline (``significance/T.vs.B.json``; with several baselines, the
 that test set and metric, as the lattice paper's "best baseline") and the model's parameter
 count and training speed (``model_info.json``) into one table (``python -m
 workflow_scripts.evaluation.tables collect`` writes it as CSV; :func:`read_results` reads it
-back).  Columns: :data:`RESULT_COLUMNS`.  Metrics: :data:`SCORE_METRICS`; TER is
-lower-is-better (its best baseline is the lowest, a negative ``delta`` an improvement) and has
-no significance tests (``evaluation.METRICS``).
+back).  Columns: :data:`RESULT_COLUMNS`.  Metrics: every one of
+:data:`nmtmodels.text.scoring.METRIC_SPECS` a score file holds; for a lower-is-better metric
+(TER) the best baseline is the lowest and a negative ``delta`` an improvement; significance tests
+only for metrics that support them (``significance_metrics()``).
 
 Seeds (``experiments.X.seeds``, :mod:`workflow_scripts.dag.seeds`): the results table keeps one
 row per run, with its system (``seed_group``) and ``seed``; :func:`aggregate_seeds` makes one
@@ -27,10 +28,9 @@ from typing import Any
 import pandas as pd
 
 from nmtmodels.files import DataError
+from nmtmodels.text.scoring import metric_spec, registered_metrics
 from workflow_scripts.dag import evaluation as ev
 
-SCORE_METRICS = ("bleu", "chrf", "ter", "tokenized_bleu")
-LOWER_IS_BETTER = frozenset({"ter"})
 RESULT_COLUMNS = (
     "experiment", "family", "paper", "variant", "input", "tables", "baselines", "subwords",
     "corpus", "pair", "test_set", "concatenation", "metric", "score", "signature",
@@ -86,7 +86,7 @@ def collect_results(metadata: dict[str, Any], root: str | Path = ".") -> pd.Data
             for test_set in spec["test_sets"] + list(spec["concatenations"]):
                 concatenated = test_set in spec["concatenations"]
                 scores = load(ev.system_files(name, corpus, test_set, concatenated)["scores"])
-                for metric in SCORE_METRICS:
+                for metric in registered_metrics():
                     entry = scores.get(metric)
                     if entry is None:
                         continue
@@ -121,9 +121,9 @@ def _reference_count(signature: str, default: int) -> int:
 def _versus_best_baseline(load, name: str, baselines: list[str], corpus: str, test_set: str, concatenated: bool,
                           metric: str, score: float) -> dict[str, Any]:
     """Baseline columns of one row: the best-scoring baseline on this test set and metric
-    (the lowest for :data:`LOWER_IS_BETTER`) and the p-values of the comparison with it
+    (the lowest for a metric where lower is better) and the p-values of the comparison with it
     (empty without a baseline or a test)."""
-    sign = -1 if metric in LOWER_IS_BETTER else 1
+    sign = 1 if metric_spec(metric).higher_is_better else -1
     best = None
     for baseline in baselines:
         base_entry = load(ev.system_files(baseline, corpus, test_set, concatenated)["scores"]).get(metric)

@@ -41,7 +41,8 @@ import numpy as np
 from sacrebleu.metrics.base import Metric
 
 from nmtmodels.files import DataError, atomic_output, read_lines
-from workflow_scripts.dag.evaluation import EVALUATION_DEFAULTS, METRICS
+from nmtmodels.text.scoring import significance_metrics
+from workflow_scripts.dag.evaluation import EVALUATION_DEFAULTS
 from workflow_scripts.evaluation.significance import (
     _check_counts,
     binomial_two_sided_p,
@@ -179,7 +180,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="what is compared (recorded in the output)")
     parser.add_argument("--system-runs", nargs="+", help="names of the system's runs (recorded)")
     parser.add_argument("--baseline-runs", nargs="+", help="names of the baseline's runs (recorded)")
-    parser.add_argument("--metrics", nargs="+", default=EVALUATION_DEFAULTS["significance_metrics"], choices=METRICS)
+    parser.add_argument("--metrics", nargs="+", default=EVALUATION_DEFAULTS["significance_metrics"], choices=significance_metrics())
     parser.add_argument("--ar-trials", type=int, default=EVALUATION_DEFAULTS["ar_trials"])
     parser.add_argument("--bootstrap-samples", type=int, default=EVALUATION_DEFAULTS["bootstrap_samples"])
     parser.add_argument("--seed", type=int, default=EVALUATION_DEFAULTS["seed"])

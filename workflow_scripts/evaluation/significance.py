@@ -13,9 +13,11 @@
   ``significance.PairedTest``, exactly as ``sacrebleu REF -i BASELINE SYSTEM --paired-bs``
   (``--paired-ar``) runs it, with the seed given here instead of ``SACREBLEU_SEED``.
 
-Metrics (as in :mod:`nmtmodels.text.scoring`): ``bleu`` (sacreBLEU on detokenised text with the
-target language's tokenizer), ``chrf`` (chrF2) and ``tokenized_bleu`` (multi-bleu.perl style:
-tokenised text, ``tokenize="none"``, no smoothing).
+Metrics: those of :data:`nmtmodels.text.scoring.METRIC_SPECS` that support significance (their
+``significance`` flag), made exactly as the score files make them: ``bleu`` (sacreBLEU on
+detokenised text with the target language's tokenizer), ``chrf`` (chrF2), ``chrf_pp`` (chrF++),
+``tokenized_bleu`` (multi-bleu.perl style: tokenised text, ``tokenize="none"``, no smoothing), ...
+A metric with ``tokenized`` set reads the tokenised files.
 
 CLI (writes one JSON file; see :func:`compare`)::
 
@@ -36,25 +38,21 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
-from sacrebleu.metrics import BLEU, CHRF
 from sacrebleu.metrics.base import Metric
 from sacrebleu.significance import PairedTest
 
 from nmtmodels.files import DataError, atomic_output, read_lines
-from nmtmodels.text.scoring import bleu_tokenizer
-from workflow_scripts.dag.evaluation import EVALUATION_DEFAULTS, METRICS, TESTS
+from nmtmodels.text.scoring import metric_spec, significance_metrics
+from workflow_scripts.dag.evaluation import EVALUATION_DEFAULTS, TESTS
 
 
 def make_metric(name: str, lang: str, references: Sequence[Sequence[str]] | None = None) -> Metric:
     """A sacrebleu metric configured as :mod:`nmtmodels.text.scoring` scores ``name``; with
     ``references`` (a list of reference streams) their statistics are cached."""
-    if name == "bleu":
-        return BLEU(tokenize=bleu_tokenizer(lang), references=references)
-    if name == "chrf":
-        return CHRF(references=references)
-    if name == "tokenized_bleu":
-        return BLEU(tokenize="none", force=True, smooth_method="none", references=references)
-    raise ValueError(f"unknown metric '{name}' (known: {', '.join(METRICS)})")
+    if name not in significance_metrics():
+        raise ValueError(f"unknown metric '{name}' (known: {', '.join(significance_metrics())})")
+    spec = metric_spec(name)
+    return spec.make(lang) if references is None else spec.with_references(lang, [list(s) for s in references])
 
 
 def sentence_statistics(metric: Metric, hypotheses: Sequence[str]) -> np.ndarray:
@@ -171,7 +169,7 @@ def compare(
     "baseline_score", "signature", "sign": {...}, "paired_bs": {...}, "paired_ar": {...}}},
     "num_sentences", "settings"}``.
     """
-    unknown = [m for m in metrics if m not in METRICS] + [t for t in tests if t not in TESTS]
+    unknown = [m for m in metrics if m not in significance_metrics()] + [t for t in tests if t not in TESTS]
     if unknown:
         raise ValueError(f"unknown metric or test '{unknown[0]}'")
     results: dict[str, Any] = {}
@@ -208,9 +206,10 @@ def compare(
 
 
 def metric_inputs(name: str, plain: tuple[Any, Any, Any], tokenized: tuple[Any, Any, Any] | None) -> tuple[Any, Any, Any] | None:
-    """(system, baseline, references) that metric ``name`` scores: the tokenised text for
-    ``tokenized_bleu`` (None without it: the metric is skipped), the detokenised text otherwise."""
-    if name == "tokenized_bleu":
+    """(system, baseline, references) that metric ``name`` scores: the tokenised text for a
+    ``tokenized`` metric such as ``tokenized_bleu`` (None without it: the metric is skipped), the
+    detokenised text otherwise."""
+    if metric_spec(name).tokenized:
         return tokenized
     return plain
 
@@ -234,7 +233,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tok-system", help="tokenised system output (for tokenized_bleu)")
     parser.add_argument("--tok-baseline", help="tokenised baseline output")
     parser.add_argument("--tok-ref", action="extend", nargs="+", help="tokenised reference(s)")
-    parser.add_argument("--metrics", nargs="+", default=EVALUATION_DEFAULTS["significance_metrics"], choices=METRICS)
+    parser.add_argument("--metrics", nargs="+", default=EVALUATION_DEFAULTS["significance_metrics"], choices=significance_metrics())
     parser.add_argument("--tests", nargs="+", default=EVALUATION_DEFAULTS["tests"], choices=TESTS)
     parser.add_argument("--bootstrap-samples", type=int, default=EVALUATION_DEFAULTS["bootstrap_samples"])
     parser.add_argument("--ar-trials", type=int, default=EVALUATION_DEFAULTS["ar_trials"])

@@ -42,7 +42,8 @@ from pathlib import Path
 from typing import Any
 
 from nmtmodels.files import DataError, atomic_outputs, read_lines
-from workflow_scripts.evaluation import markdown, verdicts
+from workflow_scripts.evaluation import markdown, tables, verdicts
+from workflow_scripts.evaluation.layouts import LAYOUTS
 from workflow_scripts.evaluation.machine import machine_facts, workflow_commit
 from workflow_scripts.evaluation.markers import PROJECT, TEST_NAMES, Markers, significance_mark, significance_of
 from workflow_scripts.evaluation.results import aggregate_seeds, is_seeded, missing, read_json, read_results
@@ -208,7 +209,18 @@ def make_summary(metadata: dict[str, Any], results_csv: str | Path, marker_test:
         summary["seed_scores"] = seeded
     summary.update(claims_file=shown_path(claims_file), quality_floor=verdicts.QUALITY_FLOOR,
                    claims=verdicts.claim_rows(summary, claims))
+    own = own_tables(results_csv, marker_test)
+    if own:  # only with experiments of your own (`paper:` a name of your own): other summaries are as they were
+        summary["own_tables"] = own
     return summary
+
+
+def own_tables(results_csv: str | Path, marker_test: str) -> dict[str, str]:
+    """The Markdown of each table of your own (``paper:`` a name other than the five papers'):
+    the generic comparison tables that ``tables render`` writes for it."""
+    results = read_results(results_csv)
+    names = [p for p in dict.fromkeys(results["paper"].fillna("").astype(str)) if p and p not in LAYOUTS]
+    return {name: "\n".join(tables.to_markdown(g) for g in tables.table_grids(results, name, marker_test)) for name in names}
 
 
 _cell, _code, _table, mean_sd = markdown.cell, markdown.code, markdown.table, markdown.mean_sd
@@ -261,6 +273,12 @@ def to_markdown(summary: dict[str, Any]) -> str:
                   for b in summary["blank_references"]] + [""]
     if summary.get("claims") is not None:  # a summary made before claims had none
         lines += verdicts.claims_markdown(summary)
+    if summary.get("own_tables"):
+        lines += ["## Your own experiments", "",
+                  "Experiments outside the five papers (`paper:` a name of your own), each against its baseline: "
+                  "the tables of `results/report/tables/NAME.md`, with every significance test.", ""]
+        for text in summary["own_tables"].values():
+            lines += [text.replace("\n### ", "\n#### ").replace("### ", "#### ", 1), ""]
     lines += compressor_lines(summary.get("compressors") or [])
     lines += ["## Scores", "",
               f"Markers: {summary['marker_test']} test against the (best) baseline, in each paper's convention "

@@ -3,7 +3,8 @@
 ``collect`` writes the results table (:mod:`.results`: one row per experiment, corpus, test
 set and metric, with the comparison with the best baseline and the model's size and speed)
 as CSV; ``render`` writes one paper's tables (:mod:`.layouts`: rows, columns, bold and notes;
-:mod:`.markers`: the paper's significance markers) as Markdown, LaTeX and HTML documents
+:mod:`.markers`: the paper's significance markers), or the generic comparison table of your own
+experiments (``paper: NAME`` with a name of your own), as Markdown, LaTeX and HTML documents
 (:func:`render_paper`).
 
     python -m workflow_scripts.evaluation.tables collect --metadata JSON --output results.csv
@@ -20,7 +21,8 @@ import sys
 import pandas as pd
 
 from nmtmodels.files import DataError, atomic_output
-from workflow_scripts.evaluation.layouts import LAYOUTS, Cell, Grid, paper_grids
+from nmtmodels.text.scoring import registered_metrics
+from workflow_scripts.evaluation.layouts import LAYOUTS, Cell, Grid, comparison_grids, paper_grids
 from workflow_scripts.evaluation.markers import TEST_NAMES
 from workflow_scripts.evaluation.results import collect_results, read_results
 
@@ -89,9 +91,26 @@ def to_html(grid: Grid) -> str:
     return f"<section>\n{table}\n<ul>{notes}</ul>\n</section>\n"
 
 
+def tested_metrics(results: pd.DataFrame, paper: str) -> list[str]:
+    """The metrics with significance tests among ``paper``'s rows (registry order)."""
+    rows = results[results["paper"] == paper]
+    tested = rows[[f"p_{test}" for test in TEST_NAMES]].notna().any(axis=1)
+    present = set(rows.loc[tested, "metric"])
+    return [name for name in registered_metrics() if name in present]
+
+
+def table_grids(results: pd.DataFrame, paper: str, marker_test: str = "sign") -> list[Grid]:
+    """The tables of ``paper``: one of the five papers' layouts (:data:`.layouts.LAYOUTS`), or for
+    any other name the generic comparison table of its experiments
+    (:func:`.layouts.comparison_grids`, one per tested metric)."""
+    if paper in LAYOUTS:
+        return paper_grids(results, paper, marker_test)
+    return comparison_grids(results, paper, tested_metrics(results, paper), marker_test)
+
+
 def render_paper(results: pd.DataFrame, paper: str, marker_test: str = "sign") -> dict[str, str]:
-    """Markdown, LaTeX and HTML documents holding every table of ``paper``."""
-    grids = paper_grids(results, paper, marker_test)
+    """Markdown, LaTeX and HTML documents holding every table of ``paper`` (:func:`table_grids`)."""
+    grids = table_grids(results, paper, marker_test)
     if not grids:
         empty = f"No results of {paper} experiments."
         return {"markdown": empty + "\n", "latex": f"% {empty}\n", "html": f"<p>{html.escape(empty)}</p>\n"}
@@ -112,7 +131,7 @@ def main(argv: list[str] | None = None) -> int:
     collect.add_argument("--output", required=True)
     render = sub.add_parser("render", help="one paper's tables as Markdown, LaTeX and HTML")
     render.add_argument("--results", required=True)
-    render.add_argument("--paper", required=True, choices=list(LAYOUTS))
+    render.add_argument("--paper", required=True, help=f"one of {', '.join(LAYOUTS)}, or the name of your own experiments' table")
     render.add_argument("--marker-test", default="sign", choices=list(TEST_NAMES))
     render.add_argument("--markdown", required=True)
     render.add_argument("--latex", required=True)

@@ -46,13 +46,9 @@ from nmtmodels.files import DataError
 from workflow_scripts.dag import paths
 from workflow_scripts.evaluation import markdown as md
 from workflow_scripts.evaluation.layouts import LAYOUTS
-from workflow_scripts.evaluation.markers import SIGNIFICANCE, TEST_SHORT, significance_of
+from workflow_scripts.evaluation.markers import QUALITY_FLOOR, SIGNIFICANCE, TEST_SHORT, significance_of
 
 CLAIMS_FILE = Path(paths.CLAIMS)  # the papers' claims, spelled once (workflow_scripts/dag/paths.py)
-# The quality floor, in points of the claim's metric (BLEU): a system below it shares little
-# more than frequent words with the references, so a comparison of two such systems measures
-# nothing (e.g. the embedded default's character models after 300 updates).
-QUALITY_FLOOR = 5.0
 VERDICTS = ("reproduced", "reversed", "inconclusive", "suggestive (1 run)", "inconclusive (1 run)", "not comparable",
             "not measurable at this budget")
 CONTROL_ROLES = ("must_beat", "beside")
