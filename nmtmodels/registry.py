@@ -67,7 +67,8 @@ def get_model_class(name: str, where: str = "model.family") -> type:
     if name not in base._FAMILIES:
         load_user_modules()
     if name not in base._FAMILIES:
-        raise ConfigError(f"{where}: unknown model family {name!r} (registered: {', '.join(sorted(base._FAMILIES))})")
+        raise ConfigError(f"{where}: unknown model family {name!r} (registered: {', '.join(sorted(base._FAMILIES))}; "
+                          "a family from outside the package: name its module in NMT_USER_MODULES)")
     return base._FAMILIES[name]
 
 

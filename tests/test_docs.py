@@ -78,3 +78,50 @@ def test_full_scale_dry_runs_that_are_shown_work_without_the_licensed_files():
     assert any(path.name == "README.md" for path, _ in commands)
     for path, command in commands:
         assert "--config require_licensed_data=False" in command, f"{path.relative_to(ROOT)}: {command}"
+
+
+def howto_section(title: str) -> str:
+    text = (ROOT / "docs" / "howto.md").read_text(encoding="utf-8")
+    start = text.index(f"\n## {title}\n")
+    end = text.find("\n## ", start + 1)
+    return text[start:end if end > 0 else None]
+
+
+def named_paths_exist(section: str) -> None:
+    """Every repository path the section names in backticks exists."""
+    for path in re.findall(r"`((?:nmtmodels|workflow_scripts|tests|examples|docs)/[\w/.-]+)`", section):
+        assert "NAME" in path or (ROOT / path).exists(), path
+
+
+def test_the_family_checklist_names_the_files_new_family_writes(tmp_path):
+    """docs/howto.md, "Your own model family": its files are those `new-family` writes, and the
+    names it gives (entry point group, environment variable, paths) are the code's."""
+    from nmtmodels.family_template import write_family
+    from nmtmodels.plugins import ENTRY_POINT_GROUPS, USER_MODULES_VARIABLE
+    from nmtmodels.testing import FamilyConformance  # noqa: F401  (the suite the checklist names)
+
+    section = howto_section("Your own model family")
+    named = re.findall(r"^\d\. \*\*[^*]+\*\* \(`([^`]+)`\)", section, flags=re.MULTILINE)
+    written = {Path(path).name for path in write_family("my_family", tmp_path)}
+    assert {name.replace("NAME", "my_family") for name in named} == written
+    assert f"`{ENTRY_POINT_GROUPS[0]}`" in section and USER_MODULES_VARIABLE in section
+    named_paths_exist(section)
+
+
+def test_the_metric_checklist_names_the_registry_s_fields_and_tests():
+    """docs/howto.md, "A new metric": every field of MetricSpec, the functions and the entry
+    point group it names exist, and so do the tests it points to."""
+    import dataclasses
+
+    from nmtmodels.plugins import ENTRY_POINT_GROUPS
+    from nmtmodels.text import scoring
+
+    section = howto_section("A new metric")
+    quoted = set(re.findall(r"`(\w+)`", section))
+    assert {field.name for field in dataclasses.fields(scoring.MetricSpec)} <= quoted
+    for function in ("register_metric", "metrics_fingerprint", "METRIC_SPECS", "MetricSpec"):
+        assert function in section and hasattr(scoring, function), function
+    assert f"`{ENTRY_POINT_GROUPS[1]}`" in section
+    for test in (name for name in quoted if name.startswith("test_")):
+        assert any(f"def {test}(" in path.read_text(encoding="utf-8") for path in (ROOT / "nmtmodels" / "tests").glob("test_*.py")), test
+    named_paths_exist(section)

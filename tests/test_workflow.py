@@ -17,6 +17,7 @@ from tests.snakemake_output import planned_job_details, planned_jobs
 ROOT = Path(__file__).resolve().parents[1]
 MIRROR = Path(os.environ.get("NMT_DATA_MIRROR", ROOT.parent / "shared" / "data"))
 SNAKEMAKE = [sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile")]
+RELPOS = ROOT / "examples/relpos_transformer/relpos.py"  # configs/ci.yaml's family from outside the package
 
 
 def snakemake(workdir: Path, *args: str, check: bool = True, extra_env: dict | None = None) -> subprocess.CompletedProcess:
@@ -229,12 +230,54 @@ def test_miniature_ends_with_results_table_length_plots_and_report(miniature):
 
 
 @pytest.mark.slow
+def test_an_outside_family_gets_its_own_table_with_significance(miniature):
+    """configs/ci.yaml's `relpos` (examples/relpos_transformer, `paper: relpos`, loaded by
+    `user_modules`): trained against the baseline, its generic table holds every seed's
+    comparison numbers, and the summary shows it."""
+    import pandas as pd
+
+    table = pd.read_csv(miniature / "results/report/results.csv")
+    runs = table[table["seed_group"].eq("relpos") & table["metric"].eq("bleu")]  # one row per seed's run
+    assert len(runs) == 2 and set(runs["family"]) == {"relpos_transformer"} and runs["p_sign"].notna().all()
+    markdown = (miniature / "results/report/tables/relpos.md").read_text(encoding="utf-8")
+    assert "### relpos: each system against its baseline (sacreBLEU)" in markdown
+    line = next(line for line in markdown.splitlines() if line.startswith("| +relative positions "))
+    cells = [cell.strip() for cell in line.strip("|").split("|")]
+    assert cells[1:4] == ["Transformer", "multi30k_en_de", "test_2016_flickr"]
+    assert cells[4].startswith(f"{runs['score'].mean():.2f} ± ")  # the mean over the two seeds
+    assert cells[7] in {f"{float(p):.3g}" for p in runs["p_sign"]}  # one run's sign test (the seed closest to the mean)
+    summary = (miniature / "results/report/summary.md").read_text(encoding="utf-8")
+    assert "## Your own experiments" in summary and "#### relpos: each system against its baseline" in summary
+
+
+@pytest.mark.slow
+def test_a_new_metric_reruns_only_the_score_jobs_and_what_reads_them(miniature, tmp_path):
+    """A metric registered in a user module (here chrF with beta 1): the finished miniature
+    plans its score jobs and the reports that read scores, and no training, decoding or test."""
+    module = tmp_path / "my_metric.py"
+    module.write_text("from sacrebleu.metrics import CHRF\n"
+                      "from nmtmodels.text.scoring import MetricSpec, register_metric\n"
+                      "register_metric(MetricSpec('chrf_beta1', 'chrF1', lambda lang: CHRF(beta=1)))\n")
+    overlay = tmp_path / "metric.yaml"
+    overlay.write_text(f"user_modules: [{RELPOS}, {module}]\n")
+    proc = snakemake(miniature, "-n", "all", "--cores", "1", "--configfile", str(ROOT / "configs/ci.yaml"), str(overlay))
+    jobs = planned_jobs(proc.stdout)
+    scores = list(miniature.glob("results/experiments/*/*/*.scores.json"))
+    noisy = list(miniature.glob("results/experiments/*/*/swap_noise/*.scores.json"))
+    assert jobs.get("score", 0) + jobs.get("score_concatenation", 0) == len(scores) and jobs.get("score_swap_noise", 0) == len(noisy)
+    readers = {"results_table", "paper_tables", "results_summary", "swap_noise_report", "graph_layers", "all"}
+    assert set(jobs) - {"score", "score_concatenation", "score_swap_noise"} <= readers, jobs
+
+
+@pytest.mark.slow
 def test_every_package_translates_raw_test_sources_as_the_workflow_did(miniature):
     """Every run of `all` has a model package, lattice and ESC runs included; translating a test
     set's raw source with it gives the workflow's own .hyp line for line (same checkpoint and
     decode settings; the package segments, builds lattices and compresses in-process)."""
     from nmtmodels.decoding.translator import Translator
+    from nmtmodels.plugins import load_user_modules
 
+    load_user_modules(str(RELPOS))  # the CI miniature's outside family, as NMT_USER_MODULES loads it
     config = yaml.safe_load((ROOT / "config.yaml").read_text())
     families = set()
     for package in sorted(miniature.glob("results/experiments/*/*/model")):
@@ -250,7 +293,8 @@ def test_every_package_translates_raw_test_sources_as_the_workflow_did(miniature
             compared += len(got)
         assert compared, run
         families.add(translator.family)
-    assert {"transformer", "lattice_transformer", "bbfnmt", "char2word", "graph_transformer", "reordering"} <= families
+    assert {"transformer", "lattice_transformer", "bbfnmt", "char2word", "graph_transformer", "reordering",
+            "relpos_transformer"} <= families
     runs = {path.parent for path in miniature.glob("results/experiments/*/*/train")}
     assert runs == {path.parent for path in miniature.glob("results/experiments/*/*/model")}
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
@@ -265,6 +309,12 @@ def test_every_package_translates_raw_test_sources_as_the_workflow_did(miniature
     assert esc.returncode == 0, esc.stderr
     [line] = esc.stdout.splitlines()
     compressed, translation = line.split("\t")
+    # the outside family's package, through the command, with its module named as users name it
+    relpos = subprocess.run([sys.executable, "-m", "nmtmodels.cli", "translate", "--checkpoint",
+                             str(miniature / "results/experiments/relpos/multi30k_en_de/model")],
+                            input="Two dogs run.\n", capture_output=True, text=True,
+                            env={**env, "NMT_USER_MODULES": str(RELPOS)}, check=False)
+    assert relpos.returncode == 0 and len(relpos.stdout.splitlines()) == 1, relpos.stderr
     assert compressed == Translator.from_checkpoint(
         miniature / "results/experiments/esc_bbf/multi30k_en_de/model", threads=1).translate(
         ["Two young men are playing football on a green field."])[0].compressed

@@ -52,14 +52,19 @@ def python_path_with(directory: str, environ: dict[str, str]) -> str:
     return os.pathsep.join(p for p in (directory, environ.get("PYTHONPATH", "")) if p)
 
 
-def user_modules_variable(config: dict[str, Any], environ: dict[str, str], directory: str) -> dict[str, str]:
-    """``NMT_USER_MODULES`` for every job and the start-up checks (:mod:`nmtmodels.registry`): the
-    config's ``user_modules`` (model families from outside the package; file and directory
-    paths made absolute against ``directory``, so cluster jobs find them too) after any that the
-    environment already names; nothing when the config names none."""
+def user_modules_variable(config: dict[str, Any], environ: dict[str, str], directory: str,
+                          workflow_dir: str | None = None) -> dict[str, str]:
+    """``NMT_USER_MODULES`` for every job and the start-up checks (:mod:`nmtmodels.plugins`): the
+    config's ``user_modules`` (families and metrics from outside the package; file and directory
+    paths made absolute against ``directory``, the one Snakemake runs in, or else against
+    ``workflow_dir`` where only that holds them, as the repository's ``examples/`` under
+    ``--directory``; absolute, so cluster jobs find them too) after any that the environment
+    already names; nothing when the config names none."""
     modules = []
     for module in config.get("user_modules") or []:
         path = os.path.join(directory, module)
+        if workflow_dir is not None and not os.path.exists(path) and os.path.exists(os.path.join(workflow_dir, module)):
+            path = os.path.join(workflow_dir, module)
         modules.append(os.path.abspath(path) if module.endswith(".py") or os.path.isdir(path) else module)
     if not modules:
         return {}
