@@ -152,8 +152,8 @@ def decode_ours(model, src_vocab, tgt_vocab, source: Path, decode: dict[str, Any
     hypotheses (best first per sentence)."""
     from nmtmodels.config import from_dict
     from nmtmodels.data import ParallelDataset
-    from nmtmodels.decoding.corpus import translate_dataset
     from nmtmodels.decoding.scorer import DecodeConfig
+    from nmtmodels.decoding.search import translate_dataset
 
     test = ParallelDataset.from_files(source, None, src_vocab, None, max_positions=model.max_positions(), too_long="error")
     config = from_dict(DecodeConfig, decode, where="decode")

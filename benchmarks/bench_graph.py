@@ -20,8 +20,8 @@ import time
 
 import torch
 
-from nmtmodels.batch import Batch
 from nmtmodels.config import ModelConfig
+from nmtmodels.data import Batch
 from nmtmodels.models.graph import TABLE2_VARIANTS as VARIANTS
 from nmtmodels.registry import build_model
 from nmtmodels.symbols import BOS_ID, EOS_ID, PAD_ID

@@ -22,8 +22,8 @@ import time
 
 import torch
 
-from nmtmodels.batch import Batch
 from nmtmodels.config import ModelConfig
+from nmtmodels.data import Batch
 from nmtmodels.modules.attention import avoid_per_shape_attention_kernels
 from nmtmodels.registry import build_model
 from nmtmodels.symbols import BOS_ID, EOS_ID, PAD_ID

@@ -16,8 +16,8 @@ import time
 
 import torch
 
-from nmtmodels.batch import Batch
 from nmtmodels.config import ModelConfig
+from nmtmodels.data import Batch
 from nmtmodels.decoding.scorer import DecodeConfig
 from nmtmodels.decoding.search import beam_search, greedy_search
 from nmtmodels.registry import build_model

@@ -55,7 +55,7 @@ from benchmarks import bench_char, bench_lattice, bench_reordering  # noqa: E402
 from benchmarks._ours import OursOptions  # noqa: E402
 from benchmarks._setup import cpu_name  # noqa: E402
 from benchmarks.throughput import add_compile_arguments  # noqa: E402
-from nmtmodels.batch import Batch  # noqa: E402
+from nmtmodels.data import Batch  # noqa: E402
 from nmtmodels.models.graph import TABLE2_VARIANTS  # noqa: E402
 from nmtmodels.models.lattice import SPAN_PAD  # noqa: E402
 from nmtmodels.symbols import EOS_ID, PAD_ID  # noqa: E402

@@ -39,7 +39,7 @@ lengths, so the script measures two ways (``--modes``):
   ``--fixed-length auto`` takes L = the mean source length in BPE units.  This compares the cost
   of a search step (model, cache, top-k, bookkeeping) independently of what the models say.
 
-Timing: ours around ``nmtmodels.decoding.corpus.translate_dataset`` (after a warm-up on the first 16
+Timing: ours around ``nmtmodels.decoding.search.translate_dataset`` (after a warm-up on the first 16
 sentences), with ``torch.cuda.synchronize`` on CUDA; OpenNMT-py in one process of its own
 environment that loads the model once, warms up on the same sentences and then times
 ``InferenceEnginePY.infer_file`` for each run (``onmt_translate``'s own code path), also

@@ -10,7 +10,7 @@ Two remedies, both in ``torch.compile``:
 * ``"reduce-overhead"``: the same, plus CUDA graphs. The kernels of a whole forward or backward
   pass are recorded once per input shape and replayed with one launch. A graph is
   specialised to its shapes, so it pays off only when shapes repeat. Training batches are
-  therefore padded to shape buckets (:func:`nmtmodels.batch.pad_to_buckets`). The decoder step is not offered
+  therefore padded to shape buckets (:func:`nmtmodels.data.pad_to_buckets`). The decoder step is not offered
   CUDA graphs: its cache grows by one position every step and is reordered between steps, so
   no shape repeats within a sentence (that would need a preallocated, fixed-size cache).
 * ``"max-autotune"``: Inductor also benchmarks GEMM and Triton configurations (long

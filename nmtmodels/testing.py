@@ -10,7 +10,7 @@ search and the compiled paths rely on, checked on one small model and batch of t
 * :func:`check_options`: the default options parse, and an unknown option is a ConfigError
   naming ``model.options.KEY``.
 * :func:`check_bucket_padding`: padding a batch to shape buckets (what compiled training does,
-  :func:`nmtmodels.batch.pad_to_buckets`) changes neither the loss nor any gradient.
+  :func:`nmtmodels.data.pad_to_buckets`) changes neither the loss nor any gradient.
 
 It needs no test framework (plain ``assert``); the class below is collected by pytest.
 The built-in families run it in ``nmtmodels/tests/test_conformance.py`` (every registered
@@ -34,8 +34,8 @@ from typing import Any, ClassVar
 
 import torch
 
-from nmtmodels.batch import Batch, pad_to_buckets
 from nmtmodels.config import ConfigError, ModelConfig
+from nmtmodels.data import Batch, pad_to_buckets
 from nmtmodels.decoding.scorer import DecodeConfig
 from nmtmodels.decoding.search import beam_search
 from nmtmodels.models.base import Seq2SeqModel

@@ -108,8 +108,8 @@ def test_profile_breakdown_sums_to_the_wall_time() -> None:
 def test_fixed_length_search_does_the_same_work_for_every_sentence() -> None:
     """search_gpu.py's fixed mode: min_len = L, max_len_a = 0, max_len_b = L gives exactly L tokens
     (then EOS) for every sentence, whatever the model prefers, under OpenNMT-py's stop rule."""
-    from nmtmodels.batch import Batch
     from nmtmodels.config import ModelConfig
+    from nmtmodels.data import Batch
     from nmtmodels.decoding.scorer import DecodeConfig
     from nmtmodels.decoding.search import beam_search
     from nmtmodels.registry import build_model

@@ -21,7 +21,7 @@ import torch
 from nmtmodels.checkpoint import load_model_from_checkpoint
 from nmtmodels.config import from_dict
 from nmtmodels.data import ParallelDataset
-from nmtmodels.decoding import corpus
+from nmtmodels.decoding import search
 from nmtmodels.decoding.scorer import DecodeConfig
 from nmtmodels.text.model_package import CompressionSettings
 
@@ -41,6 +41,6 @@ class Compressor:
         """The compressed line of each encoded source line, in order (an empty line stays empty)."""
         dataset = ParallelDataset.from_lines(token_lines, self.src_vocab, max_positions=self.model.max_positions(),
                                              too_long="truncate", name=name, first_line=first_line)
-        results = corpus.translate_dataset(self.model, dataset, self.decode_cfg, max_tokens=self.batch_tokens,
+        results = search.translate_dataset(self.model, dataset, self.decode_cfg, max_tokens=self.batch_tokens,
                                             device=self.device)
         return [" ".join(self.tgt_vocab.decode(hyps[0].tokens, keep_unk=True)) for hyps in results]

@@ -18,8 +18,8 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from nmtmodels.batch import Batch
 from nmtmodels.checkpoint import CheckpointError
+from nmtmodels.data import Batch
 from nmtmodels.models.base import Seq2SeqModel
 
 

@@ -1,4 +1,7 @@
-"""Beam search and greedy decoding for every :class:`~nmtmodels.models.base.Seq2SeqModel`.
+"""Beam search and greedy decoding for every :class:`~nmtmodels.models.base.Seq2SeqModel`, for
+one batch and for a whole data set (:func:`translate_dataset`: batches of similar source length,
+hypotheses back in dataset order; the trainer's validation BLEU, the ESC compressor and the
+:class:`~nmtmodels.decoding.translator.Translator` all decode through it).
 
 Both searches are batched and incremental: the encoder runs once, the decoder is fed only
 the newest token and keeps its state in the ``cache`` dict, and
@@ -61,14 +64,15 @@ import functools
 import itertools
 import math
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, Literal
 
+import numpy as np
 import torch
 from torch import Tensor
 
-from nmtmodels.batch import Batch
 from nmtmodels.choices import DECODE_COMPILE_MODES
 from nmtmodels.compiling import compile_module
+from nmtmodels.data import Batch, ParallelDataset
 from nmtmodels.decoding.scorer import (
     DecodeConfig,
     Hypothesis,
@@ -76,7 +80,8 @@ from nmtmodels.decoding.scorer import (
     LinearLengthLimit,
 )
 from nmtmodels.models.base import Seq2SeqModel, State
-from nmtmodels.modules.attention import STATIC_CACHE
+from nmtmodels.modules.attention import STATIC_CACHE, avoid_per_shape_attention_kernels
+from nmtmodels.sampler import BucketBatchSampler
 from nmtmodels.symbols import BOS_ID, EOS_ID, PAD_ID
 
 
@@ -416,4 +421,57 @@ def greedy_search(
                 rows, max_len, tokens, scores = rows[kept], max_len[kept], tokens[kept], scores[kept]
                 if attention_history is not None:
                     attention_history = attention_history[kept]
+    return results
+
+
+# ----------------------------------------------------------------------------- a whole data set
+@torch.no_grad()
+def translate_dataset(
+    model: Seq2SeqModel,
+    dataset: ParallelDataset,
+    decode_cfg: Any,
+    *,
+    max_tokens: int,
+    device: torch.device | str = "cpu",
+    amp: Literal["bf16", "none"] = "none",
+    progress: Callable[[int], None] | None = None,
+) -> list[list[Any]]:
+    """Hypotheses (``nmtmodels.decoding.scorer.Hypothesis``, best first) for every example of
+    ``dataset``, in dataset order.  Beam 1 with nbest 1 runs greedy search.  ``progress``
+    is called with the number of sentences of each batch when it is done.  A sentence with no
+    token (an empty input line) is not decoded: its one hypothesis is empty, with score 0."""
+    device = torch.device(device)
+    if device.type == "cuda":
+        avoid_per_shape_attention_kernels()
+    autocast = (torch.autocast("cuda", dtype=torch.bfloat16)
+                if amp == "bf16" and device.type == "cuda" else contextlib.nullcontext())
+    lengths = dataset.sizes("tokens")[:, :1]
+    sampler = BucketBatchSampler(lengths, max_tokens, shuffle=False)
+    results: list[list[Any]] = [[] for _ in range(len(dataset))]
+    empty = lengths[:, 0] <= 1  # no token but </s>: an empty line gets an empty translation, as in CTranslate2
+    for row in np.flatnonzero(empty):
+        results[row] = [Hypothesis(tokens=[], score=0.0, positional_scores=[])]
+    was_training = model.training
+    model.eval()
+    try:
+        for indices in sampler.batches():
+            indices = indices[~empty[indices]]
+            if not len(indices):
+                continue
+            batch = dataset.collate(indices).to(device)
+            batch.tgt_in = batch.tgt_out = None
+            with autocast:
+                if decode_cfg.beam == 1 and decode_cfg.nbest == 1:
+                    hyps = [[h] for h in greedy_search(model, batch, decode_cfg.max_len_a, decode_cfg.max_len_b,
+                                                       min_len=decode_cfg.min_len,
+                                                       return_attention=decode_cfg.return_attention,
+                                                       compile=decode_cfg.compile)]
+                else:
+                    hyps = beam_search(model, batch, decode_cfg)
+            for row, row_hyps in zip(indices.tolist(), hyps):
+                results[row] = row_hyps
+            if progress is not None:
+                progress(len(indices))
+    finally:
+        model.train(was_training)
     return results

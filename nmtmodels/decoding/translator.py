@@ -50,7 +50,7 @@ import torch
 from nmtmodels.checkpoint import CheckpointError, load_model_from_checkpoint
 from nmtmodels.config import ConfigError, from_dict
 from nmtmodels.data import ExtraField, ParallelDataset, TooLong
-from nmtmodels.decoding import corpus
+from nmtmodels.decoding import search
 from nmtmodels.decoding.ensemble import Ensemble, check_members
 from nmtmodels.decoding.scorer import DecodeConfig
 from nmtmodels.decoding.scorer import Hypothesis as SearchHypothesis
@@ -301,7 +301,7 @@ class Translator:
                amp: Literal["bf16", "none"] = "none", progress: Callable[[int], None] | None = None) -> list[list[SearchHypothesis]]:
         """Search hypotheses (token ids) for every example of ``dataset``, in order;
         ``progress`` is called with the number of sentences of each finished batch."""
-        return corpus.translate_dataset(self.model, dataset, decode_cfg, max_tokens=max_tokens, device=self.device,
+        return search.translate_dataset(self.model, dataset, decode_cfg, max_tokens=max_tokens, device=self.device,
                                            amp=amp, progress=progress)
 
     # ------------------------------------------------------------------ target side

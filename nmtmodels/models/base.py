@@ -46,8 +46,8 @@ from typing import Any, ClassVar, TypeVar
 import torch
 from torch import Tensor, nn
 
-from nmtmodels.batch import Batch
 from nmtmodels.config import ConfigError, ModelConfig, from_dict
+from nmtmodels.data import Batch
 
 State = dict[str, Any]
 

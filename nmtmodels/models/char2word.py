@@ -43,8 +43,8 @@ import torch
 from torch import Tensor, nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from nmtmodels.batch import Batch
 from nmtmodels.config import ConfigError, ModelConfig, from_dict
+from nmtmodels.data import Batch
 from nmtmodels.models.base import Seq2SeqModel, State, register_model
 from nmtmodels.modules.dropout import Dropout
 from nmtmodels.symbols import EOS_ID, PAD_ID, SPACE_SYMBOL, SPECIAL_SYMBOLS

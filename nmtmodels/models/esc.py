@@ -66,8 +66,8 @@ from typing import Any, ClassVar, Literal
 import torch
 from torch import Tensor, nn
 
-from nmtmodels.batch import Batch
 from nmtmodels.config import ConfigError, ModelConfig
+from nmtmodels.data import Batch
 from nmtmodels.models.base import State, register_model
 from nmtmodels.models.transformer import TransformerDecoder, TransformerModel
 from nmtmodels.modules.attention import MultiheadAttention

@@ -73,8 +73,8 @@ from typing import Literal
 import torch
 from torch import Tensor, nn
 
-from nmtmodels.batch import Batch
 from nmtmodels.config import ConfigError, ModelConfig
+from nmtmodels.data import Batch
 from nmtmodels.models.base import register_model
 from nmtmodels.models.transformer import TransformerEncoder, TransformerModel
 from nmtmodels.modules.attention import MultiheadAttention

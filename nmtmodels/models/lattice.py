@@ -59,8 +59,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from nmtmodels.batch import Batch
 from nmtmodels.config import ConfigError, ModelConfig
+from nmtmodels.data import Batch
 from nmtmodels.models.base import State, register_model
 from nmtmodels.models.transformer import TransformerEncoder, TransformerModel
 from nmtmodels.modules.attention import RelationTerms

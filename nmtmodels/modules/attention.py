@@ -50,7 +50,7 @@ def avoid_per_shape_attention_kernels() -> None:
     graph for every new (batch, length) shape before caching it. Our batches are bucketed by
     length and every beam-search step has a new key length, so it keeps building (timings:
     benchmarks/README.md, "On a GPU"). Flash and memory-efficient attention need no per-shape
-    set-up. The trainer and :func:`nmtmodels.decoding.corpus.translate_dataset` call this on CUDA."""
+    set-up. The trainer and :func:`nmtmodels.decoding.search.translate_dataset` call this on CUDA."""
     torch.backends.cuda.enable_cudnn_sdp(False)
 
 

@@ -5,9 +5,8 @@ import numpy as np
 import pytest
 import torch
 
-from nmtmodels.batch import Batch
 from nmtmodels.config import ConfigError, ModelConfig
-from nmtmodels.data import ParallelDataset
+from nmtmodels.data import Batch, ParallelDataset
 from nmtmodels.decoding.scorer import DecodeConfig
 from nmtmodels.decoding.search import beam_search, greedy_search
 from nmtmodels.models.char2word import (

@@ -131,11 +131,11 @@ def test_nbest_output_format(copy_run, capsys):
 
 
 def test_early_stop_flag_reaches_the_search(copy_run, capsys, monkeypatch):
-    import nmtmodels.decoding.corpus
+    import nmtmodels.decoding.search
 
     seen = []
-    real = nmtmodels.decoding.corpus.translate_dataset
-    monkeypatch.setattr(nmtmodels.decoding.corpus, "translate_dataset",
+    real = nmtmodels.decoding.search.translate_dataset
+    monkeypatch.setattr(nmtmodels.decoding.search, "translate_dataset",
                         lambda model, data, cfg, **kw: seen.append(cfg) or real(model, data, cfg, **kw))
     d = copy_run
     base = ["--checkpoint", str(d / "out/checkpoint_last.pt"), "--input", str(d / "test.src"), "--beam", "4"]

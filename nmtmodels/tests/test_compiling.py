@@ -18,8 +18,8 @@ import torch
 import torch._dynamo
 
 from nmtmodels import compiling
-from nmtmodels.batch import Batch, pad_to_buckets
 from nmtmodels.config import ConfigError, from_dict
+from nmtmodels.data import Batch, pad_to_buckets
 from nmtmodels.decoding.scorer import DecodeConfig
 from nmtmodels.decoding.search import beam_search, greedy_search
 from nmtmodels.symbols import BOS_ID, EOS_ID, PAD_ID

@@ -21,12 +21,11 @@ import pytest
 import torch
 import torch._dynamo
 
-from nmtmodels.batch import pad_to_buckets
 from nmtmodels.checkpoint import load_checkpoint
 from nmtmodels.compiling import begin_step, compile_module
-from nmtmodels.decoding.corpus import translate_dataset
+from nmtmodels.data import pad_to_buckets
 from nmtmodels.decoding.scorer import DecodeConfig
-from nmtmodels.decoding.search import beam_search
+from nmtmodels.decoding.search import beam_search, translate_dataset
 from nmtmodels.tests.copy_task_fixtures import (
     copy_task_corpus,
     tiny_model,

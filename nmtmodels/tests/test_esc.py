@@ -4,8 +4,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from nmtmodels.batch import Batch
 from nmtmodels.config import ConfigError, ModelConfig
+from nmtmodels.data import Batch
 from nmtmodels.decoding.scorer import DecodeConfig
 from nmtmodels.decoding.search import beam_search, greedy_search, reorder_state
 from nmtmodels.models.esc import BBFNMT, BSFNMT, BTFNMT, ContextGate

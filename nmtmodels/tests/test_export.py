@@ -15,8 +15,8 @@ from nmtmodels import cli
 from nmtmodels.checkpoint import load_checkpoint, save_checkpoint
 from nmtmodels.config import ConfigError
 from nmtmodels.data import ParallelDataset
-from nmtmodels.decoding.corpus import translate_dataset
 from nmtmodels.decoding.scorer import DecodeConfig, LinearLengthLimit
+from nmtmodels.decoding.search import translate_dataset
 from nmtmodels.tests.copy_task_fixtures import LETTERS, copy_task, tiny_model, write_lines
 from nmtmodels.text.model_package import PackageSettings, read_package, write_package
 from nmtmodels.text.preprocessing import LanguageSettings
@@ -99,7 +99,7 @@ test_sentences.__test__ = False  # a helper, not a test
 
 
 def ours(checkpoint: Path, sentences: list[str]) -> list[list[str]]:
-    """Our greedy search's target tokens (DECODE), through nmtmodels.decoding.corpus as nmt-translate runs it."""
+    """Our greedy search's target tokens (DECODE), through nmtmodels.decoding.search as nmt-translate runs it."""
     from nmtmodels.checkpoint import load_model_from_checkpoint
 
     model, src_vocab, tgt_vocab, _ = load_model_from_checkpoint(str(checkpoint))

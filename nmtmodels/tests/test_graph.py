@@ -8,8 +8,8 @@ import math
 import pytest
 import torch
 
-from nmtmodels.batch import Batch
 from nmtmodels.config import ConfigError, ModelConfig
+from nmtmodels.data import Batch
 from nmtmodels.decoding.scorer import DecodeConfig
 from nmtmodels.decoding.search import beam_search
 from nmtmodels.models.graph import TABLE2_VARIANTS as VARIANTS

@@ -4,7 +4,7 @@ The expected model inputs are made by hand, independently of nmtmodels.text.latt
 nmtmodels.text.preprocessing: NFKC and whitespace collapse with unicodedata, each Chinese
 segmenter called through its own library, BPE with subword-nmt, Moses with sacremoses, and the
 lattice as a dict of character spans.  The expected search results come from
-nmtmodels.decoding.corpus.translate_dataset over datasets read from files, as the workflow's
+nmtmodels.decoding.search.translate_dataset over datasets read from files, as the workflow's
 rules read them.  The models are tiny and random: what is checked is that both paths agree."""
 from __future__ import annotations
 
@@ -30,8 +30,8 @@ from nmtmodels import cli
 from nmtmodels.checkpoint import CheckpointError, load_model_from_checkpoint, save_checkpoint
 from nmtmodels.config import ConfigError, ModelConfig
 from nmtmodels.data import ExtraField, ParallelDataset
-from nmtmodels.decoding.corpus import translate_dataset
 from nmtmodels.decoding.scorer import DecodeConfig
+from nmtmodels.decoding.search import translate_dataset
 from nmtmodels.decoding.translator import Translator, raw_text_refusal
 from nmtmodels.files import DataError
 from nmtmodels.models.lattice import SPAN_PAD

@@ -8,8 +8,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from nmtmodels.batch import Batch
 from nmtmodels.config import ConfigError, ModelConfig
+from nmtmodels.data import Batch
 from nmtmodels.models.reordering import ReorderingModel
 from nmtmodels.models.transformer import TransformerDecoder, TransformerEncoder
 from nmtmodels.modules.relative import relative_position_ids

@@ -8,8 +8,8 @@ import pytest
 import torch
 from torch import Tensor, nn
 
-from nmtmodels.batch import Batch
 from nmtmodels.config import ConfigError, from_dict
+from nmtmodels.data import Batch
 from nmtmodels.decoding.scorer import CoveragePenalty, DecodeConfig, GNMTLengthPenalty, HypothesisScorer
 from nmtmodels.decoding.search import beam_search, greedy_search
 from nmtmodels.models.base import Seq2SeqModel

@@ -4,8 +4,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from nmtmodels.batch import Batch
 from nmtmodels.config import ConfigError, ModelConfig
+from nmtmodels.data import Batch
 from nmtmodels.decoding.search import reorder_state
 from nmtmodels.models.transformer import TransformerModel
 from nmtmodels.registry import build_model

@@ -21,11 +21,10 @@ import torch
 import yaml
 from torch import Tensor
 
-from nmtmodels.batch import Batch, pad_to_buckets
 from nmtmodels.checkpoint import save_checkpoint
 from nmtmodels.compiling import begin_step, compile_module
 from nmtmodels.config import ConfigError, plain_dict
-from nmtmodels.data import ParallelDataset
+from nmtmodels.data import Batch, ParallelDataset, pad_to_buckets
 from nmtmodels.files import atomic_write_text
 from nmtmodels.models.base import Seq2SeqModel
 from nmtmodels.modules.attention import avoid_per_shape_attention_kernels
@@ -349,7 +348,7 @@ class Trainer:
 
     def _collate(self, data: ParallelDataset, indices: np.ndarray | Sequence[int]) -> Batch:
         """The batch of ``indices``, padded to the shape buckets of ``pad_to_multiple`` and
-        ``pad_rows_to_multiple`` (no change to its loss; :func:`nmtmodels.batch.pad_to_buckets`)."""
+        ``pad_rows_to_multiple`` (no change to its loss; :func:`nmtmodels.data.pad_to_buckets`)."""
         batch = data.collate(indices)
         if self.cfg.pad_to_multiple > 1 or self.cfg.pad_rows_to_multiple > 1:
             batch = pad_to_buckets(batch, self.cfg.pad_to_multiple, self.cfg.pad_rows_to_multiple, data.extra_pads)

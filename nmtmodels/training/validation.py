@@ -8,7 +8,7 @@ from typing import Any, Literal
 import torch
 
 from nmtmodels.data import ParallelDataset
-from nmtmodels.decoding.corpus import translate_dataset
+from nmtmodels.decoding.search import translate_dataset
 from nmtmodels.models.base import Seq2SeqModel
 from nmtmodels.vocab import Vocabulary
 
