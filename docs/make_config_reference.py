@@ -462,9 +462,12 @@ def dataclass_section() -> list[str]:
     lines += ["", "### `model.options`, per family", "",
               "`model.family` names a registered family (`nmtmodels.registry.model_families()`); the family's",
               "`options_class` reads `model.options`. The model pages in [models/](models/) say what each",
-              "option does.", ""]
+              "option does. The families of the package are listed; yours (`user_modules`) are listed by",
+              "`nmt-train --list-families`.", ""]
     by_options: dict[Any, list[str]] = {}
     for family in model_families():
+        if not get_model_class(family).__module__.startswith("nmtmodels."):
+            continue  # a family from outside the package, loaded in this process (user_modules, a test)
         by_options.setdefault(getattr(get_model_class(family), "options_class", None), []).append(family)
     for options, families in sorted(by_options.items(), key=lambda item: item[1][0]):
         lines += ["#### " + ", ".join(f"`{f}`" for f in families), ""]

@@ -51,7 +51,7 @@ def broken(change) -> dict:
         (lambda c: c["experiments"]["lpe"].update(baseline="lpe"), r"experiments.lpe.baseline: an experiment cannot be its own"),
         (lambda c: c["experiments"]["gate"].update(baseline=["transformer", "lsa"]),
          r"experiments.gate.baseline\[1\]: baseline 'lsa' does not run on corpus 'iwslt'"),
-        (lambda c: c["experiments"]["lpe"].update(paper="lattices"), r"experiments.lpe.paper: 'lattices' is not one of"),
+        (lambda c: c["experiments"]["lpe"].update(paper="my paper"), r"experiments.lpe.paper: 'my paper' is neither a paper"),
         (lambda c: c["experiments"]["lpe"].update(tables=["table9"]), r"experiments.lpe.tables\[0\]: 'table9' is not a table"),
         (lambda c: c["corpora"]["nist"].update(concatenations={"ALL": ["mt02", "mt05"]}),
          r"corpora.nist.concatenations.ALL\[1\]: 'mt05' is not among"),
