@@ -12,8 +12,12 @@ EVALUATION = ev.evaluation_settings(config)
 # What decides every score file: the registered metrics with their sacrebleu settings and
 # sacrebleu's version (nmtmodels/text/scoring.py).  A parameter of the score rules, so that a
 # metric added (in the package or a user module) or changed reruns the score jobs and what reads
-# their files, never a training or a decoding.
-METRICS_FINGERPRINT = metrics_fingerprint()
+# their files, never a training or a decoding.  Computed once, in the main process: cluster
+# jobs, which re-read this file, take it from the environment instead of importing the user
+# modules (and torch) again.
+METRICS_FINGERPRINT = os.environ.get("NMT_METRICS_FINGERPRINT") if not workflow.is_main_process else None
+METRICS_FINGERPRINT = METRICS_FINGERPRINT or metrics_fingerprint()
+os.environ.update(NMT_METRICS_FINGERPRINT=METRICS_FINGERPRINT)
 
 # The config files of this run, for the summary's header, through the environment (as fetch's
 # input directories in the Snakefile): as a parameter, adding a config file that changes

@@ -163,8 +163,9 @@ def registered_metrics() -> dict[str, MetricSpec]:
 
 
 def metric_spec(name: str) -> MetricSpec:
-    """The spec registered as ``name``; ValueError listing the known ones."""
-    specs = registered_metrics()
+    """The spec registered as ``name`` (the modules from outside the package are imported only
+    for a name the package does not register); ValueError listing the known ones."""
+    specs = METRIC_SPECS if name in METRIC_SPECS else registered_metrics()
     if name not in specs:
         raise ValueError(f"unknown metric {name!r} (registered: {', '.join(specs)})")
     return specs[name]

@@ -31,7 +31,7 @@ from __future__ import annotations
 import shlex
 from typing import Any
 
-from nmtmodels.text.scoring import registered_metrics
+from nmtmodels.text.scoring import metric_spec, registered_metrics
 from workflow_scripts.dag import WorkflowConfigError, paths
 from workflow_scripts.dag.evaluation import source_file
 from workflow_scripts.dag.runs import experiment_runs, experiment_settings
@@ -138,9 +138,11 @@ def check_swap_noise(config: dict[str, Any]) -> None:
         where = f"swap_noise.corpora.{corpus}"
         if corpus not in config["corpora"]:
             raise WorkflowConfigError(f"{where}: unknown corpus '{corpus}'")
-        if spec.get("metric", "bleu") not in registered_metrics():
+        try:
+            metric_spec(spec.get("metric", "bleu"))
+        except ValueError:
             raise WorkflowConfigError(f"{where}.metric: '{spec['metric']}' is not a registered metric "
-                                      f"(known: {', '.join(registered_metrics())})")
+                                      f"(known: {', '.join(registered_metrics())})") from None
         if corpus not in config["active_corpora"]:
             continue  # e.g. the embedded default's analysis under configs/full.yaml
         test_set = spec.get("test_set")

@@ -37,7 +37,7 @@ from typing import Any
 
 import yaml
 
-from nmtmodels.text.scoring import significance_metrics
+from nmtmodels.text.scoring import metric_spec, significance_metrics
 from workflow_scripts.dag import WorkflowConfigError, paths
 from workflow_scripts.dag.compression import compressor_reports
 from workflow_scripts.dag.corpus_data import reference_paths, tokenized_references
@@ -76,11 +76,19 @@ def evaluation_settings(config: dict[str, Any]) -> dict[str, Any]:
     settings = {**EVALUATION_DEFAULTS, **given}
     # Metrics significance tests and length analyses may use: the registered metrics with
     # significance support (nmtmodels.text.scoring; score files hold TER too, reported untested).
-    metrics = significance_metrics()
-    for key, allowed in (("significance_metrics", metrics), ("tests", TESTS)):
-        for i, value in enumerate(settings[key]):
-            if value not in allowed:
-                raise WorkflowConfigError(f"evaluation.{key}[{i}]: '{value}' is not one of {', '.join(allowed)}")
+    def testable(name: Any) -> bool:
+        try:
+            return metric_spec(str(name)).significance
+        except ValueError:
+            return False
+
+    for i, value in enumerate(settings["significance_metrics"]):
+        if not testable(value):
+            raise WorkflowConfigError(f"evaluation.significance_metrics[{i}]: '{value}' is not one of "
+                                      f"{', '.join(significance_metrics())}")
+    for i, value in enumerate(settings["tests"]):
+        if value not in TESTS:
+            raise WorkflowConfigError(f"evaluation.tests[{i}]: '{value}' is not one of {', '.join(TESTS)}")
     for key in ("bootstrap_samples", "ar_trials", "seed"):
         value = settings[key]
         # seed 0 would make sacrebleu's PairedTest draw an unseeded generator.
@@ -93,8 +101,9 @@ def evaluation_settings(config: dict[str, Any]) -> dict[str, Any]:
     buckets = settings["length_buckets"]
     if not buckets or any(isinstance(b, bool) or not isinstance(b, int) or b < 1 for b in buckets) or buckets != sorted(set(buckets)):
         raise WorkflowConfigError(f"evaluation.length_buckets: expected increasing positive integers, got {buckets!r}")
-    if settings["length_metric"] not in metrics:
-        raise WorkflowConfigError(f"evaluation.length_metric: '{settings['length_metric']}' is not one of {', '.join(metrics)}")
+    if not testable(settings["length_metric"]):
+        raise WorkflowConfigError(f"evaluation.length_metric: '{settings['length_metric']}' is not one of "
+                                  f"{', '.join(significance_metrics())}")
     return settings
 
 
