@@ -214,9 +214,9 @@ def _floor_note(body: list[list[Cell]]) -> list[str]:
     """The note under a table with cells below the quality floor (:data:`.markers.QUALITY_FLOOR`)."""
     if not any(cell.words == FLOOR_WORDS for cells in body for cell in cells):
         return []
-    return [f"{FLOOR_WORDS[0].upper()}{FLOOR_WORDS[1:]}: the system and its baseline both score below the quality floor "
-            f"of {QUALITY_FLOOR:g} points, where a significance test compares noise; no marker there, whatever the test "
-            "says (the summary's verdicts follow the same rule)."]
+    return [f"\"{FLOOR_WORDS}\": the system and its baseline both score below the quality floor of {QUALITY_FLOOR:g} "
+            "points, where a significance test compares noise; no marker there, whatever the test says (the summary's "
+            "verdicts follow the same rule)."]
 
 
 def _length_notes(rows: pd.DataFrame, shown: list[tuple[str, str, str]], metric: str) -> list[str]:
