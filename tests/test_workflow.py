@@ -321,6 +321,28 @@ def test_every_package_translates_raw_test_sources_as_the_workflow_did(miniature
 
 
 @pytest.mark.slow
+def test_the_ctranslate2_export_translates_as_the_workflow_did(miniature, tmp_path):
+    """The baseline's package exported to CTranslate2 and searched by `translate_with_limits` with
+    the run's own settings (beam, length penalty, limits from export.json): every line of the
+    test set equals the workflow's `.hyp` (what `nmt-translate` wrote)."""
+    ctranslate2 = pytest.importorskip("ctranslate2")
+    from nmtmodels.decoding.export import export_ctranslate2, translate_with_limits
+    from nmtmodels.text.model_package import read_package
+
+    run = miniature / "results/experiments/baseline/multi30k_en_de"
+    out = export_ctranslate2(run / "model", tmp_path / "ct2")
+    package = read_package(out)
+    encode = package.source_encoder()
+    sources = read(miniature / "results/data/multi30k_en_de/raw/test_2016_flickr.en")
+    translator = ctranslate2.Translator(str(out), device="cpu", intra_threads=1)
+    results = translate_with_limits(translator, [encode(line).split() for line in sources], out,
+                                    max_batch_size=4096, batch_type="tokens")
+    expected = read(run / "test_2016_flickr.hyp")
+    got = [package.postprocess(" ".join(result.hypotheses[0])) for result in results]
+    assert len(got) == len(expected) and [i for i, (a, b) in enumerate(zip(got, expected)) if a != b] == []
+
+
+@pytest.mark.slow
 def test_changed_training_settings_retrain_from_scratch(miniature, tmp_path):
     """Snakemake reruns a training job whose settings changed; the job must train the new
     run, not resume the old checkpoint (whose budget is spent) and pass it off as new.
