@@ -364,7 +364,7 @@ def test_your_own_experiments_get_a_generic_comparison_table():
     cells = score_cells(markdown, "+relative positions")
     # the project's markers (++ at p < 0.01 by the sign test), 27.5 - 26.25 by hand, the p-values as given
     assert cells == ["+relative positions", "Transformer", "wmt", "nt14", "27.50++", "26.25", "+1.25", "0.004", "0.03",
-                     "0.0123", "1.5K", "1.0K"]
+                     "0.0123", "1,500", "1,000"]
     assert "| +1.00 " in markdown.split("(chrF++)")[1]
     assert "no paper" in markdown  # the legend says whose markers these are
 

@@ -348,6 +348,12 @@ def layout_grids(results: pd.DataFrame, layout: Layout, marker_test: str = "sign
     return grids
 
 
+def _exact_params(value: Any) -> str:
+    """A parameter count in full (the generic table compares two models' sizes: 8.1M hides a
+    relation table of a few thousand)."""
+    return "–" if value is None or pd.isna(value) else f"{int(value):,}"
+
+
 def _p_cell(row: pd.Series, test: str) -> Cell:
     value = row.get(f"p_{test}")
     return Cell("–" if missing(value) else f"{float(value):.3g}")
@@ -357,7 +363,7 @@ def comparison_grids(results: pd.DataFrame, name: str, metrics: list[str], marke
     """The generic comparison table of an experiment outside the five papers (``paper: NAME``,
     any other name): one table per metric of ``metrics`` (those with significance tests) with a
     row per system, corpus and test set: its baseline, both scores (mean ± sd over seeds), the
-    difference, the p-value of every test and both parameter counts.  Markers in the project's
+    difference, the p-value of every test and both parameter counts in full.  Markers in the project's
     convention (:data:`.markers.PROJECT`), with the quality floor; no bold (the rows compare
     with different baselines)."""
     results = aggregate_seeds(results)
@@ -382,8 +388,8 @@ def comparison_grids(results: pd.DataFrame, name: str, metrics: list[str], marke
             body.append([Cell(str(row["variant"])), Cell(_variant_of(results, row["baseline"])), Cell(row["corpus"]),
                          Cell(row["test_set"]), score, Cell(base_text), Cell(f"{row['delta']:+.2f}"),
                          *(_p_cell(row, t) for t in TEST_NAMES),
-                         Cell(_fmt_params(row["parameters"])),
-                         Cell(_fmt_params(params.get((row["baseline"], row["corpus"]))))])
+                         Cell(_exact_params(row["parameters"])),
+                         Cell(_exact_params(params.get((row["baseline"], row["corpus"]))))])
         notes = [f"Metric: {metric_spec(metric).title}; signatures: {_signatures(shown, metric)}.",
                  "Difference: system minus baseline (of the means over seeds); p-values: each test of the system's "
                  "run against its baseline's run (with seeds: the seed closest to the mean, below)."]
