@@ -50,8 +50,10 @@ def load_user_modules(modules: str | None = None) -> None:
                     raise ConfigError(f"{group} {key}: cannot be imported ({type(exc).__name__}: {exc})") from None
     given = os.environ.get(USER_MODULES_VARIABLE, "") if modules is None else modules
     for module in filter(None, (item.strip() for item in given.split(os.pathsep))):
-        if module not in _loaded:
-            _loaded.add(module)
+        path = Path(module)
+        key = str(path.resolve()) if path.suffix == ".py" or path.is_dir() else module  # a file named twice, once relative
+        if key not in _loaded:
+            _loaded.add(key)
             _import_user_module(module)
 
 
