@@ -46,7 +46,6 @@ STAND_IN_RULES = {"extract", "extract_reference", "fetch_compression_set"}
 ONE_UPDATE = {"max_updates": 1, "max_epochs": 0, "max_minutes": 0}
 TRAIN_SIZE, EVAL_SIZE = 24, 2
 WORKERS = 2
-FULL = "configs/full.yaml"  # the longest: tested in test_configs_full.py, which xdist can run beside this module
 
 pytestmark = [
     pytest.mark.configs,
@@ -224,14 +223,8 @@ def _one_thread() -> None:
     torch.set_num_threads(1)  # two workers on two cores: no oversubscription
 
 
-@pytest.mark.parametrize("config_name", [name for name in CONFIGS if name != FULL])
+@pytest.mark.parametrize("config_name", CONFIGS)
 def test_every_training_of_a_shipped_config_trains_and_decodes(config_name, tmp_path, monkeypatch, record_property):
-    check_shipped_config(config_name, tmp_path, monkeypatch, record_property)
-
-
-def check_shipped_config(config_name: str, tmp_path: Path, monkeypatch, record_property) -> None:
-    """Plan, make the stand-in data, then train and decode every run of ``config_name`` (module
-    docstring); configs/full.yaml's 72 runs have a module of their own (test_configs_full.py)."""
     from workflow_scripts.dag import paths
     from workflow_scripts.dag.runs import experiment_runs
 
@@ -280,7 +273,6 @@ def check_shipped_config(config_name: str, tmp_path: Path, monkeypatch, record_p
     assert ran.count("train") == len(runs)
     trainings = ran.count("train") + ran.count("train_compressor")
     record_property("trainings", trainings)
-    record_property("config", config_name)
     slowest = sorted(plan.seconds.items(), key=lambda item: -item[1])[:5]
     print(f"{config_name}: {trainings} trainings ({len(runs)} experiment runs), one update each, then decoded; "
           "slowest data jobs: " + ", ".join(f"{path} {seconds:.1f}s" for path, seconds in slowest))
