@@ -74,30 +74,19 @@ class Batch:
     def size(self) -> int:
         return self.src.size(0)
 
+    def map(self, fn: Callable[[Tensor], Tensor]) -> Batch:
+        """The batch with ``fn`` applied to every tensor it holds (None stays None)."""
+        apply = lambda t: None if t is None else fn(t)
+        return replace(self, src=apply(self.src), src_lengths=apply(self.src_lengths), tgt_in=apply(self.tgt_in),
+                       tgt_out=apply(self.tgt_out), extras={k: apply(v) for k, v in self.extras.items()},
+                       ids=apply(self.ids))
+
     def to(self, device: torch.device | str) -> Batch:
-        move = lambda t: None if t is None else t.to(device, non_blocking=True)
-        return replace(
-            self,
-            src=move(self.src),
-            src_lengths=move(self.src_lengths),
-            tgt_in=move(self.tgt_in),
-            tgt_out=move(self.tgt_out),
-            extras={k: move(v) for k, v in self.extras.items()},
-            ids=move(self.ids),
-        )
+        return self.map(lambda t: t.to(device, non_blocking=True))
 
     def select(self, index: Tensor) -> Batch:
         """Rows ``index`` of every batch-first tensor (used by beam search and tests)."""
-        pick = lambda t: None if t is None else t.index_select(0, index.to(t.device))
-        return replace(
-            self,
-            src=pick(self.src),
-            src_lengths=pick(self.src_lengths),
-            tgt_in=pick(self.tgt_in),
-            tgt_out=pick(self.tgt_out),
-            extras={k: pick(v) for k, v in self.extras.items()},
-            ids=pick(self.ids),
-        )
+        return self.map(lambda t: t.index_select(0, index.to(t.device)))
 
 
 def _padded_width(width: int, multiple: int) -> int:
