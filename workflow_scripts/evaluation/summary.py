@@ -278,7 +278,7 @@ def to_markdown(summary: dict[str, Any]) -> str:
                   "Experiments outside the five papers (`paper:` a name of your own), each against its baseline: "
                   "the tables of `results/report/tables/NAME.md`, with every significance test.", ""]
         for text in summary["own_tables"].values():
-            lines += [text.replace("\n### ", "\n#### ").replace("### ", "#### ", 1), ""]
+            lines += ["#" + line if line.startswith("### ") else line for line in text.splitlines()] + [""]  # one level down
     lines += compressor_lines(summary.get("compressors") or [])
     lines += ["## Scores", "",
               f"Markers: {summary['marker_test']} test against the (best) baseline, in each paper's convention "
