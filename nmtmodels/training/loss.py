@@ -37,7 +37,8 @@ class _ProjectedLabelSmoothedCrossEntropy(torch.autograd.Function):
     """:func:`label_smoothed_nll_loss`: output layer, log-softmax, loss and gradient, chunk by chunk.
 
     For a chunk of rows the logits ``z = h W^T + b`` are computed into one buffer, with
-    ``lse = logsumexp(z)``. Then ``nll = lse - z_target`` and ``mean_v(-log p_v) = lse - mean_v(z)``.
+    ``lse = m + log(sum_v exp(z_v - m))``, ``m = max_v z_v``, the exponentials computed once, in
+    place. Then ``nll = lse - z_target`` and ``mean_v(-log p_v) = lse - mean_v(z)``.
     When gradients are wanted, the same buffer becomes ``dL/dz = keep * (softmax(z) -
     (1 - eps) onehot(target) - eps / V)``, which gives ``dL/dh = dL/dz W`` and accumulates
     ``dL/dW += dL/dz^T h`` (and ``dL/db += sum dL/dz``). The backward pass only scales the saved
@@ -71,15 +72,20 @@ class _ProjectedLabelSmoothedCrossEntropy(torch.autograd.Function):
             end = min(start + step, rows)
             h = states[start:end]
             z = F.linear(h, weight_c, bias_c).float()
-            lse = torch.logsumexp(z, dim=-1)
             t, k = safe_target[start:end], keep_f[start:end]
-            nll += ((lse - z.gather(-1, t).squeeze(-1)) * k).sum()
-            smooth += ((lse - z.mean(dim=-1)) * k).sum()
+            z_target, z_mean = z.gather(-1, t).squeeze(-1), z.mean(dim=-1)
+            # lse = m + log(sum exp(z - m)), m the row maximum; exp(z - m) is computed once, in
+            # place, and also gives the softmax (torch.logsumexp would take a pass of its own).
+            z_max = z.amax(dim=-1, keepdim=True)
+            exp_sum = z.sub_(z_max).exp_().sum(dim=-1)
+            lse = z_max.squeeze(-1) + exp_sum.log()
+            nll += ((lse - z_target) * k).sum()
+            smooth += ((lse - z_mean) * k).sum()
             if not want_grad:
                 continue
-            grad_z = z.sub_(lse.unsqueeze(-1)).exp_().sub_(epsilon / vocab)
-            grad_z.scatter_add_(-1, t, grad_z.new_full(t.shape, epsilon - 1.0))
-            grad_z.mul_(k.unsqueeze(-1))
+            # keep * (softmax - eps/V), then - (1 - eps) at the target: pad rows stay 0.
+            grad_z = z.mul_((k / exp_sum).unsqueeze(-1)).sub_((k * (epsilon / vocab)).unsqueeze(-1))
+            grad_z.scatter_add_(-1, t, ((epsilon - 1.0) * k).unsqueeze(-1))
             grad_z_c = grad_z.to(states.dtype)
             torch.mm(grad_z_c, weight_c, out=grad_states[start:end])
             if states.dtype == torch.float32:
