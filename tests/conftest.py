@@ -60,3 +60,8 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
         for nodeid, value in covered:
             terminalreporter.write_line(f"{value:4d}  {nodeid.split('[', 1)[-1].rstrip(']')}")
         terminalreporter.write_line(f"{sum(value for _, value in covered):4d}  in all")
+        same = sum(value for report in terminalreporter.stats.get("passed", []) for name, value in report.user_properties
+                   if name == "same_as_earlier" and report.when == "call")
+        if same:
+            terminalreporter.write_line(f"{same:4d}  more experiment runs were byte-identical jobs of an earlier config "
+                                        "(tests/test_configs.py)")

@@ -16,11 +16,18 @@ batching, optimiser and decoding settings are the shipped ones.
 Each run trains one update at its real size, decodes its first test set (the translation
 must have one line per source line), and its checkpoints are deleted before the next run.
 The data are made first, in this process; the runs are then shared by two forked workers.
+
+A run whose training and translation commands and every input file (experiment settings,
+data, vocabularies, compressors) are byte for byte those of a run already trained by an
+earlier config of this module in the same process (``config.yaml`` comes first) is the same
+job, so it is not trained again; the test names the config that covered it.  Run one
+config's test alone to train all of its runs.
 """
 from __future__ import annotations
 
 import contextlib
 import gzip
+import hashlib
 import importlib
 import itertools
 import multiprocessing
@@ -31,6 +38,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -82,7 +90,7 @@ def mirror_pairs(src: str, tgt: str) -> list[tuple[str, str]]:
 
 
 class StandIns:
-    """Raw text of every (corpus, split, language): a few real pairs, disjoint across splits."""
+    """Raw text of every (corpus, split, language): a few real pairs, disjoint across the splits of a corpus."""
 
     def __init__(self, config: dict):
         self.config = config
@@ -94,9 +102,9 @@ class StandIns:
         key = (spec["src"], spec["tgt"])
         if key not in self.pairs:
             self.pairs[key] = mirror_pairs(*key)
-        if (corpus, split) not in self.offsets:
-            start = 0 if split == "train" else TRAIN_SIZE + EVAL_SIZE * len(self.offsets)
-            self.offsets[(corpus, split)] = start
+        if (corpus, split) not in self.offsets:  # numbered per corpus, so another config's corpora change nothing
+            earlier = sum(1 for known, name in self.offsets if known == corpus and name != "train")
+            self.offsets[(corpus, split)] = 0 if split == "train" else TRAIN_SIZE + EVAL_SIZE * earlier
         start = self.offsets[(corpus, split)]
         chosen = self.pairs[key][start:start + (TRAIN_SIZE if split == "train" else EVAL_SIZE)]
         return [s if lang == spec["src"] else t for s, t in chosen]
@@ -211,6 +219,33 @@ def _train_and_decode(plan: Plan, run: tuple[str, str], target: str) -> tuple[li
 
 
 _PLAN: Plan | None = None  # the forked workers' copy of the plan
+# Fingerprint (run_fingerprint) of every run trained and decoded in this process -> "CONFIG: EXPERIMENT/CORPUS".
+_DONE: dict[str, str] = {}
+
+
+def _digest_path(digest: Any, path: Path) -> None:
+    if path.is_dir():
+        for child in sorted(path.rglob("*")):
+            if child.is_file():
+                digest.update(str(child.relative_to(path)).encode())
+                digest.update(child.read_bytes())
+    else:
+        digest.update(path.read_bytes())
+
+
+def run_fingerprint(plan: Plan, target: str) -> str:
+    """sha256 of the run's training and translation commands and of every input file they read
+    (the training's own outputs excepted): equal fingerprints are the same job."""
+    translate = plan.by_output[target]
+    train = next(plan.by_output[path] for path in translate["input"]
+                 if path in plan.by_output and plan.by_output[path]["rule"] == "train")
+    digest = hashlib.sha256()
+    for job in (train, translate):
+        digest.update(job["shell"].encode())
+        for path in sorted(set(job["input"]) - set(train["output"])):
+            digest.update(path.encode())
+            _digest_path(digest, plan.workdir / path)
+    return digest.hexdigest()
 
 
 def _worker(item: tuple[tuple[str, str], str]) -> tuple[list[str], str]:
@@ -226,6 +261,7 @@ def _one_thread() -> None:
 @pytest.mark.parametrize("config_name", CONFIGS)
 def test_every_training_of_a_shipped_config_trains_and_decodes(config_name, tmp_path, monkeypatch, record_property):
     from workflow_scripts.dag import paths
+    from workflow_scripts.dag.cluster import user_modules_variable
     from workflow_scripts.dag.runs import experiment_runs
 
     config = merged_config(config_name)
@@ -254,6 +290,9 @@ def test_every_training_of_a_shipped_config_trains_and_decodes(config_name, tmp_
 
     monkeypatch.chdir(workdir)
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    # The config's user_modules, as the Snakefile exports them to every job (a family from outside the package).
+    for name, value in user_modules_variable(config, os.environ, str(workdir), str(ROOT)).items():
+        monkeypatch.setenv(name, value)
     # Every input of the trainings and translations (data, compressors, compressed sources).
     for target in targets:
         translate = plan.by_output[target]
@@ -263,16 +302,25 @@ def test_every_training_of_a_shipped_config_trains_and_decodes(config_name, tmp_
                 plan.make(needed)
     data_rules = list(plan.ran)
 
+    fingerprints = {target: run_fingerprint(plan, target) for target in targets}
+    todo = [(run, target) for run, target in zip(runs, targets) if fingerprints[target] not in _DONE]
+    same = {f"{e}/{c}": _DONE[fingerprints[target]] for (e, c), target in zip(runs, targets) if fingerprints[target] in _DONE}
+
     global _PLAN
     _PLAN = plan
     with multiprocessing.get_context("fork").Pool(WORKERS, _one_thread, maxtasksperchild=8) as pool:
-        results = pool.map(_worker, list(zip(runs, targets)), chunksize=1)
+        results = pool.map(_worker, todo, chunksize=1)
     errors = [error for _, error in results if error]
     assert not errors, "\n".join(errors)
     ran = data_rules + [rule for rules, _ in results for rule in rules]
-    assert ran.count("train") == len(runs)
+    assert ran.count("train") == len(todo)
+    for (experiment, corpus), target in todo:
+        _DONE.setdefault(fingerprints[target], f"{config_name}: {experiment}/{corpus}")
     trainings = ran.count("train") + ran.count("train_compressor")
     record_property("trainings", trainings)
+    record_property("same_as_earlier", len(same))
     slowest = sorted(plan.seconds.items(), key=lambda item: -item[1])[:5]
-    print(f"{config_name}: {trainings} trainings ({len(runs)} experiment runs), one update each, then decoded; "
-          "slowest data jobs: " + ", ".join(f"{path} {seconds:.1f}s" for path, seconds in slowest))
+    print(f"{config_name}: {trainings} trainings ({len(todo)} of {len(runs)} experiment runs), one update each, then decoded; "
+          + (f"the other {len(same)} are byte-identical jobs of an earlier config ("
+             + ", ".join(f"{run} as {where}" for run, where in same.items()) + "); " if same else "")
+          + "slowest data jobs: " + ", ".join(f"{path} {seconds:.1f}s" for path, seconds in slowest))
