@@ -234,12 +234,13 @@ def _digest_path(digest: Any, path: Path) -> None:
 
 
 def run_fingerprint(plan: Plan, target: str) -> str:
-    """sha256 of the run's training and translation commands and of every input file they read
-    (the training's own outputs excepted): equal fingerprints are the same job."""
+    """sha256 of the run's training and translation commands, of every input file they read
+    (the training's own outputs excepted) and of ``NMT_USER_MODULES``: equal fingerprints are the
+    same job."""
     translate = plan.by_output[target]
     train = next(plan.by_output[path] for path in translate["input"]
                  if path in plan.by_output and plan.by_output[path]["rule"] == "train")
-    digest = hashlib.sha256()
+    digest = hashlib.sha256(os.environ.get("NMT_USER_MODULES", "").encode())  # the code of outside families
     for job in (train, translate):
         digest.update(job["shell"].encode())
         for path in sorted(set(job["input"]) - set(train["output"])):
