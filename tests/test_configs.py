@@ -101,13 +101,20 @@ class StandIns:
         spec = self.config["corpora"][corpus]
         key = (spec["src"], spec["tgt"])
         if key not in self.pairs:
-            self.pairs[key] = mirror_pairs(*key)
+            self.pairs[key] = self._pairs(key)
         if (corpus, split) not in self.offsets:  # numbered per corpus, so another config's corpora change nothing
             earlier = sum(1 for known, name in self.offsets if known == corpus and name != "train")
             self.offsets[(corpus, split)] = 0 if split == "train" else TRAIN_SIZE + EVAL_SIZE * earlier
         start = self.offsets[(corpus, split)]
         chosen = self.pairs[key][start:start + (TRAIN_SIZE if split == "train" else EVAL_SIZE)]
         return [s if lang == spec["src"] else t for s, t in chosen]
+
+    def _pairs(self, key: tuple[str, str]) -> list[tuple[str, str]]:
+        """The training pairs, then the others shortest source first: a model after one update
+        decodes to its length limit, ``max_len_a * |x| + max_len_b``, so short dev and test
+        sentences keep the decoding (validation BLEU and the test set) short."""
+        pairs = mirror_pairs(*key)
+        return pairs[:TRAIN_SIZE] + sorted(pairs[TRAIN_SIZE:TRAIN_SIZE + 400], key=lambda pair: len(pair[0]))
 
     def write(self, job: dict, workdir: Path) -> None:
         for out in job["output"]:
