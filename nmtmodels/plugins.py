@@ -32,7 +32,7 @@ from nmtmodels.config import ConfigError
 ENTRY_POINT_GROUPS = ("nmtmodels.families", "nmtmodels.metrics")
 USER_MODULES_VARIABLE = "NMT_USER_MODULES"
 _loaded: set[str] = set()  # entry points and user modules imported so far
-_loaded_groups: set[str] = set()  # entry point groups scanned (a scan reads every distribution's metadata)
+_entry_points_scanned = False  # a scan reads every installed distribution's metadata: once per process
 
 
 def load_user_modules(modules: str | None = None) -> None:
@@ -40,8 +40,9 @@ def load_user_modules(modules: str | None = None) -> None:
     :data:`ENTRY_POINT_GROUPS`, then the modules of ``modules`` (default: the environment
     variable :data:`USER_MODULES_VARIABLE`).  Each is imported once; ConfigError in one line
     naming the module that fails."""
-    scan = () if _loaded_groups else ENTRY_POINT_GROUPS  # reading every distribution's metadata: once per process
-    _loaded_groups.update(scan)
+    global _entry_points_scanned
+    scan = () if _entry_points_scanned else ENTRY_POINT_GROUPS
+    _entry_points_scanned = True
     for group in scan:
         for entry in importlib.metadata.entry_points(group=group):
             key = f"entry point {entry.name} = {entry.value}"

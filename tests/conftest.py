@@ -50,18 +50,22 @@ def pytest_collection_modifyitems(session, config, items):
     items.sort(key=lambda item: rank[item.nodeid.split("::", 1)[0]])
 
 
+def _recorded(terminalreporter, name: str) -> list[tuple[str, int]]:
+    """(test id, value) of every passed test that recorded property ``name``."""
+    return [(report.nodeid, value) for report in terminalreporter.stats.get("passed", [])
+            for key, value in report.user_properties if key == name and report.when == "call"]
+
+
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
     """Report how many trainings the shipped-config tests covered (tests/test_configs.py
     records them with ``record_property``; the reports carry them back from xdist workers)."""
-    covered = [(report.nodeid, value) for report in terminalreporter.stats.get("passed", [])
-               for name, value in report.user_properties if name == "trainings" and report.when == "call"]
+    covered = _recorded(terminalreporter, "trainings")
     if covered:
         terminalreporter.section("trainings covered by pytest -m configs")
         for nodeid, value in covered:
             terminalreporter.write_line(f"{value:4d}  {nodeid.split('[', 1)[-1].rstrip(']')}")
         terminalreporter.write_line(f"{sum(value for _, value in covered):4d}  in all")
-        same = sum(value for report in terminalreporter.stats.get("passed", []) for name, value in report.user_properties
-                   if name == "same_as_earlier" and report.when == "call")
+        same = sum(value for _, value in _recorded(terminalreporter, "same_as_earlier"))
         if same:
             terminalreporter.write_line(f"{same:4d}  more experiment runs were byte-identical jobs of an earlier config "
                                         "(tests/test_configs.py)")

@@ -26,6 +26,7 @@ config's test alone to train all of its runs.
 from __future__ import annotations
 
 import contextlib
+import functools
 import gzip
 import hashlib
 import importlib
@@ -230,14 +231,19 @@ _PLAN: Plan | None = None  # the forked workers' copy of the plan
 _DONE: dict[str, str] = {}
 
 
+@functools.cache
+def _file_digest(path: Path) -> bytes:
+    """sha256 of a file, read in blocks; once per path (a compressor's checkpoint is an input of
+    several runs).  Inputs are written before the fingerprints are taken and not changed after."""
+    with open(path, "rb") as handle:
+        return hashlib.file_digest(handle, "sha256").digest()
+
+
 def _digest_path(digest: Any, path: Path) -> None:
-    if path.is_dir():
-        for child in sorted(path.rglob("*")):
-            if child.is_file():
-                digest.update(str(child.relative_to(path)).encode())
-                digest.update(child.read_bytes())
-    else:
-        digest.update(path.read_bytes())
+    for child in sorted(path.rglob("*")) if path.is_dir() else [path]:
+        if child.is_file():
+            digest.update(str(child.relative_to(path) if child != path else "").encode())
+            digest.update(_file_digest(child))
 
 
 def run_fingerprint(plan: Plan, target: str) -> str:
