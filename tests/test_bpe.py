@@ -160,6 +160,33 @@ def test_a_corpus_that_runs_out_of_pairs_says_so_in_the_log_and_the_codes(tmp_pa
     assert paths["codes.en"].read_text().startswith("#version: 0.2\n") and "ran out of pairs" not in log
 
 
+@pytest.mark.parametrize("joint", [True, False], ids=["joint", "separate"])
+def test_a_corpus_without_a_pair_seen_twice_is_refused_at_learning_in_one_line(tmp_path, capsys, joint):
+    """Two lines whose symbol pairs all differ: no merge can be learned (subword-nmt could not
+    even read such codes back), so learn names the corpus in one line and writes nothing."""
+    source, target = tmp_path / "tiny.zh", tmp_path / "tiny.en"
+    source.write_text("你好\n我们\n", encoding="utf-8")
+    target.write_text("hello\nwe\n", encoding="utf-8")
+    with pytest.raises(SystemExit) as exit_info:
+        learn(tmp_path, (str(source), str(target)), 50, joint)
+    assert exit_info.value.code == 1
+    err = [line for line in capsys.readouterr().err.splitlines() if "error" in line]
+    learned_on = f"{source} and {target}" if joint else str(source)
+    assert err == [f"python -m workflow_scripts.data.bpe: error: {source}: too little text to learn BPE: no pair of symbols "
+                   f"occurs twice in {learned_on} (subword-nmt's minimum frequency 2), so no merge was learned; "
+                   "use a larger corpus or character units"]
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["tiny.en", "tiny.zh"]
+
+
+def test_apply_names_missing_codes_in_one_line(tmp_path, corpus, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        apply_cli(tmp_path / "bpe60" / "codes", tmp_path / "vocab", corpus[0], tmp_path / "out")
+    assert exit_info.value.code == 1
+    assert capsys.readouterr().err == (f"python -m workflow_scripts.data.bpe: error: {tmp_path / 'bpe60' / 'codes'}: "
+                                       "cannot open (No such file or directory)\n")
+    assert not (tmp_path / "out").exists()
+
+
 def cut(codes: Path, lines: int) -> None:
     """Drop the last ``lines`` lines, at a line boundary."""
     codes.write_text("".join(codes.read_text().splitlines(True)[:-lines]))

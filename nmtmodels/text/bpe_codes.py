@@ -58,12 +58,15 @@ def merges_of_units(path: str | os.PathLike) -> int | None:
 
 def _merge_lines(codes_path: str | os.PathLike) -> tuple[str, list[str]]:
     """(first line or "", merge lines); DataError for an empty file or one cut inside a line."""
-    with open(codes_path, "rb") as handle:
-        handle.seek(0, os.SEEK_END)
-        if handle.tell() == 0:
-            raise DataError(codes_path, "is empty (no #version line, no merges)")
-        handle.seek(-1, os.SEEK_END)
-        whole = handle.read(1) == b"\n"
+    try:
+        with open(codes_path, "rb") as handle:
+            handle.seek(0, os.SEEK_END)
+            if handle.tell() == 0:
+                raise DataError(codes_path, "is empty (no #version line, no merges)")
+            handle.seek(-1, os.SEEK_END)
+            whole = handle.read(1) == b"\n"
+    except OSError as exc:
+        raise DataError(codes_path, f"cannot open ({exc.strerror or exc})") from None
     lines = list(read_lines(codes_path))
     if not whole:
         raise DataError(codes_path, "the last line has no newline: the file was cut short (truncated) inside a line", len(lines))

@@ -5,7 +5,9 @@ codes learned on the word counts of both sides together (written to both codes
 outputs), then each side encoded with those codes and its subword counts written as that
 side's vocabulary.  ``learn --separate`` does the same per side, with its own codes.
 Merges stop early when no pair occurs at least twice (subword-nmt's default
-``--min-frequency 2``): the corpus ran out of pairs.  Then the codes' first line records how
+``--min-frequency 2``): the corpus ran out of pairs.  A corpus with no such pair at all
+(a few lines) is refused with a DataError naming it: subword-nmt cannot read codes without a
+merge, and nothing is written.  Then the codes' first line records how
 many were learned, ``#version: (learned 299 of 600 merges: the corpus ran out of pairs) 0.2``
 (subword-nmt reads it as version 0.2), and the log says so; codes with all N merges are
 byte-identical with subword-nmt's.
@@ -93,6 +95,12 @@ def learn(
         codes = [learn_codes(counts, merges)] * 2
     else:
         codes = [learn_codes(word_counts(read_lines(path)), merges) for path in inputs]
+    for side_codes, path in zip(codes, inputs):
+        if merge_count(side_codes) == 0:
+            learned_on = " and ".join(inputs) if joint else path
+            raise DataError(path, f"too little text to learn BPE: no pair of symbols occurs twice in {learned_on} "
+                                  f"(subword-nmt's minimum frequency {MIN_PAIR_FREQUENCY}), so no merge was learned; "
+                                  "use a larger corpus or character units")
     vocabularies = [
         vocabulary_text(word_counts(map(bpe_from_codes(side_codes).process_line, read_lines(path))))
         for side_codes, path in zip(codes, inputs)
