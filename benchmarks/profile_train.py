@@ -32,26 +32,19 @@ from pathlib import Path
 os.environ.setdefault("TQDM_DISABLE", "1")
 
 import torch
-import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from benchmarks._ours import OursOptions, build_trainer  # noqa: E402
-from benchmarks._setup import Setup, cpu_name  # noqa: E402
+from benchmarks._setup import cpu_name  # noqa: E402
 from benchmarks.throughput import (  # noqa: E402
     BATCH_TOKENS,
-    CORPUS,
     DEFAULT_SHAPE,
-    LABEL_SMOOTHING,
-    LR,
-    LR_WARMUP,
-    TEST_SET,
     add_compile_arguments,
     default_data_dir,
-    prepare_data,
-    shape_fields,
+    step_setup,
 )
 
 # Groups of the breakdown, in the order the rules are tried (first match wins), by lowercase
@@ -153,16 +146,9 @@ def main(argv: list[str] | None = None) -> None:
     cuda = args.device.startswith("cuda")
     say = lambda message: print(message, file=sys.stderr, flush=True)
 
-    config = yaml.safe_load((ROOT / "config.yaml").read_text(encoding="utf-8"))
-    args.work_dir.mkdir(parents=True, exist_ok=True)
-    files, data_source = prepare_data(config, args.data_dir, args.work_dir, args.threads, say)
-    spec = config["corpora"][CORPUS]
-    src, tgt = spec["src"], spec["tgt"]
-    setup = Setup(train_src=files[f"train.{src}"], train_tgt=files[f"train.{tgt}"], test_src=files[f"{TEST_SET}.{src}"],
-                  dev_src=files[f"{TEST_SET}.{src}"], dev_tgt=files[f"{TEST_SET}.{tgt}"], src_lang=src, tgt_lang=tgt,
-                  **shape_fields(args.shape), max_tokens=args.max_tokens, lr=LR, lr_warmup=LR_WARMUP,
-                  label_smoothing=LABEL_SMOOTHING, warmup_updates=0, measured_updates=warmup + steps, log_interval=1,
-                  threads=args.threads, device=args.device)
+    setup, data_source = step_setup(args.data_dir, args.work_dir, shape=args.shape, max_tokens=args.max_tokens,
+                                    updates=warmup + steps, threads=args.threads, device=args.device, log=say)
+    src, tgt = setup.src_lang, setup.tgt_lang
     options = OursOptions(amp=args.amp, compile=args.compile, pad_to_multiple=args.pad_to_multiple,
                           pad_rows_to_multiple=args.pad_rows_to_multiple)
     with tempfile.TemporaryDirectory() as scratch:

@@ -145,6 +145,21 @@ def workflow_files(spec: dict[str, Any]) -> dict[str, Path]:
     return {f"{split}.{lang}": base / f"{split}.{src}-{tgt}.{lang}" for split in ("train", TEST_SET) for lang in (src, tgt)}
 
 
+def step_setup(data_dir: Path, work: Path, *, shape: str, max_tokens: int, updates: int, threads: int, device: str,
+               log: Callable[[str], None]) -> tuple[Setup, str]:
+    """(Setup, where the data came from) of a Trainer that times single steps (profile_train.py,
+    paired_steps.py): this benchmark's data, with its test set as dev, shape preset and schedule."""
+    config = yaml.safe_load((ROOT / "config.yaml").read_text(encoding="utf-8"))
+    work.mkdir(parents=True, exist_ok=True)
+    files, data_source = prepare_data(config, data_dir, work, threads, log)
+    src, tgt = config["corpora"][CORPUS]["src"], config["corpora"][CORPUS]["tgt"]
+    setup = Setup(train_src=files[f"train.{src}"], train_tgt=files[f"train.{tgt}"], test_src=files[f"{TEST_SET}.{src}"],
+                  dev_src=files[f"{TEST_SET}.{src}"], dev_tgt=files[f"{TEST_SET}.{tgt}"], src_lang=src, tgt_lang=tgt,
+                  **shape_fields(shape), max_tokens=max_tokens, lr=LR, lr_warmup=LR_WARMUP, label_smoothing=LABEL_SMOOTHING,
+                  warmup_updates=0, measured_updates=updates, log_interval=1, threads=threads, device=device)
+    return setup, data_source
+
+
 def prepare_data(
     config: dict[str, Any], data_dir: Path, work: Path, threads: int, log: Callable[[str], None],
 ) -> tuple[dict[str, Path], str]:

@@ -1,0 +1,120 @@
+"""Paired training steps: the current code against one function of another revision.
+
+Two versions of a change timed in separate runs differ by the machine's drift as well (this
+VM's speed moves by tens of percent between days); timed in one process, step by step on the
+same batches, they share it.  The script builds the Trainer of ``benchmarks/throughput.py``
+(same data: Multi30k en-de, 8k joint BPE; same shape presets and schedule), takes ``--steps``
+batches from its sampler, and times whole ``Trainer._train_step`` calls (collate, forward, loss,
+backward, optimizer) with the current ``--swap MODULE:NAME`` and with ``NAME`` from ``--file``
+at ``--rev``, alternating, the order flipped at every batch, after 3 batches of warm-up each.
+The old file is read with ``git show REV:FILE`` and executed as a module of its own: it may
+import the current package, not other modules of its own revision.  Both versions update the
+same model, so each call is a real training step.
+
+It prints the target tokens/s of each version over all its steps and the median and quartiles
+of the per-batch ratios old time / new time (above 1: the current code is faster).
+
+    python benchmarks/paired_steps.py --rev 51a4b6d --threads 1 --max-tokens 1024 --steps 60
+    python benchmarks/paired_steps.py --rev 51a4b6d --threads 2 --max-tokens 4096 --steps 30
+
+The default swap is the chunked label-smoothed loss (``nmtmodels/training/loss.py``, looked up
+by the Trainer as ``nmtmodels.training.trainer.label_smoothed_nll_loss``).
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import types
+from pathlib import Path
+
+os.environ.setdefault("TQDM_DISABLE", "1")
+
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from benchmarks._ours import OursOptions, build_trainer  # noqa: E402
+from benchmarks._setup import cpu_name  # noqa: E402
+from benchmarks.throughput import (  # noqa: E402
+    DEFAULT_SHAPE,
+    default_data_dir,
+    step_setup,
+)
+
+WARMUP_PAIRS = 3
+
+
+def old_function(rev: str, file: str, name: str):
+    """``name`` from ``file`` as it was at git revision ``rev`` (executed as its own module)."""
+    source = subprocess.run(["git", "-C", str(ROOT), "show", f"{rev}:{file}"], capture_output=True, text=True)
+    if source.returncode != 0:
+        raise SystemExit(f"paired_steps: git show {rev}:{file}: {source.stderr.strip()}")
+    module = types.ModuleType(f"{Path(file).stem}_at_{rev}")
+    exec(compile(source.stdout, f"{rev}:{file}", "exec"), module.__dict__)
+    if not hasattr(module, name):
+        raise SystemExit(f"paired_steps: {file} at {rev} has no {name}")
+    return getattr(module, name)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rev", required=True, help="git revision of the old version")
+    parser.add_argument("--swap", default="nmtmodels.training.trainer:label_smoothed_nll_loss",
+                        help="MODULE:NAME the Trainer calls, replaced by the old version's NAME")
+    parser.add_argument("--file", default="nmtmodels/training/loss.py", help="the file defining NAME, as at --rev")
+    parser.add_argument("--shape", choices=["tiny", "small", "base", "big"], default=DEFAULT_SHAPE)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--max-tokens", type=int, default=4096, help="training batch size (rows * longer side)")
+    parser.add_argument("--steps", type=int, default=30, help="batches, each trained once by each version")
+    parser.add_argument("--data-dir", type=Path, default=default_data_dir())
+    parser.add_argument("--work-dir", type=Path, default=ROOT / "benchmarks" / "runs" / "throughput",
+                        help="the benchmark data are read from / made in WORK/data (as benchmarks/throughput.py)")
+    args = parser.parse_args(argv)
+    say = lambda message: print(message, file=sys.stderr, flush=True)
+    module_name, _, name = args.swap.partition(":")
+    module = importlib.import_module(module_name)
+    versions = {"old": old_function(args.rev, args.file, name), "new": getattr(module, name)}
+
+    setup, _ = step_setup(args.data_dir, args.work_dir, shape=args.shape, max_tokens=args.max_tokens,
+                          updates=2 * (args.steps + WARMUP_PAIRS), threads=args.threads, device="cpu", log=say)
+    with tempfile.TemporaryDirectory() as scratch:
+        trainer, _, _ = build_trainer(setup, Path(scratch), OursOptions(), say)
+        groups = iter(trainer.sampler)
+        batches = [next(groups) for _ in range(WARMUP_PAIRS + args.steps)]
+
+        def timed(version: str, group) -> tuple[float, int]:
+            setattr(module, name, versions[version])
+            start = time.perf_counter()
+            _, tokens, _ = trainer._train_step([group])
+            return time.perf_counter() - start, tokens
+
+        try:
+            for group in batches[:WARMUP_PAIRS]:
+                timed("old", group), timed("new", group)
+            seconds, tokens, ratios = {"old": 0.0, "new": 0.0}, 0, []
+            for index, group in enumerate(batches[WARMUP_PAIRS:]):
+                step = {}
+                for version in ("old", "new") if index % 2 == 0 else ("new", "old"):
+                    step[version], count = timed(version, group)
+                    seconds[version] += step[version]
+                tokens += count
+                ratios.append(step["old"] / step["new"])
+        finally:
+            setattr(module, name, versions["new"])
+    low, _, high = statistics.quantiles(ratios, n=4)
+    print(f"{args.swap} at {args.rev} (old) against the working tree (new); {cpu_name()}, {args.threads} threads, "
+          f"torch {torch.__version__}, shape {args.shape}, {args.max_tokens}-token batches, {args.steps} paired steps")
+    print(f"old {tokens / seconds['old']:,.0f} target tok/s, new {tokens / seconds['new']:,.0f} target tok/s; "
+          f"median paired speed-up x{statistics.median(ratios):.3f} (quartiles x{low:.3f}, x{high:.3f})")
+
+
+if __name__ == "__main__":
+    main()
