@@ -8,10 +8,12 @@ then ``--repeats`` timed runs, the fastest kept), counting every decoder step's 
 per live hypothesis) with a wrapper around ``_IncrementalDecoder.step``, and prints per rule:
 sentences/s, output tokens per sentence (EOS included), hypothesis-rows per sentence and
 microseconds per hypothesis-row.  Equal microseconds per row under every rule mean the rules
-differ only by the rows they run.
+differ only by the rows they run.  ``--profile RULE`` then decodes the file once more under
+``torch.profiler`` with that rule and prints where the time went: the operator groups of
+``benchmarks/profile_train.py`` (self CPU time) and the operators with the most self CPU time.
 
     python benchmarks/decode_rows.py --checkpoint results/experiments/baseline/multi30k_en_de/train/checkpoint_best.pt \\
-        --source results/data/multi30k_en_de/bpe8000/test_2016_flickr.en-de.en
+        --source results/data/multi30k_en_de/bpe8000/test_2016_flickr.en-de.en --profile exact
 
 (the embedded default's en-de baseline and test set, after ``snakemake --cores 2 all``).  Beam
 4, ``max_len_a`` 1.2, ``max_len_b`` 10 and GNMT length penalty 1 are config.yaml's ``decoding``.
@@ -30,6 +32,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from benchmarks._setup import cpu_name  # noqa: E402
+from benchmarks.profile_train import group_times, profiled_events, render  # noqa: E402
 from nmtmodels.checkpoint import load_model_from_checkpoint  # noqa: E402
 from nmtmodels.choices import EARLY_STOP_RULES  # noqa: E402
 from nmtmodels.config import from_dict  # noqa: E402
@@ -47,6 +50,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--max-tokens", type=int, default=4096, help="source tokens per decoding batch")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--repeats", type=int, default=3, help="timed runs per rule; the fastest is kept")
+    parser.add_argument("--profile", choices=EARLY_STOP_RULES, help="then profile one run under this rule")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     model, src_vocab, _, _ = load_model_from_checkpoint(args.checkpoint)
@@ -81,6 +85,17 @@ def main(argv: list[str] | None = None) -> None:
                   f"{1e6 * best / rows[0]:.1f} |")
     finally:
         search._IncrementalDecoder.step = step
+    if args.profile:
+        cfg = from_dict(DecodeConfig, {"beam": args.beam, "max_len_a": 1.2, "max_len_b": 10, "length_penalty": 1.0,
+                                       "early_stop": args.profile}, where="decode_rows")
+        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+            start = time.perf_counter()
+            search.translate_dataset(model, data, cfg, max_tokens=args.max_tokens)
+            wall = time.perf_counter() - start
+        print(f"\nOne run under `{args.profile}`, profiled: {wall:.2f} s (the profiler slows it)\n")
+        print(render(group_times(profiled_events(prof, cuda=False), wall * 1e6), 1).replace("ms per step", "ms"))
+        print()
+        print(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=15))
 
 
 if __name__ == "__main__":
