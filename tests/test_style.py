@@ -40,8 +40,9 @@ def test_only_tests_are_named_test() -> None:
     offenders = []
     for folder in ("nmtmodels", "workflow_scripts", "benchmarks", "docs", "tools"):
         for path in sorted((ROOT / folder).rglob("*.py")):
-            if "tests" in path.relative_to(ROOT).parts:
-                continue
+            parts = path.relative_to(ROOT).parts
+            if "tests" in parts or parts[:2] == ("benchmarks", "runs") or any(part.startswith(".") for part in parts):
+                continue  # tests, and what runs leave: the peers' environments in benchmarks/.venvs, benchmarks/runs
             for node in ast.parse(path.read_text(encoding="utf-8"), str(path)).body:  # (a test class's methods are tests)
                 if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name.startswith("test_"):
                     offenders.append(f"{path.relative_to(ROOT)}:{node.lineno} {node.name}")
