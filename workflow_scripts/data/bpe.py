@@ -5,12 +5,12 @@ codes learned on the word counts of both sides together (written to both codes
 outputs), then each side encoded with those codes and its subword counts written as that
 side's vocabulary.  ``learn --separate`` does the same per side, with its own codes.
 Merges stop early when no pair occurs at least twice (subword-nmt's default
-``--min-frequency 2``): the corpus ran out of pairs.  A corpus with no such pair at all
-(a few lines) is refused with a DataError naming it: subword-nmt cannot read codes without a
-merge, and nothing is written.  Then the codes' first line records how
+``--min-frequency 2``): the corpus ran out of pairs.  Then the codes' first line records how
 many were learned, ``#version: (learned 299 of 600 merges: the corpus ran out of pairs) 0.2``
 (subword-nmt reads it as version 0.2), and the log says so; codes with all N merges are
-byte-identical with subword-nmt's.
+byte-identical with subword-nmt's.  A corpus with no such pair at all (a few lines) is
+refused with a DataError naming it, and nothing is written: subword-nmt cannot read codes
+without a merge.
 
 ``apply`` first checks the codes (:func:`nmtmodels.text.bpe_codes.check_codes`): whole (the last
 line ends with a newline), and as many merges as the ``bpeN`` directory holding them asks for
