@@ -78,6 +78,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--work-dir", type=Path, default=ROOT / "benchmarks" / "runs" / "throughput",
                         help="the benchmark data are read from / made in WORK/data (as benchmarks/throughput.py)")
     args = parser.parse_args(argv)
+    if args.steps < 2:
+        parser.error(f"--steps must be at least 2 (quartiles of the paired ratios), got {args.steps}")
     say = lambda message: print(message, file=sys.stderr, flush=True)
     module_name, _, name = args.swap.partition(":")
     module = importlib.import_module(module_name)
