@@ -15,8 +15,10 @@ differ only by the rows they run.  ``--profile RULE`` then decodes the file once
     python benchmarks/decode_rows.py --checkpoint results/experiments/baseline/multi30k_en_de/train/checkpoint_best.pt \\
         --source results/data/multi30k_en_de/bpe8000/test_2016_flickr.en-de.en --profile exact
 
-(the embedded default's en-de baseline and test set, after ``snakemake --cores 2 all``).  Beam
-4, ``max_len_a`` 1.2, ``max_len_b`` 10 and GNMT length penalty 1 are config.yaml's ``decoding``.
+(the embedded default's en-de baseline and test set, after ``snakemake --cores 2 all``).  The
+search settings are those of ``benchmarks/throughput.py``: ``--beam`` (4) and DecodeConfig's
+defaults (``max_len_a`` 1.2, ``max_len_b`` 10, GNMT length penalty 1; config.yaml's default
+decodes with 0.6).
 """
 from __future__ import annotations
 
@@ -39,6 +41,11 @@ from nmtmodels.config import from_dict  # noqa: E402
 from nmtmodels.data import ParallelDataset  # noqa: E402
 from nmtmodels.decoding import search  # noqa: E402
 from nmtmodels.decoding.scorer import DecodeConfig  # noqa: E402
+
+
+def decode_config(beam: int, rule: str) -> DecodeConfig:
+    """Beam ``beam`` under stop rule ``rule``, the rest DecodeConfig's defaults (as throughput.py)."""
+    return from_dict(DecodeConfig, {"beam": beam, "early_stop": rule}, where="decode_rows")
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -69,8 +76,7 @@ def main(argv: list[str] | None = None) -> None:
     search._IncrementalDecoder.step = counted
     try:
         for rule in args.rules:
-            cfg = from_dict(DecodeConfig, {"beam": args.beam, "max_len_a": 1.2, "max_len_b": 10, "length_penalty": 1.0,
-                                           "early_stop": rule}, where="decode_rows")
+            cfg = decode_config(args.beam, rule)
             search.translate_dataset(model, data, cfg, max_tokens=args.max_tokens)
             best = None
             for _ in range(args.repeats):
@@ -86,8 +92,7 @@ def main(argv: list[str] | None = None) -> None:
     finally:
         search._IncrementalDecoder.step = step
     if args.profile:
-        cfg = from_dict(DecodeConfig, {"beam": args.beam, "max_len_a": 1.2, "max_len_b": 10, "length_penalty": 1.0,
-                                       "early_stop": args.profile}, where="decode_rows")
+        cfg = decode_config(args.beam, args.profile)
         with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
             start = time.perf_counter()
             search.translate_dataset(model, data, cfg, max_tokens=args.max_tokens)

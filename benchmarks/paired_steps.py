@@ -80,8 +80,10 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     if args.steps < 2:
         parser.error(f"--steps must be at least 2 (quartiles of the paired ratios), got {args.steps}")
-    say = lambda message: print(message, file=sys.stderr, flush=True)
     module_name, _, name = args.swap.partition(":")
+    if not module_name or not name:
+        parser.error(f"--swap must be MODULE:NAME, got {args.swap!r}")
+    say = lambda message: print(message, file=sys.stderr, flush=True)
     module = importlib.import_module(module_name)
     versions = {"old": old_function(args.rev, args.file, name), "new": getattr(module, name)}
 
