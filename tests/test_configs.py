@@ -52,7 +52,9 @@ CONFIGS = ["config.yaml", *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "con
            *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "configs" / "diagnostics").glob("*.yaml"))]
 # Jobs whose outputs are the stand-in corpora; every other planned job runs its own command.
 STAND_IN_RULES = {"extract", "extract_reference", "fetch_compression_set"}
-ONE_UPDATE = {"max_updates": 1, "max_epochs": 0, "max_minutes": 0}
+# One update, and no numbered checkpoint besides checkpoint_last.pt and checkpoint_best.pt: a
+# Transformer-big checkpoint with its Adam moments is 2.6 GB, and two workers train at once.
+ONE_UPDATE = {"max_updates": 1, "max_epochs": 0, "max_minutes": 0, "keep_last": 0, "keep_best": 0}
 TRAIN_SIZE, EVAL_SIZE = 24, 2
 WORKERS = 2
 
@@ -133,9 +135,13 @@ class StandIns:
 
 # ----------------------------------------------------------------------------- running planned jobs
 def budget_overlay(config: dict) -> dict:
-    """One update for every training (defaults, experiments, compressors) and nothing else."""
+    """One update for every training (defaults, experiments, compressors), no numbered checkpoints
+    (unless averaged) and nothing else."""
     overlay: dict = {"training": dict(ONE_UPDATE)}
     overlay["experiments"] = {name: {"train": dict(ONE_UPDATE)} for name in config.get("experiments", {})}
+    for name, spec in config.get("experiments", {}).items():
+        if spec.get("average_checkpoints"):  # averaging needs its numbered checkpoints (runs.check_averaging)
+            overlay["experiments"][name]["train"]["keep_last"] = -1
     compressors = (config.get("compression") or {}).get("compressors", {})
     if compressors:
         overlay["compression"] = {"compressors": {name: {"train": dict(ONE_UPDATE)} for name, spec in compressors.items()
@@ -194,6 +200,10 @@ class Plan:
             start = time.perf_counter()
             run_command(job["shell"], self.workdir)
             self.ran.append(job["rule"])
+            for out in job["output"]:  # checkpoint_last.pt is for resuming, which these runs never do
+                last = Path(out).with_name("checkpoint_last.pt")
+                if Path(out).name == "checkpoint_best.pt" and str(last) not in job["output"]:
+                    (self.workdir / last).unlink(missing_ok=True)
             self.seconds[target] = time.perf_counter() - start
         for out in job["output"]:
             assert (self.workdir / out).exists(), f"rule {job['rule']} did not write {out}"

@@ -7,6 +7,7 @@ import hashlib
 import math
 import os
 import signal
+from pathlib import Path
 
 import pytest
 import torch
@@ -424,6 +425,27 @@ def test_keep_last_keep_best_and_best_checkpoint(corpus, tmp_path):
 def test_keep_last_before_it_is_reached(corpus, tmp_path):
     make_trainer(corpus, tmp_path, save_interval_updates=2, keep_last=3, keep_best=0, max_tokens=24, max_updates=4).train()
     assert [u for u, _ in numbered_checkpoints(tmp_path)] == [2, 4]
+
+
+def test_a_numbered_checkpoint_that_would_be_pruned_at_once_is_never_written(corpus, tmp_path, monkeypatch):
+    written = []
+
+    def recording(path, state, copies=()):
+        written.extend(Path(c).name for c in copies)
+        save_checkpoint(path, state, copies=copies)
+
+    monkeypatch.setattr(train_module, "save_checkpoint", recording)
+    bleu = iter([10.0, 30.0, 20.0])
+    make_trainer(corpus, tmp_path, bleu_fn=lambda model: next(bleu), max_tokens=24, valid_bleu=True, best_metric="bleu",
+                 save_interval_updates=2, keep_last=0, keep_best=1, max_updates=6).train()
+    # keep_best=1 keeps update 2 until update 4 beats it; update 6 (20 < 30) would be pruned at once
+    assert written == ["checkpoint_best.pt", "checkpoint_2.pt", "checkpoint_best.pt", "checkpoint_4.pt"]
+    assert [u for u, _ in numbered_checkpoints(tmp_path)] == [4]
+    written.clear()
+    make_trainer(corpus, tmp_path / "none", save_interval_updates=2, keep_last=0, keep_best=0, max_tokens=24,
+                 max_updates=4).train()
+    assert not [name for name in written if name != "checkpoint_best.pt"]
+    assert (tmp_path / "none" / "checkpoint_best.pt").is_file() and not numbered_checkpoints(tmp_path / "none")
 
 
 def test_early_stopping_with_patience(corpus, tmp_path):

@@ -478,9 +478,10 @@ class Trainer:
         self.saved_at = progress.update
         if not self.dist.is_main:
             return
-        # best and numbered copies first: checkpoint_last.pt never records files that are not on disk
+        # best and numbered copies first: checkpoint_last.pt never records files that are not on disk;
+        # a numbered copy that keep_last / keep_best would prune at once is never written
         copies = [self.out_dir / "checkpoint_best.pt"] if improved else []
-        if numbered:
+        if numbered and any(k["update"] == progress.update for k in progress.kept):
             copies.append(self.out_dir / f"checkpoint_{progress.update}.pt")
         save_checkpoint(self.checkpoint_last, state, copies=copies)
         for entry in doomed:
