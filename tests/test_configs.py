@@ -54,7 +54,7 @@ CONFIGS = ["config.yaml", *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "con
 STAND_IN_RULES = {"extract", "extract_reference", "fetch_compression_set"}
 # One update, and no numbered checkpoint besides checkpoint_last.pt and checkpoint_best.pt: a
 # Transformer-big checkpoint with its Adam moments is 2.6 GB, and two workers train at once.
-ONE_UPDATE = {"max_updates": 1, "max_epochs": 0, "max_minutes": 0, "keep_last": 0, "keep_best": 0}
+ONE_UPDATE = {"max_updates": 1, "max_epochs": 0, "max_minutes": 0, "max_sentences": 2, "keep_last": 0, "keep_best": 0}
 TRAIN_SIZE, EVAL_SIZE = 24, 2
 WORKERS = 2
 
