@@ -11,14 +11,19 @@ LIMIT = 520
 GUARDED = ("workflow_scripts", "benchmarks")
 
 
-def modules() -> list[Path]:
-    """Every Python module under :data:`GUARDED`, test modules aside, and nothing of what runs
-    leave there (the peers' environments in ``benchmarks/.venvs``, ``benchmarks/runs``)."""
+def own_modules(folders: tuple[str, ...]) -> list[Path]:
+    """Every Python module under ``folders``, test modules aside, and nothing of what runs leave
+    there (the peers' environments in ``benchmarks/.venvs``, ``benchmarks/runs``)."""
     def ours(path: Path) -> bool:
         parts = path.relative_to(ROOT).parts
         return "tests" not in parts and parts[:2] != ("benchmarks", "runs") and not any(p.startswith(".") for p in parts)
 
-    return sorted(path for folder in GUARDED for path in (ROOT / folder).rglob("*.py") if ours(path))
+    return sorted(path for folder in folders for path in (ROOT / folder).rglob("*.py") if ours(path))
+
+
+def modules() -> list[Path]:
+    """The modules under :data:`GUARDED` (:func:`own_modules`)."""
+    return own_modules(GUARDED)
 
 
 def too_long(paths: list[Path], root: Path = ROOT) -> list[str]:

@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.test_module_sizes import own_modules
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -38,14 +40,10 @@ def test_only_tests_are_named_test() -> None:
     """A module-level function named ``test_*`` outside the test folders reads as a test, and
     pytest collects it wherever a test module imports it by name."""
     offenders = []
-    for folder in ("nmtmodels", "workflow_scripts", "benchmarks", "docs", "tools"):
-        for path in sorted((ROOT / folder).rglob("*.py")):
-            parts = path.relative_to(ROOT).parts
-            if "tests" in parts or parts[:2] == ("benchmarks", "runs") or any(part.startswith(".") for part in parts):
-                continue  # tests, and what runs leave: the peers' environments in benchmarks/.venvs, benchmarks/runs
-            for node in ast.parse(path.read_text(encoding="utf-8"), str(path)).body:  # (a test class's methods are tests)
-                if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name.startswith("test_"):
-                    offenders.append(f"{path.relative_to(ROOT)}:{node.lineno} {node.name}")
+    for path in own_modules(("nmtmodels", "workflow_scripts", "benchmarks", "docs", "tools")):
+        for node in ast.parse(path.read_text(encoding="utf-8"), str(path)).body:  # (a test class's methods are tests)
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name.startswith("test_"):
+                offenders.append(f"{path.relative_to(ROOT)}:{node.lineno} {node.name}")
     assert not offenders, offenders
 
 
