@@ -52,7 +52,8 @@ CONFIGS = ["config.yaml", *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "con
            *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "configs" / "diagnostics").glob("*.yaml"))]
 # Jobs whose outputs are the stand-in corpora; every other planned job runs its own command.
 STAND_IN_RULES = {"extract", "extract_reference", "fetch_compression_set"}
-# One update, and no numbered checkpoint besides checkpoint_last.pt and checkpoint_best.pt: a
+# One update of at most two sentences (of different lengths: padding and masks are exercised),
+# and no numbered checkpoint besides checkpoint_last.pt and checkpoint_best.pt: a
 # Transformer-big checkpoint with its Adam moments is 2.6 GB, and two workers train at once.
 ONE_UPDATE = {"max_updates": 1, "max_epochs": 0, "max_minutes": 0, "max_sentences": 2, "keep_last": 0, "keep_best": 0}
 TRAIN_SIZE, EVAL_SIZE = 24, 2
@@ -135,8 +136,8 @@ class StandIns:
 
 # ----------------------------------------------------------------------------- running planned jobs
 def budget_overlay(config: dict) -> dict:
-    """One update for every training (defaults, experiments, compressors), no numbered checkpoints
-    (unless averaged) and nothing else."""
+    """:data:`ONE_UPDATE` for every training (defaults, experiments, compressors), numbered
+    checkpoints kept where an experiment averages them, and nothing else."""
     overlay: dict = {"training": dict(ONE_UPDATE)}
     overlay["experiments"] = {name: {"train": dict(ONE_UPDATE)} for name in config.get("experiments", {})}
     for name, spec in config.get("experiments", {}).items():
