@@ -52,7 +52,7 @@ CONFIGS = ["config.yaml", *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "con
            *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "configs" / "diagnostics").glob("*.yaml"))]
 # Jobs whose outputs are the stand-in corpora; every other planned job runs its own command.
 STAND_IN_RULES = {"extract", "extract_reference", "fetch_compression_set"}
-# One update of at most two sentences (of different lengths: padding and masks are exercised),
+# One update of at most two sentences (the test is about each model at its full size, not the batch),
 # and no numbered checkpoint besides checkpoint_last.pt and checkpoint_best.pt: a
 # Transformer-big checkpoint with its Adam moments is 2.6 GB, and two workers train at once.
 ONE_UPDATE = {"max_updates": 1, "max_epochs": 0, "max_minutes": 0, "max_sentences": 2, "keep_last": 0, "keep_best": 0}
