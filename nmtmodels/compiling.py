@@ -56,7 +56,32 @@ def compile_module(module: Callable[..., Any], mode: str) -> Callable[..., Any]:
         raise ValueError(f"unknown compile mode {mode!r} (known: {', '.join(TRAIN_COMPILE_MODES)})")
     if BACKEND != "inductor":  # modes are Inductor options
         return torch.compile(module, backend=BACKEND)
-    return torch.compile(module, backend=BACKEND, mode=None if mode == "default" else mode)
+    return torch.compile(module, backend=BACKEND, options=inductor_options(mode, torch.__version__))
+
+
+# Inductor's coalesced-tiling analysis (``triton.coalesce_tiling_analysis``, a choice of tiles for
+# memory coalescing) fails with an AssertionError in ``tiling_utils.get_pw_red_splits`` on some
+# graphs with symbolic sizes in torch 2.11: the lattice Transformer's training forward,
+# recompiled for a second shape (nmtmodels/tests/test_cuda.py on an H200,
+# docs/results/gpu/parts/graph/README.md). Fixed upstream by pytorch/pytorch#181793; torch 2.13
+# has the fix, so the analysis stays on from that version.
+TILING_ANALYSIS_FIXED = (2, 13)
+
+
+def inductor_options(mode: str, torch_version: str) -> dict[str, Any]:
+    """The Inductor options of ``mode`` (``torch._inductor.list_mode_options``, what
+    ``torch.compile(mode=...)`` applies), with the coalesced-tiling analysis off where
+    ``torch_version`` predates :data:`TILING_ANALYSIS_FIXED`. It only chooses tile shapes, so
+    the results are those of the mode itself."""
+    import torch._inductor.config
+    from torch._inductor import list_mode_options
+
+    options = dict(list_mode_options(mode))
+    release = tuple(int(part) for part in torch_version.split("+")[0].split(".")[:2])
+    has_analysis = hasattr(torch._inductor.config.triton, "coalesce_tiling_analysis")  # torch >= 2.8
+    if release < TILING_ANALYSIS_FIXED and has_analysis:
+        options["triton.coalesce_tiling_analysis"] = False
+    return options
 
 
 def begin_step(mode: str, device: torch.device) -> None:

@@ -130,3 +130,22 @@ def test_compiled_decoder_step_finds_the_eager_hypotheses(search, tracing_backen
     assert [[h.tokens for h in row] for row in compiled] == [[h.tokens for h in row] for row in eager]
     for compiled_row, eager_row in zip(compiled, eager):
         assert [h.score for h in compiled_row] == pytest.approx([h.score for h in eager_row], abs=1e-5)
+
+
+@pytest.mark.parametrize("mode", ["default", "reduce-overhead", "max-autotune"])
+def test_inductor_gets_the_modes_own_options_and_no_tiling_analysis_before_torch_2_13(mode, monkeypatch):
+    """The options compile_module gives Inductor are those torch itself applies for the mode
+    (its own compile wrapper's config), plus the coalesced-tiling analysis switched off on
+    torch 2.11, whose Inductor fails on the lattice Transformer (docs/compilation.md)."""
+    def config(mode=None, options=None):
+        return torch._TorchCompileInductorWrapper(mode, options, None).config
+
+    by_mode = config(mode=None if mode == "default" else mode)
+    assert config(options=compiling.inductor_options(mode, "2.13.0+cpu")) == by_mode
+    assert config(options=compiling.inductor_options(mode, "2.11.0+cu130")) == {
+        **by_mode, "triton.coalesce_tiling_analysis": False}
+    seen = {}
+    monkeypatch.setattr(compiling.torch, "compile", lambda module, **kwargs: seen.update(kwargs) or module)
+    monkeypatch.setattr(compiling.torch, "__version__", "2.11.0+cu130")
+    compiling.compile_module(torch.nn.Linear(2, 2), mode)
+    assert seen == {"backend": "inductor", "options": {**by_mode, "triton.coalesce_tiling_analysis": False}}
