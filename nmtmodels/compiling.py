@@ -75,11 +75,11 @@ def inductor_options(mode: str, torch_version: str) -> dict[str, Any]:
     the results are those of the mode itself."""
     import torch._inductor.config
     from torch._inductor import list_mode_options
+    from torch.torch_version import TorchVersion
 
     options = dict(list_mode_options(mode))
-    release = tuple(int(part) for part in torch_version.split("+")[0].split(".")[:2])
     has_analysis = hasattr(torch._inductor.config.triton, "coalesce_tiling_analysis")  # torch >= 2.8
-    if release < TILING_ANALYSIS_FIXED and has_analysis:
+    if TorchVersion(torch_version) < TILING_ANALYSIS_FIXED and has_analysis:
         options["triton.coalesce_tiling_analysis"] = False
     return options
 
