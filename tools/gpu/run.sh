@@ -13,9 +13,10 @@
 # checks the install (check_wheels.py --installed, snakemake --version, torch.cuda), then runs the
 # command and stops it gracefully --until-minutes after the start (default 8: with the stop's
 # 60 s of grace and the copying, inside the tool's 10-minute limit): trainings get SIGTERM first
-# (they save checkpoint_last.pt and exit 75), then Snakemake SIGINT.  Whatever happened, the results summary, timeline, tables and a logs tarball
-# go to $OUT (the tool returns at most 8 files).  Exit status: the command's; 75 when stopped at
-# the deadline; 2 when the install or a check failed.
+# (they save checkpoint_last.pt and exit 75; one that has logged "finished:" is spared,
+# tools/gpu/stop_trainings.py), then Snakemake SIGINT.  Whatever happened, the results summary,
+# timeline, tables and a logs tarball go to $OUT (the tool returns at most 8 files).  Exit status:
+# the command's; 75 when stopped at the deadline; 2 when the install or a check failed.
 set -uo pipefail
 START=$(date +%s)
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -34,7 +35,7 @@ while (($#)); do
         --check-only) CHECK_ONLY=1; shift ;;
         --tests) TESTS+=("$2"); shift 2 ;;
         --) shift; break ;;
-        -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
         *) break ;;
     esac
 done
@@ -118,15 +119,12 @@ DEADLINE=$((START + UNTIL * 60))
 say "running until $(date -d "@$DEADLINE" +%T) at the latest: ${COMMAND[*]}"
 setsid "${COMMAND[@]}" &
 PID=$!
-descendants() { local c; for c in $(cat /proc/"$1"/task/*/children 2>/dev/null); do echo "$c"; descendants "$c"; done; }
 STOPPED=0
 while kill -0 "$PID" 2>/dev/null; do
     if (($(date +%s) >= DEADLINE)) && ((STOPPED == 0)); then
         STOPPED=1
-        say "deadline: SIGTERM to trainings (they save checkpoint_last.pt), then SIGINT to the command"
-        for p in $(descendants "$PID"); do
-            tr '\0' ' ' < /proc/"$p"/cmdline 2>/dev/null | grep -q "nmtmodels.cli train\|nmt-train" && kill -TERM "$p" 2>/dev/null
-        done
+        say "deadline: SIGTERM to unfinished trainings (they save checkpoint_last.pt), then SIGINT to the command"
+        "$PYTHON" tools/gpu/stop_trainings.py "$PID" | while read -r line; do say "$line"; done
         for _ in $(seq 40); do kill -0 "$PID" 2>/dev/null || break; sleep 1; done
         kill -INT "$PID" 2>/dev/null
         for _ in $(seq 20); do kill -0 "$PID" 2>/dev/null || break; sleep 1; done
