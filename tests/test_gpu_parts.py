@@ -226,4 +226,47 @@ def test_every_claim_names_a_system_of_gpu_yaml_with_its_papers_metric():
         assert spec.get("baseline") and spec["paper"] == claim["paper"], system
         assert claim["metric"] in {"bleu", "tokenized_bleu"}
     compared = {e for e, _ in runs.experiment_runs(whole) if runs.baselines_of(whole, e)}
-    assert compared == set(claims)
+    controls = {c["experiment"] for claim in claims.values() for c in claim["controls"]}
+    assert compared == set(claims) | (controls - NOT_ON_THE_GPU)
+
+
+# the lattice pair with equal target tokens per update (a beside control): no room in the lattice part
+NOT_ON_THE_GPU = {"lattice_lpe_lsa_zh_equal_tgt"}
+
+
+def test_the_gpu_controls_are_the_controls_config_at_the_gpu_size():
+    """configs/gpu.yaml's controls are configs/controls.yaml's definitions with the preset of
+    the systems they control, and each runs in the part of its claim's system."""
+    whole = merged(gpu_parts.BASE_CONFIG)
+    defined = yaml.safe_load((ROOT / "configs/controls.yaml").read_text(encoding="utf-8"))
+    claims = verdicts.read_claims()
+    for system, claim in claims.items():
+        for control in claim["controls"]:
+            name = control["experiment"]
+            if name in NOT_ON_THE_GPU:
+                assert name not in whole["experiments"]
+                continue
+            ours, theirs = whole["experiments"][name], defined["experiments"][name]
+            assert ours["model"]["preset"] == whole["experiments"][system]["model"]["preset"] == "small", name
+            assert {**ours, "model": {**ours["model"], "preset": None}} == {**theirs, "model": {**theirs["model"], "preset": None}}
+            (part,) = [p for p in gpu_parts.PARTS
+                       if system in merged(*gpu_parts.part_configfiles(p))["active_experiments"]]
+            assert name in merged(*gpu_parts.part_configfiles(part))["active_experiments"], f"{name} not in part {part}"
+    identity = defined["compression"]["compressors"]["esc_identity"]
+    assert whole["compression"]["compressors"]["esc_identity"] == identity
+
+
+def test_the_parts_table_of_the_docs_says_what_the_part_files_hold():
+    """docs/gpu.md, "In parts": each part's trainings and budget in updates are its config's."""
+    import re
+
+    rows = {m.group(1): m.group(2).split(" | ") for m in
+            re.finditer(r"^\| `(\w+)` \| (.*) \|$", (ROOT / "docs/gpu.md").read_text(encoding="utf-8"), re.M)}
+    for part in gpu_parts.PARTS:
+        config = merged(*gpu_parts.part_configfiles(part))
+        seeds.expand_seeds(config)
+        ran = runs.experiment_runs(config)
+        trainings, updates = rows[part][1], rows[part][2]
+        assert int(trainings.split()[0]) == len(ran), part
+        assert {int(updates.split()[0].replace(",", ""))} == {
+            runs.experiment_settings(config, e)["train"]["max_updates"] for e, _ in ran}, part
