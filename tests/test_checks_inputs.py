@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from workflow_scripts.dag import checks, gpu_parts, runs, sources
+from nmtmodels.plugins import load_user_modules
+from workflow_scripts.dag import checks, cluster, gpu_parts, runs, sources
 from workflow_scripts.dag.seeds import expand_seeds
 from workflow_scripts.dag.sources import SourceReading, source_differences, source_reading
 
@@ -146,6 +147,8 @@ SHIPPED = [[], *[[str(p.relative_to(ROOT))] for p in sorted((ROOT / "configs").g
 def test_every_shipped_config_reads_like_with_like(files):
     config = merged(*files)
     expand_seeds(config)
+    # the config's families from outside the package, loaded as the Snakefile does
+    load_user_modules(cluster.user_modules_variable(config, {}, str(ROOT)).get("NMT_USER_MODULES", ""))
     checks.check_fair_comparisons(config)
     for name, corpus in runs.experiment_runs(config):
         spec = config["experiments"][name]

@@ -194,6 +194,8 @@ def test_a_system_that_all_does_not_train_is_not_checked():
 def test_every_shipped_config_compares_like_with_like(name):
     from snakemake.utils import update_config
 
+    from nmtmodels.plugins import load_user_modules
+    from workflow_scripts.dag import cluster
     from workflow_scripts.dag.seeds import expand_seeds
 
     root = Path(__file__).parent.parent
@@ -201,6 +203,9 @@ def test_every_shipped_config_compares_like_with_like(name):
     if name != "config.yaml":
         update_config(config, yaml.safe_load((root / name).read_text()))
     expand_seeds(config)  # as the Snakefile does, before the checks
+    # the config's families from outside the package, as the Snakefile loads them for its checks
+    # (before, this case passed only where an earlier test in the process had loaded them)
+    load_user_modules(cluster.user_modules_variable(config, {}, str(root)).get("NMT_USER_MODULES", ""))
     checks.check_experiments(config)
     compared = [(e, b) for e, _ in set(runs.experiment_runs(config)) for b in runs.baselines_of(config, e)]
     if name not in ("configs/gpu_quality.yaml", "configs/quality.yaml"):  # those train the baseline only
