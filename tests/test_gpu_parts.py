@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -239,8 +240,8 @@ def test_the_gpu_controls_are_the_controls_config_at_the_gpu_size():
     the systems they control, and each runs in the part of its claim's system."""
     whole = merged(gpu_parts.BASE_CONFIG)
     defined = yaml.safe_load((ROOT / "configs/controls.yaml").read_text(encoding="utf-8"))
-    claims = verdicts.read_claims()
-    for system, claim in claims.items():
+    active = {part: set(merged(*gpu_parts.part_configfiles(part))["active_experiments"]) for part in gpu_parts.PARTS}
+    for system, claim in verdicts.read_claims().items():
         for control in claim["controls"]:
             name = control["experiment"]
             if name in NOT_ON_THE_GPU:
@@ -249,17 +250,14 @@ def test_the_gpu_controls_are_the_controls_config_at_the_gpu_size():
             ours, theirs = whole["experiments"][name], defined["experiments"][name]
             assert ours["model"]["preset"] == whole["experiments"][system]["model"]["preset"] == "small", name
             assert {**ours, "model": {**ours["model"], "preset": None}} == {**theirs, "model": {**theirs["model"], "preset": None}}
-            (part,) = [p for p in gpu_parts.PARTS
-                       if system in merged(*gpu_parts.part_configfiles(p))["active_experiments"]]
-            assert name in merged(*gpu_parts.part_configfiles(part))["active_experiments"], f"{name} not in part {part}"
+            (part,) = [part for part, systems in active.items() if system in systems]
+            assert name in active[part], f"{name} not in part {part}"
     identity = defined["compression"]["compressors"]["esc_identity"]
     assert whole["compression"]["compressors"]["esc_identity"] == identity
 
 
 def test_the_parts_table_of_the_docs_says_what_the_part_files_hold():
     """docs/gpu.md, "In parts": each part's trainings and budget in updates are its config's."""
-    import re
-
     rows = {m.group(1): m.group(2).split(" | ") for m in
             re.finditer(r"^\| `(\w+)` \| (.*) \|$", (ROOT / "docs/gpu.md").read_text(encoding="utf-8"), re.M)}
     for part in gpu_parts.PARTS:

@@ -11,37 +11,14 @@ a shell killed by SIGTERM fails its job whatever its training does.
 """
 from __future__ import annotations
 
-import os
 import signal
 import sys
 from collections.abc import Callable
 from pathlib import Path
 
+import psutil  # Snakemake's own dependency: installed wherever run.sh runs Snakemake
+
 FINISHED = "finished: "  # nmtmodels.training.trainer.Trainer.train's last line
-
-
-def children(pid: int) -> list[int]:
-    found: list[int] = []
-    for task in Path(f"/proc/{pid}/task").glob("*"):
-        try:
-            found += [int(c) for c in (task / "children").read_text().split()]
-        except OSError:  # the process or thread ended meanwhile
-            continue
-    return found
-
-
-def descendants(pid: int) -> list[int]:
-    found = []
-    for child in children(pid):
-        found += [child, *descendants(child)]
-    return found
-
-
-def argv(pid: int) -> list[str]:
-    try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace").split("\0")[:-1]
-    except OSError:
-        return []
 
 
 def is_training(args: list[str]) -> bool:
@@ -52,13 +29,12 @@ def is_training(args: list[str]) -> bool:
     return any(Path(a).name == "nmt-train" for a in args[:2])
 
 
-def log_of(pid: int) -> Path | None:
+def log_of(process: psutil.Process) -> Path | None:
     """The file that the process's stderr goes to (the rule's log), if a file."""
     try:
-        target = Path(os.readlink(f"/proc/{pid}/fd/2"))
-    except OSError:
+        return next((Path(f.path) for f in process.open_files() if f.fd == 2), None)
+    except psutil.Error:
         return None
-    return target if target.is_file() else None
 
 
 def has_finished(log: Path | None) -> bool:
@@ -71,20 +47,31 @@ def has_finished(log: Path | None) -> bool:
         return False
 
 
-def stop(pid: int, send: Callable[[int, int], None] = os.kill) -> tuple[list[int], list[int]]:
-    """SIGTERM to the unfinished trainings below ``pid``; returns (stopped, spared) pids."""
-    stopped, spared = [], []
-    for child in descendants(pid):
-        if not is_training(argv(child)):
+def trainings(pid: int) -> list[psutil.Process]:
+    """The training processes among the descendants of ``pid``."""
+    found = []
+    for process in psutil.Process(pid).children(recursive=True):
+        try:
+            if is_training(process.cmdline()):
+                found.append(process)
+        except psutil.Error:  # ended meanwhile
             continue
-        if has_finished(log_of(child)):
-            spared.append(child)
+    return found
+
+
+def stop(pid: int, send: Callable[[psutil.Process], None] = lambda p: p.send_signal(signal.SIGTERM),
+         ) -> tuple[list[psutil.Process], list[psutil.Process]]:
+    """SIGTERM (``send``) to the unfinished trainings below ``pid``; returns (stopped, spared)."""
+    stopped, spared = [], []
+    for process in trainings(pid):
+        if has_finished(log_of(process)):
+            spared.append(process)
             continue
         try:
-            send(child, signal.SIGTERM)
-        except ProcessLookupError:
+            send(process)
+        except psutil.NoSuchProcess:
             continue
-        stopped.append(child)
+        stopped.append(process)
     return stopped, spared
 
 
@@ -94,10 +81,10 @@ def main(args: list[str] | None = None) -> int:
         print("usage: stop_trainings.py PID", file=sys.stderr)
         return 2
     stopped, spared = stop(int(args[0]))
-    for pid in stopped:
-        print(f"SIGTERM to training {pid} ({log_of(pid) or 'no log file'})")
-    for pid in spared:
-        print(f"spared training {pid}: its log has '{FINISHED.strip()}' ({log_of(pid)})")
+    for process in stopped:
+        print(f"SIGTERM to training {process.pid}")
+    for process in spared:
+        print(f"spared training {process.pid}: its log has '{FINISHED.strip()}' ({log_of(process)})")
     return 0
 
 
