@@ -214,9 +214,12 @@ def seeded_results() -> pd.DataFrame:
 
 # ----------------------------------------------------------------------------- comparisons over runs
 def run_entry(system: str, baseline: str, metric: str, system_scores: list[float], baseline_scores: list[float],
-              p_ar: float, p_sign: float, corpus: str = "c", test_set: str = "t") -> dict:
+              p_ar: float, p_sign: float, corpus: str = "c", test_set: str = "t", aso_direction: int | None = None,
+              interval: tuple[float, float] | None = None) -> dict:
     """One comparison over runs as workflow_scripts.evaluation.run_statistics writes it, from
-    hand-made per-run scores (s_sel made up: 0.4 and 0.5)."""
+    hand-made per-run scores (s_sel made up: 0.4 and 0.5; the test over seeds: ASO in
+    ``aso_direction``, by default the direction of most runs; the interval: the difference ± 1
+    unless given)."""
     import statistics
 
     n = len(system_scores)
@@ -230,6 +233,14 @@ def run_entry(system: str, baseline: str, metric: str, system_scores: list[float
              "sign_pooled": {"better": 10, "worse": 5, "ties": 0, "p_value": p_sign}, "sign_per_run": [p_sign] * n,
              "runs_better": sum(a > b for a, b in zip(system_scores, baseline_scores)),
              "runs_worse": sum(a < b for a, b in zip(system_scores, baseline_scores)), "signature": "nrefs:1|case:mixed"}
+    delta = stats["delta"]
+    if aso_direction is None:
+        aso_direction = (stats["runs_better"] > stats["runs_worse"]) - (stats["runs_better"] < stats["runs_worse"])
+    stats["seed_test"] = None if n < 2 else {"aso_eps_min": {1: 0.1, -1: 0.9, 0: 0.5}[aso_direction],
+                                             "aso_direction": aso_direction, "p_paired_t": 0.1}
+    low, high = interval or (delta - 1.0, delta + 1.0)
+    stats["interval"] = {"low": low, "high": high, "level": 0.95, "sd_seeds": 0.5, "sd_sentences": 0.4,
+                         "components": "seeds and sentences", "df": 3.0}
     return {"system": system, "baseline": baseline, "corpus": corpus, "test_set": test_set,
             "seeds": list(range(1, n + 1)), "metrics": {metric: stats}}
 
@@ -250,6 +261,6 @@ def training_runs(system: str, n: int, updates: list[int] | None = None, stops: 
                       "updates": updates[i], "elapsed_s": 100.0, "stop_reason": stops[i], "parameters": parameters,
                       "target_tokens": (target_tokens or [700_000] * n)[i],
                       "train_tokens_per_s": 1.0, "best_dev_loss": min(loss for _, loss in points),
-                      "best_dev_loss_update": 700, "best_dev_bleu": None,
+                      "best_dev_loss_update": 700, "best_dev_bleu": None, "dev_curve": [list(p) for p in points],
                       "dev_loss_drop": dev_loss_drop(points, updates[i])})
     return found

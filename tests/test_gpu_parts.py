@@ -205,15 +205,20 @@ def test_merge_writes_claims_verdicts_and_every_part(tmp_path, capsys):
     gate = next(v for v in data["verdicts"] if v["system"] == "graph_half_dim_gate")
     # 29.6, 29.4, 30.1 against 30.0, 30.25, 29.75: two of three runs worse
     assert (gate["verdict"], gate["runs_worse"], gate["metric"]) == ("reversed", 2, "tokenized_bleu")
-    # one verdict function: the merge's rows are the part summaries' own claims rows
-    part = json.loads((tmp_path / "parts/graph/summary.json").read_text())
-    assert [{k: v for k, v in row.items() if k != "part"} for row in data["verdicts"] if row.get("part") == "graph"] == \
-        verdicts.claim_rows(part, verdicts.read_claims())
+    # one verdict function: the merge's rows are the parts' own claims rows, decided as one family (Holm)
+    parts = [json.loads(path.read_text()) for path in sorted((tmp_path / "parts").glob("*/summary.json"))]
+    evidence = [row for part in parts for row in verdicts.claim_evidence(part, verdicts.read_claims())]
+    merged_rows = sorted(({k: v for k, v in row.items() if k != "part"} for row in data["verdicts"] if "part" in row),
+                         key=lambda row: row["system"])
+    assert merged_rows == sorted(verdicts.decide(evidence), key=lambda row: row["system"])
+    assert {row["holm_family"] for row in data["verdicts"] if "part" in row} == {2}
+    # the graph claim's must-beat control is in no part: it cannot be reproduced, and the row says why
+    assert "must-beat control transformer_carry_gate not run" in gate["qualifiers"]
     assert {p["part"]: p["wall_minutes"] for p in data["parts"]} == {"graph": 6.4, "reordering": 6.4}
     text = out.read_text()
     assert "## Part graph" in text and "### Results summary" in text  # each part's summary, headings two levels down
     assert "Parts not in this result: lattice, esc, char." in text and "**reversed**" in text
-    assert "| reorder_both |" in text and "| 3 of 3 | 0.0010 | 0.0010 |" in text
+    assert "| reorder_both |" in text and "| 3 of 3 | 0.0010 | 0.0020 | 0.0010 |" in text  # AR, AR after Holm over 2, sign
     # one summary per part
     assert merging.main([paths[0], paths[0], "-o", str(out)]) == 1
     assert "given more than once" in capsys.readouterr().err

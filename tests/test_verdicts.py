@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from tests.report_fixtures import run_entry, training_runs
-from workflow_scripts.evaluation import verdicts
+from workflow_scripts.evaluation import verdict_report, verdicts
 from workflow_scripts.evaluation.training_runs import dev_loss_drop
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -52,13 +52,25 @@ CLAIM = {"paper": "graph", "metric": "bleu", "claim": "it is better", "paper_del
     ("graph", {"n": 3, "delta": 0.3, "score": 22.5, "baseline_score": 22.2, "p_ar": 0.01, "p_sign": 0.01, "runs_better": 1,
                "runs_worse": 2}, "inconclusive"),  # runs disagree
     ("graph", {"n": 3, "delta": 1.4, "score": 22.5, "baseline_score": 21.1, "p_ar": 1e-4, "p_sign": 1e-4, "runs_better": 3,
-               "runs_worse": 0, "controls_beaten": False}, "inconclusive"),
+               "runs_worse": 0, "controls": ("must-beat control c not beaten",)}, "inconclusive"),
+    # fail closed: a must-beat control that did not run blocks "reproduced" even at p = 1e-4
+    ("graph", {"n": 3, "delta": 1.4, "score": 22.5, "baseline_score": 21.1, "p_ar": 1e-4, "p_sign": 1e-4, "runs_better": 3,
+               "runs_worse": 0, "controls": ("must-beat control c not run",)}, "inconclusive"),
+    # the test over seeds must agree in direction
+    ("graph", {"n": 3, "delta": 1.4, "score": 22.5, "baseline_score": 21.1, "p_ar": 1e-4, "p_sign": 1e-4, "runs_better": 3,
+               "runs_worse": 0, "seed_direction": 0}, "inconclusive"),
+    ("graph", {"n": 3, "delta": 1.4, "score": 22.5, "baseline_score": 21.1, "p_ar": 1e-4, "p_sign": 1e-4, "runs_better": 3,
+               "runs_worse": 0, "seed_direction": None}, "inconclusive"),
+    # Holm's adjusted p is the one that counts
+    ("graph", {"n": 3, "delta": 1.4, "score": 22.5, "baseline_score": 21.1, "p_ar": 0.02, "p_sign": 1e-4, "runs_better": 3,
+               "runs_worse": 0, "p_adjusted": 0.06}, "inconclusive"),
     ("esc", {"n": 3, "delta": -1.0, "score": 20.0, "baseline_score": 21.0, "p_ar": 0.001, "p_sign": 0.001, "runs_better": 0,
              "runs_worse": 3}, "reversed"),
     ("esc", {"n": 3, "delta": -1.0, "score": 20.0, "baseline_score": 21.0, "p_ar": 0.001, "p_sign": 0.001, "runs_better": 2,
              "runs_worse": 1}, "inconclusive"),
 ])
 def test_the_verdict_rule(paper, facts, expected):
+    facts = {"seed_direction": (facts["delta"] > 0) - (facts["delta"] < 0), **facts}  # ASO agrees unless given
     assert verdicts.verdict(paper, **facts)[0] == expected
 
 
@@ -76,7 +88,7 @@ def test_a_pair_in_which_the_cap_stopped_one_side_is_not_comparable():
     (row,) = verdicts.claim_rows(_summary([entry], [capped, training_runs("base", 3)]), {"sys": CLAIM})
     assert row["verdict"] == "not comparable"
     assert row["system_training"]["updates"] == [700, 432, 700]
-    assert verdicts.updates_cell(row["system_training"]) == "432/700 (max_minutes (cap fired), max_updates)"
+    assert verdict_report.updates_cell(row["system_training"]) == "432/700 (max_minutes (cap fired), max_updates)"
     # the same numbers with both sides at max_updates: reproduced
     (row,) = verdicts.claim_rows(_summary([entry], [training_runs("sys", 3), training_runs("base", 3)]), {"sys": CLAIM})
     assert (row["verdict"], row["n"], row["runs_better"]) == ("reproduced", 3, 3)
@@ -89,8 +101,9 @@ def test_claim_row_has_parameters_spreads_and_the_markdown_says_n():
     assert row["parameters_diff_pct"] == pytest.approx(100 * (11_685_376 - 8_133_376) / 8_133_376)  # +43.7%
     assert row["score"] == pytest.approx(22.5) and row["score_sd"] == pytest.approx(0.5) and row["s_sel"] == 0.4
     data.update(claims=[row], claims_file="claims.yaml")
-    text = "\n".join(verdicts.claims_markdown(data))
-    assert "| 3 | 22.50 ± 0.50 (s_sel 0.40) | base: 21.10 ± 0.10 (s_sel 0.50) | 1.40 | 3 of 3 |" in text
+    text = "\n".join(verdict_report.claims_markdown(data))
+    assert "| c / t | 3 | +1.40 [+0.40, +2.40] | **reproduced**; still improving |" in text  # the verdict table first
+    assert "| 22.50 ± 0.50 (s_sel 0.40) | base: 21.10 ± 0.10 (s_sel 0.50) | 3 of 3 |" in text  # then the evidence
     assert "11,685,376 vs 8,133,376 (+43.7%)" in text and "**reproduced**" in text
 
 
@@ -107,7 +120,7 @@ def test_unequal_target_tokens_make_a_row_budget_confounded(ours, theirs, confou
     assert row["budget_confounded"] is confounded
     assert row["verdict"] == "reproduced"  # said beside the verdict, not folded into it
     data.update(claims=[row], claims_file="claims.yaml")
-    text = "\n".join(verdicts.claims_markdown(data))
+    text = "\n".join(verdict_report.claims_markdown(data))
     assert ("budget-confounded" in text) is confounded
     assert f"ours {ours[0]:,}, {ours[1]:,}, {ours[2]:,}; baseline {theirs[0]:,}" in text
 
@@ -117,7 +130,7 @@ def test_runs_without_target_tokens_are_not_called_confounded():
     data = _summary([entry], [training_runs("sys", 3, target_tokens=[None, 1, 1]), training_runs("base", 3)])
     (row,) = verdicts.claim_rows(data, {"sys": CLAIM})
     assert row["target_tokens_gap"] is None and not row["budget_confounded"]
-    assert verdicts.budget_line(row).startswith("- Budget: target tokens not recorded")
+    assert verdict_report.budget_line(row).startswith("- Budget: target tokens not recorded")
 
 
 def test_controls_must_beat_and_beside():
@@ -135,13 +148,18 @@ def test_controls_must_beat_and_beside():
     (row,) = rows
     controls = {c["experiment"]: c for c in row["controls"]}
     assert controls["same_params"]["verdict"] == "inconclusive" and controls["same_params"]["score"] == pytest.approx(22.633, abs=1e-3)
-    assert controls["other_bias"]["against"] == "base" and controls["other_bias"]["verdict"] == "reproduced"
+    # p 0.04 is significant alone, but Holm over the summary's three tests makes it 2 x 0.04 = 0.08
+    assert controls["other_bias"]["against"] == "base" and controls["other_bias"]["p_holm"] == pytest.approx(0.08)
+    assert controls["other_bias"]["verdict"] == "inconclusive" and "stratified AR p (Holm) >= 0.05" in controls["other_bias"]["why"]
+    assert row["p_holm"] == pytest.approx(3e-4) and row["holm_family"] == 3
     assert controls["never_ran"]["run"] is False
-    assert row["verdict"] == "inconclusive" and "a must-beat control is not beaten" in row["why"]
+    assert row["verdict"] == "inconclusive"
+    assert "must-beat control same_params not beaten" in row["why"] and "must-beat control never_ran not run" in row["why"]
+    assert "must-beat control never_ran not run" in row["qualifiers"]
     data = _summary(entries, groups)
     data.update(claims=rows, claims_file="claims.yaml")
-    text = "\n".join(verdicts.claims_markdown(data))
-    assert "never_ran (must-beat: not configured): not run (configs/controls.yaml)" in text
+    text = "\n".join(verdict_report.claims_markdown(data))
+    assert "never_ran (must-beat: not configured): **not run** (configs/controls.yaml)" in text
 
 
 def test_a_reversed_beside_control_is_said_in_the_reason_without_changing_the_verdict():
@@ -232,3 +250,82 @@ def test_every_declared_deviation_names_a_key_of_the_default_and_controls_name_c
             if control["experiment"] in controls["experiments"]:
                 assert system in controls["experiments"] or system in config["experiments"]
     assert {"graph_half_dim_gate_bias0", "lattice_lpe_lsa_zh_equal_tgt"} <= set(controls["experiments"])
+
+
+MUST_BEAT = {**CLAIM, "controls": [{"experiment": "carry_gate", "role": "must_beat", "what": "the gate without the method"}]}
+
+
+def test_a_claim_whose_only_must_beat_control_never_ran_is_not_reproduced():
+    entry = run_entry("sys", "base", "bleu", [22.0, 22.5, 23.0], [21.0, 21.1, 21.2], p_ar=1e-4, p_sign=1e-4)
+    (row,) = verdicts.claim_rows(_summary([entry], [training_runs("sys", 3), training_runs("base", 3)]), {"sys": MUST_BEAT})
+    assert row["verdict"] == "inconclusive"
+    assert row["why"].endswith("must-beat control carry_gate not run")
+    assert verdict_report.verdict_cell(row).startswith("**inconclusive**; must-beat control carry_gate not run")
+    # the same claim without a declared control: reproduced
+    (row,) = verdicts.claim_rows(_summary([entry], [training_runs("sys", 3), training_runs("base", 3)]), {"sys": CLAIM})
+    assert row["verdict"] == "reproduced"
+
+
+def test_a_must_beat_control_that_ran_but_is_not_comparable_blocks_reproduced():
+    entries = [run_entry("sys", "base", "bleu", [22.0, 22.5, 23.0], [21.0, 21.1, 21.2], p_ar=1e-4, p_sign=1e-4),
+               run_entry("sys", "carry_gate", "bleu", [22.0, 22.5, 23.0], [20.0, 20.1, 20.2], p_ar=1e-4, p_sign=1e-4)]
+    capped = training_runs("carry_gate", 3, updates=[700, 500, 700], stops=["max_updates", "max_minutes (cap fired)", "max_updates"])
+    groups = [training_runs("sys", 3), training_runs("base", 3), capped]
+    (row,) = verdicts.claim_rows(_summary(entries, groups), {"sys": MUST_BEAT})
+    assert row["controls"][0]["verdict"] == "not comparable"
+    assert row["verdict"] == "inconclusive" and "must-beat control carry_gate not comparable" in row["qualifiers"]
+    # the same control trained to its budget: beaten, and the claim reproduced
+    groups[2] = training_runs("carry_gate", 3)
+    (row,) = verdicts.claim_rows(_summary(entries, groups), {"sys": MUST_BEAT})
+    assert verdicts.beaten(row["controls"][0]) and row["verdict"] == "reproduced"
+    assert row["qualifiers"] == ["still improving"]  # the fixture's runs fell 1.0 in the last fifth
+
+
+@pytest.mark.parametrize(("scores", "interval", "kind"), [
+    # per-seed differences 1.0, -0.5, 0.2: sd 0.75, minimum detectable at n = 3 and p < 0.05 is 3.27 sd = 2.45 > 1.0
+    ([22.0, 20.6, 21.4], None, "underpowered (minimum detectable 2.45 > the paper's 1)"),
+    # differences 0.1, 0.12, 0.08: sd 0.02, minimum detectable 0.11; the interval [-0.1, 0.3] excludes 1.0
+    ([21.1, 21.22, 21.28], (-0.1, 0.3), "no effect detected at adequate power (the interval excludes the paper's 1)"),
+])
+def test_inconclusive_says_whether_the_study_could_have_seen_the_papers_difference(scores, interval, kind):
+    entry = run_entry("sys", "base", "bleu", scores, [21.0, 21.1, 21.2], p_ar=0.3, p_sign=0.3, interval=interval)
+    (row,) = verdicts.claim_rows(_summary([entry], [training_runs("sys", 3), training_runs("base", 3)]), {"sys": CLAIM})
+    assert row["verdict"] == "inconclusive" and row["qualifiers"] == [kind, "still improving"]
+    assert (row["power"]["seeds_needed"] > 3) is kind.startswith("underpowered")
+
+
+def test_a_gain_that_vanishes_without_the_brevity_penalty_is_length_driven():
+    entry = run_entry("sys", "base", "bleu", [22.0, 22.5, 23.0], [21.0, 21.1, 21.2], p_ar=1e-4, p_sign=1e-4)
+    entry.update(system_runs=["sys", "sys_seed2", "sys_seed3"], baseline_runs=["base", "base_seed2", "base_seed3"])
+    data = _summary([entry], [training_runs("sys", 3), training_runs("base", 3)])
+    # BLEU = BLEU/BP x BP: ours 23.0 x BP 0.978 etc., theirs 23.5 x 0.9: higher BLEU only through the length
+    for run, score, bp in [("sys", 22.0, 22.0 / 23.0), ("sys_seed2", 22.5, 22.5 / 23.0), ("sys_seed3", 23.0, 1.0),
+                           ("base", 21.0, 21.0 / 23.5), ("base_seed2", 21.1, 21.1 / 23.5), ("base_seed3", 21.2, 21.2 / 23.5)]:
+        data["scores"] += [{"experiment": run, "corpus": "c", "test_set": "t", "metric": metric, "score": value,
+                            "brevity_penalty": penalty}
+                           for metric, value, penalty in (("bleu", score, bp), ("ter", 60.0, None), ("chrf", 45.0, None))]
+    (row,) = verdicts.claim_rows(data, {"sys": CLAIM})
+    assert row["lengths"]["delta_without_bp"] == pytest.approx(-0.5)
+    assert row["verdict"] == "reproduced"
+    assert row["qualifiers"] == ["still improving", "length-driven (difference without the brevity penalty -0.50)"]
+    assert "**length-driven**" in verdict_report.lengths_line(row) and "TER 60.00" in verdict_report.lengths_line(row)
+
+
+def test_the_dev_loss_gap_trajectory_and_the_still_improving_qualifier():
+    ours = [[(175, 6.0), (350, 5.0), (525, 4.5), (700, 4.0)]] * 3
+    theirs = [[(175, 6.1), (350, 5.3), (525, 5.0), (700, 4.7)], [(175, 6.1), (350, 5.3), (525, 5.0), (700, 4.8)],
+              [(175, 6.1), (350, 5.3), (525, 5.0), (700, 4.6)]]
+    entry = run_entry("sys", "base", "bleu", [22.0, 22.5, 23.0], [21.0, 21.1, 21.2], p_ar=1e-4, p_sign=1e-4)
+    data = _summary([entry], [training_runs("sys", 3, dev_losses=ours), training_runs("base", 3, dev_losses=theirs)])
+    (row,) = verdicts.claim_rows(data, {"sys": CLAIM})
+    points = row["trajectory"]["points"]
+    assert [p["update"] for p in points] == [175, 350, 525, 700]
+    assert [round(p["mean"], 3) for p in points] == [-0.1, -0.3, -0.5, -0.7]
+    assert points[-1]["sd"] == pytest.approx(0.1)
+    assert row["trajectory"]["trend"] == "growing"  # |gap| 0.1 -> 0.7, more than its sd 0.1
+    assert row["verdict"] == "reproduced" and "still improving" in row["qualifiers"]
+    # runs summarised before the curves were kept: no trajectory, said so
+    for run in data["runs"]:
+        run.pop("dev_curve")
+    (row,) = verdicts.claim_rows(data, {"sys": CLAIM})
+    assert row["trajectory"] is None and "not recorded" in verdict_report.trajectory_line(row)

@@ -17,7 +17,8 @@ Nothing in it is typed by hand.
   length ratios, and the verdict of :func:`~workflow_scripts.evaluation.verdicts.verdict` (the
   rule: :data:`~workflow_scripts.evaluation.verdicts.VERDICT_RULE`, docs/results.md); **not
   run** when no part has the system.
-* **Each part**: its ``summary.md`` as it came back (else made again from its JSON), headings
+* **Each part**: its summary made again from its JSON with the current verdict rules (its claims
+  with the merged verdicts), headings
   two levels down: every run's budget, updates and stop reason, the scores over seeds with
   their sacreBLEU signatures, every run's scores and the fair-comparison lines.
 
@@ -40,11 +41,12 @@ from nmtmodels.files import DataError, atomic_outputs
 from workflow_scripts.dag import gpu_parts
 from workflow_scripts.evaluation import markdown as md
 from workflow_scripts.evaluation import summary as summaries
-from workflow_scripts.evaluation import verdicts
+from workflow_scripts.evaluation import verdict_report, verdicts
 from workflow_scripts.evaluation.layouts import LAYOUTS
 from workflow_scripts.evaluation.results import read_json
 
 VERDICTS = (*verdicts.VERDICTS, "not run")
+UNCOMMITTED = " (**uncommitted tree: to run again**, docs/gpu.md)"
 WALL_TIME = re.compile(r"wall time: \*\*([0-9.]+) min\*\*")
 
 
@@ -68,20 +70,29 @@ def read_part(path: str | Path) -> dict[str, Any]:
 
 
 # ----------------------------------------------------------------------------- verdicts
-def part_verdicts(part: dict[str, Any], claims: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
-    """Our measurement and the verdict of every claim whose system this part ran, per test set
-    (:func:`workflow_scripts.evaluation.verdicts.claim_rows` of the part's summary)."""
-    return [{**row, "part": part["part"]} for row in verdicts.claim_rows(part["summary"], claims)]
+def part_evidence(part: dict[str, Any], claims: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """Our measurement of every claim whose system this part ran, per test set
+    (:func:`workflow_scripts.evaluation.verdicts.claim_evidence` of the part's summary)."""
+    return [{**row, "part": part["part"]} for row in verdicts.claim_evidence(part["summary"], claims)]
+
+
+def uncommitted(commit: str | None) -> bool:
+    """A part made from a tree with uncommitted changes (the summary's commit says so)."""
+    return bool(commit) and "uncommitted" in commit
 
 
 def merge(parts: list[dict[str, Any]], claims: dict[str, dict[str, Any]],
           claims_file: str | Path = verdicts.CLAIMS_FILE) -> dict[str, Any]:
-    """All facts of the merged result (the JSON)."""
+    """All facts of the merged result (the JSON): every part's claims decided as one family
+    (:func:`workflow_scripts.evaluation.verdicts.decide`: Holm over all of them)."""
     names = [p["part"] for p in parts]
     twice = sorted(name for name, count in Counter(names).items() if count > 1)
     if twice:
         raise DataError(parts[0]["source"], f"part(s) {', '.join(twice)} given more than once; give one summary per part")
-    found = [v for part in parts for v in part_verdicts(part, claims)]
+    found = verdicts.decide([v for part in parts for v in part_evidence(part, claims)])
+    for part in parts:  # each part's own section shows the merged verdicts of its claims
+        part["summary"] = {**part["summary"], "claims": [v for v in found if v["part"] == part["part"]],
+                           "claims_file": summaries.shown_path(claims_file)}
     ran = {v["system"] for v in found}
     found += [{"system": system, "paper": claim["paper"], "claim": claim["claim"], "paper_delta": claim.get("paper_delta"),
                   "metric": claim["metric"], "verdict": "not run"} for system, claim in claims.items() if system not in ran]
@@ -99,6 +110,7 @@ def merge(parts: list[dict[str, Any]], claims: dict[str, dict[str, Any]],
             "systems": list(dict.fromkeys(r["experiment"] for r in data.get("seed_scores") or data["scores"])),
             "budgets": sorted({(r["budget"].get("max_updates"), r["budget"].get("max_minutes")) for r in runs}, key=str),
             "stopped_by": dict(Counter(r["stop_reason"] for r in runs)),
+            "uncommitted": uncommitted(data["workflow"].get("commit")),
         })
     return {"generated_utc": dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
             "parts": overview, "verdicts": found, "claims_file": summaries.shown_path(claims_file)}
@@ -122,47 +134,29 @@ def to_markdown(merged: dict[str, Any], parts: list[dict[str, Any]], command: st
           "; ".join(f"{u} / {m}" for u, m in p["budgets"]),
           ", ".join(f"{reason}: {n}" for reason, n in p["stopped_by"].items()), md.cell(p["wall_minutes"], 1),
           ", ".join(p["machine"]["gpus"]), str(p["machine"]["logical_cores"]), p["machine"]["torch"],
-          md.code(p["commit"] or "unknown"), ", ".join(md.code(c) for c in p["config_files"]),
+          md.code(p["commit"] or "unknown") + (UNCOMMITTED if p["uncommitted"] else ""),
+          ", ".join(md.code(c) for c in p["config_files"]),
           p["generated_utc"] or ""] for p in merged["parts"]])
     missing = [part for part in gpu_parts.PARTS if part not in {p["part"] for p in merged["parts"]}]
     if missing:
         lines += [f"Parts not in this result: {', '.join(missing)}.", ""]
     lines += ["## Claims and verdicts", "",
               "For each system, the paper's claim (its table and test sets, larger models) beside our measurement on the "
-              "metric of the paper's table over all the part's runs, as in each part's summary "
-              "(workflow_scripts/evaluation/verdicts.py): mean ± sample sd over runs (s_opt) and the bootstrap sd within a "
-              "run (s_sel), the difference of the means, the runs that beat their baseline's run of the same seed, "
-              "approximate randomisation stratified by run and the sign test pooled over the runs. Verdict, as in each "
-              f"part's summary: {verdicts.VERDICT_RULE} **not run** when no part ran the system; the reasons, controls "
-              f"and deviations are in each part's section below. Claims: `{merged['claims_file']}`.", ""]
-    for paper in dict.fromkeys(v["paper"] for v in merged["verdicts"]):
-        rows = [v for v in merged["verdicts"] if v["paper"] == paper]
-        lines += [f"### {paper}", ""]
-        lines += md.table(
-            ["system", "paper's claim", "paper's difference", "part", "test set", "metric", "runs", "ours (s_opt; s_sel)",
-             "baseline (s_opt; s_sel)", "difference of means", "runs better", "p (AR, stratified)", "p (sign, pooled)",
-             "parameters (difference)", "updates (ours; baseline)", "length ratio / BP (ours; baseline)", "verdict",
-             "signature"],
-            [[v["system"], v["claim"], md.cell(v.get("paper_delta")), v.get("part", ""),
-              f"{v['corpus']} / {v['test_set']}" if "corpus" in v else "", v["metric"], str(v.get("n", "")),
-              verdicts.side_cell(v.get("score"), v.get("score_sd"), v.get("s_sel")),
-              (f"{v['baseline']}: " + verdicts.side_cell(v.get("baseline_score"), v.get("baseline_sd"), v.get("baseline_s_sel")))
-              if v.get("baseline") else "",
-              md.cell(v.get("delta")), f"{v['runs_better']} of {v['n']}" if "runs_better" in v else "",
-              md.cell(v.get("p_ar"), 4), md.cell(v.get("p_sign"), 4),
-              verdicts.parameters_cell(v) if "corpus" in v else "",
-              f"{verdicts.updates_cell(v['system_training'])}; {verdicts.updates_cell(v['baseline_training'])}"
-              if "corpus" in v else "",
-              verdicts.claim_lengths(v) if "corpus" in v else "", verdicts.verdict_cell(v),
-              md.code(v["signature"]) if v.get("signature") else ""]
-             for v in rows])
+              "metric of the paper's table over all the part's runs (workflow_scripts/evaluation/verdicts.py): the "
+              "difference of the means with its 95% interval over seeds and test sentences, and the verdict with its kind "
+              "and what a reader must know. Every test of every part is one family for Holm's adjustment. The evidence "
+              "and the reasons, controls and deviations follow the table. Verdict: "
+              f"{verdicts.VERDICT_RULE} **not run** when no part ran the system. Claims: `{merged['claims_file']}`.", ""]
+    lines += verdict_report.verdict_table(merged["verdicts"], part=True)
+    lines += ["### Evidence", ""] + verdict_report.evidence_table(merged["verdicts"])
+    lines += verdict_report.claim_sections(merged["verdicts"])
     for part in parts:
         files = part["summary"]["workflow"].get("config_files") or []
         lines += [f"## Part {part['part']}", "",
                   f"From `{part['source']}`" + (f" (config files {', '.join(md.code(f) for f in files)})" if files else "")
-                  + ("; its summary.md as it came back, headings two levels down." if part["markdown"] is not None
-                     else "; made again from its JSON (no summary.md beside it), headings two levels down."), ""]
-        lines += _demoted(part["markdown"] if part["markdown"] is not None else summaries.to_markdown(part["summary"]))
+                  + "; made again from its JSON with the current verdict rules and the merged family's verdicts, "
+                  "headings two levels down.", ""]
+        lines += _demoted(summaries.to_markdown(part["summary"]))
         lines += [""]
     return "\n".join(lines).rstrip("\n") + "\n"
 

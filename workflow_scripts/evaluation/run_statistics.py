@@ -21,7 +21,10 @@ them), from sacrebleu's per-sentence sufficient statistics:
 * the **sign test** of Collins et al. (2005) (:func:`.significance.sign_test`), per run and
   **pooled**: each run's sentences replaced into the baseline's run of the same seed, the
   better and worse counts summed over the runs, one exact two-sided binomial test;
-* how many runs beat (and trail) their baseline's run of the same seed.
+* how many runs beat (and trail) their baseline's run of the same seed;
+* the **interval** of the difference of the means over both variance components (seeds and
+  test sentences) and the **test over seeds** (Almost Stochastic Order and the paired t-test):
+  :mod:`.uncertainty`.
 
     python -m workflow_scripts.evaluation.run_statistics --lang de --seeds 1 2 3
         --system S1 S2 S3 --baseline B1 B2 B3 --ref REF [...]
@@ -51,6 +54,7 @@ from workflow_scripts.evaluation.significance import (
     sentence_statistics,
     sign_test,
 )
+from workflow_scripts.evaluation.uncertainty import difference_interval, seed_test
 
 _CHUNK = 1000  # trials per block (memory: block x sentences per run)
 
@@ -130,6 +134,8 @@ def compare_runs(metric: Metric, system: Sequence[np.ndarray], baseline: Sequenc
         "sign_per_run": [t.p_value for t in signs],
         "runs_better": sum(a > b for a, b in zip(sys_scores, base_scores)),
         "runs_worse": sum(a < b for a, b in zip(sys_scores, base_scores)),
+        "interval": difference_interval(lambda totals: _scores(metric, totals), system, baseline, bootstrap_samples, rng),
+        "seed_test": seed_test(sys_scores, base_scores, seed),
     }
 
 

@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from nmtmodels.files import DataError, atomic_outputs, read_lines
-from workflow_scripts.evaluation import markdown, tables, verdicts
+from workflow_scripts.evaluation import markdown, tables, verdict_report, verdicts
 from workflow_scripts.evaluation.layouts import LAYOUTS
 from workflow_scripts.evaluation.machine import machine_facts, workflow_commit
 from workflow_scripts.evaluation.markers import PROJECT, TEST_NAMES, Markers, significance_mark, significance_of
@@ -272,7 +272,7 @@ def to_markdown(summary: dict[str, Any]) -> str:
                   "(`blank_references: warn`; the `preprocess` job's log names the lines, `fail` stops at them)"
                   for b in summary["blank_references"]] + [""]
     if summary.get("claims") is not None:  # a summary made before claims had none
-        lines += verdicts.claims_markdown(summary)
+        lines += verdict_report.claims_markdown(summary)
     if summary.get("own_tables"):
         lines += ["## Your own experiments", "",
                   "Experiments outside the five papers (`paper:` a name of your own), each against its baseline: "

@@ -3,8 +3,9 @@
 :func:`training_run`: the budget from the run's ``experiment.yaml`` (``train.max_updates``,
 ``max_epochs``, ``max_minutes``; 0 = no limit), updates done and wall-clock seconds from the
 last row of ``train/metrics.csv`` (its ``update`` and ``elapsed`` columns), parameters and
-training speed from ``model_info.json``, and the best dev-set loss (with its update) and dev
-BLEU (when ``train.valid_bleu`` is on) of the validations in ``metrics.csv``: the numbers to
+training speed from ``model_info.json``, and the best dev-set loss (with its update), every
+validation's dev loss (``dev_curve``) and dev BLEU (when ``train.valid_bleu`` is on) of the
+validations in ``metrics.csv``: the numbers to
 choose settings by, never the test scores.  Why it stopped is derived by :func:`stop_reason`,
 in this order: ``updates >= max_updates`` (max_updates set) -> "max_updates"; else
 ``max_minutes`` set and ``elapsed >= 60 * max_minutes`` -> "max_minutes (cap fired)"; else
@@ -100,6 +101,7 @@ def training_run(experiment: str, corpus: str, root: str | Path = ".", system: s
         "best_dev_loss": dev_loss[1] if dev_loss else None,
         "best_dev_loss_update": int(dev_loss[0]) if dev_loss else None,
         "best_dev_bleu": dev_bleu,
+        "dev_curve": [[int(u), float(loss)] for u, loss in zip(*series["dev loss"])] if "dev loss" in series else [],
         "source_oov": {test: {"unit": r["unit"], "oov_rate": r["oov_rate"]} for test, r in oov.items()},
     }
 

@@ -1,5 +1,6 @@
 """The papers' claims and our verdicts on them, over all training runs: one module for the
-results summary (:mod:`.summary`) and the merged GPU reproduction (:mod:`.merge_gpu_parts`).
+results summary (:mod:`.summary`) and the merged GPU reproduction (:mod:`.merge_gpu_parts`);
+their Markdown is :mod:`.verdict_report`.
 
 A claim (``claims.yaml``, :data:`CLAIMS_FILE`) names a system (an experiment with its seeds),
 the paper, the metric of the paper's table, the paper's words and difference, and optionally
@@ -15,8 +16,13 @@ the paper, the metric of the paper's table, the paper's words and difference, an
 The evidence of a claim row is the comparison over runs of :mod:`.run_statistics` (the
 summary's ``run_statistics``): n runs per system paired by seed, mean ± sd over runs (s_opt),
 the bootstrap sd within a run (s_sel), approximate randomisation stratified by run and the
-pooled sign test, and how many runs beat their baseline's run of the same seed; with the
-training runs' updates, stop reasons, parameters and dev-loss curves (the summary's ``runs``).
+pooled sign test, how many runs beat their baseline's run of the same seed, the interval of the
+difference and the test over seeds (:mod:`.uncertainty`); with the training runs' updates, stop
+reasons, parameters and dev-loss curves (the summary's ``runs``).
+
+Every test that gets a verdict in one summary (each claim against its baseline, each control's
+test) is one family: their stratified AR p-values are adjusted by Holm's method
+(:func:`.uncertainty.holm`) before any verdict is made (:func:`decide`).
 
 :func:`verdict`, in this order (:data:`VERDICT_RULE`):
 
@@ -26,12 +32,20 @@ training runs' updates, stop reasons, parameters and dev-loss curves (the summar
 3. with one run: **suggestive (1 run)** when the difference is significant (either direction;
    the sign says which), else **inconclusive (1 run)**;
 4. **reproduced**: a positive difference of the means, significant under the paper's
-   convention over all runs (the stratified AR test at the paper's level and, where the paper
-   has a test, the sign test pooled over the runs at that level too), at least
-   :func:`majority` of the runs better than their baseline's run of the same seed, and every
-   ``must_beat`` control that was run beaten the same way;
-5. **reversed**: a negative difference, significant as above, and the majority of the runs worse;
-6. **inconclusive**: anything between (not significant, runs disagree, a control not beaten).
+   convention over all runs (the stratified AR test, Holm-adjusted, at the paper's level and,
+   where the paper has a test, the sign test pooled over the runs at that level too), at least
+   :func:`majority` of the runs better than their baseline's run of the same seed, the test over
+   seeds (ASO) in the same direction, and every ``must_beat`` control declared for the claim run,
+   comparable and beaten the same way (fail closed: a control that did not run blocks it);
+5. **reversed**: a negative difference, significant as above, the majority of the runs worse and
+   the test over seeds in the same direction;
+6. **inconclusive**: anything between, with its kind where it applies (:func:`qualifiers`):
+   **underpowered** when the minimum detectable difference at 80% power is larger than the
+   paper's difference, **no effect detected at adequate power** when it is not and the interval
+   excludes the paper's difference.
+
+Beside the class, :func:`qualifiers` names what a reader must know: a must-beat control not run,
+still improving at the end of the budget, a length-driven gain, a budget-confounded pair.
 """
 from __future__ import annotations
 
@@ -44,7 +58,7 @@ import yaml
 
 from nmtmodels.files import DataError
 from workflow_scripts.dag import paths
-from workflow_scripts.evaluation import markdown as md
+from workflow_scripts.evaluation import uncertainty
 from workflow_scripts.evaluation.layouts import LAYOUTS
 from workflow_scripts.evaluation.markers import QUALITY_FLOOR, SIGNIFICANCE, TEST_SHORT, significance_of
 
@@ -52,6 +66,10 @@ CLAIMS_FILE = Path(paths.CLAIMS)  # the papers' claims, spelled once (workflow_s
 VERDICTS = ("reproduced", "reversed", "inconclusive", "suggestive (1 run)", "inconclusive (1 run)", "not comparable",
             "not measurable at this budget")
 CONTROL_ROLES = ("must_beat", "beside")
+# "still improving": the mean drop of the best dev loss over the last fifth of the budget is
+# larger than this multiple of the sd over seeds of the final best dev loss.
+IMPROVING_MULTIPLE = 1.0
+BLEU_METRICS = ("bleu", "tokenized_bleu")
 
 
 def paper_level(paper: str) -> float:
@@ -71,10 +89,14 @@ VERDICT_RULE = (
     "**not comparable** when a run of either side did not stop by max_updates or the two sides did different numbers "
     "of updates; with one run, **suggestive (1 run)** when the difference is significant (either direction) and "
     "**inconclusive (1 run)** otherwise; with n runs, **reproduced** when the difference of the means is positive, "
-    "significant under the paper's convention over all runs, at least two thirds of the runs (2 of 3) beat their "
-    "baseline's run of the same seed, and the system beats every must-beat control that was run the same way; "
-    "**reversed** when it is negative, significant, and most runs are worse; **inconclusive** otherwise. "
-    "Significance over all runs (approximate randomisation stratified by run, Clark et al. 2011): "
+    "significant under the paper's convention over all runs with the AR p-value Holm-adjusted over every test of the "
+    "summary (Holm 1979, statsmodels), at least two thirds of the runs (2 of 3) beat their baseline's run of the same "
+    "seed, the test over seeds (Almost Stochastic Order, Dror et al. 2019, deepsig) agrees in direction, and every "
+    "must-beat control of the claim ran, is comparable and is beaten the same way (a control that did not run blocks "
+    "it); **reversed** when it is negative, significant, most runs are worse and ASO agrees; **inconclusive** "
+    f"otherwise: **underpowered** when the minimum detectable difference (80% power, paired t over seeds) exceeds the "
+    "paper's difference, **no effect detected at adequate power** when it does not and the 95% interval excludes the "
+    "paper's difference. Significance over all runs (approximate randomisation stratified by run, Clark et al. 2011): "
     + "; ".join(_convention(p) for p in SIGNIFICANCE) + ". The papers' corpora and models are larger: the "
     "verdict compares direction and significance, not the size of the difference (docs/results.md, \"Claims and "
     "verdicts\").")
@@ -131,45 +153,59 @@ def significant(paper: str, p_ar: float | None, p_sign: float | None, delta: flo
     return p_sign is not None and p_sign < alpha and sign_favours is not None and sign_favours * delta > 0
 
 
+def _misses(paper: str, p_ar: float | None, p_sign: float | None, delta: float, sign_favours: int | None,
+            adjusted: bool) -> list[str]:
+    alpha = paper_level(paper)
+    found = [f"stratified AR p{' (Holm)' if adjusted else ''} >= {alpha:g}"] if p_ar is None or p_ar >= alpha else []
+    if significance_of(paper).paper_test is not None:
+        if p_sign is not None and p_sign < alpha and (sign_favours or 0) * delta <= 0:
+            found.append("the sign test favours the other side")
+        elif p_sign is None or p_sign >= alpha:
+            found.append(f"the paper's sign test p >= {alpha:g}")
+    return found
+
+
 def verdict(paper: str, *, n: int, delta: float, score: float, baseline_score: float, p_ar: float | None,
             p_sign: float | None, runs_better: int, runs_worse: int, sign_favours: int | None = None,
-            comparable: bool = True, controls_beaten: bool = True, floor: float = QUALITY_FLOOR) -> tuple[str, str]:
+            comparable: bool = True, controls: tuple[str, ...] = (), seed_direction: int | None = None,
+            p_adjusted: float | None = None, floor: float = QUALITY_FLOOR) -> tuple[str, str]:
     """(verdict, why) of one claimed improvement (module docstring): ``delta`` the difference
     of the mean scores (system minus baseline), ``score``/``baseline_score`` the means,
-    ``p_ar`` the stratified AR p-value, ``p_sign`` the pooled sign test's, ``comparable``
-    whether both sides stopped by max_updates at the same count, ``controls_beaten`` whether
-    the system beat every must-beat control that was run; ``sign_favours`` the pooled sign
-    test's better minus worse sentences (:func:`significant`)."""
+    ``p_ar`` the stratified AR p-value and ``p_adjusted`` the same after Holm's adjustment (used
+    in its place when given), ``p_sign`` the pooled sign test's, ``comparable`` whether both
+    sides stopped by max_updates at the same count, ``controls`` what keeps the must-beat
+    controls from counting as beaten (e.g. "must-beat control X not run"; empty: all beaten),
+    ``seed_direction`` the test over seeds' direction (+1 the system, -1 the baseline, 0 or None
+    neither); ``sign_favours`` the pooled sign test's better minus worse sentences."""
     if score < floor and baseline_score < floor:
         return "not measurable at this budget", f"both below {floor:g} points"
     if not comparable:
         return "not comparable", "the two sides did not get the same training (updates)"
-    sig = significant(paper, p_ar, p_sign, delta, sign_favours)
+    p = p_adjusted if p_adjusted is not None else p_ar
+    sig = significant(paper, p, p_sign, delta, sign_favours)
     direction = "better" if delta > 0 else "worse" if delta < 0 else "equal"
-    alpha = paper_level(paper)
-    misses = [] if sig else ([f"stratified AR p >= {alpha:g}"] if p_ar is None or p_ar >= alpha else []) + (
-        [] if significance_of(paper).paper_test is None else
-        ["the sign test favours the other side"] if p_sign is not None and p_sign < alpha and (sign_favours or 0) * delta <= 0
-        else [f"the paper's sign test p >= {alpha:g}"] if p_sign is None or p_sign >= alpha else [])
     if n == 1:
         return ("suggestive (1 run)" if sig and delta != 0 else "inconclusive (1 run)",
                 f"{direction}, {'significant' if sig else 'not significant'}, one run: test-set noise only")
-    need = majority(n)
-    if delta > 0 and sig and runs_better >= need and controls_beaten:
-        return "reproduced", f"better, significant over {n} runs, {runs_better} of {n} runs better"
-    if delta < 0 and sig and runs_worse >= need:
-        return "reversed", f"worse, significant over {n} runs, {runs_worse} of {n} runs worse"
-    reasons = [direction]
-    reasons.append("significant" if sig else "not significant (" + "; ".join(misses) + ")")
+    need, sign = majority(n), (delta > 0) - (delta < 0)
+    seeds_agree = sign != 0 and seed_direction == sign
+    if delta > 0 and sig and runs_better >= need and seeds_agree and not controls:
+        return "reproduced", f"better, significant over {n} runs, {runs_better} of {n} runs better, ASO agrees"
+    if delta < 0 and sig and runs_worse >= need and seeds_agree:
+        return "reversed", f"worse, significant over {n} runs, {runs_worse} of {n} runs worse, ASO agrees"
+    reasons = [direction, "significant" if sig else
+               "not significant (" + "; ".join(_misses(paper, p, p_sign, delta, sign_favours, p_adjusted is not None)) + ")"]
     agree = runs_better if delta > 0 else runs_worse
-    if delta != 0 and agree < need:
+    if sign and agree < need:
         reasons.append(f"only {agree} of {n} runs {direction}")
-    if delta > 0 and sig and agree >= need and not controls_beaten:
-        reasons.append("a must-beat control is not beaten")
+    if sign and sig and agree >= need and not seeds_agree:
+        reasons.append("the test over seeds (ASO) does not agree" if seed_direction is not None else "no test over seeds")
+    if delta > 0 and sig and agree >= need and seeds_agree:
+        reasons += list(controls)
     return "inconclusive", ", ".join(reasons)
 
 
-# ----------------------------------------------------------------------------- rows
+# ----------------------------------------------------------------------------- training
 def _runs_of(summary: dict[str, Any], system: str, corpus: str) -> list[dict[str, Any]]:
     return [r for r in summary.get("runs", []) if r.get("system", r["experiment"]) == system and r["corpus"] == corpus]
 
@@ -180,18 +216,56 @@ def _spread(values: list[float]) -> float | None:
 
 def improving(runs: list[dict[str, Any]]) -> dict[str, Any]:
     """Whether a system was still improving at the end: the mean drop of the best dev loss over
-    the last fifth of training (:func:`.training_runs.training_run`'s ``dev_loss_drop``) against the
-    spread of the final best dev loss over its runs; ``flag`` "still improving at N updates"
-    when the drop is larger than the spread (with one run: than zero, said as such)."""
+    the last fifth of training (:func:`.training_runs.training_run`'s ``dev_loss_drop``) against
+    :data:`IMPROVING_MULTIPLE` times the spread of the final best dev loss over its runs; ``flag``
+    "still improving at N updates" when the drop is larger (with one run: than zero, said as such)."""
     drops = [r["dev_loss_drop"] for r in runs if r.get("dev_loss_drop") is not None]
     finals = [r["best_dev_loss"] for r in runs if r.get("best_dev_loss") is not None]
     if not drops:
-        return {"drop": None, "spread": None, "flag": ""}
+        return {"drop": None, "spread": None, "flag": "", "still": False}
     drop, spread = sum(drops) / len(drops), _spread(finals)
     updates = max(r["updates"] for r in runs)
-    still = drop > (spread if spread is not None else 0.0)
+    still = drop > IMPROVING_MULTIPLE * (spread if spread is not None else 0.0)
     flag = f"still improving at {updates} updates" if still else "levelled off"
-    return {"drop": drop, "spread": spread, "flag": flag + ("" if spread is not None else " (1 run: no spread)")}
+    return {"drop": drop, "spread": spread, "flag": flag + ("" if spread is not None else " (1 run: no spread)"),
+            "still": still}
+
+
+TRAJECTORY_POINTS = (0.25, 0.5, 0.75, 1.0)
+TRAJECTORY_RULE = ("gap = system minus baseline dev loss per seed at the last validation at or before each share of "
+                   "the budget, mean ± sd over seeds; the trend compares the size of the gap at the last point with "
+                   "the first one that has it: **growing** when |gap| rose by more than the last point's sd over "
+                   "seeds, **shrinking** when it fell by more, else **flat**")
+
+
+def _loss_at(curve: list[list[float]], update: float) -> float | None:
+    before = [loss for u, loss in curve if u <= update]
+    return before[-1] if before else None
+
+
+def gap_trajectory(system_runs: list[dict[str, Any]], baseline_runs: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The dev-loss gap between the two sides over training, from the runs' own validations
+    (:data:`TRAJECTORY_RULE`); None where a run has no dev-loss curve (runs summarised before
+    the summary recorded them)."""
+    base_by_seed = {r.get("seed"): r for r in baseline_runs}
+    pairs = [(r, base_by_seed[r.get("seed")]) for r in system_runs if r.get("seed") in base_by_seed]
+    if not pairs or any(not a.get("dev_curve") or not b.get("dev_curve") for a, b in pairs):
+        return None
+    budget = max(r["budget"].get("max_updates") or r["updates"] for r, _ in pairs)
+    points = []
+    for share in TRAJECTORY_POINTS:
+        gaps = [(ls, lb) for a, b in pairs
+                for ls, lb in [(_loss_at(a["dev_curve"], share * budget), _loss_at(b["dev_curve"], share * budget))]]
+        gaps = [ls - lb for ls, lb in gaps if ls is not None and lb is not None]
+        points.append({"share": share, "update": round(share * budget), "n": len(gaps),
+                       "mean": statistics.mean(gaps) if gaps else None, "sd": _spread(gaps) if gaps else None})
+    known = [p for p in points if p["mean"] is not None]
+    trend = None
+    if len(known) > 1:
+        first, last = known[0], known[-1]
+        change, sd = abs(last["mean"]) - abs(first["mean"]), last["sd"] or 0.0
+        trend = "growing" if change > sd else "shrinking" if change < -sd else "flat"
+    return {"points": points, "trend": trend, "rule": TRAJECTORY_RULE}
 
 
 # Two sides whose runs saw target tokens that differ by more than this share are
@@ -227,56 +301,96 @@ def comparable(system: dict[str, Any], baseline: dict[str, Any]) -> bool:
             and len(set(system["updates"]) | set(baseline["updates"])) == 1)
 
 
+# ----------------------------------------------------------------------------- evidence
 def _statistics(summary: dict[str, Any], system: str, baseline: str, corpus: str, test_set: str,
-                metric: str) -> dict[str, Any] | None:
+                metric: str) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
     for entry in summary.get("run_statistics", []):
         if (entry["system"], entry["baseline"], entry["corpus"], entry["test_set"]) == (system, baseline, corpus, test_set):
-            return entry["metrics"].get(metric)
-    return None
+            return entry["metrics"].get(metric), entry
+    return None, None
 
 
-def _lengths(summary: dict[str, Any], system: str, corpus: str, test_set: str, metric: str) -> dict[str, Any]:
-    rows = summary.get("seed_scores") or summary.get("scores", [])
-    return next((r for r in rows if (r["experiment"], r["corpus"], r["test_set"], r["metric"]) == (system, corpus, test_set, metric)),
-                {})
+def _mean_of_runs(summary: dict[str, Any], runs: list[str] | None, metric: str, value: Any) -> float | None:
+    """The mean over the named runs of ``value(row)`` for their score rows of ``metric``."""
+    rows = {r["experiment"]: r for r in summary.get("scores", []) if r["metric"] == metric}
+    values = [value(rows[run]) for run in runs or [] if run in rows]
+    values = [v for v in values if v is not None]
+    return statistics.mean(values) if runs and len(values) == len(runs) else None
 
 
-def _sign_favours(stats: dict[str, Any]) -> int:
-    return stats["sign_pooled"]["better"] - stats["sign_pooled"]["worse"]
+def length_facts(summary: dict[str, Any], entry: dict[str, Any] | None, metric: str) -> dict[str, Any] | None:
+    """For a BLEU claim, each side's mean brevity penalty, BLEU / BP (BLEU without its length
+    penalty), TER and chrF over its runs, from the same score files; ``length_driven`` when the
+    difference is positive and vanishes (<= 0) without the brevity penalty.  None for other
+    metrics or where the runs' scores are not in the summary."""
+    if metric not in BLEU_METRICS or entry is None:
+        return None
+    def bleu_over_bp(row: dict[str, Any]) -> float | None:
+        return row["score"] / row["brevity_penalty"] if row.get("brevity_penalty") else None
+
+    sides = {}
+    for side in ("system", "baseline"):
+        runs = entry.get(f"{side}_runs")
+        sides[side] = {"brevity_penalty": _mean_of_runs(summary, runs, metric, lambda r: r.get("brevity_penalty")),
+                       "bleu_over_bp": _mean_of_runs(summary, runs, metric, bleu_over_bp),
+                       "ter": _mean_of_runs(summary, runs, "ter", lambda r: r["score"]),
+                       "chrf": _mean_of_runs(summary, runs, "chrf", lambda r: r["score"])}
+    ours, theirs = sides["system"]["bleu_over_bp"], sides["baseline"]["bleu_over_bp"]
+    if ours is None or theirs is None:
+        return None
+    delta = entry["metrics"][metric]["delta"]
+    return {**sides, "delta_without_bp": ours - theirs, "length_driven": delta > 0 and ours - theirs <= 0}
+
+
+def _seed_test(stats: dict[str, Any]) -> dict[str, Any] | None:
+    """The test over seeds as run_statistics recorded it, else made now from the runs' scores
+    (comparisons written before it was recorded)."""
+    if "seed_test" in stats:
+        return stats["seed_test"]
+    return uncertainty.seed_test(stats["system_scores"], stats["baseline_scores"])
+
+
+def _evidence(stats: dict[str, Any], paper: str, paper_delta: float | None) -> dict[str, Any]:
+    """The numbers of one comparison over runs that every verdict reads."""
+    diffs = [a - b for a, b in zip(stats["system_scores"], stats["baseline_scores"])]
+    seeds = _seed_test(stats)
+    return {"n": stats["n"], "delta": stats["delta"], "p_ar": stats["stratified_ar"]["p_value"],
+            "ar_trials": stats["stratified_ar"]["trials"], "p_sign": stats["sign_pooled"]["p_value"],
+            "sign_counts": [stats["sign_pooled"][k] for k in ("better", "worse", "ties")],
+            "sign_favours": stats["sign_pooled"]["better"] - stats["sign_pooled"]["worse"],
+            "runs_better": stats["runs_better"], "runs_worse": stats["runs_worse"],
+            "interval": stats.get("interval"), "seed_test": seeds,
+            "power": uncertainty.power(_spread(diffs), stats["n"], paper_level(paper), paper_delta)}
 
 
 def control_rows(summary: dict[str, Any], claim: dict[str, Any], system: str, baseline: str, corpus: str,
                  test_set: str) -> list[dict[str, Any]]:
-    """Each control of a claim: not run, or its mean score and its test (``must_beat``: the
+    """Each control of a claim: not run, or its mean score and its evidence (``must_beat``: the
     system against the control; ``beside``: the control against the claim's baseline, or against
-    the control's own ``baseline`` where it names one: a budget-matched pair beside the claim)."""
+    the control's own ``baseline`` where it names one: a budget-matched pair beside the claim).
+    The verdicts come from :func:`decide`."""
     found = []
     for control in claim["controls"]:
         name, role = control["experiment"], control["role"]
         pair = (system, name) if role == "must_beat" else (name, control.get("baseline") or baseline)
-        stats = _statistics(summary, *pair, corpus, test_set, claim["metric"])
+        stats, _ = _statistics(summary, *pair, corpus, test_set, claim["metric"])
         row = {"experiment": name, "role": role, "what": control["what"], "run": stats is not None,
                "against": pair[1] if role == "beside" else None, "pair": list(pair)}
         if stats is not None:
-            score = stats["baseline_mean"] if role == "must_beat" else stats["system_mean"]
-            sd = stats["baseline_sd"] if role == "must_beat" else stats["system_sd"]
             sides = {s: trainingside_cell(_runs_of(summary, s, corpus)) for s in pair}
-            row.update(n=stats["n"], score=score, score_sd=sd, delta=stats["delta"], p_ar=stats["stratified_ar"]["p_value"],
-                       p_sign=stats["sign_pooled"]["p_value"], runs_better=stats["runs_better"],
-                       runs_worse=stats["runs_worse"], parameters=sides[name]["parameters"],
-                       target_tokens_gap=target_tokens_gap(*sides.values()))
-            row["verdict"], row["why"] = verdict(
-                claim["paper"], n=stats["n"], delta=stats["delta"], score=stats["system_mean"],
-                baseline_score=stats["baseline_mean"], p_ar=row["p_ar"], p_sign=row["p_sign"],
-                runs_better=stats["runs_better"], runs_worse=stats["runs_worse"], sign_favours=_sign_favours(stats),
-                comparable=comparable(*sides.values()))
+            row.update(_evidence(stats, claim["paper"], None),
+                       score=stats["baseline_mean"] if role == "must_beat" else stats["system_mean"],
+                       score_sd=stats["baseline_sd"] if role == "must_beat" else stats["system_sd"],
+                       system_score=stats["system_mean"], baseline_score=stats["baseline_mean"],
+                       parameters=sides[name]["parameters"], target_tokens_gap=target_tokens_gap(*sides.values()),
+                       comparable=comparable(*sides.values()))
         found.append(row)
     return found
 
 
-def claim_rows(summary: dict[str, Any], claims: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+def claim_evidence(summary: dict[str, Any], claims: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
     """One row per claim, baseline and test set that the summary's ``run_statistics`` have, on
-    the claim's metric: the evidence and the :func:`verdict` (module docstring)."""
+    the claim's metric: the evidence, without a verdict yet (:func:`decide` gives it)."""
     found = []
     for entry in summary.get("run_statistics", []):
         claim = claims.get(entry["system"])
@@ -286,155 +400,121 @@ def claim_rows(summary: dict[str, Any], claims: dict[str, dict[str, Any]]) -> li
             continue  # a must-beat control's test: in the claim's row, not a row of its own
         system, baseline, corpus, test_set = entry["system"], entry["baseline"], entry["corpus"], entry["test_set"]
         stats = entry["metrics"][claim["metric"]]
-        ours, theirs = trainingside_cell(_runs_of(summary, system, corpus)), trainingside_cell(_runs_of(summary, baseline, corpus))
-        controls = control_rows(summary, claim, system, baseline, corpus, test_set)
-        beaten = all(c["verdict"] == "reproduced" or (c["verdict"].startswith("suggestive") and c["delta"] > 0)
-                     for c in controls if c["role"] == "must_beat" and c["run"])
-        p_ar, p_sign = stats["stratified_ar"]["p_value"], stats["sign_pooled"]["p_value"]
+        system_runs, baseline_runs = _runs_of(summary, system, corpus), _runs_of(summary, baseline, corpus)
+        ours, theirs = trainingside_cell(system_runs), trainingside_cell(baseline_runs)
         params = (ours["parameters"], theirs["parameters"])
         lengths, base_lengths = (_lengths(summary, s, corpus, test_set, claim["metric"]) for s in (system, baseline))
         row = {
             "system": system, "paper": claim["paper"], "claim": claim["claim"], "paper_delta": claim.get("paper_delta"),
             "corpus": corpus, "test_set": test_set, "metric": claim["metric"], "baseline": baseline,
-            "signature": stats.get("signature"), "n": stats["n"], "seeds": entry.get("seeds"),
+            "signature": stats.get("signature"), "seeds": entry.get("seeds"),
+            **_evidence(stats, claim["paper"], claim.get("paper_delta")),
             "score": stats["system_mean"], "score_sd": stats["system_sd"], "s_sel": stats["system_s_sel"],
             "baseline_score": stats["baseline_mean"], "baseline_sd": stats["baseline_sd"],
-            "baseline_s_sel": stats["baseline_s_sel"], "delta": stats["delta"],
-            "p_ar": p_ar, "ar_trials": stats["stratified_ar"]["trials"], "p_sign": p_sign,
-            "sign_counts": [stats["sign_pooled"][k] for k in ("better", "worse", "ties")],
-            "runs_better": stats["runs_better"], "runs_worse": stats["runs_worse"],
+            "baseline_s_sel": stats["baseline_s_sel"],
             "parameters": params[0], "baseline_parameters": params[1],
             "parameters_diff_pct": 100.0 * (params[0] - params[1]) / params[1] if all(isinstance(p, int) for p in params) else None,
-            "system_training": ours, "baseline_training": theirs,
+            "system_training": ours, "baseline_training": theirs, "comparable": comparable(ours, theirs),
             "target_tokens_gap": target_tokens_gap(ours, theirs),
             "budget_confounded": budget_confounded(target_tokens_gap(ours, theirs)),
-            "controls": controls, "deviations": claim["deviations"],
+            "trajectory": gap_trajectory(system_runs, baseline_runs),
+            "controls": control_rows(summary, claim, system, baseline, corpus, test_set), "deviations": claim["deviations"],
             "length_ratio": lengths.get("length_ratio"), "brevity_penalty": lengths.get("brevity_penalty"),
             "baseline_length_ratio": base_lengths.get("length_ratio"),
             "baseline_brevity_penalty": base_lengths.get("brevity_penalty"),
+            "lengths": length_facts(summary, entry, claim["metric"]),
         }
-        row["verdict"], row["why"] = verdict(
-            claim["paper"], n=stats["n"], delta=stats["delta"], score=stats["system_mean"],
-            baseline_score=stats["baseline_mean"], p_ar=p_ar, p_sign=p_sign, runs_better=stats["runs_better"],
-            runs_worse=stats["runs_worse"], sign_favours=_sign_favours(stats), comparable=comparable(ours, theirs),
-            controls_beaten=beaten)
-        reversed_beside = [c["experiment"] for c in controls if c["role"] == "beside" and c["run"] and c["verdict"] == "reversed"]
-        if reversed_beside:  # shown, not folded into the verdict: the claim's own comparison stands
-            row["why"] += (f"; the beside control {', '.join(reversed_beside)} is reversed against the baseline, so the "
-                           "result rests on what that control changes")
         found.append(row)
     return found
 
 
-# ----------------------------------------------------------------------------- Markdown
-def claim_lengths(v: dict[str, Any]) -> str:
-    """The length ratio and brevity penalty of a claim's system and its baseline (means over runs)."""
-    def one(ratio: Any, bp: Any) -> str:
-        return f"{md.cell(ratio, 3)} / {md.cell(bp, 3)}" if ratio is not None and bp is not None else "–"
-
-    return f"{one(v.get('length_ratio'), v.get('brevity_penalty'))}; " + one(v.get("baseline_length_ratio"),
-                                                                            v.get("baseline_brevity_penalty"))
+def _lengths(summary: dict[str, Any], system: str, corpus: str, test_set: str, metric: str) -> dict[str, Any]:
+    rows = summary.get("seed_scores") or summary.get("scores", [])
+    return next((r for r in rows if (r["experiment"], r["corpus"], r["test_set"], r["metric"]) == (system, corpus, test_set, metric)),
+                {})
 
 
-def side_cell(score: Any, sd: Any, s_sel: Any) -> str:
-    return md.mean_sd(score, sd) + (f" (s_sel {md.cell(s_sel)})" if s_sel is not None else "")
+# ----------------------------------------------------------------------------- verdicts
+def _decide_one(paper: str, row: dict[str, Any], **extra: Any) -> tuple[str, str]:
+    direction = (row["seed_test"] or {}).get("aso_direction")
+    return verdict(paper, n=row["n"], delta=row["delta"], score=row.get("system_score", row.get("score")),
+                   baseline_score=row["baseline_score"], p_ar=row["p_ar"], p_sign=row["p_sign"],
+                   runs_better=row["runs_better"], runs_worse=row["runs_worse"], sign_favours=row["sign_favours"],
+                   comparable=row["comparable"], seed_direction=direction, p_adjusted=row.get("p_holm"), **extra)
 
 
-def parameters_cell(v: dict[str, Any]) -> str:
-    if v.get("parameters_diff_pct") is None:
-        return ""
-    return f"{v['parameters']:,} vs {v['baseline_parameters']:,} ({v['parameters_diff_pct']:+.1f}%)"
+def beaten(control: dict[str, Any]) -> bool:
+    """A must-beat control that ran and that the system beat (the control test's verdict)."""
+    return control["run"] and (control["verdict"] == "reproduced"
+                               or (control["verdict"].startswith("suggestive") and control["delta"] > 0))
 
 
-def updates_cell(side: dict[str, Any]) -> str:
-    counts = sorted(set(side["updates"]))
-    return "/".join(map(str, counts)) + ("" if side["stopped_by"] == ["max_updates"] else f" ({', '.join(side['stopped_by'])})")
+def control_blockers(controls: list[dict[str, Any]]) -> tuple[str, ...]:
+    """Why the must-beat controls do not count as beaten, one phrase each (fail closed)."""
+    found = []
+    for c in controls:
+        if c["role"] != "must_beat":
+            continue
+        if not c["run"]:
+            found.append(f"must-beat control {c['experiment']} not run")
+        elif c["verdict"] in ("not comparable", "not measurable at this budget"):
+            found.append(f"must-beat control {c['experiment']} {c['verdict']}")
+        elif not beaten(c):
+            found.append(f"must-beat control {c['experiment']} not beaten")
+    return tuple(found)
 
 
-def verdict_cell(v: dict[str, Any]) -> str:
-    """The verdict in bold, and "budget-confounded" where the two sides saw unequal target tokens."""
-    if not v.get("budget_confounded"):
-        return f"**{v['verdict']}**"
-    return f"**{v['verdict']}**; budget-confounded ({100 * v['target_tokens_gap']:+.1f}% target tokens)"
+def qualifiers(row: dict[str, Any]) -> list[str]:
+    """What a reader must know beside the verdict (module docstring), in order of weight."""
+    found = [b for b in control_blockers(row["controls"]) if not b.endswith("not beaten")]
+    if row["verdict"] == "inconclusive":
+        found.append(inconclusive_kind(row))
+    if any(row[f"{side}_training"].get("improving_still") for side in ("system", "baseline")):
+        found.append("still improving")
+    if (row.get("lengths") or {}).get("length_driven"):
+        found.append(f"length-driven (difference without the brevity penalty {row['lengths']['delta_without_bp']:+.2f})")
+    if row.get("budget_confounded"):
+        found.append(f"budget-confounded ({100 * row['target_tokens_gap']:+.1f}% target tokens)")
+    return [q for q in found if q]
 
 
-def budget_line(v: dict[str, Any]) -> str:
-    """The target tokens each side's runs saw (metrics.csv), and whether they differ by more than 5%."""
-    gap = v.get("target_tokens_gap")
-    if gap is None:
-        return "- Budget: target tokens not recorded by every run (runs made before they were)."
-    sides = [", ".join(f"{t:,}" for t in side["target_tokens"]) for side in (v["system_training"], v["baseline_training"])]
-    verdict = (f"**budget-confounded**: more than {100 * BUDGET_TOLERANCE:.0f}% apart" if budget_confounded(gap)
-               else f"within {100 * BUDGET_TOLERANCE:.0f}%")
-    return f"- Budget: target tokens per run, ours {sides[0]}; baseline {sides[1]} ({100 * gap:+.1f}%): {verdict}."
+def inconclusive_kind(row: dict[str, Any]) -> str:
+    """underpowered, or no effect detected at adequate power, or neither (module docstring)."""
+    mdd, paper = row["power"]["mdd"], row.get("paper_delta")
+    if mdd is None:
+        return "power unknown (no spread over seeds)"
+    if paper is None:
+        return f"power unknown: the paper gives no difference (minimum detectable {mdd:.2f})"
+    if mdd > abs(paper):
+        return f"underpowered (minimum detectable {mdd:.2f} > the paper's {paper:g})"
+    interval = row.get("interval")
+    if interval and not interval["low"] <= paper <= interval["high"]:
+        return f"no effect detected at adequate power (the interval excludes the paper's {paper:g})"
+    return ""
 
 
-def _improving(side: dict[str, Any]) -> str:
-    if side.get("improving_drop") is None:
-        return "no dev loss"
-    spread = side.get("improving_spread")
-    return (f"{side['improving_flag']} (best dev loss fell {side['improving_drop']:.3f} in the last fifth"
-            + (f"; sd over runs {spread:.3f})" if spread is not None else ")"))
+def decide(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The verdicts of the rows of :func:`claim_evidence` (from one summary, or from every part
+    of a merged result): Holm's adjustment over every test that gets a verdict (each claim, each
+    control that ran), then each control's verdict, then each claim's (module docstring)."""
+    tests = [row for row in rows if row.get("p_ar") is not None]
+    tests += [c for row in rows for c in row["controls"] if c["run"]]
+    for test, adjusted in zip(tests, uncertainty.holm([t["p_ar"] for t in tests])):
+        test["p_holm"], test["holm_family"] = adjusted, len(tests)
+    for row in rows:
+        for control in row["controls"]:
+            if control["run"]:
+                control["verdict"], control["why"] = _decide_one(row["paper"], control)
+        row["verdict"], row["why"] = _decide_one(row["paper"], row, controls=control_blockers(row["controls"]))
+        reversed_beside = [c["experiment"] for c in row["controls"]
+                           if c["role"] == "beside" and c["run"] and c["verdict"] == "reversed"]
+        if reversed_beside:  # shown, not folded into the verdict: the claim's own comparison stands
+            row["why"] += (f"; the beside control {', '.join(reversed_beside)} is reversed against the baseline, so the "
+                           "result rests on what that control changes")
+        row["qualifiers"] = qualifiers(row)
+    return rows
 
 
-def _control_line(c: dict[str, Any], metric: str) -> str:
-    what = f"{c['experiment']} ({c['role'].replace('_', '-')}: {c['what']})"
-    if not c["run"]:
-        return f"- {what}: not run (configs/controls.yaml)"
-    params = f"; {c['parameters']:,} parameters" if isinstance(c.get("parameters"), int) else ""
-    if c["role"] == "must_beat":
-        test = "the system against it"
-        beaten = c["verdict"] == "reproduced" or (c["verdict"].startswith("suggestive") and c["delta"] > 0)
-        outcome = f"**{'beaten' if beaten else 'not beaten'}** ({c['verdict']}: {c['why']})"
-    else:
-        test = f"it against {c['against']}"
-        outcome = f"**{c['verdict']}** ({c['why']})"
-    gap = c.get("target_tokens_gap")
-    if gap is not None:
-        params += f"; target tokens of {c['pair'][0]} {100 * gap:+.1f}% against {c['pair'][1]}" + (
-            " (budget-confounded)" if budget_confounded(gap) else "")
-    return (f"- {what}: {metric} {md.mean_sd(c['score'], c['score_sd'])} over {c['n']} run(s){params}; {test}: "
-            f"difference {c['delta']:+.2f}, stratified AR p {md.cell(c['p_ar'], 4)}, pooled sign p "
-            f"{md.cell(c['p_sign'], 4)}, {c['runs_better']} of {c['n']} runs better: {outcome}")
-
-
-def claims_markdown(summary: dict[str, Any]) -> list[str]:
-    """The Markdown of the claims and verdicts (:func:`claim_rows`): one table row per claim,
-    then per claim its reason, the training of both sides, its controls and deviations."""
-    lines = ["## Claims and verdicts", "",
-             "For each system with a claim in " + md.code(summary["claims_file"]) + ", the paper's claim beside ours on "
-             "the metric of the paper's table, over all training runs (seeds), each run paired with its baseline's run "
-             "of the same seed (workflow_scripts/evaluation/run_statistics.py): mean ± sample sd over runs (s_opt, "
-             "training variance) and s_sel (the bootstrap sd of one run's score over test sentences, the mean over the "
-             "runs), the difference of the means, how many runs beat their baseline's run, approximate randomisation "
-             "stratified by run over all runs (MultEval's test) and the sign test of Collins et al. pooled over the "
-             f"runs' sentence pairs. Verdict: {VERDICT_RULE}", ""]
-    if not summary.get("claims"):
-        return lines + ["No system of this run has a claim with runs to compare.", ""]
-    lines += md.table(
-        ["system", "paper's claim", "paper's difference", "test set", "metric", "runs", "ours (s_opt; s_sel)",
-         "baseline (s_opt; s_sel)", "difference", "runs better", "p (AR, stratified)", "p (sign, pooled)",
-         "parameters (difference)", "updates (ours; baseline)", "length ratio / BP (ours; baseline)", "verdict"],
-        [[v["system"], v["claim"], md.cell(v.get("paper_delta")), f"{v['corpus']} / {v['test_set']}", v["metric"],
-          str(v["n"]), side_cell(v["score"], v["score_sd"], v["s_sel"]),
-          f"{v['baseline']}: " + side_cell(v["baseline_score"], v["baseline_sd"], v["baseline_s_sel"]),
-          md.cell(v["delta"]), f"{v['runs_better']} of {v['n']}", md.cell(v["p_ar"], 4), md.cell(v["p_sign"], 4),
-          parameters_cell(v), f"{updates_cell(v['system_training'])}; {updates_cell(v['baseline_training'])}", claim_lengths(v),
-          verdict_cell(v)] for v in summary["claims"]])
-    for v in summary["claims"]:
-        lines += [f"### {v['system']} against {v['baseline']} ({v['corpus']} / {v['test_set']})", "",
-                  f"- Verdict: **{v['verdict']}**: {v['why']}" + (" (1 run)" if v["n"] == 1 and "1 run" not in v["why"] else "")
-                  + f"; {v['n']} run(s), seeds {', '.join(map(str, v.get('seeds') or []))}.",
-                  f"- Training: ours {_improving(v['system_training'])}; baseline {_improving(v['baseline_training'])}.",
-                  budget_line(v)]
-        if v["controls"]:
-            lines += ["- Controls:"] + ["  " + _control_line(c, v["metric"]) for c in v["controls"]]
-        else:
-            lines += ["- Controls: none declared."]
-        if v["deviations"]:
-            lines += ["- Deviations from the paper:"] + [f"  - `{d['key']}`: paper {d['paper']}; {d['why']}"
-                                                          for d in v["deviations"]]
-        else:
-            lines += ["- Deviations from the paper: none declared."]
-        lines.append("")
-    return lines
+def claim_rows(summary: dict[str, Any], claims: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """Every claim row of one summary with its verdict (:func:`claim_evidence`, :func:`decide`)."""
+    return decide(claim_evidence(summary, claims))

@@ -1,0 +1,222 @@
+"""The Markdown of the claims and verdicts (:mod:`.verdicts`): a compact verdict table first
+(system, claim, difference with its interval, verdict with its kind and qualifiers), then the
+evidence table, then per claim its reason, how sure it is (interval, test over seeds, power,
+Holm), the training of both sides with the dev-loss gap over the budget, the length facts,
+controls and deviations.  The results summary and the merged GPU result both print it."""
+from __future__ import annotations
+
+import shlex
+from typing import Any
+
+from workflow_scripts.evaluation import markdown as md
+from workflow_scripts.evaluation import uncertainty
+from workflow_scripts.evaluation.verdicts import BUDGET_TOLERANCE, VERDICT_RULE, beaten, budget_confounded
+
+
+def claim_lengths(v: dict[str, Any]) -> str:
+    """The length ratio and brevity penalty of a claim's system and its baseline (means over runs)."""
+    def one(ratio: Any, bp: Any) -> str:
+        return f"{md.cell(ratio, 3)} / {md.cell(bp, 3)}" if ratio is not None and bp is not None else "–"
+
+    return f"{one(v.get('length_ratio'), v.get('brevity_penalty'))}; " + one(v.get("baseline_length_ratio"),
+                                                                            v.get("baseline_brevity_penalty"))
+
+
+def side_cell(score: Any, sd: Any, s_sel: Any) -> str:
+    return md.mean_sd(score, sd) + (f" (s_sel {md.cell(s_sel)})" if s_sel is not None else "")
+
+
+def parameters_cell(v: dict[str, Any]) -> str:
+    if v.get("parameters_diff_pct") is None:
+        return ""
+    return f"{v['parameters']:,} vs {v['baseline_parameters']:,} ({v['parameters_diff_pct']:+.1f}%)"
+
+
+def updates_cell(side: dict[str, Any]) -> str:
+    counts = sorted(set(side["updates"]))
+    return "/".join(map(str, counts)) + ("" if side["stopped_by"] == ["max_updates"] else f" ({', '.join(side['stopped_by'])})")
+
+
+def verdict_cell(v: dict[str, Any]) -> str:
+    """The verdict in bold, then its kind and qualifiers (:func:`.verdicts.qualifiers`)."""
+    return f"**{v['verdict']}**" + "".join(f"; {q}" for q in v.get("qualifiers") or [])
+
+
+def interval_cell(v: dict[str, Any]) -> str:
+    """``+0.64 [-0.12, +1.40]``: the difference of the means and its interval."""
+    if v.get("delta") is None:
+        return ""
+    interval = v.get("interval")
+    if not interval:
+        return f"{v['delta']:+.2f} (no interval recorded)"
+    return f"{v['delta']:+.2f} [{interval['low']:+.2f}, {interval['high']:+.2f}]"
+
+
+def budget_line(v: dict[str, Any]) -> str:
+    """The target tokens each side's runs saw (metrics.csv), and whether they differ by more than 5%."""
+    gap = v.get("target_tokens_gap")
+    if gap is None:
+        return "- Budget: target tokens not recorded by every run (runs made before they were)."
+    sides = [", ".join(f"{t:,}" for t in side["target_tokens"]) for side in (v["system_training"], v["baseline_training"])]
+    verdict = (f"**budget-confounded**: more than {100 * BUDGET_TOLERANCE:.0f}% apart" if budget_confounded(gap)
+               else f"within {100 * BUDGET_TOLERANCE:.0f}%")
+    return f"- Budget: target tokens per run, ours {sides[0]}; baseline {sides[1]} ({100 * gap:+.1f}%): {verdict}."
+
+
+def _improving(side: dict[str, Any]) -> str:
+    if side.get("improving_drop") is None:
+        return "no dev loss"
+    spread = side.get("improving_spread")
+    return (f"{side['improving_flag']} (best dev loss fell {side['improving_drop']:.3f} in the last fifth"
+            + (f"; sd over runs {spread:.3f})" if spread is not None else ")"))
+
+
+def _seeds_text(seed_test: dict[str, Any] | None) -> str:
+    if not seed_test:
+        return "no test over seeds (one run)"
+    who = {1: "the system", -1: "the baseline", 0: "neither side"}[seed_test["aso_direction"]]
+    return (f"ASO eps_min {seed_test['aso_eps_min']:.3f} ({who} dominates; < {uncertainty.ASO_THRESHOLD:g} is the "
+            f"system), paired t over seeds p {md.cell(seed_test['p_paired_t'], 4)}")
+
+
+def more_seeds_command(v: dict[str, Any], seeds: int) -> str:
+    """The command that reruns the claim's pair with ``seeds`` seeds (the existing runs are kept)."""
+    names = ", ".join(f"{name}: {{seeds: [{', '.join(map(str, range(1, seeds + 1)))}]}}" for name in (v["system"], v["baseline"]))
+    return "snakemake --cores 2 all --config " + shlex.quote(f"experiments={{{names}}}")
+
+
+def sureness_line(v: dict[str, Any]) -> str:
+    """Interval, test over seeds, Holm and power of one claim (:mod:`.uncertainty`)."""
+    interval = v.get("interval")
+    text = ("- How sure: " + (f"95% interval of the difference [{interval['low']:+.2f}, {interval['high']:+.2f}] "
+                              f"({interval['components']}; sd over seeds {md.cell(interval['sd_seeds'])}, over test "
+                              f"sentences {md.cell(interval['sd_sentences'])})" if interval else "no interval recorded "
+                              "(a comparison made before intervals were)")
+            + f"; {_seeds_text(v.get('seed_test'))}")
+    if v.get("p_holm") is not None:
+        text += f"; stratified AR p {md.cell(v['p_ar'], 4)}, Holm-adjusted over {v['holm_family']} tests {md.cell(v['p_holm'], 4)}"
+    power = v["power"]
+    if power["mdd"] is not None:
+        text += (f"; minimum detectable difference at {power['power']:.0%} power and p < {power['alpha']:g} with "
+                 f"{power['n']} seeds: {power['mdd']:.2f}")
+        if v.get("paper_delta") is not None:
+            needed = power["seeds_needed"]
+            text += (f"; the paper's {v['paper_delta']:g} needs {needed} seeds" if needed else
+                     f"; the paper's {v['paper_delta']:g} needs more than {uncertainty.MAX_SEEDS} seeds")
+            if needed and needed > power["n"]:
+                text += f" (`{more_seeds_command(v, needed)}`)"
+    return text + "."
+
+
+def trajectory_line(v: dict[str, Any]) -> str:
+    t = v.get("trajectory")
+    if not t:
+        return "- Dev-loss gap over the budget: not recorded (runs summarised before the curves were kept)."
+    cells = [f"{p['share']:.0%} ({p['update']}): " + (f"{md.mean_sd(p['mean'], p['sd'])}" if p["mean"] is not None
+                                                      else "no validation yet") for p in t["points"]]
+    return (f"- Dev-loss gap (system minus baseline) over the budget: {'; '.join(cells)}; trend **{t['trend'] or 'unknown'}** "
+            f"({t['rule']}).")
+
+
+def lengths_line(v: dict[str, Any]) -> str | None:
+    facts = v.get("lengths")
+    if not facts:
+        return None
+    def side(s: dict[str, Any]) -> str:
+        return (f"BP {md.cell(s['brevity_penalty'], 3)}, BLEU/BP {md.cell(s['bleu_over_bp'])}, TER {md.cell(s['ter'])}, "
+                f"chrF {md.cell(s['chrf'])}")
+
+    verdict = ("**length-driven**: the gain vanishes without the brevity penalty" if facts["length_driven"]
+               else "not length-driven")
+    return (f"- Length (means over runs): ours {side(facts['system'])}; baseline {side(facts['baseline'])}; difference "
+            f"without the brevity penalty {facts['delta_without_bp']:+.2f}: {verdict}.")
+
+
+def _control_line(c: dict[str, Any], metric: str) -> str:
+    what = f"{c['experiment']} ({c['role'].replace('_', '-')}: {c['what']})"
+    if not c["run"]:
+        return f"- {what}: **not run** (configs/controls.yaml)" + (": the claim cannot be reproduced without it"
+                                                                   if c["role"] == "must_beat" else "")
+    params = f"; {c['parameters']:,} parameters" if isinstance(c.get("parameters"), int) else ""
+    if c["role"] == "must_beat":
+        test = "the system against it"
+        outcome = f"**{'beaten' if beaten(c) else 'not beaten'}** ({c['verdict']}: {c['why']})"
+    else:
+        test = f"it against {c['against']}"
+        outcome = f"**{c['verdict']}** ({c['why']})"
+    gap = c.get("target_tokens_gap")
+    if gap is not None:
+        params += f"; target tokens of {c['pair'][0]} {100 * gap:+.1f}% against {c['pair'][1]}" + (
+            " (budget-confounded)" if budget_confounded(gap) else "")
+    holm = f" (Holm {md.cell(c['p_holm'], 4)})" if c.get("p_holm") is not None else ""
+    return (f"- {what}: {metric} {md.mean_sd(c['score'], c['score_sd'])} over {c['n']} run(s){params}; {test}: "
+            f"difference {interval_cell(c)}, stratified AR p {md.cell(c['p_ar'], 4)}{holm}, pooled sign p "
+            f"{md.cell(c['p_sign'], 4)}, {c['runs_better']} of {c['n']} runs better: {outcome}")
+
+
+def verdict_table(rows: list[dict[str, Any]], part: bool = False) -> list[str]:
+    """The compact table a reader looks at first: one row per claim."""
+    return md.table(
+        ["system", "paper's claim", "paper's difference", *(["part"] if part else []), "test set", "runs",
+         "difference [95% interval]", "verdict"],
+        [[v["system"], v["claim"], md.cell(v.get("paper_delta")), *([v.get("part", "")] if part else []),
+          f"{v['corpus']} / {v['test_set']}" if "corpus" in v else "", str(v.get("n", "")), interval_cell(v),
+          verdict_cell(v)] for v in rows])
+
+
+def evidence_table(rows: list[dict[str, Any]]) -> list[str]:
+    return md.table(
+        ["system", "test set", "metric", "ours (s_opt; s_sel)", "baseline (s_opt; s_sel)", "runs better",
+         "p (AR, stratified)", "p (AR, Holm)", "p (sign, pooled)", "ASO eps_min", "parameters (difference)",
+         "updates (ours; baseline)", "length ratio / BP (ours; baseline)"],
+        [[v["system"], f"{v['corpus']} / {v['test_set']}", v["metric"], side_cell(v["score"], v["score_sd"], v["s_sel"]),
+          f"{v['baseline']}: " + side_cell(v["baseline_score"], v["baseline_sd"], v["baseline_s_sel"]),
+          f"{v['runs_better']} of {v['n']}", md.cell(v["p_ar"], 4), md.cell(v.get("p_holm"), 4), md.cell(v["p_sign"], 4),
+          md.cell((v.get("seed_test") or {}).get("aso_eps_min"), 3), parameters_cell(v),
+          f"{updates_cell(v['system_training'])}; {updates_cell(v['baseline_training'])}", claim_lengths(v)]
+         for v in rows if "corpus" in v])
+
+
+def claim_sections(rows: list[dict[str, Any]], level: str = "###") -> list[str]:
+    """Per claim: the reason, how sure, training, length, budget, controls and deviations."""
+    lines = []
+    for v in rows:
+        if "corpus" not in v:
+            continue
+        lines += [f"{level} {v['system']} against {v['baseline']} ({v['corpus']} / {v['test_set']})", "",
+                  f"- Verdict: {verdict_cell(v)}: {v['why']}" + (" (1 run)" if v["n"] == 1 and "1 run" not in v["why"] else "")
+                  + f"; {v['n']} run(s), seeds {', '.join(map(str, v.get('seeds') or []))}.",
+                  sureness_line(v),
+                  f"- Training: ours {_improving(v['system_training'])}; baseline {_improving(v['baseline_training'])}.",
+                  trajectory_line(v), budget_line(v)]
+        length = lengths_line(v)
+        if length:
+            lines.append(length)
+        if v["controls"]:
+            lines += ["- Controls:"] + ["  " + _control_line(c, v["metric"]) for c in v["controls"]]
+        else:
+            lines += ["- Controls: none declared."]
+        if v["deviations"]:
+            lines += ["- Deviations from the paper:"] + [f"  - `{d['key']}`: paper {d['paper']}; {d['why']}"
+                                                          for d in v["deviations"]]
+        else:
+            lines += ["- Deviations from the paper: none declared."]
+        lines.append("")
+    return lines
+
+
+def claims_markdown(summary: dict[str, Any]) -> list[str]:
+    """The Markdown of the claims and verdicts of one results summary."""
+    lines = ["## Claims and verdicts", "",
+             "For each system with a claim in " + md.code(summary["claims_file"]) + ", the paper's claim beside ours on "
+             "the metric of the paper's table, over all training runs (seeds), each run paired with its baseline's run "
+             "of the same seed (workflow_scripts/evaluation/run_statistics.py): the difference of the means with its 95% "
+             "interval over seeds and test sentences, and the verdict with its kind and what a reader must know. The "
+             "evidence table below gives mean ± sample sd over runs (s_opt, training variance) and s_sel (the bootstrap "
+             "sd of one run's score over test sentences), approximate randomisation stratified by run over all runs "
+             "(MultEval's test) with its Holm-adjusted p, the sign test of Collins et al. pooled over the runs' sentence "
+             f"pairs and ASO over seeds. Verdict: {VERDICT_RULE}", ""]
+    if not summary.get("claims"):
+        return lines + ["No system of this run has a claim with runs to compare.", ""]
+    return lines + verdict_table(summary["claims"]) + ["### Evidence", ""] + evidence_table(summary["claims"]) + \
+        claim_sections(summary["claims"])
