@@ -179,6 +179,8 @@ rule compress:
         source=lambda w: compression.compression_source(config, w.compressor, w.corpus, w.split),
     output:
         paths.COMPRESSED,
+    wildcard_constraints:
+        compressor=compression.learned_pattern(config),
     params:
         search=lambda w: compression.compressor_decode_flags(config, w.compressor),
     log:
@@ -194,6 +196,31 @@ rule compress:
     shell:
         "OMP_NUM_THREADS={threads} python -m nmtmodels.cli translate --pretokenized --checkpoint {input.checkpoint:q}"
         " --input {input.source:q} --output {output:q} {params.search} --truncate > {log:q} 2>&1"
+
+
+# The random-deletion control of a learned compressor (kind: random_deletion): line by line,
+# random source words, as many as the learned compressor `lengths_of` kept.
+rule random_delete:
+    input:
+        unpack(lambda w: compression.random_deletion_inputs(config, w.compressor, w.corpus, w.split)),
+    output:
+        paths.COMPRESSED,
+    wildcard_constraints:
+        compressor=compression.random_deletion_pattern(config),
+    params:
+        seed=lambda w: compression.compressor_spec(config, w.compressor).get("seed", 1),
+    log:
+        paths.log("random_delete"),
+    benchmark:
+        paths.benchmark("random_delete")
+    conda:
+        "../envs/data.yaml"
+    priority: CHAIN_PRIORITY
+    resources:
+        **cpu_job(mem_mb=500, runtime=10),
+    shell:
+        "python -m workflow_scripts.data.compression random-delete --source {input.source:q}"
+        " --lengths-from {input.lengths:q} --seed {params.seed} --output {output:q} > {log:q} 2>&1"
 
 
 rule compression_quality:

@@ -3,6 +3,7 @@ through nmt-train, denoising or supervised) rewrites the source side of every sp
 corpus; the ESC families read that "backbone" as the extra token input ``compressed``."""
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from workflow_scripts.dag import WorkflowConfigError, paths
@@ -20,6 +21,36 @@ def is_identity(config: dict[str, Any], compressor: str) -> bool:
     source itself (x^c = x), the control that separates compression from a second encoder
     branch (workflow_scripts/evaluation/claims.yaml, esc_bbf)."""
     return compressor_spec(config, compressor)["kind"] == "identity"
+
+
+def is_random_deletion(config: dict[str, Any], compressor: str) -> bool:
+    """A compressor of ``kind: random_deletion``: no model; line by line, random words of the
+    source as many as the learned compressor ``lengths_of`` kept (the control that separates
+    what a compressor learns to keep from a shorter second view of the source)."""
+    return compressor_spec(config, compressor)["kind"] == "random_deletion"
+
+
+def _names_pattern(names: list[str]) -> str:
+    return "|".join(re.escape(name) for name in names)
+
+
+def random_deletion_pattern(config: dict[str, Any]) -> str:
+    """The ``compressor`` wildcard of rule random_delete: the random-deletion compressors only."""
+    names = [n for n in (config.get("compression") or {}).get("compressors", {}) if is_random_deletion(config, n)]
+    return f"(?:{_names_pattern(names)})" if names else "(?!)"
+
+
+def learned_pattern(config: dict[str, Any]) -> str:
+    """The ``compressor`` wildcard of rule compress: any name but a random-deletion compressor's."""
+    names = [n for n in (config.get("compression") or {}).get("compressors", {}) if is_random_deletion(config, n)]
+    return f"(?!(?:{_names_pattern(names)})/)[^/]+" if names else "[^/]+"
+
+
+def random_deletion_inputs(config: dict[str, Any], compressor: str, corpus: str, split: str) -> dict[str, str]:
+    """The source a random-deletion compressor shortens and the learned compressor's output
+    whose lengths it takes, line by line."""
+    return {"source": compression_source(config, compressor, corpus, split),
+            "lengths": compressed_path(compressor_spec(config, compressor)["lengths_of"], corpus, split)}
 
 
 def compressor_settings(config: dict[str, Any], compressor: str) -> dict[str, Any]:
@@ -163,12 +194,19 @@ def check_compression(config: dict[str, Any]) -> None:
         if spec["kind"] == "unsupervised" and init is not None:
             raise WorkflowConfigError(f"{where}.init_from: only a supervised compressor is fine-tuned from another")
         if spec["kind"] == "identity":
-            given = sorted(set(spec) & {"init_from", "model", "train", "decode"})
+            given = sorted(set(spec) & {"init_from", "model", "train", "decode", "lengths_of", "seed"})
             if given:
                 raise WorkflowConfigError(f"{where}.{given[0]}: an identity compressor (x^c = x) trains and decodes nothing")
             continue
-        if init is not None and compressors[init]["kind"] == "identity":
-            raise WorkflowConfigError(f"{where}.init_from: '{init}' is an identity compressor, with no model to fine-tune")
+        if spec["kind"] == "random_deletion":
+            _check_random_deletion(compressors, name, spec)
+            continue
+        for key in ("lengths_of", "seed"):
+            if key in spec:
+                raise WorkflowConfigError(f"{where}.{key}: only a random_deletion compressor takes it")
+        if init is not None and compressors[init]["kind"] in ("identity", "random_deletion"):
+            raise WorkflowConfigError(f"{where}.init_from: '{init}' is an {compressors[init]['kind']} compressor, with no model "
+                                      "to fine-tune")
         check_run_sections(compressor_settings(config, name), where)
     for name, spec in config.get("experiments", {}).items():
         where = f"experiments.{name}"
@@ -185,3 +223,19 @@ def check_compression(config: dict[str, Any]) -> None:
         if compressors[spec["compressor"]]["subwords"] != spec["subwords"]:
             raise WorkflowConfigError(f"{where}.subwords: must equal compression.compressors.{spec['compressor']}.subwords "
                                       f"({compressors[spec['compressor']]['subwords']}): both share the source vocabulary")
+
+
+def _check_random_deletion(compressors: dict[str, Any], name: str, spec: dict[str, Any]) -> None:
+    where = f"compression.compressors.{name}"
+    given = sorted(set(spec) & {"init_from", "model", "train", "decode", "noise"})
+    if given:
+        raise WorkflowConfigError(f"{where}.{given[0]}: a random_deletion compressor trains and decodes nothing")
+    other = spec.get("lengths_of")
+    if other is None:
+        raise WorkflowConfigError(f"{where}.lengths_of: a random_deletion compressor needs the learned compressor whose "
+                                  "lengths it copies")
+    if other not in compressors or compressors[other]["kind"] not in ("unsupervised", "supervised"):
+        raise WorkflowConfigError(f"{where}.lengths_of: '{other}' is not a learned compressor "
+                                  f"(learned: {', '.join(n for n, c in compressors.items() if c['kind'] in ('unsupervised', 'supervised')) or 'none'})")
+    if compressors[other]["subwords"] != spec["subwords"]:
+        raise WorkflowConfigError(f"{where}.subwords: must equal that of lengths_of '{other}' ({compressors[other]['subwords']})")

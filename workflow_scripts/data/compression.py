@@ -173,6 +173,37 @@ def remove_bpe(line: str) -> str:
     return (line + " ").replace("@@ ", "").rstrip()
 
 
+def bpe_words(line: str) -> list[str]:
+    """The words of a BPE-encoded line, each with its subword pieces (``new@@ york`` is one word)."""
+    words, pieces = [], []
+    for token in line.split():
+        pieces.append(token)
+        if not token.endswith("@@"):
+            words.append(" ".join(pieces))
+            pieces = []
+    if pieces:
+        words.append(" ".join(pieces))
+    return words
+
+
+def random_deletion(sources: Sequence[str], lengths_from: Sequence[str], seed: int) -> list[str]:
+    """The random-deletion control of a learned compressor: line i keeps, in their order, k_i
+    words of source line i drawn at random (``random.Random(seed)``, line after line), where
+    k_i is the number of words of the compressor's output line i (at least one while the
+    source has words): the same lengths, no learned choice of what to keep.  Words are whole
+    BPE words, so no subword piece is cut from its word."""
+    if len(sources) != len(lengths_from):
+        raise ValueError(f"{len(sources)} source lines, but {len(lengths_from)} compressed lines")
+    rng = random.Random(seed)
+    found = []
+    for source, compressed in zip(sources, lengths_from):
+        words = bpe_words(source)
+        k = min(len(words), max(1, len(remove_bpe(compressed).split()))) if words else 0
+        keep = sorted(rng.sample(range(len(words)), k))
+        found.append(" ".join(words[i] for i in keep))
+    return found
+
+
 # ----------------------------------------------------------------------------- commands
 def _bpe(args: argparse.Namespace):
     from workflow_scripts.data.bpe import line_encoder
@@ -230,6 +261,21 @@ def _evaluate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _random_delete(args: argparse.Namespace) -> int:
+    sources, compressed = list(read_lines(args.source)), list(read_lines(args.lengths_from))
+    try:
+        lines = random_deletion(sources, compressed, args.seed)
+    except ValueError as exc:
+        raise DataError(args.lengths_from, str(exc)) from None
+    with atomic_output(args.output) as handle:
+        handle.writelines(line + "\n" for line in lines)
+    kept = sum(len(remove_bpe(line).split()) for line in lines)
+    total = sum(len(remove_bpe(line).split()) for line in sources)
+    print(f"{args.source}: kept {kept} of {total} words at random, line by line as long as {args.lengths_from}",
+          file=sys.stderr)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m workflow_scripts.data.compression", description=__doc__.split("\n\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
@@ -258,11 +304,17 @@ def main(argv: list[str] | None = None) -> int:
     evaluate.add_argument("--hyp", required=True, help="compressed output (BPE or words)")
     evaluate.add_argument("--refs", required=True, help="references written by pairs --refs-out")
     evaluate.add_argument("--output", required=True)
+    delete = commands.add_parser("random-delete", help="the random-deletion control of a learned compressor")
+    delete.add_argument("--source", required=True, help="BPE-encoded source lines")
+    delete.add_argument("--lengths-from", required=True, help="the learned compressor's output of the same lines")
+    delete.add_argument("--seed", type=int, required=True)
+    delete.add_argument("--output", required=True)
     args = parser.parse_args(argv)
     if args.command == "denoise" and (args.ratio < 0 or args.other_sentences < 1 or args.window < 0):
         parser.error("need --ratio >= 0, --other-sentences >= 1, --window >= 0")
     try:
-        return {"denoise": _denoise, "pairs": _pairs, "evaluate": _evaluate}[args.command](args)
+        return {"denoise": _denoise, "pairs": _pairs, "evaluate": _evaluate,
+                "random-delete": _random_delete}[args.command](args)
     except (DataError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
