@@ -234,8 +234,8 @@ def _check_random_deletion(compressors: dict[str, Any], name: str, spec: dict[st
     if other is None:
         raise WorkflowConfigError(f"{where}.lengths_of: a random_deletion compressor needs the learned compressor whose "
                                   "lengths it copies")
-    if other not in compressors or compressors[other]["kind"] not in ("unsupervised", "supervised"):
-        raise WorkflowConfigError(f"{where}.lengths_of: '{other}' is not a learned compressor "
-                                  f"(learned: {', '.join(n for n, c in compressors.items() if c['kind'] in ('unsupervised', 'supervised')) or 'none'})")
+    learned = [n for n, c in compressors.items() if c["kind"] in ("unsupervised", "supervised")]
+    if other not in learned:
+        raise WorkflowConfigError(f"{where}.lengths_of: '{other}' is not a learned compressor (learned: {', '.join(learned) or 'none'})")
     if compressors[other]["subwords"] != spec["subwords"]:
         raise WorkflowConfigError(f"{where}.subwords: must equal that of lengths_of '{other}' ({compressors[other]['subwords']})")
