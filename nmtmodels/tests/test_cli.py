@@ -267,7 +267,7 @@ def test_sigterm_exits_for_requeue_and_resume_matches_uninterrupted(copy_run, tm
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
         for line in proc.stderr:
-            if line.startswith("update 3 |"):
+            if line.startswith("update 3/100000 |"):
                 proc.send_signal(signal.SIGTERM)
                 break
         rest = proc.stderr.read()
