@@ -678,6 +678,60 @@ def test_a_second_trainer_on_the_same_directory_is_refused(corpus, tmp_path):
     assert make_trainer(corpus, tmp_path, max_updates=3).train().update == 3  # and the lock was released again
 
 
+def test_the_lock_file_is_removed_when_training_ends(corpus, tmp_path):
+    seen = []
+    make_trainer(corpus, tmp_path, max_updates=2, log=lambda m: seen.append((tmp_path / ".nmt-train.lock").read_text())).train()
+    assert seen and set(seen) == {f"{os.getpid()}\n"}  # held while training
+    assert not (tmp_path / ".nmt-train.lock").exists()  # finished: no lock file left
+
+    def stop_at_update_1(message):
+        if message.startswith("update 1/"):
+            signal.raise_signal(signal.SIGTERM)
+
+    result = make_trainer(corpus, tmp_path / "stopped", max_updates=4, log_interval=1, log=stop_at_update_1).train()
+    assert result.status == "interrupted" and not (tmp_path / "stopped" / ".nmt-train.lock").exists()
+
+
+def test_a_trainer_that_waited_on_a_removed_lock_file_locks_the_new_one(tmp_path):
+    """The first trainer removes its lock file as it ends; the one that waited on that file then
+    locks the file at the path, so a third one is refused rather than let in beside it."""
+    import threading
+
+    from nmtmodels.training.state import output_lock
+
+    first_in, waiting, first_done, second_in, second_out = (threading.Event() for _ in range(5))
+    outcome = {}
+
+    def first():
+        with output_lock(tmp_path, is_main=True, log=print):
+            first_in.set()
+            waiting.wait(10)  # until the second one waits for this lock
+        first_done.set()
+
+    def second():
+        with output_lock(tmp_path, is_main=True, log=lambda m: waiting.set() if "waiting for it" in m else None, wait=True):
+            second_in.set()
+            second_out.wait(10)
+
+    threads = [threading.Thread(target=first), threading.Thread(target=second)]
+    threads[0].start()
+    assert first_in.wait(10)
+    threads[1].start()
+    try:
+        assert second_in.wait(10) and first_done.is_set()
+        try:
+            with output_lock(tmp_path, is_main=True, log=print):
+                outcome["third"] = "let in"
+        except OutputDirLocked:
+            outcome["third"] = "refused"
+    finally:
+        second_out.set()
+        for thread in threads:
+            thread.join(10)
+    assert outcome == {"third": "refused"}
+    assert not (tmp_path / ".nmt-train.lock").exists()
+
+
 # ---------------------------------------------------------------------- weight decay
 @pytest.mark.parametrize("family", model_families())
 def test_weight_decay_shrinks_weights_but_not_biases_or_norms(family):
