@@ -37,7 +37,8 @@ def merged(base: dict, extra: dict) -> dict:
 
 @pytest.mark.parametrize("config", [CONFIG, merged(CONFIG, FULL)], ids=["config.yaml", "full.yaml"])
 def test_every_run_of_all_gets_a_package_lattice_and_esc_runs_included(config):
-    assert packages.package_targets(config) == [f"results/experiments/{e}/{c}/model" for e, c in runs.experiment_runs(config)]
+    assert packages.package_targets(config) == [f"results/experiments/{e}/{c}/model/preprocess.json"
+                                                for e, c in runs.experiment_runs(config)]
     families = {config["experiments"][e]["family"] for e, _ in runs.experiment_runs(config)}
     assert families - PLAIN_FAMILIES, "the config trains no lattice or ESC model: the test shows nothing"
 
@@ -147,6 +148,34 @@ def test_the_rule_command_writes_a_package_that_reads_back(tmp_path):
     proc = package_command("--checkpoint", str(tmp_path / "best.pt"), "--settings", json.dumps(bad), "--out-dir", str(tmp_path / "x"))
     assert proc.returncode == 2 and "--settings: subwords: expected bpeN, spmN or char, got 'bpe'" in proc.stderr.splitlines()[-1]
     assert not (tmp_path / "x").exists()
+
+
+def test_the_rule_writes_a_package_without_snakemake_s_timestamp_file(tmp_path):
+    """Snakemake marks the time of a directory output with a .snakemake_timestamp inside it; the
+    rule's outputs are files of the package, so the package holds its own files only, and a
+    second run has nothing to do."""
+    from nmtmodels.text.bpe_codes import ran_out_line
+
+    run, units = "results/experiments/baseline/multi30k_en_de", "results/data/multi30k_en_de/bpe8000"
+    (tmp_path / run / "train").mkdir(parents=True)
+    (tmp_path / units).mkdir(parents=True)
+    save_checkpoint(tmp_path / run / "train/checkpoint_best.pt", {"model": {"w": torch.ones(2)}})
+    (tmp_path / units / "codes.en-de.en").write_text(ran_out_line(2, 8000) + "\nt h\nth e</w>\n")
+    (tmp_path / units / "vocab.en-de.en").write_text("the 3\nt@@ 1\n")
+    target = f"{run}/model/preprocess.json"
+    assert packages.package_targets(CONFIG)[0].endswith("/model/preprocess.json")
+
+    def snakemake() -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "-d", str(tmp_path), "--cores", "1",
+                               target, "--allowed-rules", "model_package"], capture_output=True, text=True, timeout=300, cwd=ROOT)
+
+    first = snakemake()
+    assert first.returncode == 0, first.stdout + first.stderr
+    assert sorted(p.name for p in (tmp_path / run / "model").iterdir()) == ["bpe.codes", "bpe.vocab", "checkpoint.pt",
+                                                                           "preprocess.json"]
+    assert read_package(tmp_path / run / "model").settings.subwords == "bpe8000"
+    again = snakemake()
+    assert again.returncode == 0 and "Nothing to be done" in again.stdout + again.stderr
 
 
 PACKAGE_OPTIONS = ("--checkpoint", "--settings", "--codes", "--vocab", "--spm-model", "--lattice-bpe", "--compressor",
