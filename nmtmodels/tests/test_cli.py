@@ -653,6 +653,17 @@ def test_every_translate_option_says_what_it_does():
     assert silent == []
 
 
+def test_every_translate_search_option_states_its_default():
+    """The options that override the checkpoint's decode settings say what applies without them."""
+    from nmtmodels.cli.translate import build_parser
+
+    search = {"--beam", "--lenpen", "--max-len-a", "--max-len-b", "--min-len", "--coverage-penalty", "--max-len-ratio",
+              "--nbest", "--early-stop", "--compile"}
+    helps = {action.option_strings[0]: action.help for action in build_parser()._actions}
+    assert search <= set(helps)
+    assert [option for option in sorted(search) if "default" not in helps[option]] == []
+
+
 def test_translate_help_loads_no_torch_and_no_tokeniser():
     # what makes --help slow is importing torch (seconds) and the tokenisers: it must import neither
     probe = ("import sys\nfrom nmtmodels.cli import translate\ntry:\n    translate.main(['--help'])\nexcept SystemExit:\n    pass\n"
