@@ -57,15 +57,29 @@ def usable_cores() -> int:
 def default_threads(environ: dict[str, str] | None = None) -> int | None:
     """The intra-op threads of a translation when none are asked for: None (torch's own
     setting) when ``OMP_NUM_THREADS`` is set, as the workflow's jobs set it; else
-    half the usable cores, between 1 and :data:`DEFAULT_THREADS`.  Every core is fastest on an
-    idle machine but several times slower beside other busy processes (the OpenMP threads wait
-    for each other), half of them costs little idle and keeps that from happening
-    (benchmarks/README.md, "nmt-translate's threads")."""
+    half the usable cores, between 1 and :data:`DEFAULT_THREADS` (:func:`intra_threads`).  Every
+    core is fastest on an idle machine but several times slower beside other busy processes (the
+    OpenMP threads wait for each other), half of them costs little idle and keeps that from
+    happening (benchmarks/README.md, "nmt-translate's threads")."""
     import os
 
     environ = os.environ if environ is None else environ
     if environ.get(THREADS_ENV):
         return None
+    return intra_threads(environ)
+
+
+def intra_threads(environ: dict[str, str] | None = None) -> int:
+    """The threads of :func:`default_threads` as a number, for a library that needs one, such as
+    CTranslate2 (``ctranslate2.Translator(..., intra_threads=intra_threads())``, docs/translate.md):
+    ``OMP_NUM_THREADS`` when it is set to a positive number (its first one: ``4,2`` gives 4), else
+    half the usable cores, between 1 and :data:`DEFAULT_THREADS`."""
+    import os
+
+    environ = os.environ if environ is None else environ
+    first = environ.get(THREADS_ENV, "").split(",")[0].strip()
+    if first.isdigit() and int(first) > 0:
+        return int(first)
     return max(1, min(DEFAULT_THREADS, usable_cores() // 2))
 
 

@@ -60,13 +60,16 @@ rule train:
 # The model package (nmtmodels/text/model_package.py): the decoded checkpoint, preprocess.json and the source
 # BPE codes or SentencePiece model (a lattice run: its lattice settings and the codes of its BPE sizes; an ESC
 # run: also its compressor), so that nmt-translate and nmtmodels.decoding.translator.Translator read raw text.
-# Every run of `all` gets one (workflow_scripts/dag/packages.py).
+# Every run of `all` gets one (workflow_scripts/dag/packages.py). Its outputs are two files of the
+# package, not directory(...): Snakemake would write its .snakemake_timestamp into the package.
 rule model_package:
     input:
         unpack(lambda w: packages.package_inputs(config, w.experiment, w.corpus)),
     output:
-        directory(paths.MODEL_PACKAGE),
+        checkpoint=paths.MODEL_PACKAGE_CHECKPOINT,
+        settings=paths.MODEL_PACKAGE_SETTINGS,
     params:
+        out_dir=lambda w, output: os.path.dirname(output.settings),
         settings=lambda w: packages.package_settings_json(config, w.experiment, w.corpus),
         subword_files=lambda w: packages.package_subword_flags(packages.package_inputs(config, w.experiment, w.corpus)),
     log:
@@ -79,7 +82,7 @@ rule model_package:
         **cpu_job(mem_mb=1000, runtime=10),
     shell:
         "python -m nmtmodels.cli package --checkpoint {input.checkpoint:q} --settings {params.settings:q} {params.subword_files}"
-        " --out-dir {output:q} > {log:q} 2>&1"
+        " --out-dir {params.out_dir:q} > {log:q} 2>&1"
 
 
 # experiments.E.average_checkpoints: N decodes (and packages) the parameter average of the

@@ -1,5 +1,5 @@
 """Model packages in the workflow: which runs of `all` get one (workflow_scripts/dag/packages.py)
-and what the rule's command (python -m nmtmodels.cli package) writes."""
+and what the rule's command (nmt-package, as python -m nmtmodels.cli package) writes."""
 from __future__ import annotations
 
 import copy
@@ -7,8 +7,10 @@ import gzip
 import hashlib
 import json
 import os
+import re
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -35,7 +37,8 @@ def merged(base: dict, extra: dict) -> dict:
 
 @pytest.mark.parametrize("config", [CONFIG, merged(CONFIG, FULL)], ids=["config.yaml", "full.yaml"])
 def test_every_run_of_all_gets_a_package_lattice_and_esc_runs_included(config):
-    assert packages.package_targets(config) == [f"results/experiments/{e}/{c}/model" for e, c in runs.experiment_runs(config)]
+    assert packages.package_targets(config) == [f"results/experiments/{e}/{c}/model/preprocess.json"
+                                                for e, c in runs.experiment_runs(config)]
     families = {config["experiments"][e]["family"] for e, _ in runs.experiment_runs(config)}
     assert families - PLAIN_FAMILIES, "the config trains no lattice or ESC model: the test shows nothing"
 
@@ -147,6 +150,88 @@ def test_the_rule_command_writes_a_package_that_reads_back(tmp_path):
     assert not (tmp_path / "x").exists()
 
 
+def test_the_rule_writes_a_package_without_snakemake_s_timestamp_file(tmp_path):
+    """Snakemake marks the time of a directory output with a .snakemake_timestamp inside it; the
+    rule's outputs are files of the package, so the package holds its own files only, and a
+    second run has nothing to do."""
+    from nmtmodels.text.bpe_codes import ran_out_line
+
+    run, units = "results/experiments/baseline/multi30k_en_de", "results/data/multi30k_en_de/bpe8000"
+    (tmp_path / run / "train").mkdir(parents=True)
+    (tmp_path / units).mkdir(parents=True)
+    save_checkpoint(tmp_path / run / "train/checkpoint_best.pt", {"model": {"w": torch.ones(2)}})
+    (tmp_path / units / "codes.en-de.en").write_text(ran_out_line(2, 8000) + "\nt h\nth e</w>\n")
+    (tmp_path / units / "vocab.en-de.en").write_text("the 3\nt@@ 1\n")
+    target = f"{run}/model/preprocess.json"
+    assert packages.package_targets(CONFIG)[0].endswith("/model/preprocess.json")
+
+    def snakemake() -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "-d", str(tmp_path), "--cores", "1",
+                               target, "--allowed-rules", "model_package"], capture_output=True, text=True, timeout=300, cwd=ROOT)
+
+    first = snakemake()
+    assert first.returncode == 0, first.stdout + first.stderr
+    assert sorted(p.name for p in (tmp_path / run / "model").iterdir()) == ["bpe.codes", "bpe.vocab", "checkpoint.pt",
+                                                                           "preprocess.json"]
+    assert read_package(tmp_path / run / "model").settings.subwords == "bpe8000"
+    again = snakemake()
+    assert again.returncode == 0 and "Nothing to be done" in again.stdout + again.stderr
+
+
+PACKAGE_OPTIONS = ("--checkpoint", "--settings", "--codes", "--vocab", "--spm-model", "--lattice-bpe", "--compressor",
+                   "--out-dir")
+
+
+def test_nmt_package_is_a_command_whose_help_is_plain_text_with_every_option():
+    scripts = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]
+    assert scripts["nmt-package"] == "nmtmodels.cli.package:main"
+    proc = package_command("--help")
+    assert proc.returncode == 0 and proc.stdout.startswith("usage: nmt-package ")
+    markup = re.findall(r"``|:(?:func|mod|class|meth|data|attr):|::|\*\*", proc.stdout)
+    assert not markup, proc.stdout
+    options = proc.stdout.split("\noptions:\n", 1)[1].split("\n\n", 1)[0]
+    described = {}
+    for entry in re.split(r"\n(?=  -)", options):  # one entry per option: its flags, then its help
+        first, _, rest = entry.partition("\n")
+        flags, _, same_line = first.strip().partition("  ")  # argparse puts two spaces or more before the help
+        described[flags.split()[0].rstrip(",")] = (same_line + " " + rest).split()
+    assert set(described) == {"-h", *PACKAGE_OPTIONS}
+    assert all(len(words) >= 3 for words in described.values()), described
+
+
+def test_settings_is_a_file_such_as_a_package_s_own_preprocess_json(tmp_path):
+    experiment = next(e for e, spec in CONFIG["experiments"].items() if spec["family"] == "transformer" and not spec.get("lattice"))
+    settings = packages.package_settings_json(CONFIG, experiment, "multi30k_en_de")
+    save_checkpoint(tmp_path / "best.pt", {"model": {"w": torch.ones(2)}})
+    (tmp_path / "codes").write_text("#version: 0.2\nt h\nth e</w>\n")
+    (tmp_path / "vocab").write_text("the 3\nt@@ 1\n")
+    (tmp_path / "preprocess.json").write_text(settings)
+    subwords = ["--codes", str(tmp_path / "codes"), "--vocab", str(tmp_path / "vocab")]
+
+    def package(settings_arg: str, out: str) -> subprocess.CompletedProcess:
+        return package_command("--checkpoint", str(tmp_path / "best.pt"), "--settings", settings_arg, *subwords,
+                               "--out-dir", str(tmp_path / out))
+
+    assert package(str(tmp_path / "preprocess.json"), "from_file").returncode == 0
+    assert package(settings, "inline").returncode == 0  # the rule's inline JSON
+    again = package(str(tmp_path / "from_file" / "preprocess.json"), "again")  # with its sha256 records
+    assert again.returncode == 0, again.stderr
+    written = {name: json.loads((tmp_path / name / "preprocess.json").read_text()) for name in ("from_file", "inline", "again")}
+    assert written["from_file"] == written["inline"] == written["again"]
+    assert {k: v for k, v in written["from_file"].items() if k not in ("sha256", "model_sha256")} == json.loads(settings)
+    missing = package(str(tmp_path / "nothing.json"), "x")
+    assert missing.returncode == 2 and missing.stderr.splitlines()[-1] == (
+        f"nmt-package: error: --settings {tmp_path / 'nothing.json'}: No such file or directory")
+    (tmp_path / "bad.json").write_text(json.dumps(json.loads(settings) | {"subwords": "bpe"}))
+    bad = package(str(tmp_path / "bad.json"), "x")
+    assert bad.returncode == 2 and bad.stderr.splitlines()[-1] == (
+        f"nmt-package: error: --settings {tmp_path / 'bad.json'}: subwords: expected bpeN, spmN or char, got 'bpe'")
+    (tmp_path / "cut.json").write_text(settings[:-5])
+    cut = package(str(tmp_path / "cut.json"), "x")
+    assert cut.returncode == 2 and f"--settings {tmp_path / 'cut.json'}: not JSON (" in cut.stderr.splitlines()[-1]
+    assert not (tmp_path / "x").exists()
+
+
 def test_the_rule_command_refuses_codes_with_fewer_merges_than_bpe_n_in_one_line(tmp_path):
     """bpe600 with 299 merges: refused unless the codes record that the corpus ran out of pairs."""
     from nmtmodels.text.bpe_codes import ran_out_line
@@ -164,7 +249,7 @@ def test_the_rule_command_refuses_codes_with_fewer_merges_than_bpe_n_in_one_line
 
     proc = package("#version: 0.2")
     assert proc.returncode == 1 and proc.stderr.splitlines() == [
-        f"python -m nmtmodels.cli package: error: {tmp_path / 'codes'}: 299 merges, fewer than the 600 of bpe600, and its first line "
+        f"nmt-package: error: {tmp_path / 'codes'}: 299 merges, fewer than the 600 of bpe600, and its first line "
         f"records no early stop, and 1 subwords of {tmp_path / 'vocab'} need merges it lacks ('a299b299'): the file was cut short "
         "(truncated); learn the codes again"]
     assert not (tmp_path / "model").exists()

@@ -174,7 +174,7 @@ def test_dry_run_trains_on_spm_rules_output(tmp_path):
     """`snakemake -n -p` of one spm system's package and hypotheses: the spm rules make its
     inputs, training and decoding read them, postprocessing undoes pieces."""
     (tmp_path / "spm.yaml").write_text(yaml.safe_dump(SPM_CONFIG), encoding="utf-8")
-    package = f"results/experiments/spm_system/{CORPUS}/model"
+    package = f"results/experiments/spm_system/{CORPUS}/model/preprocess.json"
     hypotheses = f"results/experiments/spm_system/{CORPUS}/test_2016_flickr.hyp"
     result = subprocess.run([sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "-d", str(tmp_path), "-n", "-p",
                              "--cores", "1", package, hypotheses, "--configfile", str(tmp_path / "spm.yaml")],

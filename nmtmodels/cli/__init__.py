@@ -2,9 +2,10 @@
 
 * ``nmt-train`` (:mod:`nmtmodels.cli.train`), ``nmt-translate`` (:mod:`nmtmodels.cli.translate`),
   ``nmt-average`` (:mod:`nmtmodels.cli.average`), ``nmt-vocab`` (:mod:`nmtmodels.cli.vocab`),
-  ``nmt-export`` (:mod:`nmtmodels.cli.export`);
+  ``nmt-export`` (:mod:`nmtmodels.cli.export`), ``nmt-package`` (:mod:`nmtmodels.cli.package`,
+  also the workflow's ``model_package`` rule);
 * ``score`` (:mod:`nmtmodels.cli.score`), ``postprocess`` (:mod:`nmtmodels.cli.postprocess`),
-  ``package`` (:mod:`nmtmodels.cli.package`), the workflow's commands;
+  the workflow's commands;
 * ``new-family`` (:mod:`nmtmodels.cli.new_family`), the stubs of a model family of your own.
 
 Each runs as ``python -m nmtmodels.cli COMMAND ...`` (or ``python -m nmtmodels COMMAND ...``;
@@ -48,7 +49,7 @@ SUMMARIES = {
     "export": "export a Transformer checkpoint or package to CTranslate2 (nmt-export)",
     "score": "score hypotheses against references with sacreBLEU (the workflow's score rule)",
     "postprocess": "undo subwords and detokenise model output (the workflow's postprocess rule)",
-    "package": "write a model package: checkpoint and raw-text preprocessing (the workflow's model_package rule)",
+    "package": "write a model package: checkpoint and raw-text preprocessing (nmt-package)",
     "new-family": "write the stubs of a model family of your own: module, tests, docs page",
 }
 

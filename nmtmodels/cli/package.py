@@ -1,38 +1,69 @@
-"""``python -m nmtmodels.cli package``: write a model package (:mod:`nmtmodels.text.model_package`).
-
-A checkpoint with the settings and subword files that turn raw text into its input.  BPE codes
-cut short, or with another number of merges than ``bpeN`` asks for, are refused in one line
-naming them (codes whose corpus ran out of pairs record it in their first line); the sha256 of
-each subword file goes into ``preprocess.json``.  A lattice package takes the codes of each BPE
-size its lattice packs (``--lattice-bpe``), an ESC package its compressor (``--compressor``)."""
+"""``nmt-package`` (``python -m nmtmodels.cli package``, the workflow's ``model_package`` rule):
+write a model package (:mod:`nmtmodels.text.model_package`); its ``--help`` is :data:`DESCRIPTION`."""
 from __future__ import annotations
 
 import json
 import sys
 from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
 
 from nmtmodels.cli.common import make_parser
 from nmtmodels.config import ConfigError
 from nmtmodels.files import DataError
 from nmtmodels.text.model_package import PackageSettings, write_package
 
+DESCRIPTION = (
+    "Write a model package: a checkpoint with the settings and subword files that turn raw text into its input, "
+    "so that nmt-translate and the Translator API read raw text (docs/translate.md, \"The model package\"). "
+    "BPE codes cut short, or with another number of merges than bpeN asks for, are refused in one line naming "
+    "them (codes whose corpus ran out of pairs record it in their first line); the sha256 of each subword file "
+    "goes into preprocess.json. A lattice package takes the codes of each BPE size its lattice packs "
+    "(--lattice-bpe), an ESC package its compressor (--compressor).")
+EPILOG = ("example: nmt-package --checkpoint run/train/checkpoint_best.pt --settings run/model/preprocess.json "
+          "--codes codes.en-de.en --vocab vocab.en-de.en --out-dir run/model-best")
+
+
+def read_settings(value: str) -> tuple[dict[str, Any], str]:
+    """The JSON of ``--settings`` and where it came from, for messages: the file ``value`` names
+    (``--settings FILE``), or ``value`` itself when it starts with ``{`` (``--settings``, the
+    workflow rule's inline JSON).  ConfigError in one line."""
+    inline = value.lstrip().startswith("{")
+    where = "--settings" if inline else f"--settings {value}"
+    try:
+        return json.loads(value if inline else Path(value).read_text(encoding="utf-8")), where
+    except OSError as exc:
+        raise ConfigError(f"{where}: {exc.strerror or exc}") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{where}: not JSON ({exc})") from None
+
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = make_parser("python -m nmtmodels.cli package", __doc__)
-    parser.add_argument("--checkpoint", required=True)
-    parser.add_argument("--settings", required=True, help="the content of preprocess.json, as JSON")
-    parser.add_argument("--codes", help="source BPE codes (subwords bpeN)")
-    parser.add_argument("--vocab", help="source BPE vocabulary (subwords bpeN)")
-    parser.add_argument("--spm-model", help="source SentencePiece model (subwords spmN)")
+    parser = make_parser("nmt-package", DESCRIPTION, epilog=EPILOG)
+    parser.add_argument("--checkpoint", required=True,
+                        help="the checkpoint to package (e.g. train/checkpoint_best.pt); the package holds its model, "
+                             "configuration, vocabularies and decode settings, not the training state")
+    parser.add_argument("--settings", required=True, metavar="FILE",
+                        help="a preprocess.json file: the source and target languages' preprocessing and subword units "
+                             "(e.g. the preprocess.json of a package of the same corpus); inline JSON is accepted too")
+    parser.add_argument("--codes", help="the source side's BPE codes (for subwords bpeN)")
+    parser.add_argument("--vocab", help="the source side's BPE vocabulary (for subwords bpeN)")
+    parser.add_argument("--spm-model", help="the source side's SentencePiece model (for subwords spmN)")
     parser.add_argument("--lattice-bpe", nargs=3, action="append", default=[], metavar=("bpeN", "CODES", "VOCAB"),
-                        help="source BPE codes and vocabulary of a BPE size that the lattice packs (settings' lattice)")
-    parser.add_argument("--compressor", help="the ESC compressor's checkpoint (settings' compression)")
-    parser.add_argument("--out-dir", required=True)
+                        help="source BPE codes and vocabulary of a BPE size that the settings' lattice packs "
+                             "(repeat, one per size)")
+    parser.add_argument("--compressor", help="the ESC compressor's checkpoint (settings with a compression)")
+    parser.add_argument("--out-dir", required=True,
+                        help="the package directory to write (an existing one is replaced whole; on failure it is left as it was)")
     args = parser.parse_args(argv)
     try:
-        settings = PackageSettings.from_dict(json.loads(args.settings), where="--settings")
-    except (json.JSONDecodeError, ConfigError) as exc:
-        parser.error(f"--settings: {exc}")
+        data, where = read_settings(args.settings)
+    except ConfigError as exc:
+        parser.error(str(exc))
+    try:
+        settings = PackageSettings.from_dict(data, where=where)
+    except ConfigError as exc:
+        parser.error(str(exc) if str(exc).startswith(where) else f"{where}: {exc}")
     plain = settings.lattice is None  # a lattice package's source is the lattice, not subwords
     what = f"subwords {settings.subwords}" + ("" if plain else " with a lattice source")
     if (settings.is_bpe and plain) != bool(args.codes and args.vocab) or bool(args.codes) != bool(args.vocab):

@@ -80,15 +80,21 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--interactive", action="store_true",
                         help="answer each line of standard input before reading the next, even when it is not a terminal")
     parser.add_argument("--beam", type=int, help="beam size (default: the checkpoint's decode.beam)")
-    parser.add_argument("--lenpen", type=float, help="GNMT length penalty alpha")
+    parser.add_argument("--lenpen", type=float,
+                        help="GNMT length penalty alpha (0: rank by log-probability; default: the checkpoint's "
+                             "decode.length_penalty, 1.0 unless set)")
     parser.add_argument("--max-len-a", type=float,
                         help="a of the output length limit a * source length + b, in tokens (default: the checkpoint's)")
     parser.add_argument("--max-len-b", type=int, help="b of the output length limit (default: the checkpoint's)")
     parser.add_argument("--min-len", type=int, help="no end of sentence before this many tokens (default: the checkpoint's)")
     parser.add_argument("--coverage-penalty", type=float,
                         help="GNMT coverage penalty beta (0: none; default: the checkpoint's)")
-    parser.add_argument("--max-len-ratio", type=float, help="hard stop at floor(RATIO * source length) tokens (ESC gamma)")
-    parser.add_argument("--nbest", type=int, help="hypotheses per sentence: 'i ||| hyp ||| score' lines when > 1")
+    parser.add_argument("--max-len-ratio", type=float,
+                        help="hard stop at floor(RATIO * source length) tokens (ESC gamma; default: the checkpoint's "
+                             "decode.max_len_ratio, none unless set)")
+    parser.add_argument("--nbest", type=int,
+                        help="hypotheses per sentence: 'i ||| hyp ||| score' lines when > 1 (default: the checkpoint's "
+                             "decode.nbest, 1 unless set)")
     parser.add_argument("--early-stop", choices=EARLY_STOP_RULES,
                         help="when a sentence's search ends: exact (default; same result as searching to the length "
                              "limit), beam (fairseq) or top (OpenNMT-py)")

@@ -267,7 +267,7 @@ def test_sigterm_exits_for_requeue_and_resume_matches_uninterrupted(copy_run, tm
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
         for line in proc.stderr:
-            if line.startswith("update 3 |"):
+            if line.startswith("update 3/100000 |"):
                 proc.send_signal(signal.SIGTERM)
                 break
         rest = proc.stderr.read()
@@ -651,6 +651,17 @@ def test_every_translate_option_says_what_it_does():
 
     silent = [action.option_strings[0] for action in build_parser()._actions if not action.help]
     assert silent == []
+
+
+def test_every_translate_search_option_states_its_default():
+    """The options that override the checkpoint's decode settings say what applies without them."""
+    from nmtmodels.cli.translate import build_parser
+
+    search = {"--beam", "--lenpen", "--max-len-a", "--max-len-b", "--min-len", "--coverage-penalty", "--max-len-ratio",
+              "--nbest", "--early-stop", "--compile"}
+    helps = {action.option_strings[0]: action.help for action in build_parser()._actions}
+    assert search <= set(helps)
+    assert [option for option in sorted(search) if "default" not in helps[option]] == []
 
 
 def test_translate_help_loads_no_torch_and_no_tokeniser():

@@ -269,6 +269,50 @@ def test_package_export_carries_the_preprocessing_and_translates_raw_text(tmp_pa
     assert [r.hypotheses[0] for r in results] == [t.hypotheses[0].tokens for t in ours_]
 
 
+def test_the_documented_ctranslate2_recipe_takes_nmt_translate_s_threads(tmp_path, monkeypatch):
+    """docs/translate.md's CTranslate2 recipe, run on an export of a package: it translates, and
+    its intra_threads are nmt-translate's default threads (nmtmodels.devices.intra_threads), not
+    a number of its own."""
+    from nmtmodels import devices
+
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "translate.md").read_text(encoding="utf-8")
+    recipe = next(block for block in docs.split("```python\n")[1:] if "ctranslate2.Translator(" in block).split("```")[0]
+    checkpoint = train_checkpoint(tmp_path / "checkpoint.pt", MODELS[0][1], shared=False, updates=10)
+    write_lines(tmp_path / "codes", ["#version: 0.2", "x y"])
+    write_lines(tmp_path / "vocab", [f"{letter} 5" for letter in LETTERS])
+    settings = PackageSettings(source=LanguageSettings("en", "whitespace"), target=LanguageSettings("en", "whitespace"),
+                               unicode_form="NFKC", subwords="bpe10", vocabulary_threshold=1)
+    package = write_package(tmp_path / "package", checkpoint, settings, tmp_path / "codes", tmp_path / "vocab")
+    export_ctranslate2(package, tmp_path / "ct2")
+    made = []
+    real = ctranslate2.Translator
+
+    def translator(*args, **kwargs):
+        made.append(kwargs)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(ctranslate2, "Translator", translator)
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")  # what the rule gives; one thread on the test machine
+    printed = []
+    exec(recipe.replace('"baseline-ct2"', repr(str(tmp_path / "ct2"))), {"print": printed.append})
+    assert [kwargs["intra_threads"] for kwargs in made] == [devices.intra_threads()] == [1]
+    assert len(printed) == 2  # one translation per source sentence
+
+
+@pytest.mark.parametrize(("environ", "cores", "expected"), [
+    ({}, 64, 4), ({}, 6, 3), ({}, 1, 1),  # nmt-translate's default: half the usable cores, 1 to 4
+    ({"OMP_NUM_THREADS": "1"}, 64, 1), ({"OMP_NUM_THREADS": "6,2"}, 2, 6),  # the setting the jobs give
+    ({"OMP_NUM_THREADS": "many"}, 6, 3),
+])
+def test_intra_threads_is_the_number_of_nmt_translate_s_default_threads(environ, cores, expected, monkeypatch):
+    from nmtmodels import devices
+
+    monkeypatch.setattr(devices, "usable_cores", lambda: cores)
+    assert devices.intra_threads(environ) == expected
+    assert devices.default_threads(environ) in (None, expected)  # None: torch reads OMP_NUM_THREADS itself
+    assert (devices.default_threads(environ) is None) == bool(environ)
+
+
 def test_int8_export_loads_and_translates(tmp_path):
     checkpoint = train_checkpoint(tmp_path / "checkpoint.pt", MODELS[0][1], shared=False, updates=20)
     assert cli.export_main(["--checkpoint", str(checkpoint), "--output-dir", str(tmp_path / "ct2"),

@@ -6,6 +6,7 @@ import fcntl
 import hashlib
 import math
 import os
+import re
 import signal
 from pathlib import Path
 
@@ -38,6 +39,7 @@ from nmtmodels.training import trainer as train_module
 from nmtmodels.training.config import TrainConfig
 from nmtmodels.training.errors import OutputDirLocked, TrainingDiverged
 from nmtmodels.training.loss import _ProjectedLabelSmoothedCrossEntropy, label_smoothed_nll_loss
+from nmtmodels.training.metrics import early_line, seconds_left
 from nmtmodels.training.optim import InverseSqrtSchedule, build_optimizer
 from nmtmodels.training.trainer import Trainer
 
@@ -274,7 +276,7 @@ def test_signal_saves_and_resume_is_bit_exact(corpus, tmp_path, signum):
     straight.train()
 
     def kill_at_update_4(message):
-        if message.startswith("update 4 |"):
+        if message.startswith("update 4/10 |"):
             signal.raise_signal(signum)  # a real signal through the installed handler
 
     handler_before = signal.getsignal(signum)
@@ -471,6 +473,58 @@ def test_best_by_loss_and_metrics_log(corpus, tmp_path):
     assert list((tmp_path / "tensorboard").glob("events.out.tfevents.*"))
 
 
+TRAIN_LINE = re.compile(r"update (\d+)/(\d+) \| epoch \d+ \| loss \S+ \| nll \S+ \| lr \S+ \| tok/s \S+ \| gnorm \S+ "
+                        r"\| elapsed (\d+)s \| left (\d+)s")
+
+
+def test_training_lines_give_updates_of_max_and_time_left_from_the_first_update(corpus, tmp_path, monkeypatch):
+    logs: list[str] = []
+    trainer = make_trainer(corpus, tmp_path, max_updates=25, log_interval=20, save_interval_updates=100, log=logs.append)
+    trainer.train()
+    lines = [TRAIN_LINE.fullmatch(line) for line in logs if line.startswith("update ")]
+    assert all(lines), logs
+    assert [(int(m[1]), int(m[2])) for m in lines] == [(1, 25), (10, 25), (20, 25)]  # early lines, then the interval
+    for match in lines:  # the run's own rate: seconds per update so far times the updates left
+        update, elapsed, left = int(match[1]), int(match[3]), int(match[4])
+        assert left <= (elapsed + 0.5) * (25 - update) / update + 0.5  # both rounded to seconds
+    rows = list(csv.DictReader((tmp_path / "metrics.csv").read_text().splitlines()))
+    assert [int(r["update"]) for r in rows if r["loss"]] == [20]  # the early lines are no rows
+    # the row at 20 covers updates 1-20, as without early lines
+    monkeypatch.setattr(train_module, "early_line", lambda done, interval: False)
+    plain = make_trainer(corpus, tmp_path / "plain", max_updates=25, log_interval=20, save_interval_updates=100)
+    plain.train()
+    plain_rows = list(csv.DictReader((tmp_path / "plain" / "metrics.csv").read_text().splitlines()))
+    assert [r["loss"] for r in plain_rows if r["loss"]] == [r["loss"] for r in rows if r["loss"]]
+
+
+def test_training_lines_without_max_updates_give_the_time_left_of_max_minutes(corpus, tmp_path):
+    logs: list[str] = []
+    make_trainer(corpus, tmp_path, max_updates=0, max_epochs=1, max_minutes=60, log_interval=2, log=logs.append).train()
+    lines = [line for line in logs if line.startswith("update ")]
+    assert lines and all(re.fullmatch(r"update \d+ \| .* \| elapsed (\d+)s \| left (\d+)s", line) for line in lines)
+    assert all(3600 - 1 - int(line.split("elapsed ")[1].split("s")[0]) <= int(line.rsplit("left ", 1)[1][:-1]) <= 3600
+               for line in lines)
+
+
+@pytest.mark.parametrize(("update", "elapsed", "max_updates", "max_minutes", "left"), [
+    (100, 50.0, 600, 0, 250.0),  # 0.5 s per update, 500 updates left
+    (100, 50.0, 600, 2, 70.0),  # max_minutes binds: 120 s in all
+    (100, 50.0, 600, 10, 250.0),  # max_updates binds
+    (0, 5.0, 600, 0, None),  # no rate yet
+    (0, 5.0, 600, 1, 55.0),
+    (700, 50.0, 600, 0, 0.0),  # never negative
+    (100, 200.0, 0, 3, 0.0),
+    (100, 50.0, 0, 0, None),  # max_epochs alone: no estimate
+])
+def test_seconds_left(update, elapsed, max_updates, max_minutes, left):
+    assert seconds_left(update, elapsed, max_updates, max_minutes) == left
+
+
+def test_early_lines_come_at_powers_of_ten_below_the_interval():
+    assert [done for done in range(1, 2000) if early_line(done, 1000)] == [1, 10, 100]
+    assert not any(early_line(done, 1) for done in range(0, 50))
+
+
 def test_max_minutes_stops_cleanly_with_a_checkpoint(corpus, tmp_path):
     trainer = make_trainer(corpus, tmp_path, max_minutes=1e-9, max_updates=0, max_epochs=0)
     result = trainer.train()
@@ -622,6 +676,60 @@ def test_a_second_trainer_on_the_same_directory_is_refused(corpus, tmp_path):
         assert not (tmp_path / "checkpoint_last.pt").exists()
     assert make_trainer(corpus, tmp_path, max_updates=2).train().update == 2  # released: trains
     assert make_trainer(corpus, tmp_path, max_updates=3).train().update == 3  # and the lock was released again
+
+
+def test_the_lock_file_is_removed_when_training_ends(corpus, tmp_path):
+    seen = []
+    make_trainer(corpus, tmp_path, max_updates=2, log=lambda m: seen.append((tmp_path / ".nmt-train.lock").read_text())).train()
+    assert seen and set(seen) == {f"{os.getpid()}\n"}  # held while training
+    assert not (tmp_path / ".nmt-train.lock").exists()  # finished: no lock file left
+
+    def stop_at_update_1(message):
+        if message.startswith("update 1/"):
+            signal.raise_signal(signal.SIGTERM)
+
+    result = make_trainer(corpus, tmp_path / "stopped", max_updates=4, log_interval=1, log=stop_at_update_1).train()
+    assert result.status == "interrupted" and not (tmp_path / "stopped" / ".nmt-train.lock").exists()
+
+
+def test_a_trainer_that_waited_on_a_removed_lock_file_locks_the_new_one(tmp_path):
+    """The first trainer removes its lock file as it ends; the one that waited on that file then
+    locks the file at the path, so a third one is refused rather than let in beside it."""
+    import threading
+
+    from nmtmodels.training.state import output_lock
+
+    first_in, waiting, first_done, second_in, second_out = (threading.Event() for _ in range(5))
+    outcome = {}
+
+    def first():
+        with output_lock(tmp_path, is_main=True, log=print):
+            first_in.set()
+            waiting.wait(10)  # until the second one waits for this lock
+        first_done.set()
+
+    def second():
+        with output_lock(tmp_path, is_main=True, log=lambda m: waiting.set() if "waiting for it" in m else None, wait=True):
+            second_in.set()
+            second_out.wait(10)
+
+    threads = [threading.Thread(target=first), threading.Thread(target=second)]
+    threads[0].start()
+    assert first_in.wait(10)
+    threads[1].start()
+    try:
+        assert second_in.wait(10) and first_done.is_set()
+        try:
+            with output_lock(tmp_path, is_main=True, log=print):
+                outcome["third"] = "let in"
+        except OutputDirLocked:
+            outcome["third"] = "refused"
+    finally:
+        second_out.set()
+        for thread in threads:
+            thread.join(10)
+    assert outcome == {"third": "refused"}
+    assert not (tmp_path / ".nmt-train.lock").exists()
 
 
 # ---------------------------------------------------------------------- weight decay

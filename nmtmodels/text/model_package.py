@@ -26,9 +26,10 @@ Checks: :func:`write_package` refuses BPE codes cut short or with another number
 a subword file whose sha256 differs from the recorded one, and another model's checkpoint
 (DataError naming the file); packages written before the digests load without those checks.
 
-CLI (the rule's command)::
+CLI (``nmt-package``, also the rule's command as ``python -m nmtmodels.cli package``; ``--settings``
+takes a preprocess.json file, or inline JSON as the rule gives it)::
 
-    python -m nmtmodels.cli package --checkpoint CKPT --settings JSON [--codes C --vocab V | --spm-model M]
+    nmt-package --checkpoint CKPT --settings FILE [--codes C --vocab V | --spm-model M]
         [--lattice-bpe bpeN CODES VOCAB ...] [--compressor CKPT] --out-dir DIR
 """
 from __future__ import annotations

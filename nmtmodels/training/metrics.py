@@ -79,12 +79,38 @@ class TensorBoardLog:
             self._writer = None
 
 
-def train_line(row: dict[str, Any]) -> str:
+def train_line(row: dict[str, Any], max_updates: int = 0, max_minutes: float = 0.0) -> str:
     """The log line of a training row (``update``, ``epoch``, ``loss``, ``nll``, ``lr``,
-    ``tokens_per_s``, ``grad_norm``, ``elapsed``)."""
-    return (f"update {row['update']} | epoch {row['epoch']} | loss {row['loss']:.4f} | nll {row['nll']:.4f} "
+    ``tokens_per_s``, ``grad_norm``, ``elapsed``): ``|``-separated ``name value`` fields,
+    ``update N/MAX`` with ``max_updates``, and last ``left Ns``, :func:`seconds_left` (no
+    ``left`` field when the run has neither limit)."""
+    update = f"{row['update']}/{max_updates}" if max_updates else f"{row['update']}"
+    left = seconds_left(row["update"], row["elapsed"], max_updates, max_minutes)
+    return (f"update {update} | epoch {row['epoch']} | loss {row['loss']:.4f} | nll {row['nll']:.4f} "
             f"| lr {row['lr']:.3g} | tok/s {row['tokens_per_s']:.0f} | gnorm {row['grad_norm']:.3f} "
-            f"| elapsed {row['elapsed']:.0f}s")
+            f"| elapsed {row['elapsed']:.0f}s" + (f" | left {left:.0f}s" if left is not None else ""))
+
+
+def seconds_left(update: int, elapsed: float, max_updates: int = 0, max_minutes: float = 0.0) -> float | None:
+    """The estimated seconds a training has left after ``update`` updates in ``elapsed``
+    seconds: with ``max_updates``, its updates left at its mean seconds per update so far
+    (validation and saving included); with ``max_minutes``, at most the time left of that
+    budget; the smaller when both are set (whichever limit stops the run first).  Never
+    negative; None when neither limit is set, or only ``max_updates`` and no update was made."""
+    estimates = []
+    if max_updates and update > 0:
+        estimates.append(elapsed / update * max(0, max_updates - update))
+    if max_minutes:
+        estimates.append(max(0.0, 60 * max_minutes - elapsed))
+    return min(estimates) if estimates else None
+
+
+def early_line(done: int, log_interval: int) -> bool:
+    """Whether a training logs an extra line after ``done`` updates of this process, before
+    its first ``log_interval`` line: after 1, 10, 100 ... updates below ``log_interval``, so
+    the first line (with its time left) comes seconds after the start, not ``log_interval``
+    updates later.  These lines are not rows of ``metrics.csv``."""
+    return 0 < done < log_interval and 10 ** round(math.log10(done)) == done
 
 
 def valid_line(update: int, metrics: dict[str, float], improved: bool) -> str:

@@ -315,7 +315,8 @@ def _best_first(best_metric: str) -> Callable[[dict[str, Any]], tuple[float, int
 # ---------------------------------------------------------------------- lock and signals
 @contextlib.contextmanager
 def output_lock(out_dir: Path, *, is_main: bool, log: Callable[[str], None], wait: bool = False) -> Iterator[None]:
-    """Hold an exclusive flock on ``out_dir/.nmt-train.lock`` (rank 0: ``is_main``) while training.
+    """Hold an exclusive flock on ``out_dir/.nmt-train.lock`` (rank 0: ``is_main``) while training,
+    and remove the file when the block ends (a killed trainer leaves it, holding no lock).
     When another process holds it: OutputDirLocked, or with ``wait`` a one-line note and a
     blocking wait for it to end (the workflow's trainings wait, so a rerun after Snakemake was
     killed adopts the trainer it left running: docs/training.md, "Output-directory lock")."""
@@ -323,33 +324,59 @@ def output_lock(out_dir: Path, *, is_main: bool, log: Callable[[str], None], wai
         yield
         return
     path = out_dir / LOCK_NAME
-    with open(path, "a+", encoding="utf-8") as handle:
+    handle = None
+    while handle is None:
+        handle = open(path, "a+", encoding="utf-8")
         try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError as exc:
-            if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
-                # e.g. ENOLCK on a network file system without locks: train unguarded
-                log(f"warning: {path}: cannot lock ({exc.strerror}); make sure no other "
-                    f"trainer writes to {out_dir}")
-                yield
-                return
-            handle.seek(0)
-            holder = handle.read().strip()
-            if wait:
-                log(f"{out_dir}: another nmt-train{f' (pid {holder})' if holder.isdigit() else ''} is training in this "
-                    f"directory ({path} is locked), e.g. one left running by a killed workflow run; waiting for it to end, "
-                    "then resuming from its checkpoints")
-                fcntl.flock(handle, fcntl.LOCK_EX)
-                log(f"{out_dir}: the other trainer ended; resuming from its checkpoints")
-            else:
-                raise OutputDirLocked(
-                    f"{out_dir}: another nmt-train{f' (pid {holder})' if holder.isdigit() else ''} is training "
-                    f"in this directory ({path} is locked); wait for it to end (--wait-for-lock) or use another --out-dir") from None
+            locked = _lock(handle, path, out_dir, log, wait)
+        except BaseException:
+            handle.close()
+            raise
+        if not locked:  # e.g. ENOLCK on a network file system without locks: train unguarded
+            handle.close()
+            yield
+            return
+        try:  # the trainer before may have removed the file it held after this one opened it
+            current = os.path.samestat(os.fstat(handle.fileno()), os.stat(path))
+        except FileNotFoundError:
+            current = False
+        if not current:  # a lock on a removed file guards nothing: lock the file at the path
+            handle.close()
+            handle = None
+    with handle:  # closing the file releases the lock
         handle.seek(0)
         handle.truncate()
         handle.write(f"{os.getpid()}\n")
         handle.flush()
-        yield  # closing the file releases the lock
+        try:
+            yield
+        finally:
+            with contextlib.suppress(OSError):  # removed while locked: a trainer waiting on it locks anew
+                path.unlink()
+
+
+def _lock(handle: Any, path: Path, out_dir: Path, log: Callable[[str], None], wait: bool) -> bool:
+    """Lock ``handle`` (output_lock); False when the file system cannot lock, with a warning."""
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as exc:
+        if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+            log(f"warning: {path}: cannot lock ({exc.strerror}); make sure no other "
+                f"trainer writes to {out_dir}")
+            return False
+        handle.seek(0)
+        holder = handle.read().strip()
+        if wait:
+            log(f"{out_dir}: another nmt-train{f' (pid {holder})' if holder.isdigit() else ''} is training in this "
+                f"directory ({path} is locked), e.g. one left running by a killed workflow run; waiting for it to end, "
+                "then resuming from its checkpoints")
+            fcntl.flock(handle, fcntl.LOCK_EX)
+            log(f"{out_dir}: the other trainer ended; resuming from its checkpoints")
+        else:
+            raise OutputDirLocked(
+                f"{out_dir}: another nmt-train{f' (pid {holder})' if holder.isdigit() else ''} is training "
+                f"in this directory ({path} is locked); wait for it to end (--wait-for-lock) or use another --out-dir") from None
+    return True
 
 
 @contextlib.contextmanager

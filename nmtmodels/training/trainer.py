@@ -33,7 +33,7 @@ from nmtmodels.training.config import TrainConfig
 from nmtmodels.training.distributed import DistributedContext, all_reduce_sum, broadcast_object
 from nmtmodels.training.errors import TrainingDiverged
 from nmtmodels.training.loss import label_smoothed_nll_loss
-from nmtmodels.training.metrics import Interval, TensorBoardLog, append_metrics, train_line, valid_line
+from nmtmodels.training.metrics import Interval, TensorBoardLog, append_metrics, early_line, train_line, valid_line
 from nmtmodels.training.optim import InverseSqrtSchedule, build_optimizer
 from nmtmodels.training.progress import TrainingProgress
 from nmtmodels.training.state import (
@@ -200,7 +200,7 @@ class Trainer:
     def _train_updates(self, bar: Any) -> TrainResult:
         cfg, progress = self.cfg, self.progress
         started = time.monotonic() - progress.elapsed
-        interval = Interval()
+        interval, first = Interval(), progress.update
         reason = self._stop_reason(started)
         while not reason:
             for group in _chunks(iter(self.sampler), cfg.update_freq):
@@ -215,8 +215,8 @@ class Trainer:
                 progress.update += 1
                 interval.target_tokens += tokens
                 bar.update(1)
-                if progress.update % cfg.log_interval == 0:
-                    self._log_train(interval, grad_norm, started)
+                if progress.update % cfg.log_interval == 0 or early_line(progress.update - first, cfg.log_interval):
+                    self._log_train(interval, grad_norm, started, row=progress.update % cfg.log_interval == 0)
                 reason = self._stop_reason(started)
                 if reason == "signal":
                     break
@@ -355,7 +355,9 @@ class Trainer:
         return batch
 
     # ------------------------------------------------------------------ logging
-    def _log_train(self, interval: Interval, grad_norm: Tensor | None, started: float) -> None:
+    def _log_train(self, interval: Interval, grad_norm: Tensor | None, started: float, row: bool = True) -> None:
+        """Log the training line of the updates since the last row; with ``row``, also write it
+        to metrics.csv (and TensorBoard) and start the next interval (an early line does not)."""
         sums = torch.stack([self._loss_sum, self._nll_sum]).double().cpu()
         counts = torch.tensor([float(interval.target_tokens)], dtype=torch.float64)
         totals = torch.cat([sums, counts])
@@ -364,9 +366,8 @@ class Trainer:
             all_reduce_sum(totals, self.dist)
             totals = totals.cpu()
         loss_sum, nll_sum, tokens = totals.tolist()
-        self._loss_sum = self._nll_sum = None
         seconds = interval.seconds()
-        row = {
+        values = {
             "update": self.progress.update,
             "epoch": self.sampler.epoch,
             "loss": loss_sum / tokens,
@@ -377,10 +378,13 @@ class Trainer:
             "elapsed": time.monotonic() - started,
             "target_tokens": self.seen_target_tokens(),
         }
-        interval.reset()
         if self.dist.is_main:
-            self.log(train_line(row))
-            self._write_metrics(row)
+            self.log(train_line(values, self.cfg.max_updates, self.cfg.max_minutes))
+        if row:
+            self._loss_sum = self._nll_sum = None
+            interval.reset()
+            if self.dist.is_main:
+                self._write_metrics(values)
 
     def _write_metrics(self, row: dict[str, Any]) -> None:
         append_metrics(self.out_dir / "metrics.csv", row, self.progress.metrics_history)

@@ -22,8 +22,10 @@ from workflow_scripts.dag.runs import decode_checkpoint, experiment_runs
 
 
 def package_targets(config: dict[str, Any]) -> list[str]:
-    """The model package of every run of `all`."""
-    return [paths.fill(paths.MODEL_PACKAGE, experiment=experiment, corpus=corpus) for experiment, corpus in experiment_runs(config)]
+    """The model package of every run of `all`, named by its ``preprocess.json`` (the rule's
+    outputs are files of the package: paths.MODEL_PACKAGE_SETTINGS)."""
+    return [paths.fill(paths.MODEL_PACKAGE_SETTINGS, experiment=experiment, corpus=corpus)
+            for experiment, corpus in experiment_runs(config)]
 
 
 def package_inputs(config: dict[str, Any], experiment: str, corpus: str) -> dict[str, str]:

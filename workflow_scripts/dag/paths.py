@@ -69,6 +69,10 @@ BEST_CHECKPOINT = EXPERIMENT + "/train/checkpoint_best.pt"
 # The average of the run's last {last} numbered checkpoints (experiments.E.average_checkpoints).
 AVERAGED_CHECKPOINT = EXPERIMENT + "/train/checkpoint_avg{last}.pt"
 MODEL_PACKAGE = EXPERIMENT + "/model"
+# The rule model_package's outputs: two files of the package, not the directory, which would get
+# a .snakemake_timestamp from Snakemake (its time mark for a directory output).
+MODEL_PACKAGE_CHECKPOINT = MODEL_PACKAGE + "/checkpoint.pt"
+MODEL_PACKAGE_SETTINGS = MODEL_PACKAGE + "/preprocess.json"
 # Parameter counts and training speed (workflow_scripts/analyses/model_info.py).
 MODEL_INFO = EXPERIMENT + "/model_info.json"
 # One decoded test set: the translation, its tokenised and detokenised post-processing, its scores.

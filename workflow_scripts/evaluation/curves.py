@@ -15,6 +15,7 @@ import csv
 import math
 import re
 import sys
+import textwrap
 from pathlib import Path
 
 from nmtmodels.files import DataError, atomic_output
@@ -89,7 +90,8 @@ def figure(data: dict[str, dict[str, tuple[list[float], list[float]]]], title: s
     """The learning-curve figure of :func:`plot_curves`: one loss panel per unit (character
     models' loss is per target character, not comparable with the per-token loss of subword
     models, so they get a panel of their own), a dev BLEU panel when any run logged it, and
-    one legend below the panels that covers no curve: one colour per system, its seeds' runs
+    one legend below the panels that covers no curve and is never cut off (a constrained layout
+    makes room for it; plot_curves saves the whole of it): one colour per system, its seeds' runs
     in that colour (the first seed opaque, the others lighter); solid train, dashed dev.  A run
     that stopped before the longest run of its panel (a minutes cap, a failure) ends in a
     cross, and the legend names it with its updates."""
@@ -102,7 +104,8 @@ def figure(data: dict[str, dict[str, tuple[list[float], list[float]]]], title: s
     units = [unit for unit in ("token", "char") if any((name in char_runs) == (unit == "char") for name in data)]
     has_bleu = any("dev BLEU" in series for series in data.values())
     panels = [LOSS_LABELS[unit] for unit in units] + (["dev BLEU"] if has_bleu else [])
-    fig, axes = plt.subplots(1, len(panels), figsize=(5.0 * len(panels) + 0.6, 4.6), squeeze=False)
+    fig_width = 5.0 * len(panels) + 0.6
+    fig, axes = plt.subplots(1, len(panels), figsize=(fig_width, 4.6), squeeze=False, layout="constrained")
     axis = dict(zip(panels, axes[0]))
     colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     systems = list(dict.fromkeys(system_of(name) for name in data))
@@ -136,16 +139,22 @@ def figure(data: dict[str, dict[str, tuple[list[float], list[float]]]], title: s
     handles += [Line2D([], [], color="black", linestyle="-", label="train loss"),
                 Line2D([], [], color="black", linestyle="--", label="dev loss")]
     if short:
-        handles.append(Line2D([], [], color="black", linestyle="", marker="x", label="stopped early: " + ", ".join(short)))
+        stopped = textwrap.fill("stopped early: " + ", ".join(short), width=int(16 * fig_width), break_long_words=False)
+        handles.append(Line2D([], [], color="black", linestyle="", marker="x", label=stopped))
     for label, ax in axis.items():
         ax.set_xlabel("updates")
         ax.set_ylabel(label)
         ax.set_title(f"{title}: {label}", fontsize=9)
         ax.grid(alpha=0.3)
-    columns = min(len(handles), 4 * len(panels))
-    rows = -(-len(handles) // columns)
-    fig.legend(handles=handles, loc="lower center", ncol=columns, fontsize=7, frameon=False)
-    fig.tight_layout(rect=(0, min(0.45, 0.05 + 0.045 * rows), 1, 1))
+    # below the panels, in room that the constrained layout makes for it ("outside"), in as many
+    # columns as fit the figure's width; a label wider than the figure alone widens the saved
+    # image (plot_curves: bbox_inches="tight")
+    for columns in range(min(len(handles), 4 * len(panels)), 0, -1):
+        legend = fig.legend(handles=handles, loc="outside lower center", ncol=columns, fontsize=7, frameon=False)
+        fig.draw_without_rendering()  # lays the figure out: the extents are final
+        if columns == 1 or legend.get_window_extent().width <= fig.bbox.width:
+            break
+        legend.remove()
     return fig
 
 
@@ -158,7 +167,7 @@ def plot_curves(runs: dict[str, str | Path], png: str | Path, title: str,
     data = {name: curve_series(path) for name, path in runs.items()}
     fig = figure(data, title, char_runs)
     with atomic_output(png, mode="wb") as handle:
-        fig.savefig(handle, format="png", dpi=120)
+        fig.savefig(handle, format="png", dpi=120, bbox_inches="tight")
     plt.close(fig)
     return data
 

@@ -7,9 +7,10 @@ the trainings.  Run it beside ``snakemake`` (another terminal, same directory):
 * Trainings planned, started and finished: the ``train`` and ``train_compressor`` jobs of the
   Snakemake log (:func:`workflow_scripts.evaluation.timeline.parse_log`).
 * A running training's position: the last row of its ``train/metrics.csv`` (``update``,
-  ``elapsed``) against ``train.max_updates`` of its ``experiment.yaml``.  Its seconds per
-  update give its remaining time, ``(max_updates - update) * elapsed / update``; without
-  ``max_updates``, its ``max_minutes`` does.
+  ``elapsed``) against ``train.max_updates`` and ``max_minutes`` of its ``experiment.yaml``:
+  its remaining time is the one its own log lines give (``left``), the updates left at its
+  seconds per update so far, at most what is left of ``max_minutes``
+  (:func:`nmtmodels.training.metrics.seconds_left`).
 * Trainings not started yet: the mean of the finished and running trainings' durations per
   training (their budgets in updates are equal within a comparison); running ones that have
   logged no update yet: that mean less the time since they started.
@@ -28,6 +29,7 @@ from pathlib import Path
 import yaml
 
 from nmtmodels.files import DataError
+from nmtmodels.training.metrics import seconds_left
 from workflow_scripts.evaluation.curves import read_metrics
 from workflow_scripts.evaluation.timeline import LONG_RULES, Job, newest_log, parse_log
 
@@ -48,15 +50,8 @@ def run_position(job: Job, workdir: Path) -> tuple[int, float, float] | None:
     settings = yaml.safe_load((train_dir.parent / "experiment.yaml").read_text(encoding="utf-8")) \
         if (train_dir.parent / "experiment.yaml").is_file() else {}
     train = (settings or {}).get("train", {})
-    if train.get("max_updates") and update:
-        total = elapsed * train["max_updates"] / update
-        if train.get("max_minutes"):
-            total = min(total, 60 * train["max_minutes"])
-    elif train.get("max_minutes"):
-        total = 60 * train["max_minutes"]
-    else:
-        total = elapsed
-    return update, elapsed, max(total, elapsed)
+    left = seconds_left(update, elapsed, train.get("max_updates") or 0, train.get("max_minutes") or 0)
+    return update, elapsed, elapsed + (left or 0.0)
 
 
 def report(jobs: list[Job], planned: dict[str, int], workdir: Path, now: dt.datetime, parallel: int = 0) -> str:
