@@ -151,6 +151,41 @@ def _codes(tmp_path):
     return ["--codes", str(tmp_path / "codes"), "--vocab", str(tmp_path / "vocab"), "--threshold", "1"]
 
 
+def test_random_deletion_keeps_as_many_whole_words_as_the_compressor_in_order() -> None:
+    sources = ["a new@@ york city of the world", "one two three", "single", ""]
+    compressed = ["city world", "x y z w", "", ""]  # 2 words; more than the source has; none; none
+    out = cp.random_deletion(sources, compressed, seed=3)
+    assert [len(cp.bpe_words(line)) for line in out] == [2, 3, 1, 0]  # at least one while the source has words
+    for source, line in zip(sources, out):
+        words = cp.bpe_words(source)
+        kept = cp.bpe_words(line)
+        assert all(word in words for word in kept)  # whole BPE words: "new@@ york" is never cut
+        assert [words.index(w) for w in kept] == sorted(words.index(w) for w in kept)  # the source's order
+    assert out == cp.random_deletion(sources, compressed, seed=3)  # seeded
+    draws = {tuple(cp.random_deletion(sources[:1], compressed[:1], seed=s)) for s in range(40)}
+    assert len(draws) > 5  # random: not always the same words (C(6, 2) = 15 choices)
+    with pytest.raises(ValueError, match="4 source lines, but 3 compressed lines"):
+        cp.random_deletion(sources, compressed[:3], seed=1)
+
+
+def test_bpe_words_group_the_pieces_of_a_word() -> None:
+    assert cp.bpe_words("new@@ york ci@@ t@@ y .") == ["new@@ york", "ci@@ t@@ y", "."]
+    assert cp.bpe_words("") == []
+
+
+def test_cli_random_delete(tmp_path) -> None:
+    (tmp_path / "src").write_text("the big@@ gest dog runs\nhello world\n", encoding="utf-8")
+    (tmp_path / "lengths").write_text("dog runs\nhello\n", encoding="utf-8")
+    out = tmp_path / "out"
+    args = ["random-delete", "--source", str(tmp_path / "src"), "--lengths-from", str(tmp_path / "lengths"),
+            "--seed", "1", "--output", str(out)]
+    assert cp.main(args) == 0
+    assert [len(cp.bpe_words(line)) for line in out.read_text().splitlines()] == [2, 1]
+    (tmp_path / "lengths").write_text("dog runs\n", encoding="utf-8")
+    out.unlink()
+    assert cp.main(args) == 1 and not out.exists()  # a line count that differs: one line, no output
+
+
 def test_cli_denoise_pairs_evaluate(tmp_path) -> None:
     codes = _codes(tmp_path)
     (tmp_path / "tok").write_text("\n".join(CORPUS) + "\n")
@@ -252,6 +287,18 @@ def test_compressor_inputs_and_search_flags() -> None:
     (lambda c: c["compression"].update(train_sets=["gigaword"]), "compression.train_sets: 'gigaword' names no entry"),
     (lambda c: c["compression"]["compressors"]["esc_unsup"]["decode"].update(max_len_ratio=0),
      "esc_unsup.decode (decoding).max_len_ratio: must be > 0"),
+    (lambda c: c["compression"]["compressors"].update(rand={"kind": "random_deletion", "subwords": "bpe8000"}),
+     "compression.compressors.rand.lengths_of: a random_deletion compressor needs the learned compressor"),
+    (lambda c: c["compression"]["compressors"].update(rand={"kind": "random_deletion", "subwords": "bpe8000", "lengths_of": "x"}),
+     "compression.compressors.rand.lengths_of: 'x' is not a learned compressor (learned: esc_unsup, esc_semi)"),
+    (lambda c: c["compression"]["compressors"].update(rand={"kind": "random_deletion", "subwords": "bpe4000",
+                                                             "lengths_of": "esc_unsup"}),
+     "compression.compressors.rand.subwords: must equal that of lengths_of 'esc_unsup' (bpe8000)"),
+    (lambda c: c["compression"]["compressors"].update(rand={"kind": "random_deletion", "subwords": "bpe8000",
+                                                             "lengths_of": "esc_unsup", "train": {}}),
+     "compression.compressors.rand.train: a random_deletion compressor trains and decodes nothing"),
+    (lambda c: c["compression"]["compressors"]["esc_unsup"].update(lengths_of="esc_semi"),
+     "compression.compressors.esc_unsup.lengths_of: only a random_deletion compressor takes it"),
 ])
 def test_compression_config_errors_name_the_key(edit, message) -> None:
     config = copy.deepcopy(CONFIG)

@@ -34,7 +34,7 @@ def test_the_controls_change_no_run_of_the_default(plans):
     new = {job["output"][0].split("/")[2] for job in controls if job["rule"] == "train"} - {
         job["output"][0].split("/")[2] for job in default if job["rule"] == "train"}
     assert new == {f"{name}{suffix}" for name in ("esc_bbf_source_as_compressed", "graph_half_dim_gate_bias0",
-                                                   "transformer_carry_gate")
+                                                   "transformer_carry_gate", "esc_bbf_random_deletion")
                    for suffix in ("", "_seed2", "_seed3")}
 
 
@@ -59,6 +59,20 @@ def test_the_lattice_headline_pair_sees_equal_target_tokens_per_update(plans):
         (config_job,) = [job for job in default if job["rule"] == "experiment_config"
                          and job["output"][0] == f"results/experiments/{name}/tatoeba_zh_en/experiment.yaml"]
         assert '"batch_cost": "target"' in config_job["shell"]
+
+
+def test_the_random_deletion_control_copies_the_compressors_lengths(plans):
+    default, controls = plans
+    deletions = {job["output"][0]: job for job in controls if job["rule"] == "random_delete"}
+    root = "results/compression/esc_random_deletion/multi30k_en_de/compressed"
+    assert set(deletions) == {f"{root}/{split}.txt" for split in ("train", "dev", "test_2016_flickr", "compression_eval")}
+    job = deletions[f"{root}/train.txt"]
+    assert "--lengths-from results/compression/esc_unsup/multi30k_en_de/compressed/train.txt" in job["shell"]
+    assert not [j for j in controls if j["rule"] in ("train_compressor", "compress") and "esc_random_deletion" in j["output"][0]]
+    (train,) = [j for j in controls if j["rule"] == "train" and "/esc_bbf_random_deletion/" in j["output"][0]]
+    assert f"compressed={root}/train.txt:{root}/dev.txt" in train["shell"]
+    # a control, not a translator: no model package
+    assert not [j for j in controls if j["rule"] == "model_package" and "esc_bbf_random_deletion" in j["output"][0]]
 
 
 def test_an_identity_compressor_takes_no_model_settings():

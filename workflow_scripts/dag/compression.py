@@ -227,7 +227,7 @@ def check_compression(config: dict[str, Any]) -> None:
 
 def _check_random_deletion(compressors: dict[str, Any], name: str, spec: dict[str, Any]) -> None:
     where = f"compression.compressors.{name}"
-    given = sorted(set(spec) & {"init_from", "model", "train", "decode", "noise"})
+    given = sorted(set(spec) & {"init_from", "model", "train", "decode"})
     if given:
         raise WorkflowConfigError(f"{where}.{given[0]}: a random_deletion compressor trains and decodes nothing")
     other = spec.get("lengths_of")

@@ -16,16 +16,20 @@ import shlex
 from typing import Any
 
 from workflow_scripts.dag import paths
-from workflow_scripts.dag.compression import compressor_decode_settings, compressor_spec, is_identity
+from workflow_scripts.dag.compression import compressor_decode_settings, compressor_spec, is_identity, is_random_deletion
 from workflow_scripts.dag.lattices import is_bpe
 from workflow_scripts.dag.runs import decode_checkpoint, experiment_runs
 
 
 def package_targets(config: dict[str, Any]) -> list[str]:
     """The model package of every run of `all`, named by its ``preprocess.json`` (the rule's
-    outputs are files of the package: paths.MODEL_PACKAGE_SETTINGS)."""
+    outputs are files of the package: paths.MODEL_PACKAGE_SETTINGS); not of a run fed by a
+    random-deletion compressor (a control: its input copies the lengths of another compressor's
+    output of the same line, which raw text does not have)."""
     return [paths.fill(paths.MODEL_PACKAGE_SETTINGS, experiment=experiment, corpus=corpus)
-            for experiment, corpus in experiment_runs(config)]
+            for experiment, corpus in experiment_runs(config)
+            if not (config["experiments"][experiment].get("compressor")
+                    and is_random_deletion(config, config["experiments"][experiment]["compressor"]))]
 
 
 def package_inputs(config: dict[str, Any], experiment: str, corpus: str) -> dict[str, str]:

@@ -163,6 +163,7 @@ JOB_STEMS = {
     "compressor_config": "compressor_config/{compressor}/{corpus}",
     "train_compressor": "train_compressor/{compressor}/{corpus}",
     "compress": "compress/{compressor}/{corpus}/{split}",
+    "random_delete": "random_delete/{compressor}/{corpus}/{split}",
     "compression_quality": "compression_quality/{compressor}/{corpus}",
     "translate": "translate/{experiment}/{corpus}/{test_set}",
     "postprocess": "postprocess/{experiment}/{corpus}/{test_set}",
