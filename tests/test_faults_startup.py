@@ -37,6 +37,11 @@ def error_lines(proc) -> list[str]:
     ({"experiments": {"baseline": {"train": {"lr": "1e-3 "}}}},
      "experiments.baseline.train (training).lr: expected float, got str ('1e-3 '); a string is not a number: "
      "write 1e-3 without quotes or spaces"),
+    # seeds numpy refuses (np.random.seed: 0 to 2**32 - 1); before, the training job died with a traceback
+    ({"experiments": {"baseline": {"seeds": [4294967296]}}},
+     "experiments.baseline.seeds[0]: 4294967296 is greater than the maximum of 4294967295"),
+    ({"training": {"seed": -5}},
+     "compression.compressors.esc_unsup.train (training).seed: must be between 0 and 2**32 - 1 (4294967295), got -5"),
 ])
 def test_a_config_error_is_one_line_and_exit_status_1(tmp_path, overlay, message):
     """Before, Snakemake printed the message, then 3 to 6 ``File "...", line N`` frames."""
