@@ -38,6 +38,8 @@ with startup.one_line_errors():
     seeds.expand_seeds(config)  # experiments.X.seeds: X, X_seed<b>, ... (one run per seed), before the checks
     # Model families from outside the package (config user_modules): every job and the checks import them.
     os.environ.update(cluster.user_modules_variable(config, os.environ, os.getcwd(), workflow.basedir))
+    if workflow.is_main_process:  # a missing or broken one: one line naming user_modules[N] and the file
+        cluster.check_user_modules(config, os.getcwd(), workflow.basedir)
     # Cross-references the schema cannot see; cluster jobs re-read this file, so the checks that
     # import torch or look at licensed files run in the main process only.
     checks.check(config, os.environ, main_process=workflow.is_main_process)

@@ -53,6 +53,37 @@ def test_a_config_error_is_one_line_and_exit_status_1(tmp_path, overlay, message
     assert 'File "' not in proc.stdout + proc.stderr and "Traceback" not in proc.stderr
 
 
+USER_MODULES = {
+    "missing.py": None,
+    "syntax.py": "def broken(:\n",
+    "imports.py": "import no_such_package_anywhere\n",
+    "taken.py": ("from nmtmodels.models.base import register_model\nfrom nmtmodels.models.transformer import TransformerModel\n"
+                 "@register_model('transformer')\nclass Mine(TransformerModel):\n    pass\n"),
+}
+
+
+@pytest.mark.parametrize("name, problem", [
+    ("missing.py", "no such file ({work}/missing.py)"),
+    ("syntax.py", "cannot be imported (SyntaxError: "),
+    ("imports.py", "cannot be imported (ModuleNotFoundError: No module named 'no_such_package_anywhere')"),
+    ("taken.py", "cannot be imported (ValueError: model family 'transformer' is already registered by TransformerModel)"),
+])
+def test_a_broken_user_module_is_one_line_naming_the_key_and_the_file(tmp_path, name, problem):
+    """Before: two good lines naming NMT_USER_MODULES, then 6 Python frames (the package's
+    ConfigError went past one_line_errors)."""
+    work = tmp_path / "work"
+    work.mkdir()
+    if USER_MODULES[name] is not None:
+        (work / name).write_text(USER_MODULES[name])
+    (tmp_path / "bad.yaml").write_text(yaml.safe_dump({"user_modules": [name]}))
+    proc = snakemake(work, "-n", "all", "--cores", "1", "--configfile", str(tmp_path / "bad.yaml"),
+                     check=False, extra_env=NO_MIRROR)
+    assert proc.returncode == 1
+    [line] = error_lines(proc)
+    assert line.startswith(f"error: user_modules[0] ('{name}'): {problem.format(work=work)}")
+    assert 'File "' not in proc.stdout + proc.stderr and "Traceback" not in proc.stderr
+
+
 def test_a_schema_error_is_one_line_naming_the_key(capsys):
     """Snakemake's ``validate`` prints the key's schema (a dozen lines) after its message."""
     from snakemake.utils import validate
