@@ -11,7 +11,9 @@ The Snakemake runs are dry runs or stop before the first job: no corpus mirror i
 from __future__ import annotations
 
 import base64
+import os
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -81,6 +83,43 @@ def test_a_broken_user_module_is_one_line_naming_the_key_and_the_file(tmp_path, 
     assert proc.returncode == 1
     [line] = error_lines(proc)
     assert line.startswith(f"error: user_modules[0] ('{name}'): {problem.format(work=work)}")
+    assert 'File "' not in proc.stdout + proc.stderr and "Traceback" not in proc.stderr
+
+
+def workflow_with_claims(tmp_path: Path, text: str) -> Path:
+    """A copy of the workflow whose claims file (workflow_scripts/evaluation/claims.yaml, where
+    workflow_scripts.dag.paths finds it) holds ``text``: the Snakefile and workflow_scripts
+    copied, everything else linked."""
+    import shutil
+
+    copy = tmp_path / "workflow"
+    copy.mkdir()
+    for entry in ROOT.iterdir():
+        if entry.name in ("Snakefile", "workflow_scripts"):
+            (shutil.copytree(entry, copy / entry.name, ignore=shutil.ignore_patterns("__pycache__"))
+             if entry.is_dir() else shutil.copy(entry, copy / entry.name))
+        elif not entry.name.startswith("."):
+            (copy / entry.name).symlink_to(entry)
+    (copy / "workflow_scripts" / "evaluation" / "claims.yaml").write_text(text, encoding="utf-8")
+    return copy
+
+
+@pytest.mark.parametrize("change, problem", [
+    (lambda text: text.replace("    - experiment: ", "    - experment: ", 1),
+     "lattice_lpe_lsa_zh.controls[0]: needs experiment, role and what"),
+    (lambda text: text + "broken: [\n", "not valid YAML ("),
+])
+def test_malformed_claims_are_one_line_before_any_job(tmp_path, change, problem):
+    """Before: ``KeyError: 'experiment'`` from claim_controls at DAG build, with frames (the
+    summary job checked the file in one line, but only at the end of the run)."""
+    claims = ROOT / "workflow_scripts" / "evaluation" / "claims.yaml"
+    copy = workflow_with_claims(tmp_path, change(claims.read_text(encoding="utf-8")))
+    proc = subprocess.run([sys.executable, "-m", "snakemake", "-s", str(copy / "Snakefile"), "-d", str(tmp_path / "work"), "-n", "all",
+                           "--cores", "1"], cwd=copy, capture_output=True, text=True, check=False,
+                          env={**os.environ, **NO_MIRROR})
+    assert proc.returncode == 1, proc.stderr[-2000:]
+    [line] = error_lines(proc)
+    assert line.startswith(f"error: {copy / 'workflow_scripts' / 'evaluation' / 'claims.yaml'}: {problem}"), line
     assert 'File "' not in proc.stdout + proc.stderr and "Traceback" not in proc.stderr
 
 
