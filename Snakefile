@@ -20,6 +20,7 @@ from workflow_scripts.dag import evaluation as ev
 from workflow_scripts.dag import analyses, checks, cluster, compression, corpus_data, gpu_parts, keys, lattices, packages, paths
 from workflow_scripts.dag import future_dates, runs, scheduler_timers, seeds, sources, startup
 from workflow_scripts.data.fetch import unchanged_fetch_time  # the job module's digest record, for future_dates
+from workflow_scripts.evaluation import verdicts  # the claims' one-line check, at start-up
 
 min_version("9.0")
 # At most one re-evaluation timer in Snakemake's scheduler, not one more per finished job
@@ -38,9 +39,14 @@ with startup.one_line_errors():
     seeds.expand_seeds(config)  # experiments.X.seeds: X, X_seed<b>, ... (one run per seed), before the checks
     # Model families from outside the package (config user_modules): every job and the checks import them.
     os.environ.update(cluster.user_modules_variable(config, os.environ, os.getcwd(), workflow.basedir))
+    if workflow.is_main_process:  # a missing or broken one: one line naming user_modules[N] and the file
+        cluster.check_user_modules(config, os.getcwd(), workflow.basedir)
     # Cross-references the schema cannot see; cluster jobs re-read this file, so the checks that
     # import torch or look at licensed files run in the main process only.
     checks.check(config, os.environ, main_process=workflow.is_main_process)
+    # The papers' claims (their controls join the DAG, evaluation.claim_controls): checked once, in
+    # one line naming the file and the claim, before any job (the summary job checks them again).
+    verdicts.read_claims(paths.CLAIMS)
 if workflow.is_main_process:  # after a killed run: `--unlock`, then `--rerun-incomplete`, said at once
     startup.show_killed_run_hint(".snakemake")
 # Downloads and raw files dated in the future (clock skew): unchanged downloads dated back, a warning for the rest.

@@ -7,7 +7,10 @@ renamed into place only on success.  Torch-free, so data tools import it cheaply
 from __future__ import annotations
 
 import contextlib
+import errno
+import glob
 import gzip
+import io
 import os
 import shutil
 import tempfile
@@ -75,20 +78,61 @@ def current_umask() -> int:
 
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
-    """Yield a temporary path beside ``path``; it replaces ``path`` (os.replace) on success
-    and is removed on failure.  A ``path`` that is a symbolic link is written through: the file
-    it points to is replaced and the link stays, as ``open(path, "w")`` would do."""
+    """Yield a temporary path ``.NAME.PID.XXXXXXXX.tmp`` beside ``path``; it replaces ``path``
+    (os.replace) on success and is removed on failure (any exception, KeyboardInterrupt
+    included).  Those that a killed process left beside ``path`` (a PID no longer running) are
+    removed first.  A ``path`` that is a symbolic link is written through: the file it points to
+    is replaced and the link stays, as ``open(path, "w")`` would do.  A full disk or quota while
+    the block writes is an OSError naming ``path`` (:func:`_name_the_file`)."""
     target = Path(os.path.realpath(path)) if os.path.islink(path) else Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    for stale, pid in _temporary_files(target):
+        if pid is not None and pid != os.getpid() and not _alive(pid):
+            stale.unlink(missing_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.{os.getpid()}.", suffix=".tmp", dir=target.parent)
     os.close(fd)
     try:
-        yield Path(tmp)
+        with _name_the_file(path):
+            yield Path(tmp)
         os.chmod(tmp, 0o666 & ~current_umask())  # mkstemp creates 0600; follow the umask like open()
         os.replace(tmp, target)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
+        raise
+
+
+def _temporary_files(target: Path) -> Iterator[tuple[Path, int | None]]:
+    """The temporary files of :func:`atomic_path` beside ``target``, each with the PID of the
+    process that made it; None for those of versions that did not record it
+    (``.NAME.XXXXXXXX.tmp``)."""
+    for found in target.parent.glob(f".{glob.escape(target.name)}.*.tmp"):
+        middle = found.name[len(target.name) + 2:-len(".tmp")].split(".")
+        if len(middle) == 2 and middle[0].isdigit():
+            yield found, int(middle[0])
+        elif len(middle) == 1:
+            yield found, None
+
+
+def unowned_temporary_files(path: str | os.PathLike) -> list[Path]:
+    """Temporary files beside ``path`` of an earlier version's :func:`atomic_path` (no PID in
+    their name, so whether their writer still runs is unknown): a command names them."""
+    target = Path(os.path.realpath(path)) if os.path.islink(path) else Path(path)
+    if not target.parent.is_dir():
+        return []
+    return sorted(found for found, pid in _temporary_files(target) if pid is None)
+
+
+@contextlib.contextmanager
+def _name_the_file(path: str | os.PathLike) -> Iterator[None]:
+    """An OSError of a full disk or quota (ENOSPC, EDQUOT, EFBIG) without a file name, raised
+    while writing ``path`` (a buffered write, a flush, a close): the same error naming ``path``,
+    so that the message says which file (and where to look for the free space)."""
+    try:
+        yield
+    except OSError as exc:
+        if exc.filename is None and exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
+            raise OSError(exc.errno, exc.strerror or os.strerror(exc.errno), str(path)) from exc
         raise
 
 
@@ -115,13 +159,59 @@ def temporary_directory_beside(target: str | os.PathLike) -> Path:
     return Path(tempfile.mkdtemp(prefix=f".{target.name}.{os.getpid()}.", dir=target.parent))
 
 
+class _NamedText(io.TextIOWrapper):
+    """A text file whose full-disk errors name ``target`` (the file the temporary one becomes)."""
+
+    target = ""
+
+    def write(self, text: str) -> int:
+        with _name_the_file(self.target):
+            return super().write(text)
+
+    def writelines(self, lines: Iterable[str]) -> None:
+        with _name_the_file(self.target):
+            super().writelines(lines)
+
+    def flush(self) -> None:
+        with _name_the_file(self.target):
+            super().flush()
+
+    def close(self) -> None:
+        with _name_the_file(self.target):
+            super().close()
+
+
+class _NamedBinary(io.BufferedWriter):
+    """As :class:`_NamedText`, for bytes."""
+
+    target = ""
+
+    def write(self, data) -> int:
+        with _name_the_file(self.target):
+            return super().write(data)
+
+    def flush(self) -> None:
+        with _name_the_file(self.target):
+            super().flush()
+
+    def close(self) -> None:
+        with _name_the_file(self.target):
+            super().close()
+
+
 @contextlib.contextmanager
 def atomic_output(path: str | os.PathLike, mode: str = "w"):
     """A file handle (UTF-8 text with ``\\n`` endings, or bytes for mode "wb") whose
-    content appears at ``path`` only on success."""
-    kwargs = {} if "b" in mode else {"encoding": "utf-8", "newline": "\n"}
-    with atomic_path(path) as tmp, open(tmp, mode, **kwargs) as handle:
-        yield handle
+    content appears at ``path`` only on success.  A write that finds the disk or quota full
+    raises an OSError naming ``path`` (which of several outputs, :func:`atomic_outputs`)."""
+    if mode not in ("w", "wb"):
+        raise ValueError(f"atomic_output: mode 'w' or 'wb', not {mode!r}")
+    with atomic_path(path) as tmp:
+        binary = _NamedBinary(io.FileIO(tmp, "w"))
+        handle = binary if mode == "wb" else _NamedText(binary, encoding="utf-8", newline="\n")
+        binary.target = handle.target = str(path)
+        with handle:
+            yield handle
 
 
 
@@ -147,3 +237,18 @@ def write_lines(path: str | os.PathLike, lines: Iterable[str]) -> int:
             handle.write("\n")
             count += 1
     return count
+
+
+def os_error_message(exc: OSError) -> str:
+    """One line for a failed file operation: the file, the reason and, for a full disk or
+    quota, the free space: ``out.de: No space left on device (4,096 bytes free in .)``."""
+    where = f"{exc.filename}: " if exc.filename else ""
+    message = f"{where}{exc.strerror or exc}"
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT) and exc.filename:
+        directory = Path(exc.filename).absolute().parent
+        shown = os.path.dirname(str(exc.filename)) or "."
+        try:
+            message += f" ({shutil.disk_usage(directory).free:,} bytes free in {shown})"
+        except OSError:
+            pass
+    return message

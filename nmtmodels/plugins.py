@@ -54,21 +54,33 @@ def load_user_modules(modules: str | None = None) -> None:
                     raise ConfigError(f"{group} {key}: cannot be imported ({type(exc).__name__}: {exc})") from None
     given = os.environ.get(USER_MODULES_VARIABLE, "") if modules is None else modules
     for module in filter(None, (item.strip() for item in given.split(os.pathsep))):
-        path = Path(module)
-        key = str(path.resolve()) if path.suffix == ".py" or path.is_dir() else module  # a file named twice, once relative
-        if key not in _loaded:
-            _loaded.add(key)
-            _import_user_module(module)
+        import_user_module(module, f"{USER_MODULES_VARIABLE} {module!r}")
 
 
-def _import_user_module(module: str) -> None:
-    where = f"{USER_MODULES_VARIABLE} {module!r}"
+def import_user_module(module: str, where: str) -> None:
+    """Import one user module (a dotted name, a ``.py`` file or a package directory) once;
+    ConfigError in one line starting with ``where`` (the variable or config key that names it)
+    when it is missing or its import fails (a syntax error, an ImportError, a family name that
+    is taken)."""
+    path = Path(module)
+    key = str(path.resolve()) if path.suffix == ".py" or path.is_dir() else module  # a file named twice, once relative
+    if key not in _loaded:
+        _loaded.add(key)
+        try:
+            _import_user_module(module, where)
+        except ConfigError:
+            _loaded.discard(key)  # a later look-up names it again instead of going on without it
+            raise
+
+
+def _import_user_module(module: str, where: str) -> None:
     path = Path(module)
     try:
         if path.suffix == ".py" or path.is_dir():
             init = path / "__init__.py" if path.is_dir() else path
             if not init.is_file():
-                raise ConfigError(f"{where}: no such {'package directory' if path.is_dir() else 'file'}")
+                shown = "" if str(init) in where else f" ({init.absolute()})"
+                raise ConfigError(f"{where}: no such {'package directory' if path.is_dir() else 'file'}{shown}")
             name = f"nmt_user_{path.resolve().with_suffix('').name}"
             spec = importlib.util.spec_from_file_location(name, init, submodule_search_locations=[str(path)] if path.is_dir() else None)
             loaded = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]

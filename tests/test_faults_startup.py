@@ -11,7 +11,9 @@ The Snakemake runs are dry runs or stop before the first job: no corpus mirror i
 from __future__ import annotations
 
 import base64
+import os
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -37,6 +39,11 @@ def error_lines(proc) -> list[str]:
     ({"experiments": {"baseline": {"train": {"lr": "1e-3 "}}}},
      "experiments.baseline.train (training).lr: expected float, got str ('1e-3 '); a string is not a number: "
      "write 1e-3 without quotes or spaces"),
+    # seeds numpy refuses (np.random.seed: 0 to 2**32 - 1); before, the training job died with a traceback
+    ({"experiments": {"baseline": {"seeds": [4294967296]}}},
+     "experiments.baseline.seeds[0]: 4294967296 is greater than the maximum of 4294967295"),
+    ({"training": {"seed": -5}},
+     "compression.compressors.esc_unsup.train (training).seed: must be between 0 and 2**32 - 1 (4294967295), got -5"),
 ])
 def test_a_config_error_is_one_line_and_exit_status_1(tmp_path, overlay, message):
     """Before, Snakemake printed the message, then 3 to 6 ``File "...", line N`` frames."""
@@ -45,6 +52,74 @@ def test_a_config_error_is_one_line_and_exit_status_1(tmp_path, overlay, message
                      check=False, extra_env=NO_MIRROR)
     assert proc.returncode == 1
     assert error_lines(proc) == [f"error: {message}"]
+    assert 'File "' not in proc.stdout + proc.stderr and "Traceback" not in proc.stderr
+
+
+USER_MODULES = {
+    "missing.py": None,
+    "syntax.py": "def broken(:\n",
+    "imports.py": "import no_such_package_anywhere\n",
+    "taken.py": ("from nmtmodels.models.base import register_model\nfrom nmtmodels.models.transformer import TransformerModel\n"
+                 "@register_model('transformer')\nclass Mine(TransformerModel):\n    pass\n"),
+}
+
+
+@pytest.mark.parametrize("name, problem", [
+    ("missing.py", "no such file ({work}/missing.py)"),
+    ("syntax.py", "cannot be imported (SyntaxError: "),
+    ("imports.py", "cannot be imported (ModuleNotFoundError: No module named 'no_such_package_anywhere')"),
+    ("taken.py", "cannot be imported (ValueError: model family 'transformer' is already registered by TransformerModel)"),
+])
+def test_a_broken_user_module_is_one_line_naming_the_key_and_the_file(tmp_path, name, problem):
+    """Before: two good lines naming NMT_USER_MODULES, then 6 Python frames (the package's
+    ConfigError went past one_line_errors)."""
+    work = tmp_path / "work"
+    work.mkdir()
+    if USER_MODULES[name] is not None:
+        (work / name).write_text(USER_MODULES[name])
+    (tmp_path / "bad.yaml").write_text(yaml.safe_dump({"user_modules": [name]}))
+    proc = snakemake(work, "-n", "all", "--cores", "1", "--configfile", str(tmp_path / "bad.yaml"),
+                     check=False, extra_env=NO_MIRROR)
+    assert proc.returncode == 1
+    [line] = error_lines(proc)
+    assert line.startswith(f"error: user_modules[0] ('{name}'): {problem.format(work=work)}")
+    assert 'File "' not in proc.stdout + proc.stderr and "Traceback" not in proc.stderr
+
+
+def workflow_with_claims(tmp_path: Path, text: str) -> Path:
+    """A copy of the workflow whose claims file (workflow_scripts/evaluation/claims.yaml, where
+    workflow_scripts.dag.paths finds it) holds ``text``: the Snakefile and workflow_scripts
+    copied, everything else linked."""
+    import shutil
+
+    copy = tmp_path / "workflow"
+    copy.mkdir()
+    for entry in ROOT.iterdir():
+        if entry.name in ("Snakefile", "workflow_scripts"):
+            (shutil.copytree(entry, copy / entry.name, ignore=shutil.ignore_patterns("__pycache__"))
+             if entry.is_dir() else shutil.copy(entry, copy / entry.name))
+        elif not entry.name.startswith("."):
+            (copy / entry.name).symlink_to(entry)
+    (copy / "workflow_scripts" / "evaluation" / "claims.yaml").write_text(text, encoding="utf-8")
+    return copy
+
+
+@pytest.mark.parametrize("change, problem", [
+    (lambda text: text.replace("    - experiment: ", "    - experment: ", 1),
+     "lattice_lpe_lsa_zh.controls[0]: needs experiment, role and what"),
+    (lambda text: text + "broken: [\n", "not valid YAML ("),
+])
+def test_malformed_claims_are_one_line_before_any_job(tmp_path, change, problem):
+    """Before: ``KeyError: 'experiment'`` from claim_controls at DAG build, with frames (the
+    summary job checked the file in one line, but only at the end of the run)."""
+    claims = ROOT / "workflow_scripts" / "evaluation" / "claims.yaml"
+    copy = workflow_with_claims(tmp_path, change(claims.read_text(encoding="utf-8")))
+    proc = subprocess.run([sys.executable, "-m", "snakemake", "-s", str(copy / "Snakefile"), "-d", str(tmp_path / "work"), "-n", "all",
+                           "--cores", "1"], cwd=copy, capture_output=True, text=True, check=False,
+                          env={**os.environ, **NO_MIRROR})
+    assert proc.returncode == 1, proc.stderr[-2000:]
+    [line] = error_lines(proc)
+    assert line.startswith(f"error: {copy / 'workflow_scripts' / 'evaluation' / 'claims.yaml'}: {problem}"), line
     assert 'File "' not in proc.stdout + proc.stderr and "Traceback" not in proc.stderr
 
 

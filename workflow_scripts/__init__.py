@@ -12,3 +12,25 @@ This package may import ``nmtmodels``; ``nmtmodels`` never imports this package.
 modules may import ``dag`` (file names, settings); ``dag`` imports no job module
 (tests/test_dag.py), only the pure ``data.corpus_spec`` and ``data.locations``.
 """
+from __future__ import annotations
+
+import sys
+
+
+def one_line_disk_full(kind: type[BaseException], exc: BaseException, traceback) -> None:
+    """``sys.excepthook`` of the job modules: an OSError of a full disk or quota that a job lets
+    through (its outputs are written atomically, so the earlier files stay intact) is one line,
+    ``error: FILE: No space left on device (N bytes free in DIR)``, exit status 1; any other
+    exception gets Python's traceback."""
+    import errno
+
+    if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        from nmtmodels.files import os_error_message
+
+        print(f"error: {os_error_message(exc)}", file=sys.stderr, flush=True)
+        return
+    sys.__excepthook__(kind, exc, traceback)
+
+
+if sys.excepthook is sys.__excepthook__:
+    sys.excepthook = one_line_disk_full

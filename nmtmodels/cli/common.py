@@ -6,18 +6,19 @@ message names the key, file and line), training diverged
 (:class:`nmtmodels.training.errors.TrainingDiverged`), another trainer in the output
 directory, or a failed write (full disk: the file and the free space); 75
 (:data:`nmtmodels.training.trainer.EXIT_REQUEUE`) training interrupted by SIGTERM/SIGUSR1 after
-writing ``checkpoint_last.pt``: rerun the same command to resume.  Every such failure is one
-line on stderr.
+writing ``checkpoint_last.pt``: rerun the same command to resume; 130 and 143 interrupted by
+SIGINT or (``nmt-translate``) SIGTERM, nothing partial left; 141 standard output closed
+(``| head``), ended quietly.  Every such failure is one line on stderr.
 
 This module imports no torch: ``nmtmodels.cli`` and ``--help`` stay quick.
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
 import difflib
-import errno
 import os
-import shutil
+import signal
 import sys
 import tempfile
 from collections.abc import Callable
@@ -25,7 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from nmtmodels.config import ConfigError
-from nmtmodels.files import DataError
+from nmtmodels.files import DataError, os_error_message
 
 if TYPE_CHECKING:
     import torch
@@ -63,16 +64,8 @@ def _warn(prog: str, message: str) -> None:
 
 def _os_error(exc: OSError) -> str:
     """One line for a failed file operation: the file, the reason and, for a full disk or
-    quota, the free space."""
-    where = f"{exc.filename}: " if exc.filename else ""
-    message = f"{where}{exc.strerror or exc}"
-    if exc.errno in (errno.ENOSPC, errno.EDQUOT) and exc.filename:
-        directory = Path(exc.filename).parent
-        try:
-            message += f" ({shutil.disk_usage(directory).free:,} bytes free in {directory})"
-        except OSError:
-            pass
-    return message
+    quota, the free space (:func:`nmtmodels.files.os_error_message`)."""
+    return os_error_message(exc)
 
 
 def check_output(path: str, flag: str = "--output") -> None:
@@ -90,25 +83,73 @@ def check_output(path: str, flag: str = "--output") -> None:
     if not directory.is_dir():
         raise ConfigError(f"{flag} {path}: {shown} is not a directory")
     try:
-        fd, probe = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
+        fd, probe = tempfile.mkstemp(prefix=f".{target.name}.{os.getpid()}.", suffix=".tmp", dir=directory)
     except OSError as exc:
         raise ConfigError(f"{flag} {path}: cannot write in {shown} ({exc.strerror or exc})") from None
     os.close(fd)
     os.unlink(probe)
 
 
-def _run(prog: str, body: Callable[[], int]) -> int:
+class Interrupted(BaseException):
+    """SIGTERM while a command runs (:func:`raise_interrupted`): like KeyboardInterrupt for SIGINT,
+    it unwinds the command, so atomic outputs remove their temporary files."""
+
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.signum = signum
+
+
+class OutputClosed(Exception):
+    """Standard output's reader is gone (``| head``): the command ends quietly."""
+
+
+def raise_interrupted(signum: int, _frame: Any) -> None:
+    """A signal handler (SIGTERM): raise :class:`Interrupted`, which :func:`_run` reports."""
+    raise Interrupted(signum)
+
+
+def _interrupted(prog: str, signum: int, note: Callable[[], str] | None) -> int:
+    """One line for a command stopped by ``signum``; exit status 128 + signum (130, 143)."""
+    print(f"{prog}: error: interrupted by {signal.Signals(signum).name}{note() if note else ''}", file=sys.stderr, flush=True)
+    return 128 + signum
+
+
+def _quiet_stdout() -> int:
+    """After a closed pipe: standard output goes to /dev/null (so that the interpreter's last
+    flush at exit says nothing); exit status 128 + SIGPIPE (141), as a Unix tool killed by it."""
+    with contextlib.suppress(AttributeError, ValueError, OSError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    return 128 + signal.SIGPIPE
+
+
+def _run(prog: str, body: Callable[[], int], interrupted: Callable[[], str] | None = None) -> int:
     """Run ``body``; report expected failures (config, data, checkpoint, divergence, a
-    locked output directory, failed file operations) as one line."""
+    locked output directory, failed file operations) as one line; so is an interruption
+    (SIGINT, or SIGTERM with :func:`raise_interrupted` as its handler), followed by ``interrupted()``, with exit
+    status 130 or 143.  A closed standard output (:class:`OutputClosed`) ends it quietly, exit
+    status 141.  The modules that
+    ``NMT_USER_MODULES`` names are imported first, so a missing or broken one is an error even
+    when the command needs none of their families."""
     from nmtmodels.checkpoint import CheckpointError
+    from nmtmodels.plugins import USER_MODULES_VARIABLE, load_user_modules
     from nmtmodels.training.errors import TrainingError
 
     try:
+        if os.environ.get(USER_MODULES_VARIABLE, "").strip():  # named modules are imported (or named as broken)
+            load_user_modules()  # even when the families used are built in
         return body()
     except (ConfigError, DataError, CheckpointError, TrainingError) as exc:
         return _fail(prog, str(exc))
     except OSError as exc:  # a full disk while writing metrics or outputs, unreadable files
         return _fail(prog, _os_error(exc))
+    except OutputClosed:
+        return _quiet_stdout()
+    except KeyboardInterrupt:
+        return _interrupted(prog, signal.SIGINT, interrupted)
+    except Interrupted as exc:
+        return _interrupted(prog, exc.signum, interrupted)
 
 
 def _device(name: str) -> torch.device:

@@ -12,8 +12,11 @@ It writes exactly one output line per input line (``nbest`` lines with ``--nbest
 order: a sentence whose beams never finish gets its best unfinished hypothesis and a warning
 naming its line (see :mod:`nmtmodels.decoding.search`).  It refuses a checkpoint whose
 parameters hold NaN or inf, and warns when more than :data:`UNKNOWN_WARNING_RATE` of the source
-tokens are not in the vocabulary.  Input and output are UTF-8 whatever the locale: standard
-input and ``--input`` are read as bytes and decoded line by line.  Raw text from standard input
+tokens are not in the vocabulary, or a model package that records no digest of its model (the
+checkpoint cannot be checked against it).  Input and output are UTF-8 whatever the locale:
+standard input and ``--input`` (gzip decompressed) are read as bytes and decoded line by line.
+SIGINT and SIGTERM end it in one line (exit status 130, 143) with no partial ``--output``;
+standard output closed by its reader (``| head``) ends it quietly (141).  Raw text from standard input
 or ``--input`` is read, encoded and decoded in chunks of :data:`CHUNK_LINES` lines (batches by
 length within each), each chunk's output written before the next is read, so memory does not
 grow with the input; a terminal's standard input (or ``--interactive``) goes one line at a time,
@@ -29,18 +32,33 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import gzip
 import itertools
+import os
+import select
+import signal
+import stat
 import sys
 import time
+import zlib
 from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from nmtmodels.choices import DECODE_COMPILE_MODES, EARLY_STOP_RULES, TEXT_FORMATS
-from nmtmodels.cli.common import _device, _fail, _run, _warn, check_output, make_parser
+from nmtmodels.cli.common import (
+    OutputClosed,
+    _device,
+    _fail,
+    _run,
+    _warn,
+    check_output,
+    make_parser,
+    raise_interrupted,
+)
 from nmtmodels.config import ConfigError
 from nmtmodels.devices import DEFAULT_THREADS, default_threads
 from nmtmodels.experiment import check_extras, parse_extras
-from nmtmodels.files import DataError, atomic_output
+from nmtmodels.files import DataError, atomic_output, open_binary, unowned_temporary_files
 from nmtmodels.symbols import UNK
 
 if TYPE_CHECKING:  # torch and the tokenisers load when a translation starts, not for --help
@@ -147,7 +165,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.pretokenized and args.show_compressed:
         parser.error("--show-compressed goes with a model package's raw text (with --pretokenized, --extra-tokens gives the "
                      "compressed source)")
-    return _run(PROG, lambda: _translate(args))
+    def interrupted() -> str:
+        if not args.output:
+            return ""
+        kept = "is left as it was" if os.path.exists(args.output) else "was not written"
+        return f"; {args.output} {kept} (no partial file is left)"
+
+    previous = signal.signal(signal.SIGTERM, raise_interrupted)  # as Ctrl-C: one line, the temporary output removed
+    try:
+        return _run(PROG, lambda: _translate(args), interrupted)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _translate(args: argparse.Namespace) -> int:
@@ -155,10 +183,17 @@ def _translate(args: argparse.Namespace) -> int:
 
     if args.output:  # before loading and decoding, not when the translation is done
         check_output(args.output)
+        for stale in unowned_temporary_files(args.output):  # an earlier version's, killed: its PID is unknown
+            _warn(PROG, f"{stale}: a temporary file that an earlier run left (killed while it wrote {args.output}?); "
+                        "remove it unless that run still goes on")
     checkpoint = args.checkpoint[0] if len(args.checkpoint) == 1 else args.checkpoint
     threads = args.threads if args.threads is not None else default_threads()
     translator = Translator.from_checkpoint(checkpoint, device=_device(args.device), pretokenized=args.pretokenized,
                                             threads=threads, src_vocab=args.src_vocab, tgt_vocab=args.tgt_vocab)
+    if translator.package is not None and not translator.package.settings.model_digests:
+        _warn(PROG, f"{translator.package.checkpoint}: cannot be checked against its package: preprocess.json records no "
+                    "model_sha256 (a package written before model digests were recorded), so another model's checkpoint "
+                    "copied in would translate all the same; package the model again to record its digest")
     if args.show_compressed and not translator.compresses:
         raise ConfigError(f"--show-compressed: {args.checkpoint[0]} is no ESC model package (model family "
                           f"{translator.family!r}): it compresses nothing")
@@ -281,6 +316,8 @@ def _translate_lines(job: _Job, name: str, raw_lines: Iterable[bytes], interacti
                 progress=None if progress is None else progress.update, **job.search)
             lines = job.output_lines(name, results, unknown, interactive=interactive)
             failed, done = failed + sum(line.error is not None for line in results), done + len(chunk)
+            if sink is None and _stdout_closed():  # | head has exited: nothing more to translate for
+                raise OutputClosed
             if sink is not None:
                 sink.writelines(f"{line}\n" for line in lines)
             else:
@@ -300,21 +337,26 @@ def _translate_lines(job: _Job, name: str, raw_lines: Iterable[bytes], interacti
 
 
 def _file_lines(path: str) -> Iterator[bytes]:
-    """The lines of ``path`` as bytes; DataError naming it when it cannot be read."""
+    """The lines of ``path`` as bytes, gzip decompressed (by its magic bytes, as the workflow
+    reads it); DataError naming it when it cannot be read or its gzip stream is corrupt or cut."""
     try:
-        with open(path, "rb") as handle:
-            yield from handle
+        handle = open_binary(path)
     except OSError as exc:
         raise DataError(path, f"cannot open ({exc.strerror or exc})") from None
+    try:
+        with handle:
+            yield from handle
+    except (EOFError, gzip.BadGzipFile, zlib.error) as exc:
+        raise DataError(path, f"corrupt or truncated gzip file ({exc or type(exc).__name__})") from None
 
 
 def _count_lines(path: str) -> int | None:
     """The number of lines of ``path`` (the progress total), None when it cannot be read (the
     translation names the file then)."""
     try:
-        with open(path, "rb") as handle:
+        with open_binary(path) as handle:
             return sum(1 for _ in handle)
-    except OSError:
+    except (OSError, EOFError, zlib.error):
         return None
 
 
@@ -341,8 +383,25 @@ def _write_lines(lines: Sequence[str], output: str | None) -> None:
         sys.stdout.writelines(f"{line}\n" for line in lines)
         sys.stdout.flush()
         return
-    binary.write("".join(f"{line}\n" for line in lines).encode("utf-8"))
-    binary.flush()
+    try:
+        binary.write("".join(f"{line}\n" for line in lines).encode("utf-8"))
+        binary.flush()
+    except BrokenPipeError:  # the reader is gone (| head): stop quietly, as Unix tools do
+        raise OutputClosed from None
+
+
+def _stdout_closed() -> bool:
+    """Whether standard output is a pipe whose reader has exited (poll reports POLLERR), so the
+    next chunk need not be translated."""
+    try:
+        fd = sys.stdout.fileno()
+        if not stat.S_ISFIFO(os.fstat(fd).st_mode):
+            return False
+    except (AttributeError, ValueError, OSError):  # no file descriptor (tests, embedding)
+        return False
+    poller = select.poll()
+    poller.register(fd, 0)  # POLLERR and POLLHUP are always reported
+    return any(event & select.POLLERR for _, event in poller.poll(0))
 
 
 class _Progress:

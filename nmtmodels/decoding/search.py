@@ -63,7 +63,7 @@ import contextlib
 import functools
 import itertools
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Literal
 
 import numpy as np
@@ -77,6 +77,7 @@ from nmtmodels.decoding.scorer import (
     DecodeConfig,
     Hypothesis,
     HypothesisScorer,
+    LengthLimit,
     LinearLengthLimit,
 )
 from nmtmodels.models.base import Seq2SeqModel, State
@@ -374,13 +375,16 @@ def greedy_search(
     min_len: int = 1,
     return_attention: bool = False,
     compile: str = "none",
+    length_limits: Sequence[LengthLimit] = (),
 ) -> list[Hypothesis]:
     """The most probable next token at every step (PAD/BOS never, EOS not before ``min_len``).
 
     ``score`` is the log-probability (no length penalty); equals :func:`beam_search` with
-    beam 1 and ``length_penalty=0``.  ``compile``: as ``DecodeConfig.compile``.
+    beam 1, ``length_penalty=0`` and no coverage penalty.  ``length_limits``: further limits
+    beside ``floor(max_len_a * |x| + max_len_b)`` (ESC's :class:`RatioLengthLimit`).
+    ``compile``: as ``DecodeConfig.compile``.
     """
-    scorer = HypothesisScorer(length_limits=(LinearLengthLimit(max_len_a, max_len_b),))
+    scorer = HypothesisScorer(length_limits=(LinearLengthLimit(max_len_a, max_len_b), *length_limits))
     with _eval_mode(model):
         decoder = _IncrementalDecoder(model, batch, return_attention, compile)
         device = batch.src.device
@@ -437,7 +441,10 @@ def translate_dataset(
     progress: Callable[[int], None] | None = None,
 ) -> list[list[Any]]:
     """Hypotheses (``nmtmodels.decoding.scorer.Hypothesis``, best first) for every example of
-    ``dataset``, in dataset order.  Beam 1 with nbest 1 runs greedy search.  ``progress``
+    ``dataset``, in dataset order.  Beam 1 with nbest 1 runs greedy search when that gives what
+    :func:`beam_search` with beam 1 gives: no length penalty, no coverage penalty (every
+    length limit, ``max_len_ratio`` included, applies either way); otherwise beam search with
+    beam 1, which ranks the finished hypotheses by the penalties.  ``progress``
     is called with the number of sentences of each batch when it is done.  A sentence with no
     token (an empty input line) is not decoded: its one hypothesis is empty, with score 0."""
     device = torch.device(device)
@@ -451,6 +458,8 @@ def translate_dataset(
     empty = lengths[:, 0] <= 1  # no token but </s>: an empty line gets an empty translation, as in CTranslate2
     for row in np.flatnonzero(empty):
         results[row] = [Hypothesis(tokens=[], score=0.0, positional_scores=[])]
+    scorer = HypothesisScorer.from_config(decode_cfg)
+    greedy = decode_cfg.beam == 1 and decode_cfg.nbest == 1 and scorer.length_penalty is None and not scorer.terms
     was_training = model.training
     model.eval()
     try:
@@ -461,13 +470,14 @@ def translate_dataset(
             batch = dataset.collate(indices).to(device)
             batch.tgt_in = batch.tgt_out = None
             with autocast:
-                if decode_cfg.beam == 1 and decode_cfg.nbest == 1:
+                if greedy:
                     hyps = [[h] for h in greedy_search(model, batch, decode_cfg.max_len_a, decode_cfg.max_len_b,
                                                        min_len=decode_cfg.min_len,
                                                        return_attention=decode_cfg.return_attention,
-                                                       compile=decode_cfg.compile)]
+                                                       compile=decode_cfg.compile,
+                                                       length_limits=scorer.length_limits[1:])]
                 else:
-                    hyps = beam_search(model, batch, decode_cfg)
+                    hyps = beam_search(model, batch, decode_cfg, scorer)
             for row, row_hyps in zip(indices.tolist(), hyps):
                 results[row] = row_hyps
             if progress is not None:

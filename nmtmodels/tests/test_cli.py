@@ -243,6 +243,9 @@ def test_average_cli_equals_the_mean_of_the_newest(copy_run, tmp_path):
         ("train: {max_updates: 5}\n", ["model.d_model=abc"], "model.d_model: expected int"),
         ("train: {max_updates: 5}\nmodel: {share_embeddings: true}\n", [], "model.share_embeddings"),
         ("train: {max_updates: 5, patience: 2}\n", [], "train.patience / train.best_metric: need a validation set"),
+        # numpy's seeds are 32-bit: before, np.random.seed's ValueError came as a 28-line traceback
+        ("train: {max_updates: 5}\n", ["train.seed=-5"], "train.seed: must be between 0 and 2**32 - 1 (4294967295), got -5"),
+        ("train: {max_updates: 5}\n", ["train.seed=4294967296"], "train.seed: must be between 0 and 2**32 - 1"),
     ],
 )
 def test_bad_configuration_names_the_key(copy_run, tmp_path, capsys, yaml_text, sets, message):

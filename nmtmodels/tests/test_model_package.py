@@ -176,10 +176,22 @@ def test_a_package_holding_another_models_checkpoint_is_refused_in_one_line(file
     err = capsys.readouterr().err.strip().splitlines()
     assert code != 0 and len(err) == 1 and "is not the model this package was written with" in err[0]
     assert not (files / "out.txt").exists()
-    # a package written before the model digests were recorded loads as before
+    # a package written before the model digests were recorded loads as before, but nmt-translate
+    # says plainly that its checkpoint cannot be checked (before: rc 0 with the swapped model, and
+    # an unknown-token warning at most)
     del data["model_sha256"]
     (directory / "preprocess.json").write_text(json.dumps(data), encoding="utf-8")
     read_package(directory)
+    torch.manual_seed(1)  # another model that fits the package's vocabulary: the old package cannot tell
+    other = build_model(ModelConfig.from_dict(state["model_config"]), len(state["vocab"]["src"]), len(state["vocab"]["tgt"]))
+    save_checkpoint(directory / "checkpoint.pt", {**{k: v for k, v in state.items() if k not in ("format", "version")},
+                                                  "model": other.state_dict()})
+    capsys.readouterr()
+    assert cli.main(["translate", "--checkpoint", str(directory), "--input", str(files / "raw.en")]) == 0
+    assert (f"nmt-translate: warning: {directory / 'checkpoint.pt'}: cannot be checked against its package: "
+            "preprocess.json records no model_sha256 (a package written before model digests were recorded), so "
+            "another model's checkpoint copied in would translate all the same; package the model again to record its "
+            "digest") in capsys.readouterr().err.splitlines()
 
 
 def test_a_killed_package_jobs_temporary_directory_is_removed_by_the_next(files):

@@ -495,3 +495,34 @@ def test_transformer_batched_equals_alone_and_greedy_equals_beam_one(transformer
         alone = batch.select(torch.tensor([row]))
         assert [h.tokens for h in together[row]] == [h.tokens for h in beam_search(transformer, alone, cfg)[0]]
         assert greedy[row].tokens == greedy_search(transformer, alone)[0].tokens == beam_one[row][0].tokens
+
+
+@pytest.mark.parametrize("settings", [
+    {"length_penalty": 0.0, "max_len_ratio": 0.3},
+    {"length_penalty": 2.0},
+    {"length_penalty": 0.0, "coverage_penalty": 0.5},
+    {"length_penalty": 1.0, "coverage_penalty": 0.2, "max_len_ratio": 0.5},
+])
+def test_beam_one_of_a_data_set_honours_every_setting_of_beam_search(settings):
+    """Beam 1 over a data set (the translator, validation, the ESC compressor) gives what
+    beam_search with beam 1 gives: the ratio cap, the length and coverage penalties are kept
+    (before, greedy search dropped all three)."""
+    from nmtmodels.data import ParallelDataset, RaggedBuilder
+    from nmtmodels.decoding.search import translate_dataset
+
+    model = ToyModel(seed=1, eos_bias=1.0)
+    sources = SOURCES + [[4, 4, 5, 3, 3, 5, 4, 4, 5, 3], [3, 5]]
+    builder = RaggedBuilder()
+    for row in sources:
+        builder.append(row + [EOS_ID])
+    dataset = ParallelDataset(builder.build(), None)
+    cfg = DecodeConfig(beam=1, max_len_a=1.5, max_len_b=4, **settings)
+    searched = [hyps[0].tokens for hyps in translate_dataset(model, dataset, cfg, max_tokens=64)]
+    expected = [hyps[0].tokens for hyps in beam_search(model, make_batch(sources), cfg)]
+    assert searched == expected
+    if "max_len_ratio" in settings:
+        assert all(len(tokens) <= int(settings["max_len_ratio"] * len(row)) for tokens, row in zip(searched, sources))
+    plain = [hyps[0].tokens for hyps in translate_dataset(model, dataset, DecodeConfig(beam=1, length_penalty=0.0,
+                                                                                       max_len_a=1.5, max_len_b=4),
+                                                          max_tokens=64)]
+    assert plain != searched  # the settings matter for these sentences

@@ -379,7 +379,7 @@ def test_an_ensemble_decodes_the_mean_of_its_members_log_probabilities(package, 
     translator = Translator.from_checkpoint([directory / "checkpoint.pt", second_model])
     members = [load_model_from_checkpoint(str(path))[0] for path in (directory / "checkpoint.pt", second_model)]
     sentences = head(MIRROR / "multi30k" / "val.en.gz", 6)
-    results = translator.translate(sentences, beam=1, max_len_a=0.5, max_len_b=4)
+    results = translator.translate(sentences, beam=1, length_penalty=0.0, max_len_a=0.5, max_len_b=4)  # greedy
     for sentence, result in zip(sentences, results):
         tokens, score = greedy_by_hand(members, by_hand(sentence, bpe), translator.src_vocab, 0.5, 4)
         assert result.hypotheses[0].tokens == translator.tgt_vocab.decode(tokens + [EOS_ID], keep_unk=True)

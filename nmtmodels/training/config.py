@@ -11,6 +11,8 @@ from typing import Literal
 from nmtmodels.choices import TrainCompileMode
 from nmtmodels.config import ConfigError
 
+SEED_MAX = 2**32 - 1  # the largest seed numpy (np.random.seed) and the trainer take
+
 # ``train`` settings that may differ between a checkpoint and the run resuming it: limits,
 # checkpointing, validation and logging. Every other setting shapes the parameters.
 CHANGEABLE_ON_RESUME = frozenset({
@@ -90,6 +92,8 @@ class TrainConfig:
         for name in ("lr", "warmup_init_lr", "weight_decay", "clip_norm", "max_minutes", "adam_eps", "label_smoothing"):
             if not math.isfinite(getattr(self, name)):
                 raise ConfigError(f"{where}.{name}: must be a finite number, got {getattr(self, name)}")
+        if not 0 <= self.seed <= SEED_MAX:  # numpy's and torch's seeds are 32-bit: np.random.seed refuses others
+            raise ConfigError(f"{where}.seed: must be between 0 and 2**32 - 1 ({SEED_MAX}), got {self.seed}")
         if self.lr <= 0:
             raise ConfigError(f"{where}.lr: must be > 0, got {self.lr}")
         if self.warmup_init_lr > self.lr:

@@ -60,13 +60,33 @@ def user_modules_variable(config: dict[str, Any], environ: dict[str, str], direc
     ``workflow_dir`` where only that holds them, as the repository's ``examples/`` under
     ``--directory``; absolute, so cluster jobs find them too) after any that the environment
     already names; nothing when the config names none."""
-    modules = []
-    for module in config.get("user_modules") or []:
-        path = os.path.join(directory, module)
-        if workflow_dir is not None and not os.path.exists(path) and os.path.exists(os.path.join(workflow_dir, module)):
-            path = os.path.join(workflow_dir, module)
-        modules.append(os.path.abspath(path) if module.endswith(".py") or os.path.isdir(path) else module)
+    modules = [_module_path(module, directory, workflow_dir) for module in config.get("user_modules") or []]
     if not modules:
         return {}
     given = [item for item in environ.get("NMT_USER_MODULES", "").split(os.pathsep) if item]
     return {"NMT_USER_MODULES": os.pathsep.join(dict.fromkeys([*given, *modules]))}
+
+
+def _module_path(module: str, directory: str, workflow_dir: str | None) -> str:
+    """A ``user_modules`` entry as jobs import it: a file or directory path made absolute (as
+    :func:`user_modules_variable` says), a dotted module name as it is."""
+    path = os.path.join(directory, module)
+    if workflow_dir is not None and not os.path.exists(path) and os.path.exists(os.path.join(workflow_dir, module)):
+        path = os.path.join(workflow_dir, module)
+    return os.path.abspath(path) if module.endswith(".py") or os.path.isdir(path) else module
+
+
+def check_user_modules(config: dict[str, Any], directory: str, workflow_dir: str | None = None) -> None:
+    """Import each module of the config's ``user_modules`` (its families and metrics register
+    themselves); a :class:`~workflow_scripts.dag.WorkflowConfigError` in one line naming the key
+    and the file when one is missing or fails to import (a syntax error, an ImportError, a family
+    name that is taken): ``user_modules[0] ('missing.py'): no such file (/abs/missing.py)``."""
+    from nmtmodels.config import ConfigError
+    from nmtmodels.plugins import import_user_module
+    from workflow_scripts.dag import WorkflowConfigError
+
+    for index, module in enumerate(config.get("user_modules") or []):
+        try:
+            import_user_module(_module_path(module, directory, workflow_dir), f"user_modules[{index}] ({module!r})")
+        except ConfigError as exc:
+            raise WorkflowConfigError(str(exc)) from None

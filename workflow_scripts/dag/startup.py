@@ -1,7 +1,8 @@
 """What the Snakefile does at start-up besides checking the config (:mod:`.checks`): every
 failure it can foresee is one line on stderr, not a traceback.
 
-    one_line_errors       around the start-up checks: a :class:`WorkflowConfigError` prints
+    one_line_errors       around the start-up checks: a :class:`WorkflowConfigError` (or the
+                          package's ConfigError, DataError) prints
                           ``error: MESSAGE`` and exits with status 1 (Snakemake would print the
                           message, then the Python frames of the Snakefile and the checks); a
                           schema error too, as ``error: KEY: PROBLEM`` (not the key's schema)
@@ -37,10 +38,15 @@ def fail(message: str) -> None:
 @contextlib.contextmanager
 def one_line_errors() -> Iterator[None]:
     """A :class:`WorkflowConfigError` raised in the block: its message alone (:func:`fail`); so
-    is an error of Snakemake's ``validate`` against the JSON schema (:func:`schema_error`)."""
+    are the package's ConfigError and DataError (a user module, a claims file: they name the file
+    and key or line) and an error of Snakemake's ``validate`` against the JSON schema
+    (:func:`schema_error`)."""
+    from nmtmodels.config import ConfigError
+    from nmtmodels.files import DataError
+
     try:
         yield
-    except WorkflowConfigError as exc:
+    except (WorkflowConfigError, ConfigError, DataError) as exc:  # the package's own one-line errors too
         fail(str(exc))
     except Exception as exc:
         message = schema_error(exc)
