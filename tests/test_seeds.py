@@ -158,6 +158,29 @@ def test_paper_table_shows_mean_sd_and_the_reported_seeds_marker(tmp_path):
     assert "32.00 ± 2.65+ " not in markdown
 
 
+def test_a_seeded_row_reports_the_tests_over_all_runs_that_the_verdicts_read(tmp_path):
+    """Where the comparison over runs exists (run_statistics, in the RUNS_COLUMNS of the results
+    table), the marker is its test, not the seed closest to the mean's: seed 2's sign test alone
+    says p = 0.001 ("++"), the pooled sign test over the three runs p = 0.2 (no marker)."""
+    frame = seeded_results()
+    gate = frame.experiment.str.startswith("gate")
+    frame.loc[gate, ["runs_p_sign", "runs_sign_better", "runs_sign_worse", "runs_sign_ties", "runs_p_ar"]] = [0.2, 40, 30, 10, 0.03]
+    frame.to_csv(tmp_path / "results.csv", index=False)
+    read = results.read_results(tmp_path / "results.csv")
+    row = results.aggregate_seeds(read).query("experiment == 'gate' and metric == 'tokenized_bleu'").iloc[0]
+    assert (row.reported_run, row.p_sign, row.sign_better, row.p_paired_ar) == ("all runs", 0.2, 40, 0.03)
+    assert results.missing(row.p_paired_bs) and math.isclose(row.reported_delta, row.delta)
+    markdown = tables.render_paper(read, "graph", "sign")["markdown"]
+    assert "| +half-dim&gate | **32.00 ± 2.65** |" in markdown  # no marker: p = 0.2 over all runs
+    assert "tests reported: all runs (tst13)." in markdown
+    assert "| +half-dim&gate | **32.00 ± 2.65+** |" in tables.render_paper(read, "graph", "paired_ar")["markdown"]
+    # a results table written before the tests over runs: the seed closest to the mean, as before
+    old = frame.drop(columns=list(results.RUNS_COLUMNS))
+    old.to_csv(tmp_path / "old.csv", index=False)
+    assert results.aggregate_seeds(results.read_results(tmp_path / "old.csv")).query(
+        "experiment == 'gate' and metric == 'tokenized_bleu'").iloc[0].reported_run == "gate_seed2"
+
+
 def test_summary_scores_over_seeds(tmp_path):
     seeded_results().to_csv(tmp_path / "results.csv", index=False)
     rows = summary.seed_score_rows(tmp_path / "results.csv", "sign")

@@ -360,13 +360,15 @@ def report_metadata(config: dict[str, Any]) -> dict[str, Any]:
 
 
 def report_inputs(config: dict[str, Any]) -> list[str]:
-    """Every file the results table reads: scores, comparisons, model information."""
+    """Every file the results table reads: scores, comparisons, comparisons over runs (the
+    tests the seeded rows report), model information."""
     files = []
     for experiment, corpus in experiment_runs(config):
         files.append(model_info_path(experiment, corpus))
         for test_set in evaluation_sets(config, corpus):
             files.append(system_files(experiment, corpus, test_set, is_concatenation(config, corpus, test_set))["scores"])
     files += [comparison_path(*c) for c in comparisons(config)]
+    files += [run_statistics_path(*c) for c in run_comparisons(config)]
     return files
 
 

@@ -243,8 +243,10 @@ def _seed_notes(rows: pd.DataFrame, members: list[str], metric: str) -> list[str
     if seeded.empty:
         return []
     notes = ["Seeds: mean ± sample standard deviation (n − 1) over each system's seeds; its markers are the "
-             "significance tests of the seed whose score is closest to the mean (tie: the lowest seed) against "
-             "the baseline's run of the same seed."]
+             "tests over all runs that the results summary's verdicts read (approximate randomisation stratified by "
+             "run; the sign test pooled over the runs; no paired bootstrap over runs), each run against the "
+             "baseline's run of the same seed, or where a system has no comparison over runs, the tests of the seed "
+             "whose score is closest to the mean (tie: the lowest seed)."]
     for name in members:
         mine = seeded[seeded["experiment"] == name]
         if mine.empty:
@@ -252,8 +254,9 @@ def _seed_notes(rows: pd.DataFrame, members: list[str], metric: str) -> list[str
         reported: dict[str, list[str]] = {}
         for _, r in mine.iterrows():
             if not missing(r["baseline"]) and r["baseline"]:
-                reported.setdefault(str(r["reported_seed"]), []).append(r["test_set"])
-        tests = "; ".join(f"seed {seed} ({', '.join(dict.fromkeys(sets))})" for seed, sets in reported.items())
+                which = "all runs" if r["reported_run"] == "all runs" else f"seed {r['reported_seed']}"
+                reported.setdefault(which, []).append(r["test_set"])
+        tests = "; ".join(f"{which} ({', '.join(dict.fromkeys(sets))})" for which, sets in reported.items())
         first = mine.iloc[0]
         notes.append(f"{first['variant']}: {int(first['n_seeds'])} seeds ({', '.join(str(first['seeds']).split())})"
                      + (f"; tests reported: {tests}." if tests else "."))
@@ -392,7 +395,8 @@ def comparison_grids(results: pd.DataFrame, name: str, metrics: list[str], marke
                          Cell(_exact_params(params.get((row["baseline"], row["corpus"]))))])
         notes = [f"Metric: {metric_spec(metric).title}; signatures: {_signatures(shown, metric)}.",
                  "Difference: system minus baseline (of the means over seeds); p-values: each test of the system's "
-                 "run against its baseline's run (with seeds: the seed closest to the mean, below)."]
+                 "run against its baseline's run (with seeds: the tests over all runs, or the seed closest to the "
+                 "mean, below)."]
         notes += [cell.note for cells in body for cell in cells if cell.note]
         notes += _floor_note(body)
         notes += _seed_notes(shown, list(dict.fromkeys(shown["experiment"])), metric)

@@ -13,9 +13,14 @@ only for metrics that support them (``significance_metrics()``).
 Seeds (``experiments.X.seeds``, :mod:`workflow_scripts.dag.seeds`): the results table keeps one
 row per run, with its system (``seed_group``) and ``seed``; :func:`aggregate_seeds` makes one
 row per system for the paper tables and the results summary: the mean score over the seeds
-and its sample standard deviation (n - 1 in the denominator), and the significance tests of
-the seed whose score is closest to the mean (tie: the lowest seed), which compares that
-seed's run with the baseline's run of the same seed.  A system with one run is its run.
+and its sample standard deviation (n - 1 in the denominator), and the significance tests over
+all runs that the verdicts read (:mod:`.run_statistics`: approximate randomisation stratified
+by run, in ``p_paired_ar``, and the sign test pooled over the runs, in ``p_sign`` and
+``sign_*``; no paired bootstrap over runs), so that a table's marker and a claim's verdict come
+from the same test.  Only where no comparison over runs exists (a results table written before
+them, a system without its baseline's seeds) the tests are those of the seed whose score is
+closest to the mean (tie: the lowest seed), which compares that seed's run with the baseline's
+run of the same seed.  A system with one run is its run.
 """
 from __future__ import annotations
 
@@ -37,15 +42,18 @@ RESULT_COLUMNS = (
     "num_sentences", "num_references", "baseline", "baseline_score", "delta",
     "p_sign", "sign_better", "sign_worse", "sign_ties", "p_paired_bs", "p_paired_ar",
     "parameters", "train_tokens_per_s", "seed_group", "seed", "length_ratio", "brevity_penalty",
-    "blank_reference_lines",
+    "blank_reference_lines", *("runs_p_sign", "runs_sign_better", "runs_sign_worse", "runs_sign_ties", "runs_p_ar"),
 )
+# The tests over all runs of the row's system against its baseline's system (run_statistics);
+# empty where none was made; a results table written before them lacks them.
+RUNS_COLUMNS = ("runs_p_sign", "runs_sign_better", "runs_sign_worse", "runs_sign_ties", "runs_p_ar")
 # Columns a results table written before seeds lacks (read_results fills them: each run its own system).
 SEED_COLUMNS = ("seed_group", "seed")
 # sacreBLEU's hypothesis/reference length ratio and brevity penalty (BLEU metrics only; the
 # scores.json fields); a results table written before them lacks them (read_results: empty).
 LENGTH_COLUMNS = ("length_ratio", "brevity_penalty")
 # Added in 0.2 (scores.json's blank_reference_lines): unknown (empty) in results written before.
-LATER_COLUMNS = ("blank_reference_lines",)
+LATER_COLUMNS = ("blank_reference_lines",)  # Int64 columns
 # What aggregate_seeds adds: the standard deviation over the seeds (NaN for one seed), their number and list,
 # and the run whose significance tests a seeded row reports (the seed closest to the mean) with its own numbers.
 SEED_SUMMARY_COLUMNS = ("score_sd", "n_seeds", "seeds", "reported_run", "reported_seed", "reported_score",
@@ -105,11 +113,30 @@ def collect_results(metadata: dict[str, Any], root: str | Path = ".") -> pd.Data
                     }
                     row.update(_versus_best_baseline(load, name, exp["baselines"], corpus, test_set, concatenated, metric,
                                                      entry["score"]))
+                    row.update(_over_runs(root, experiments, row, metric))
                     rows.append(row)
     frame = pd.DataFrame(rows, columns=list(RESULT_COLUMNS))
     return frame.astype({"parameters": "Int64", "sign_better": "Int64", "sign_worse": "Int64", "sign_ties": "Int64",
                          "num_sentences": "Int64", "num_references": "Int64", "seed": "Int64",
-                         "blank_reference_lines": "Int64"})
+                         "blank_reference_lines": "Int64", "runs_sign_better": "Int64", "runs_sign_worse": "Int64",
+                         "runs_sign_ties": "Int64"})
+
+
+def _over_runs(root: Path, experiments: dict[str, Any], row: dict[str, Any], metric: str) -> dict[str, Any]:
+    """The :data:`RUNS_COLUMNS` of one row: the tests over all runs of its system against the
+    system of its baseline, where the comparison over runs exists."""
+    if not row.get("baseline"):
+        return {}
+    base_system = (experiments.get(row["baseline"]) or {}).get("seed_group") or row["baseline"]
+    path = root / ev.run_statistics_path(row["seed_group"], base_system, row["corpus"], row["test_set"])
+    if not path.is_file():
+        return {}
+    stats = (read_json(path).get("metrics") or {}).get(metric)
+    if stats is None:
+        return {}
+    sign = stats["sign_pooled"]
+    return {"runs_p_sign": sign["p_value"], "runs_sign_better": sign["better"], "runs_sign_worse": sign["worse"],
+            "runs_sign_ties": sign["ties"], "runs_p_ar": stats["stratified_ar"]["p_value"]}
 
 
 def _reference_count(signature: str, default: int) -> int:
@@ -155,21 +182,25 @@ def read_results(path: str | Path) -> pd.DataFrame:
     frame = pd.read_csv(path, keep_default_na=False, na_values=[""],
                         dtype={"tables": str, "baselines": str, "input": str, "paper": str, "baseline": str,
                                "seed_group": str, "seed": "Int64"})
-    missing = [c for c in RESULT_COLUMNS if c not in frame.columns and c not in SEED_COLUMNS + LENGTH_COLUMNS + LATER_COLUMNS]
+    missing = [c for c in RESULT_COLUMNS
+               if c not in frame.columns and c not in SEED_COLUMNS + LENGTH_COLUMNS + LATER_COLUMNS + RUNS_COLUMNS]
     if missing:
         raise DataError(path, f"not a results table: no column '{missing[0]}'", 1)
     for column in LENGTH_COLUMNS:  # written before them: unknown
         if column not in frame.columns:
             frame[column] = math.nan
-    for column in LATER_COLUMNS:
+    for column in LATER_COLUMNS + RUNS_COLUMNS:  # written before them: unknown
         if column not in frame.columns:
-            frame[column] = pd.array([None] * len(frame), dtype="Int64")
+            frame[column] = math.nan if column.startswith("runs_p_") else pd.array([None] * len(frame), dtype="Int64")
     if "seed_group" not in frame.columns:  # written before seeds: every run its own system
         frame["seed_group"] = frame["experiment"]
     if "seed" not in frame.columns:
         frame["seed"] = pd.array([pd.NA] * len(frame), dtype="Int64")
     frame["seed_group"] = frame["seed_group"].fillna(frame["experiment"])
     return frame.fillna({"tables": "", "baselines": "", "input": "", "paper": "", "baseline": ""})
+
+
+ALL_RUNS = "all runs"  # reported_run of a row whose tests are those over all runs
 
 
 def _closest_to_mean(group: pd.DataFrame, mean: float) -> pd.Series:
@@ -186,9 +217,11 @@ def aggregate_seeds(results: pd.DataFrame) -> pd.DataFrame:
     the same ``seed_group``) as one, in first-appearance order, named by the system.
     ``score``: the mean over the seeds; ``score_sd``: their sample standard deviation (n - 1;
     NaN for one seed); ``n_seeds`` and ``seeds``; the significance columns (``p_*``,
-    ``sign_*``) are those of ``reported_run``, the seed whose score is closest to the mean
-    (tie: the lowest seed), with that run's ``reported_score``, ``reported_baseline_score``
-    and ``reported_delta`` (the difference its tests tested); ``baseline`` is the system of
+    ``sign_*``) are the tests over all runs (:data:`RUNS_COLUMNS`; ``reported_run`` "all runs",
+    ``p_paired_bs`` empty) where the group has them, else those of ``reported_run``, the seed
+    whose score is closest to the mean (tie: the lowest seed), with that run's
+    ``reported_score``, ``reported_baseline_score`` and ``reported_delta`` (the difference its
+    tests tested); ``baseline`` is the system of
     that run's baseline, ``baseline_score`` the baseline system's mean and ``delta`` the
     difference of the means; ``train_tokens_per_s``, ``length_ratio`` and ``brevity_penalty``
     the means over the seeds.  A system with one run keeps its run's values."""
@@ -211,6 +244,11 @@ def aggregate_seeds(results: pd.DataFrame) -> pd.DataFrame:
             reported_baseline_score=reported["baseline_score"], reported_delta=reported["delta"],
             **{column: _mean(group[column]) for column in ("train_tokens_per_s", *LENGTH_COLUMNS)},
         )
+        if len(scores) > 1 and not missing(reported.get("runs_p_ar")):
+            row.update(p_sign=reported["runs_p_sign"], sign_better=reported["runs_sign_better"],
+                       sign_worse=reported["runs_sign_worse"], sign_ties=reported["runs_sign_ties"],
+                       p_paired_ar=reported["runs_p_ar"], p_paired_bs=math.nan, reported_run=ALL_RUNS, reported_seed=pd.NA,
+                       reported_score=mean, reported_baseline_score=math.nan, reported_delta=math.nan)
         if not missing(reported["baseline"]) and reported["baseline"] != "":
             row["baseline"] = system_of.get(reported["baseline"], reported["baseline"])
         row["baselines"] = " ".join(dict.fromkeys(system_of.get(b, b) for b in str(reported["baselines"] or "").split()))
@@ -223,6 +261,9 @@ def aggregate_seeds(results: pd.DataFrame) -> pd.DataFrame:
             if base is not None:
                 frame.at[i, "baseline_score"] = base
                 frame.at[i, "delta"] = row["score"] - base
+                if row["reported_run"] == ALL_RUNS:  # the tests over runs tested the difference of the means
+                    frame.at[i, "reported_baseline_score"] = base
+                    frame.at[i, "reported_delta"] = row["score"] - base
     return frame
 
 

@@ -22,7 +22,7 @@ had the same budget, as Markdown (``summary.md``, readable on GitHub) and JSON
 * Seeds (``experiments.X.seeds``): with any system of several runs, the scores start with one
   row per system over its seeds (:func:`workflow_scripts.evaluation.results.aggregate_seeds`:
   mean ± sample standard deviation, n - 1; the difference of the means; marker and p-values of
-  the seed closest to the mean, tie: the lowest seed, whose run is named), then every run's
+  the tests over all runs, or without them of the seed closest to the mean), then every run's
   rows as above; ``summary.json`` gets them as ``seed_scores``.  Without seeds the summary is
   as before.  Training runs and fair comparisons stay per run.
 * Fair comparison, per (experiment, baseline, corpus): budgets, updates and every other
@@ -107,7 +107,7 @@ SEED_SCORE_FIELDS = ("experiment", "variant", "paper", "corpus", "test_set", "me
 
 def seed_score_rows(results_csv: str | Path, marker_test: str) -> list[dict[str, Any]] | None:
     """Every system's scores over its seeds (:func:`workflow_scripts.evaluation.results.aggregate_seeds`:
-    mean, sample standard deviation, the tests of the seed closest to the mean, the mean length
+    mean, sample standard deviation, the tests over all runs (or of the seed closest to the mean), the mean length
     ratio and brevity penalty) with the tables' marker (:func:`score_marks`); None when no
     system has more than one seed."""
     frame = read_results(results_csv)
@@ -312,9 +312,10 @@ def _seed_score_lines(rows: list[dict[str, Any]]) -> list[str]:
     lines = ["### Over seeds", "",
              "Each system's score is the mean ± sample standard deviation (n − 1 in the denominator) over its "
              "seeds' runs; the difference is that of the means (system minus its baseline system). Marker and "
-             "p-values: the significance tests of the seed whose score is closest to the mean (tie: the lowest "
-             "seed), which compare that seed's run with the baseline's run of the same seed (named in "
-             "'tests of').", ""]
+             "p-values: the tests over all runs that the verdicts read ('tests of': all runs; the sign test pooled "
+             "over the runs, approximate randomisation stratified by run, no paired bootstrap), or where a system has "
+             "no comparison over runs, the tests of the seed whose score is closest to the mean (tie: the lowest "
+             "seed) against the baseline's run of the same seed (named in 'tests of').", ""]
     groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for s in rows:
         groups.setdefault((s["corpus"], s["test_set"]), []).append(s)
