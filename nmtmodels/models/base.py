@@ -40,6 +40,8 @@ not reordered when beams move within their sentences.
 """
 from __future__ import annotations
 
+import inspect
+import os
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar, TypeVar
 
@@ -142,8 +144,14 @@ def register_model(name: str) -> Callable[[ModelClass], ModelClass]:
     """Class decorator registering a model family under ``name`` (sets ``cls.family_name``)."""
 
     def register(cls: ModelClass) -> ModelClass:
-        if name in _FAMILIES and _FAMILIES[name] is not cls:
-            raise ValueError(f"model family {name!r} is already registered by {_FAMILIES[name].__qualname__}")
+        taken = _FAMILIES.get(name)
+        if taken is not None and taken is not cls:
+            if _defined_at(taken) == _defined_at(cls):  # the same class, its module imported twice: a no-op
+                cls.family_name = name
+                return cls
+            raise ValueError(f"model family {name!r} is already registered by {taken.__qualname__} "
+                             f"({_defined_at(taken)[1]}); a different class ({cls.__qualname__}, {_defined_at(cls)[1]}) "
+                             "cannot take its name")
         if not (isinstance(cls, type) and issubclass(cls, Seq2SeqModel)):
             raise TypeError(f"model family {name!r}: {getattr(cls, '__qualname__', cls)!r} is not a Seq2SeqModel")
         if cls.from_config.__func__ is Seq2SeqModel.from_config.__func__:  # type: ignore[attr-defined]
@@ -153,3 +161,14 @@ def register_model(name: str) -> Callable[[ModelClass], ModelClass]:
         return cls
 
     return register
+
+
+def _defined_at(cls: type) -> tuple[str, str]:
+    """(qualified name, resolved source file) of a class: what makes two class objects the same
+    family when one module was imported twice under two names (an installed entry point and
+    ``user_modules``, or a copy of the project's metadata in the working directory)."""
+    try:
+        source = os.path.realpath(inspect.getfile(cls))
+    except (TypeError, OSError):  # a class made at run time (no file): only itself is itself
+        source = f"<{cls.__module__} at {id(cls):#x}>"
+    return cls.__qualname__, source
