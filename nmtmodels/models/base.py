@@ -94,9 +94,11 @@ class Seq2SeqModel(nn.Module):
         raise NotImplementedError(f"{cls.__qualname__}.from_config")
 
     def encode(self, batch: Batch) -> State:
-        """``{"memory": encoder(src, pad_mask), "memory_pad_mask": pad_mask}``."""
+        """``{"memory": encoder(src, pad_mask), "memory_pad_mask": pad_mask}``, checked batch-first
+        (:func:`check_encoder_output`)."""
         pad_mask = batch.src_pad_mask
-        return {"memory": self.encoder(batch.src, pad_mask), "memory_pad_mask": pad_mask}
+        return check_encoder_output(self, {"memory": self.encoder(batch.src, pad_mask), "memory_pad_mask": pad_mask},
+                                    batch.src.size(0))
 
     def decode(
         self, tgt_in: Tensor, encoder_out: State, cache: State | None = None, need_attention: bool = False,
@@ -110,7 +112,8 @@ class Seq2SeqModel(nn.Module):
     def forward(self, batch: Batch, features_only: bool = False) -> Tensor:
         """Teacher-forced logits (B, T, V) for ``batch.tgt_in`` (the decoder states (B, T, d)
         with ``features_only``)."""
-        out, _ = self.decode(batch.tgt_in, self.encode(batch), features_only=features_only)
+        out, _ = self.decode(batch.tgt_in, check_encoder_output(self, self.encode(batch), batch.src.size(0)),
+                             features_only=features_only)
         return out
 
     @property
@@ -132,6 +135,34 @@ class Seq2SeqModel(nn.Module):
     @torch.no_grad()
     def num_parameters(self) -> int:
         return sum(p.numel() for p in self.parameters())
+
+
+BATCH_FIRST = ("every tensor of encode()'s state is batch-first (dim 0 = batch): memory (B, S, d) and "
+               "memory_pad_mask (B, S), True at padding (the family contract, nmtmodels/models/base.py)")
+
+
+def check_encoder_output(model: nn.Module, state: State, batch_size: int) -> State:
+    """``state`` (what ``encode`` returned for ``batch_size`` sentences) when it keeps the
+    batch-first contract (module docstring); else a ValueError in one line naming the family,
+    the tensor, its shape and the contract, instead of a shape error deep in the attention
+    (a time-first (S, B, d) memory from a recurrent or fairseq-style encoder).  Shapes only:
+    no computation, no device synchronisation."""
+    family = getattr(model, "family_name", type(model).__qualname__)
+    mask = state.get("memory_pad_mask")
+    if not isinstance(mask, Tensor) or mask.dim() != 2 or mask.size(0) != batch_size:
+        got = tuple(mask.shape) if isinstance(mask, Tensor) else type(mask).__name__
+        raise ValueError(f"model family {family!r}: encode() gave memory_pad_mask {got} for {batch_size} sentences; "
+                         + BATCH_FIRST)
+    for key, value in state.items():
+        if not isinstance(value, Tensor) or value.dim() == 0:
+            continue
+        time_first = key == "memory" and value.dim() == 3 and value.shape[:2] != mask.shape
+        if value.size(0) != batch_size or time_first:
+            hint = (f" (it looks time-first: (S, B, d) = {tuple(value.shape)}; transpose it with .transpose(0, 1))"
+                    if value.dim() >= 2 and value.size(1) == batch_size and value.size(0) != batch_size else "")
+            raise ValueError(f"model family {family!r}: encode() gave {key} of shape {tuple(value.shape)} for "
+                             f"{batch_size} sentences of {mask.size(1)} source positions{hint}; " + BATCH_FIRST)
+    return state
 
 
 # ---------------------------------------------------------------------- registration
