@@ -34,6 +34,8 @@ configfile: os.path.join(workflow.basedir, "config.yaml")
 # A config error is one line, `error: KEY: ...` on stderr, exit status 1 (no Python frames).
 with startup.one_line_errors():
     keys.check_keys(config, os.path.join(workflow.basedir, "schemas/config.schema.yaml"))  # misspelt keys: one line
+    # user_modules of every config file, joined (the one list that layered config files do not replace)
+    config["user_modules"] = cluster.joined_user_modules(config, workflow.configfiles)
     checks.check_subword_values(config)  # bad sentencepiece values and subwords names: one line too
     validate(config, "schemas/config.schema.yaml")
     seeds.expand_seeds(config)  # experiments.X.seeds: X, X_seed<b>, ... (one run per seed), before the checks
