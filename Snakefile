@@ -20,7 +20,7 @@ from workflow_scripts.dag import evaluation as ev
 from workflow_scripts.dag import analyses, checks, cluster, compression, corpus_data, gpu_parts, keys, lattices, packages, paths
 from workflow_scripts.dag import future_dates, runs, scheduler_timers, seeds, sources, startup
 from workflow_scripts.data.fetch import unchanged_fetch_time  # the job module's digest record, for future_dates
-from workflow_scripts.evaluation import verdicts  # the claims' one-line check, at start-up
+from workflow_scripts.evaluation import claim_files  # the claims' one-line check, at start-up
 
 min_version("9.0")
 # At most one re-evaluation timer in Snakemake's scheduler, not one more per finished job
@@ -34,6 +34,8 @@ configfile: os.path.join(workflow.basedir, "config.yaml")
 # A config error is one line, `error: KEY: ...` on stderr, exit status 1 (no Python frames).
 with startup.one_line_errors():
     keys.check_keys(config, os.path.join(workflow.basedir, "schemas/config.schema.yaml"))  # misspelt keys: one line
+    # user_modules of every config file, joined (the one list that layered config files do not replace)
+    config["user_modules"] = cluster.joined_user_modules(config, workflow.configfiles)
     checks.check_subword_values(config)  # bad sentencepiece values and subwords names: one line too
     validate(config, "schemas/config.schema.yaml")
     seeds.expand_seeds(config)  # experiments.X.seeds: X, X_seed<b>, ... (one run per seed), before the checks
@@ -44,9 +46,11 @@ with startup.one_line_errors():
     # Cross-references the schema cannot see; cluster jobs re-read this file, so the checks that
     # import torch or look at licensed files run in the main process only.
     checks.check(config, os.environ, main_process=workflow.is_main_process)
-    # The papers' claims (their controls join the DAG, evaluation.claim_controls): checked once, in
-    # one line naming the file and the claim, before any job (the summary job checks them again).
-    verdicts.read_claims(paths.CLAIMS)
+    # The papers' claims and your own (config `claims:`, inline or a file; their controls join the
+    # DAG, evaluation.claim_controls): checked once, in one line naming the file or key and the
+    # claim, before any job (the summary job checks them again); config["claims"] holds yours, read.
+    config["claims"] = claim_files.checked_own_claims(config, claim_files.read_claims(paths.CLAIMS), os.getcwd(),
+                                                      workflow.basedir, ev.evaluation_settings(config)["significance_metrics"])
 if workflow.is_main_process:  # after a killed run: `--unlock`, then `--rerun-incomplete`, said at once
     startup.show_killed_run_hint(".snakemake")
 # Downloads and raw files dated in the future (clock skew): unchanged downloads dated back, a warning for the rest.

@@ -49,8 +49,12 @@ class {cls}Encoder(TransformerEncoder):
     """The baseline encoder; the method goes here (or in build_decoder / build_embeddings)."""
 
     def __init__(self, cfg: ModelConfig, embedding: InputEmbedding, options: {cls}Options) -> None:
+        self.options = options  # first: super().__init__() builds the layers (build_layer may read it)
         super().__init__(cfg, embedding)
-        self.options = options
+
+    def build_layer(self, cfg: ModelConfig, index: int) -> nn.Module:
+        """Layer ``index`` of the stack (``self.options`` is set): the baseline's, to change."""
+        return super().build_layer(cfg, index)
 
 
 @register_model("{name}")
@@ -71,13 +75,17 @@ from __future__ import annotations
 from pathlib import Path
 
 from nmtmodels.registry import load_user_modules
-from nmtmodels.testing import FamilyConformance
+from nmtmodels.testing import FamilyConformance, check_page_names_options
 
 load_user_modules(str(Path(__file__).with_name("{name}.py")))
 
 
 class Test{cls}(FamilyConformance):
     family = "{name}"
+
+
+def test_the_page_names_every_option() -> None:
+    check_page_names_options("{name}", Path(__file__).with_name("{name}.md").read_text(encoding="utf-8"))
 
 
 # Next: a test of each of the method's equations against a plain recomputation from the

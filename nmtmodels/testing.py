@@ -1,6 +1,8 @@
 """The conformance suite that every model family passes: the behaviour the trainer, the beam
 search and the compiled paths rely on, checked on one small model and batch of the family.
 
+* :func:`check_encoder_layout`: every tensor of ``encode``'s state is batch-first (the error
+  names the contract, and a time-first memory is said to be one).
 * :func:`check_padding`: padding appended to the source changes no logit of the decoder.
 * :func:`check_incremental_decoding`: decoding step by step with the cache gives the logits
   and attention of the full (teacher-forced) pass.
@@ -11,6 +13,8 @@ search and the compiled paths rely on, checked on one small model and batch of t
   naming ``model.options.KEY``.
 * :func:`check_bucket_padding`: padding a batch to shape buckets (what compiled training does,
   :func:`nmtmodels.data.pad_to_buckets`) changes neither the loss nor any gradient.
+* :func:`check_page_names_options`: the family's page names each of its options (the template's
+  tests run it on ``NAME.md``).
 
 It needs no test framework (plain ``assert``); the class below is collected by pytest.
 The built-in families run it in ``nmtmodels/tests/test_conformance.py`` (every registered
@@ -38,7 +42,7 @@ from nmtmodels.config import ConfigError, ModelConfig
 from nmtmodels.data import Batch, pad_to_buckets
 from nmtmodels.decoding.scorer import DecodeConfig
 from nmtmodels.decoding.search import beam_search
-from nmtmodels.models.base import Seq2SeqModel
+from nmtmodels.models.base import Seq2SeqModel, check_encoder_output
 from nmtmodels.registry import build_model, get_model_class
 from nmtmodels.symbols import BOS_ID, EOS_ID, PAD_ID
 from nmtmodels.training.loss import label_smoothed_nll_loss
@@ -61,6 +65,23 @@ def random_batch(src_lengths: list[int], tgt_len: int, vocab: int = 23, seed: in
     rows = len(src_lengths)
     return Batch(src=src, src_lengths=torch.tensor(src_lengths), tgt_in=torch.cat([torch.full((rows, 1), BOS_ID), tgt], 1),
                  tgt_out=torch.cat([tgt, torch.full((rows, 1), EOS_ID)], 1))
+
+
+@torch.no_grad()
+def check_encoder_layout(model: Seq2SeqModel, batch: Batch) -> None:
+    """``encode`` returns batch-first tensors with a (B, S) ``memory_pad_mask`` that fits the
+    memory (:func:`nmtmodels.models.base.check_encoder_output`, which the base ``encode`` and
+    ``forward`` run too): a ValueError naming the tensor and the batch-first contract."""
+    model.eval()
+    check_encoder_output(model, model.encode(batch), batch.src.size(0))
+
+
+def check_page_names_options(family: str, page: str) -> None:
+    """Every option of the family (a field of its ``options_class``) is named on its page
+    (``page``: the page's text), in backquotes as in an options table."""
+    options = get_model_class(family).options_class
+    missing = [f.name for f in dataclasses.fields(options) if f"`{f.name}`" not in page] if options is not None else []
+    assert not missing, f"the page of {family!r} does not name the option(s) {', '.join(missing)}"
 
 
 @torch.no_grad()
@@ -165,8 +186,8 @@ def check_bucket_padding(model: Seq2SeqModel, batch: Batch) -> None:
     model.zero_grad(set_to_none=True)
 
 
-MODEL_CHECKS = (check_padding, check_incremental_decoding, check_batched_beam_search, check_every_parameter_learns,
-                check_bucket_padding)
+MODEL_CHECKS = (check_encoder_layout, check_padding, check_incremental_decoding, check_batched_beam_search,
+                check_every_parameter_learns, check_bucket_padding)
 
 
 class FamilyConformance:
@@ -184,6 +205,9 @@ class FamilyConformance:
             raise AssertionError(f"model family {self.family!r} reads the extra inputs {', '.join(sorted(model.extra_inputs))}: "
                                  f"override case() to give the batch them")
         return model.eval(), random_batch(LENGTHS, 4)
+
+    def test_encoder_layout(self) -> None:
+        check_encoder_layout(*self.case())
 
     def test_padding(self) -> None:
         check_padding(*self.case())

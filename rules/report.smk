@@ -119,6 +119,8 @@ rule results_summary:
     params:
         metadata=json.dumps(ev.report_metadata(config)),
         marker_test=EVALUATION["marker_test"],
+        # your own claims (config `claims:`, read and checked at start-up): a parameter, so a changed claim remakes the summary
+        own_claims=json.dumps(ev.own_claims(config), sort_keys=True),
         compressors=" ".join(
             "--compressor " + " ".join(shlex.quote(r[k]) for k in ("compressor", "corpus", "test_set", "scores", "source", "compressed"))
             for r in compression.compressor_reports(config)
@@ -133,7 +135,7 @@ rule results_summary:
         **cpu_job(mem_mb=1000, runtime=10),
     shell:
         "python -m workflow_scripts.evaluation.summary --metadata {params.metadata:q} --results {input.results:q}"
-        " --claims {input.claims:q} --run-statistics {input.runs:q} {params.compressors}"
+        " --claims {input.claims:q} --own-claims-json {params.own_claims:q} --run-statistics {input.runs:q} {params.compressors}"
         ' --marker-test {params.marker_test} --configfiles-json "$NMT_WORKFLOW_CONFIG_FILES"'
         " --markdown {output.markdown:q} --json {output.json:q} > {log:q} 2>&1"
 

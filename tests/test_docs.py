@@ -125,3 +125,20 @@ def test_the_metric_checklist_names_the_registry_s_fields_and_tests():
     for test in (name for name in quoted if name.startswith("test_")):
         assert any(f"def {test}(" in path.read_text(encoding="utf-8") for path in (ROOT / "nmtmodels" / "tests").glob("test_*.py")), test
     named_paths_exist(section)
+
+
+def test_the_claim_walkthrough_s_example_is_a_valid_claim_of_your_own():
+    """docs/howto.md, "A verdict on your own claim": its YAML is a claim the workflow accepts
+    (a paper name of its own, a must-beat control), and the paths it names exist."""
+    import yaml
+
+    from nmtmodels.files import DataError
+    from workflow_scripts.evaluation.claim_files import check_claims
+
+    section = howto_section("A verdict on your own claim")
+    [block] = re.findall(r"```yaml\n(.*?)```", section, flags=re.DOTALL)
+    claims = check_claims(yaml.safe_load(block)["claims"], lambda m: DataError("claims", m), own=True)
+    assert claims["my_method"]["paper"] == "my_method" and claims["my_method"]["controls"][0]["role"] == "must_beat"
+    assert [line.split(". **")[1].split("**")[0] for line in section.splitlines() if re.match(r"^\d\. \*\*", line)] == [
+        "The family", "The experiment and its baseline", "The controls", "The claim", "Plan, then run", "The verdict"]
+    named_paths_exist(section)

@@ -20,8 +20,8 @@ from tests.snakemake_output import planned_jobs
 from tests.test_gpu_carry import carry
 from workflow_scripts.dag import WorkflowConfigError, checks, gpu_parts, runs, seeds
 from workflow_scripts.data import segment
+from workflow_scripts.evaluation import claim_files, verdicts
 from workflow_scripts.evaluation import merge_gpu_parts as merging
-from workflow_scripts.evaluation import verdicts
 
 ROOT = Path(__file__).resolve().parents[1]
 BUDGET_KEYS = {"max_updates", "max_minutes", "warmup_updates", "validate_interval_updates"}
@@ -207,7 +207,7 @@ def test_merge_writes_claims_verdicts_and_every_part(tmp_path, capsys):
     assert (gate["verdict"], gate["runs_worse"], gate["metric"]) == ("reversed", 2, "tokenized_bleu")
     # one verdict function: the merge's rows are the parts' own claims rows, decided as one family (Holm)
     parts = [json.loads(path.read_text()) for path in sorted((tmp_path / "parts").glob("*/summary.json"))]
-    evidence = [row for part in parts for row in verdicts.claim_evidence(part, verdicts.read_claims())]
+    evidence = [row for part in parts for row in verdicts.claim_evidence(part, claim_files.read_claims())]
     merged_rows = sorted(({k: v for k, v in row.items() if k != "part"} for row in data["verdicts"] if "part" in row),
                          key=lambda row: row["system"])
     assert merged_rows == sorted(verdicts.decide(evidence), key=lambda row: row["system"])
@@ -226,7 +226,7 @@ def test_merge_writes_claims_verdicts_and_every_part(tmp_path, capsys):
 
 def test_every_claim_names_a_system_of_gpu_yaml_with_its_papers_metric():
     whole = merged(gpu_parts.BASE_CONFIG)
-    claims = verdicts.read_claims()
+    claims = claim_files.read_claims()
     for system, claim in claims.items():
         spec = whole["experiments"][system]
         assert spec.get("baseline") and spec["paper"] == claim["paper"], system
@@ -242,7 +242,7 @@ def test_the_gpu_controls_are_the_controls_config_at_the_gpu_size():
     whole = merged(gpu_parts.BASE_CONFIG)
     defined = yaml.safe_load((ROOT / "configs/controls.yaml").read_text(encoding="utf-8"))
     active = {part: set(merged(*gpu_parts.part_configfiles(part))["active_experiments"]) for part in gpu_parts.PARTS}
-    for system, claim in verdicts.read_claims().items():
+    for system, claim in claim_files.read_claims().items():
         for control in claim["controls"]:
             name = control["experiment"]
             ours, theirs = whole["experiments"][name], defined["experiments"][name]

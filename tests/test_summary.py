@@ -17,7 +17,7 @@ from tests.report_fixtures import BUDGETS, NO_TARGET_TOKENS, STOPS, TRAIN_ROWS, 
 from tests.test_tables import handmade
 from workflow_scripts.dag import evaluation as ev
 from workflow_scripts.dag import runs
-from workflow_scripts.evaluation import curves, layouts, machine, results, run_statistics, summary, training_runs, verdicts
+from workflow_scripts.evaluation import claim_files, curves, layouts, machine, results, run_statistics, summary, training_runs, verdicts
 
 ROOT = Path(__file__).resolve().parents[1]
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -199,7 +199,7 @@ def disagreeing_results(tmp_path: Path, **system) -> Path:
     return path
 
 
-def summary_of(results_csv: Path, claims_file: Path = verdicts.CLAIMS_FILE) -> dict:
+def summary_of(results_csv: Path, claims_file: Path = claim_files.CLAIMS_FILE) -> dict:
     """A results summary of ``results_csv`` without training runs (make_summary's facts that
     do not need the run files)."""
     data = {"generated_utc": "2026-01-01T00:00:00Z",
@@ -207,8 +207,8 @@ def summary_of(results_csv: Path, claims_file: Path = verdicts.CLAIMS_FILE) -> d
                         "torch": "2", "sacrebleu": "2", "snakemake": "9"},
             "workflow": {"commit": "abc", "config_files": []}, "marker_test": "sign", "runs": [],
             "scores": summary.score_rows(results_csv, "sign"), "comparisons": []}
-    data.update(claims_file="claims.yaml", quality_floor=verdicts.QUALITY_FLOOR,
-                claims=verdicts.claim_rows(data, verdicts.read_claims(claims_file)))
+    data.update(claims_file="claims.yaml", quality_floor=summary.quality_floors(),
+                claims=verdicts.claim_rows(data, claim_files.read_claims(claims_file)))
     assert data["claims"] == []  # claims rows come from comparisons over runs, which results.csv does not hold
     return data
 

@@ -369,21 +369,41 @@ def test_your_own_experiments_get_a_generic_comparison_table():
     assert "no paper" in markdown  # the legend says whose markers these are
 
 
-def test_no_marker_where_both_sides_are_below_the_quality_floor():
-    """At 0.40 against 0.00 a sign test can be 'significant' (p 1e-76): both are below the floor
-    of 5 points, so no marker in any table, the words say why, and a note explains."""
+def test_no_marker_where_a_side_is_below_the_quality_floor():
+    """At 0.40 against 0.00 a sign test can be 'significant' (p 1e-76): both are below BLEU's floor
+    of 5 points, so no marker in any table, the words say why, and a note explains.  A marker
+    needs both sides at or above the floor: 6.00 against 0.00 gets none either."""
     frame = own_rows(0.4, 0.0, p_sign=1e-76, sign_better=300, sign_worse=0, sign_ties=700, p_paired_bs=0.001,
                      p_paired_ar=0.0001)
     for test in markers.TEST_NAMES:
         cell = score_cells(tables.render_paper(frame, "relpos", test)["markdown"], "+relative positions")[4]
         assert cell == f"0.40 ({markers.FLOOR_WORDS})"
-    assert "below the quality floor of 5 points" in tables.render_paper(frame, "relpos")["markdown"]
+    assert "below the quality floor of 5 points of sacreBLEU" in tables.render_paper(frame, "relpos")["markdown"]
     paper = frame.assign(paper=["", "reordering"])
     assert score_cells(tables.render_paper(paper, "reordering")["markdown"], "+relative positions")[2] == (
         f"**0.40** ({markers.FLOOR_WORDS})")  # bold: best in its column
-    # one side above the floor: the test decides again
+    # one side above the floor: still no marker; both at or above it: the test decides again
     assert score_cells(tables.render_paper(own_rows(6.0, 0.0, p_sign=1e-76, sign_better=300, sign_worse=0),
+                                           "relpos")["markdown"], "+relative positions")[4] == f"6.00 ({markers.FLOOR_WORDS})"
+    assert score_cells(tables.render_paper(own_rows(6.0, 5.0, p_sign=1e-76, sign_better=300, sign_worse=0),
                                            "relpos")["markdown"], "+relative positions")[4] == "6.00++"
+
+
+def test_each_metric_has_its_own_quality_floor():
+    """The floor is declared with the metric: chrF's 20 points where BLEU's is 5.  The issue's
+    chrF1 5.63 against 4.64 (garbage at 20 updates) got ++ under the one 5-point floor."""
+    from nmtmodels.text.scoring import METRIC_SPECS
+
+    assert (METRIC_SPECS["bleu"].floor, METRIC_SPECS["tokenized_bleu"].floor, METRIC_SPECS["chrf"].floor) == (5.0, 5.0, 20.0)
+    assert METRIC_SPECS["ter"].floor is None
+    for metric, system, baseline, marked in [("bleu", 5.63, 4.64, False), ("bleu", 25.63, 24.64, True),
+                                             ("chrf", 25.63, 24.64, True), ("chrf", 25.63, 14.64, False),
+                                             ("chrf", 5.63, 4.64, False), ("ter", 5.63, 4.64, True)]:
+        row = {"metric": metric, "score": system, "baseline_score": baseline, "delta": system - baseline, "p_sign": 1e-9,
+               "sign_better": 90, "sign_worse": 10}
+        assert markers.below_floor(row) is not marked, (metric, system, baseline)
+        assert markers.significance_mark(row, "sign", markers.PLUS) == (("++", "") if marked else ("", markers.FLOOR_WORDS))
+    assert markers.floor_of("no_longer_registered") == markers.QUALITY_FLOOR
 
 
 def test_a_table_of_your_own_needs_a_baseline_and_a_name():

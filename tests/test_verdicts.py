@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from tests.report_fixtures import run_entry, training_runs
-from workflow_scripts.evaluation import verdict_report, verdicts
+from workflow_scripts.evaluation import claim_files, verdict_report, verdicts
 from workflow_scripts.evaluation.training_runs import dev_loss_drop
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -220,7 +220,7 @@ DEFAULTS = {"experiments.graph_half_dim_gate.model.options.gate": "learned",
 @pytest.mark.parametrize("configs", [("config.yaml",), ("config.yaml", "configs/gpu.yaml")])
 def test_every_option_that_differs_from_the_papers_reading_is_declared(configs):
     config = _merged(*configs)
-    declared = {d["key"] for claim in verdicts.read_claims().values() for d in claim["deviations"]}
+    declared = {d["key"] for claim in claim_files.read_claims().values() for d in claim["deviations"]}
     for key, paper in PAPER_READINGS.items():
         try:
             ours = _resolve(config, key)
@@ -239,7 +239,7 @@ def test_every_option_that_differs_from_the_papers_reading_is_declared(configs):
 def test_every_declared_deviation_names_a_key_of_the_default_and_controls_name_configured_experiments():
     config = _merged("config.yaml")
     controls = _merged("config.yaml", "configs/controls.yaml")
-    for system, claim in verdicts.read_claims().items():
+    for system, claim in claim_files.read_claims().items():
         for deviation in claim["deviations"]:
             key = deviation["key"]
             if key.startswith("experiments.") and key.split(".")[1] not in config["experiments"]:

@@ -251,6 +251,32 @@ def test_an_outside_family_gets_its_own_table_with_significance(miniature):
 
 
 @pytest.mark.slow
+def test_the_outside_claim_gets_a_verdict_with_its_must_beat_control(miniature):
+    """examples/relpos_transformer/claims.yaml (configs/ci.yaml `claims:`): the claim of the
+    outside family gets a verdict in the summary's "Your claims", with its must-beat control
+    relpos_k1 compared over runs; without that comparison (the control failed to run) the same
+    evidence is not "reproduced"."""
+    import json
+
+    from workflow_scripts.evaluation import claim_files, verdicts
+
+    summary = (miniature / "results/report/summary.md").read_text(encoding="utf-8")
+    papers, yours = summary.split("## Your claims")[0], summary.split("## Your claims")[1].split("\n## ")[0]
+    assert "| relpos |" not in papers
+    line = next(line for line in yours.splitlines() if line.startswith("| relpos |"))
+    assert any(f"**{v}**" in line for v in verdicts.VERDICTS), line
+    assert "relpos_k1 (must-beat: " in yours and "relpos_k1 (must-beat: the same relation terms" in yours
+    assert "**not run**" not in yours
+    data = json.loads((miniature / "results/report/summary.json").read_text(encoding="utf-8"))
+    [row] = [r for r in data["claims"] if r["system"] == "relpos"]
+    assert row["own"] and [(c["experiment"], c["run"]) for c in row["controls"]] == [("relpos_k1", True)]
+    own = claim_files.read_own_claims(ROOT / "examples/relpos_transformer/claims.yaml")
+    failed = {**data, "run_statistics": [e for e in data["run_statistics"] if (e["system"], e["baseline"]) != ("relpos", "relpos_k1")]}
+    [row] = [r for r in verdicts.claim_rows(failed, {**claim_files.read_claims(), **own}) if r["system"] == "relpos"]
+    assert row["verdict"] != "reproduced" and "must-beat control relpos_k1 not run" in row["why"] + "; ".join(row["qualifiers"])
+
+
+@pytest.mark.slow
 def test_a_new_metric_reruns_only_the_score_jobs_and_what_reads_them(miniature, tmp_path):
     """A metric registered in a user module (here chrF with beta 1): the finished miniature
     plans its score jobs and the reports that read scores, and no training, decoding or test."""
@@ -259,7 +285,7 @@ def test_a_new_metric_reruns_only_the_score_jobs_and_what_reads_them(miniature, 
                       "from nmtmodels.text.scoring import MetricSpec, register_metric\n"
                       "register_metric(MetricSpec('chrf_beta1', 'chrF1', lambda lang: CHRF(beta=1)))\n")
     overlay = tmp_path / "metric.yaml"
-    overlay.write_text(f"user_modules: [{RELPOS}, {module}]\n")
+    overlay.write_text(f"user_modules: [{module}]\n")  # joined with configs/ci.yaml's relpos module
     proc = snakemake(miniature, "-n", "all", "--cores", "1", "--configfile", str(ROOT / "configs/ci.yaml"), str(overlay))
     jobs = planned_jobs(proc.stdout)
     scores = list(miniature.glob("results/experiments/*/*/*.scores.json"))

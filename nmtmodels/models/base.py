@@ -40,6 +40,8 @@ not reordered when beams move within their sentences.
 """
 from __future__ import annotations
 
+import inspect
+import os
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar, TypeVar
 
@@ -92,9 +94,11 @@ class Seq2SeqModel(nn.Module):
         raise NotImplementedError(f"{cls.__qualname__}.from_config")
 
     def encode(self, batch: Batch) -> State:
-        """``{"memory": encoder(src, pad_mask), "memory_pad_mask": pad_mask}``."""
+        """``{"memory": encoder(src, pad_mask), "memory_pad_mask": pad_mask}``, checked batch-first
+        (:func:`check_encoder_output`)."""
         pad_mask = batch.src_pad_mask
-        return {"memory": self.encoder(batch.src, pad_mask), "memory_pad_mask": pad_mask}
+        return check_encoder_output(self, {"memory": self.encoder(batch.src, pad_mask), "memory_pad_mask": pad_mask},
+                                    batch.src.size(0))
 
     def decode(
         self, tgt_in: Tensor, encoder_out: State, cache: State | None = None, need_attention: bool = False,
@@ -108,7 +112,8 @@ class Seq2SeqModel(nn.Module):
     def forward(self, batch: Batch, features_only: bool = False) -> Tensor:
         """Teacher-forced logits (B, T, V) for ``batch.tgt_in`` (the decoder states (B, T, d)
         with ``features_only``)."""
-        out, _ = self.decode(batch.tgt_in, self.encode(batch), features_only=features_only)
+        out, _ = self.decode(batch.tgt_in, check_encoder_output(self, self.encode(batch), batch.src.size(0)),
+                             features_only=features_only)
         return out
 
     @property
@@ -132,6 +137,34 @@ class Seq2SeqModel(nn.Module):
         return sum(p.numel() for p in self.parameters())
 
 
+BATCH_FIRST = ("every tensor of encode()'s state is batch-first (dim 0 = batch): memory (B, S, d) and "
+               "memory_pad_mask (B, S), True at padding (the family contract, nmtmodels/models/base.py)")
+
+
+def check_encoder_output(model: nn.Module, state: State, batch_size: int) -> State:
+    """``state`` (what ``encode`` returned for ``batch_size`` sentences) when it keeps the
+    batch-first contract (module docstring); else a ValueError in one line naming the family,
+    the tensor, its shape and the contract, instead of a shape error deep in the attention
+    (a time-first (S, B, d) memory from a recurrent or fairseq-style encoder).  Shapes only:
+    no computation, no device synchronisation."""
+    family = getattr(model, "family_name", type(model).__qualname__)
+    mask = state.get("memory_pad_mask")
+    if not isinstance(mask, Tensor) or mask.dim() != 2 or mask.size(0) != batch_size:
+        got = tuple(mask.shape) if isinstance(mask, Tensor) else type(mask).__name__
+        raise ValueError(f"model family {family!r}: encode() gave memory_pad_mask {got} for {batch_size} sentences; "
+                         + BATCH_FIRST)
+    for key, value in state.items():
+        if not isinstance(value, Tensor) or value.dim() == 0:
+            continue
+        time_first = key == "memory" and value.dim() == 3 and value.shape[:2] != mask.shape
+        if value.size(0) != batch_size or time_first:
+            hint = (f" (it looks time-first: (S, B, d) = {tuple(value.shape)}; transpose it with .transpose(0, 1))"
+                    if value.dim() >= 2 and value.size(1) == batch_size and value.size(0) != batch_size else "")
+            raise ValueError(f"model family {family!r}: encode() gave {key} of shape {tuple(value.shape)} for "
+                             f"{batch_size} sentences of {mask.size(1)} source positions{hint}; " + BATCH_FIRST)
+    return state
+
+
 # ---------------------------------------------------------------------- registration
 # name -> family class; nmtmodels.registry looks families up here.
 _FAMILIES: dict[str, type] = {}
@@ -142,8 +175,14 @@ def register_model(name: str) -> Callable[[ModelClass], ModelClass]:
     """Class decorator registering a model family under ``name`` (sets ``cls.family_name``)."""
 
     def register(cls: ModelClass) -> ModelClass:
-        if name in _FAMILIES and _FAMILIES[name] is not cls:
-            raise ValueError(f"model family {name!r} is already registered by {_FAMILIES[name].__qualname__}")
+        taken = _FAMILIES.get(name)
+        if taken is not None and taken is not cls:
+            if _defined_at(taken) == _defined_at(cls):  # the same class, its module imported twice: a no-op
+                cls.family_name = name
+                return cls
+            raise ValueError(f"model family {name!r} is already registered by {taken.__qualname__} "
+                             f"({_defined_at(taken)[1]}); a different class ({cls.__qualname__}, {_defined_at(cls)[1]}) "
+                             "cannot take its name")
         if not (isinstance(cls, type) and issubclass(cls, Seq2SeqModel)):
             raise TypeError(f"model family {name!r}: {getattr(cls, '__qualname__', cls)!r} is not a Seq2SeqModel")
         if cls.from_config.__func__ is Seq2SeqModel.from_config.__func__:  # type: ignore[attr-defined]
@@ -153,3 +192,14 @@ def register_model(name: str) -> Callable[[ModelClass], ModelClass]:
         return cls
 
     return register
+
+
+def _defined_at(cls: type) -> tuple[str, str]:
+    """(qualified name, resolved source file) of a class: what makes two class objects the same
+    family when one module was imported twice under two names (an installed entry point and
+    ``user_modules``, or a copy of the project's metadata in the working directory)."""
+    try:
+        source = os.path.realpath(inspect.getfile(cls))
+    except (TypeError, OSError):  # a class made at run time (no file): only itself is itself
+        source = f"<{cls.__module__} at {id(cls):#x}>"
+    return cls.__qualname__, source

@@ -95,6 +95,40 @@ def test_family_registration_and_options(monkeypatch: pytest.MonkeyPatch) -> Non
     assert "bare" not in registry.model_families() and "plain" not in registry.model_families()
 
 
+FAMILY_MODULE = ("from nmtmodels.models.transformer import TransformerModel\n"
+                 "from nmtmodels.registry import register_model\n"
+                 "@register_model('twice_found')\nclass TwiceFound(TransformerModel):\n    pass\n")
+
+
+def test_the_same_family_found_twice_is_registered_once(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """One module imported under two names (an installed entry point, and the same file in
+    user_modules or an .egg-info in the working directory) gives two class objects of one
+    class: the second registration is a no-op.  A different class under the taken name (another
+    file) is refused, naming both files."""
+    import importlib
+    import sys
+
+    from nmtmodels.plugins import import_user_module
+
+    monkeypatch.setattr(base, "_FAMILIES", dict(base._FAMILIES))
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "twice.py").write_text(FAMILY_MODULE)
+    monkeypatch.syspath_prepend(str(tmp_path / "mine"))
+    monkeypatch.delitem(sys.modules, "twice", raising=False)
+    first = importlib.import_module("twice").TwiceFound  # as an entry point imports it
+    import_user_module(str(tmp_path / "mine" / "twice.py"), "user_modules[0]")  # as NMT_USER_MODULES does
+    second = sys.modules["nmt_user_twice"].TwiceFound
+    assert first is not second and registry.get_model_class("twice_found") is first
+    assert second.family_name == "twice_found"
+    (tmp_path / "other.py").write_text(FAMILY_MODULE.replace("TwiceFound", "Impostor"))
+    with pytest.raises(ConfigError) as refused:
+        import_user_module(str(tmp_path / "other.py"), "user_modules[1]")
+    message = str(refused.value)
+    assert "model family 'twice_found' is already registered by TwiceFound" in message
+    assert str((tmp_path / "mine" / "twice.py").resolve()) in message and str((tmp_path / "other.py").resolve()) in message
+    assert registry.get_model_class("twice_found") is first
+
+
 def test_exponent_floats_read_as_floats(tmp_path) -> None:
     """PyYAML (YAML 1.1) reads 1e-3 as the string '1e-3'; YAML 1.2 and people read a float."""
     from nmtmodels.config import from_dict, load_yaml, parse_yaml_value

@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 
 import pytest
+import torch
 
 from nmtmodels import testing
 from nmtmodels.registry import get_model_class, model_families
@@ -36,7 +37,6 @@ def test_family_options_conform(family: str) -> None:
 def test_the_suite_fails_a_family_that_breaks_a_rule(monkeypatch) -> None:
     """A check that cannot fail proves nothing: a decoder that reads a padding position, and a
     parameter that no loss reaches, are each caught."""
-    import torch
 
     model, batch = family_case("transformer")
     real_encode = model.encode
@@ -53,6 +53,50 @@ def test_the_suite_fails_a_family_that_breaks_a_rule(monkeypatch) -> None:
     model.unused = torch.nn.Linear(2, 2)
     with pytest.raises(AssertionError, match="unused.weight"):
         testing.check_every_parameter_learns(model, batch)
+
+
+def test_a_time_first_encoder_is_named_with_the_batch_first_contract() -> None:
+    """An encoder that returns its memory time-first, (S, B, d) as fairseq's and torch's RNN
+    encoders do, got a raw shape error inside the attention; the base model, and the suite's
+    check, say which tensor breaks the batch-first contract."""
+    model, batch = family_case("transformer")
+    encoder = model.encoder
+    time_first = type("TimeFirst", (torch.nn.Module,), {"forward": lambda self, src, mask: encoder(src, mask).transpose(0, 1)})
+    model.encoder = time_first()
+    b, s = batch.src.shape
+    for call in (lambda: model(batch), lambda: testing.check_encoder_layout(model, batch)):
+        with pytest.raises(ValueError) as error:
+            call()
+        message = str(error.value)
+        assert f"encode() gave memory of shape ({s}, {b}, 32) for {b} sentences of {s} source positions" in message
+        assert "looks time-first" in message and "batch-first (dim 0 = batch): memory (B, S, d)" in message
+    model.encoder = encoder
+    testing.check_encoder_layout(model, batch)
+
+
+def test_the_template_encoder_has_its_options_when_it_builds_layers(tmp_path) -> None:
+    """new-family's encoder sets its options before super().__init__() builds the layers, so a
+    build_layer that reads them works; its page names every option, and the page check fails
+    on a page that leaves one out."""
+    import sys
+
+    from nmtmodels.family_template import write_family
+    from nmtmodels.plugins import import_user_module
+
+    write_family("early_options", tmp_path)
+    import_user_module(str(tmp_path / "early_options.py"), "test")
+    module = sys.modules["nmt_user_early_options"]
+    seen = []
+    reads = type("Reads", (module.EarlyOptionsEncoder,), {
+        "build_layer": lambda self, cfg, index: seen.append(self.options.example_size) or module.EarlyOptionsEncoder.build_layer(
+            self, cfg, index)})
+    model, _ = family_case("transformer")
+    reads(model.cfg, model.encoder.embedding, module.EarlyOptionsOptions(example_size=3))
+    assert seen == [3] * model.cfg.encoder_layers
+    page = (tmp_path / "early_options.md").read_text()
+    testing.check_page_names_options("early_options", page)
+    with pytest.raises(AssertionError, match="does not name the option.s. example_size"):
+        testing.check_page_names_options("early_options", page.replace("`example_size`", "`size`"))
 
 
 def test_a_family_from_the_template_passes_the_suite_and_trains_one_update(tmp_path) -> None:
@@ -83,4 +127,4 @@ def test_a_family_from_the_template_passes_the_suite_and_trains_one_update(tmp_p
     assert (tmp_path / "out" / "checkpoint_last.pt").is_file()
     suite = run(["-m", "pytest", "-q", "-p", "no:cacheprovider", str(tmp_path / "mine" / "test_toy_method.py")],
                 cwd=tmp_path, env={**env, "PYTHONDONTWRITEBYTECODE": "1"})
-    assert suite.returncode == 0 and re.search(r"^6 passed", suite.stdout, re.M), suite.stdout + suite.stderr
+    assert suite.returncode == 0 and re.search(r"^8 passed", suite.stdout, re.M), suite.stdout + suite.stderr

@@ -7,6 +7,7 @@ are there.  Every error names the key path (:class:`WorkflowConfigError`).
 """
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping
 from typing import Any
 
@@ -37,7 +38,8 @@ def check(config: dict[str, Any], environ: Mapping[str, str], *, main_process: b
     check_subword_values(config)
     check_config(config)
     if main_process:
-        check_experiments(config)
+        for warning in check_experiments(config):
+            print(f"warning: {warning}", file=sys.stderr)
         check_compression(config)
         check_lattices(config)
         check_licensed_inputs(config, environ)  # every missing licensed file, in one error
@@ -118,15 +120,24 @@ def _download_refs(part: dict[str, Any]) -> list[str]:
     return refs
 
 
-def check_experiments(config: dict[str, Any]) -> None:
+def check_experiments(config: dict[str, Any]) -> list[str]:
     """Check every experiment's family and sections with nmtmodels' own config classes, and
-    that each active run's BPE or SentencePiece size is prepared for its corpus (errors name the key)."""
+    that each active run's BPE or SentencePiece size is prepared for its corpus (errors name the key).
+    An experiment that will not run (not in ``active_experiments``) whose family is not registered
+    (its module is not among this run's ``user_modules``) is not checked: the warnings returned
+    name it."""
     from nmtmodels.registry import model_families
 
     families = model_families()
     runs = set(experiment_runs(config))
+    active = config.get("active_experiments")
+    warnings = []
     for name, spec in config.get("experiments", {}).items():
         where = f"experiments.{name}"
+        if spec["family"] not in families and active is not None and name not in active:
+            warnings.append(f"{where}.family: unknown model family '{spec['family']}'; not checked, as the experiment "
+                            "is not in active_experiments")
+            continue
         if spec["family"] not in families:
             raise WorkflowConfigError(f"{where}.family: unknown model family '{spec['family']}' (known: {', '.join(families)})")
         for i, corpus in enumerate(spec["corpora"]):
@@ -140,6 +151,7 @@ def check_experiments(config: dict[str, Any]) -> None:
         check_averaging(config, name)
     check_shared_embeddings(config)
     check_fair_comparisons(config)
+    return warnings
 
 
 def check_subwords_prepared(config: dict[str, Any], where: str, subwords: str, corpus: str) -> None:

@@ -52,6 +52,25 @@ def python_path_with(directory: str, environ: dict[str, str]) -> str:
     return os.pathsep.join(p for p in (directory, environ.get("PYTHONPATH", "")) if p)
 
 
+def joined_user_modules(config: dict[str, Any], configfiles: list[str]) -> list[str]:
+    """``user_modules`` of every config file of the run, joined in the order the files are given
+    (each entry once), then any that the merged config adds (``--config``): the one list that
+    layering config files does not replace (a second file's list would otherwise drop the first's
+    modules, and with them the families its experiments name).  A file that is not a mapping
+    (the schema reports it) gives nothing."""
+    import yaml
+
+    joined: list[str] = []
+    for path in configfiles:
+        with open(path, encoding="utf-8") as handle:
+            given = yaml.safe_load(handle)
+        modules = given.get("user_modules") if isinstance(given, dict) else None
+        joined += modules if isinstance(modules, list) else []
+    merged = config.get("user_modules")
+    joined += merged if isinstance(merged, list) else []
+    return list({repr(module): module for module in joined}.values())  # a bad entry stays, for the schema to name
+
+
 def user_modules_variable(config: dict[str, Any], environ: dict[str, str], directory: str,
                           workflow_dir: str | None = None) -> dict[str, str]:
     """``NMT_USER_MODULES`` for every job and the start-up checks (:mod:`nmtmodels.plugins`): the

@@ -238,13 +238,21 @@ def comparison_inputs(config: dict[str, Any], experiment: str, baseline: str, co
             "refs": refs["refs"], "tok_refs": refs["tok"]}
 
 
-def claim_controls(claims_file: str = paths.CLAIMS) -> dict[str, list[str]]:
+def claim_controls(claims_file: str = paths.CLAIMS, config: dict[str, Any] | None = None) -> dict[str, list[str]]:
     """system -> the experiments its claim must beat (``controls`` of role ``must_beat`` in
-    the claims file, :mod:`workflow_scripts.evaluation.verdicts`)."""
+    the claims file, :mod:`workflow_scripts.evaluation.claim_files`, and in the config's own
+    ``claims:`` as the Snakefile resolved them at start-up, :func:`own_claims`)."""
     with open(claims_file, encoding="utf-8") as handle:
-        claims = yaml.safe_load(handle) or {}
+        claims = {**(yaml.safe_load(handle) or {}), **own_claims(config or {})}
     return {system: [c["experiment"] for c in (claim.get("controls") or []) if c.get("role") == "must_beat"]
             for system, claim in claims.items() if isinstance(claim, dict)}
+
+
+def own_claims(config: dict[str, Any]) -> dict[str, Any]:
+    """The config's claims of your own, once the Snakefile has read and checked them
+    (``config["claims"]`` a mapping then; a file name before that: none yet)."""
+    claims = config.get("claims")
+    return claims if isinstance(claims, dict) else {}
 
 
 def run_comparisons(config: dict[str, Any], claims_file: str = paths.CLAIMS) -> list[tuple[str, str, str, str]]:
@@ -254,7 +262,7 @@ def run_comparisons(config: dict[str, Any], claims_file: str = paths.CLAIMS) -> 
     corpus (:func:`claim_controls`), one pair of runs per common seed (:func:`run_pairs`)."""
     runs = experiment_runs(config)
     systems_on = {(seed_of(config, e)[0], c) for e, c in runs}
-    controls = claim_controls(claims_file)
+    controls = claim_controls(claims_file, config)
     found: dict[tuple[str, str, str, str], None] = {}
     for experiment, corpus in runs:
         system = seed_of(config, experiment)[0]

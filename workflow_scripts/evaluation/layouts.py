@@ -20,10 +20,10 @@ import pandas as pd
 from nmtmodels.text.scoring import metric_spec
 from workflow_scripts.evaluation.markers import (
     FLOOR_WORDS,
-    QUALITY_FLOOR,
     TEST_NAMES,
     Markers,
     Significance,
+    floor_words,
     seed_count,
     significance_mark,
     significance_of,
@@ -210,13 +210,13 @@ def _disagreement_note(rows: pd.DataFrame, row: pd.Series, metric: str, test: st
     return f"{where}: {corpus_side}, but {verdict}; no marker, as the test and the score difference disagree."
 
 
-def _floor_note(body: list[list[Cell]]) -> list[str]:
-    """The note under a table with cells below the quality floor (:data:`.markers.QUALITY_FLOOR`)."""
+def _floor_note(body: list[list[Cell]], metric: str) -> list[str]:
+    """The note under a table with cells below the metric's quality floor (:func:`.markers.floor_of`)."""
     if not any(cell.words == FLOOR_WORDS for cells in body for cell in cells):
         return []
-    return [f"\"{FLOOR_WORDS}\": the system and its baseline both score below the quality floor of {QUALITY_FLOOR:g} "
-            "points, where a significance test compares noise; no marker there, whatever the test says (the summary's "
-            "verdicts follow the same rule)."]
+    return [f"\"{FLOOR_WORDS}\": the system or its baseline scores below the {floor_words(metric)}, where a "
+            "significance test compares noise; no marker there, whatever the test says (the summary's verdicts "
+            "follow the same rule)."]
 
 
 def _length_notes(rows: pd.DataFrame, shown: list[tuple[str, str, str]], metric: str) -> list[str]:
@@ -341,7 +341,7 @@ def layout_grids(results: pd.DataFrame, layout: Layout, marker_test: str = "sign
                 body.append(cells)
             suffix = ""
         notes += [cell.note for cells in body for cell in cells if cell.note]
-        notes += _floor_note(body)
+        notes += _floor_note(body, layout.metric)
         notes += _length_notes(grid_rows, shown, layout.metric)
         notes += _seed_notes(grid_rows, members, layout.metric)
         grid = Grid(layout.caption + suffix, f"tab:{layout.paper}-{layout.key}" + (f"-{group[0]}" if per_corpus else ""),
@@ -398,7 +398,7 @@ def comparison_grids(results: pd.DataFrame, name: str, metrics: list[str], marke
                  "run against its baseline's run (with seeds: the tests over all runs, or the seed closest to the "
                  "mean, below)."]
         notes += [cell.note for cells in body for cell in cells if cell.note]
-        notes += _floor_note(body)
+        notes += _floor_note(body, metric)
         notes += _seed_notes(shown, list(dict.fromkeys(shown["experiment"])), metric)
         grids.append(Grid(f"{name}: each system against its baseline ({metric_spec(metric).display})",
                           f"tab:{name}-{metric}", headers, body, notes, 4, significance, marker_test))

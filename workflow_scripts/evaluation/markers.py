@@ -8,8 +8,9 @@ than worse", the paired tests' the corpus score difference.  A marker is printed
 that direction agrees with the table's score difference (:func:`significance_mark`); where
 they disagree (possible with the sign test) the cell says so in words instead ("sign test
 favours the system, score lower") and a note under the table gives both numbers.  Where the
-system and its baseline both score below :data:`QUALITY_FLOOR`, no marker at all
-(:data:`FLOOR_WORDS`): every table, the summary and the verdicts follow that one rule.
+system or its baseline scores below the quality floor of the metric (:func:`floor_of`, declared
+with the metric: ``MetricSpec.floor``), no marker at all (:data:`FLOOR_WORDS`): every table,
+the summary and the verdicts follow that one rule.
 """
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from typing import Any
 
 import pandas as pd
 
+from nmtmodels.text.scoring import metric_spec
 from workflow_scripts.evaluation.results import missing
 
 TEST_NAMES = {"sign": "sign test (Collins et al., 2005)", "paired_bs": "paired bootstrap resampling",
@@ -26,12 +28,13 @@ TEST_NAMES = {"sign": "sign test (Collins et al., 2005)", "paired_bs": "paired b
 TEST_DIRECTIONS = {"sign": "more of the system's sentences raise the baseline's corpus score when swapped in than lower it",
                    "paired_bs": "the system's corpus score is above the baseline's",
                    "paired_ar": "the system's corpus score is above the baseline's"}
-# The quality floor, in points of the compared metric (BLEU, chrF: 0-100): a system below it shares
-# little more than frequent words with the references, so a comparison of two such systems measures
-# nothing (e.g. the embedded default's character models after 300 updates).  No marker and no verdict
-# for a comparison where both sides are below it.
+# The quality floor, in points of the compared metric, is declared with the metric
+# (nmtmodels.text.scoring.MetricSpec.floor: BLEU 5, chrF 20): a system below it shares little more
+# than frequent words with the references, so a comparison with it measures nothing (e.g. the
+# embedded default's character models after 300 updates).  No marker and no verdict for a
+# comparison where either side is below it.  QUALITY_FLOOR: BLEU's, for a metric no longer registered.
 QUALITY_FLOOR = 5.0
-FLOOR_WORDS = f"both below {QUALITY_FLOOR:g} points: not tested"
+FLOOR_WORDS = "below the quality floor: not tested"
 # The tests' names in the words that replace a marker (:func:`disagreement_words`).
 TEST_SHORT = {"sign": "sign test", "paired_bs": "paired bootstrap", "paired_ar": "approximate randomisation"}
 
@@ -126,11 +129,32 @@ def disagreement_words(test: str, direction: float, delta: Any, mean: bool = Fal
     return f"{TEST_SHORT[test]} favours the {side}, {'mean ' if mean else ''}score {change}"
 
 
+def floor_of(metric: Any) -> float | None:
+    """The quality floor of ``metric`` (``MetricSpec.floor``; None: the metric has none), or
+    :data:`QUALITY_FLOOR` for a row without a metric or of a metric no longer registered."""
+    if metric is None or missing(metric):
+        return QUALITY_FLOOR
+    try:
+        return metric_spec(str(metric)).floor
+    except ValueError:
+        return QUALITY_FLOOR
+
+
+def floor_words(metric: Any) -> str:
+    """``quality floor of 20 points of chrF2``: the floor of ``metric`` in words."""
+    try:
+        display = f" of {metric_spec(str(metric)).display}"
+    except ValueError:
+        display = ""
+    return f"quality floor of {floor_of(metric):g} points{display}"
+
+
 def below_floor(row: pd.Series | dict[str, Any]) -> bool:
-    """Whether the system and its baseline both score below :data:`QUALITY_FLOOR` (the means,
-    for a row over seeds); False without a baseline."""
-    score, base = row.get("score"), row.get("baseline_score")
-    return not missing(score) and not missing(base) and float(score) < QUALITY_FLOOR and float(base) < QUALITY_FLOOR
+    """Whether the system or its baseline scores below the quality floor of the row's ``metric``
+    (:func:`floor_of`; the means, for a row over seeds): a comparison needs both at or above it.
+    False without a baseline or for a metric without a floor."""
+    score, base, floor = row.get("score"), row.get("baseline_score"), floor_of(row.get("metric"))
+    return floor is not None and not missing(score) and not missing(base) and min(float(score), float(base)) < floor
 
 
 def significance_mark(row: pd.Series | dict[str, Any], test: str, markers: Markers) -> tuple[str, str]:
@@ -139,7 +163,7 @@ def significance_mark(row: pd.Series | dict[str, Any], test: str, markers: Marke
     i.e. with the difference the test compared (:func:`tested_delta`) and with the one the
     row shows (``delta``; the difference of the means over seeds); otherwise no marker and
     :func:`disagreement_words`.  ("", "") when the test is not significant or absent;
-    ("", :data:`FLOOR_WORDS`) when both sides are below the quality floor (:func:`below_floor`),
+    ("", :data:`FLOOR_WORDS`) when either side is below the quality floor (:func:`below_floor`),
     whatever the test says."""
     if below_floor(row):
         return "", FLOOR_WORDS

@@ -8,7 +8,7 @@ Nothing in it is typed by hand.
   summary was made, the wall time of the run (``timeline.md``), its trainings, budgets
   (``max_updates`` / ``max_minutes``) and what stopped them.
 * **Claims and verdicts**: for every claim of ``--claims`` (default
-  :data:`workflow_scripts.evaluation.verdicts.CLAIMS_FILE`: one per system, the paper's words
+  :data:`workflow_scripts.evaluation.claim_files.CLAIMS_FILE`: one per system, the paper's words
   and numbers), our measurement on the metric of the paper's table, per part and test set, made
   by the results summary's own :func:`~workflow_scripts.evaluation.verdicts.claim_rows` over
   the part's runs: mean ± sample sd over runs (s_opt) and the bootstrap sd within a run
@@ -39,9 +39,9 @@ from typing import Any
 
 from nmtmodels.files import DataError, atomic_outputs
 from workflow_scripts.dag import gpu_parts
+from workflow_scripts.evaluation import claim_files, verdict_report, verdicts
 from workflow_scripts.evaluation import markdown as md
 from workflow_scripts.evaluation import summary as summaries
-from workflow_scripts.evaluation import verdict_report, verdicts
 from workflow_scripts.evaluation.layouts import LAYOUTS
 from workflow_scripts.evaluation.results import read_json
 
@@ -82,7 +82,7 @@ def uncommitted(commit: str | None) -> bool:
 
 
 def merge(parts: list[dict[str, Any]], claims: dict[str, dict[str, Any]],
-          claims_file: str | Path = verdicts.CLAIMS_FILE) -> dict[str, Any]:
+          claims_file: str | Path = claim_files.CLAIMS_FILE) -> dict[str, Any]:
     """All facts of the merged result (the JSON): every part's claims decided as one family
     (:func:`workflow_scripts.evaluation.verdicts.decide`: Holm over all of them)."""
     names = [p["part"] for p in parts]
@@ -167,10 +167,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("summaries", nargs="+", help="each part's summary.json (summary.md and timeline.md beside it are read too)")
     parser.add_argument("-o", "--output", required=True, help="the merged Markdown")
     parser.add_argument("--json", help="the merged facts as JSON (default: the output with .json)")
-    parser.add_argument("--claims", default=str(verdicts.CLAIMS_FILE), help="the papers' claims (default: %(default)s)")
+    parser.add_argument("--claims", default=str(claim_files.CLAIMS_FILE), help="the papers' claims (default: %(default)s)")
     args = parser.parse_args(argv)
     try:
-        claims = verdicts.read_claims(args.claims)
+        claims = claim_files.read_claims(args.claims)
         parts = [read_part(path) for path in args.summaries]
         merged = merge(parts, claims, args.claims)
     except DataError as exc:

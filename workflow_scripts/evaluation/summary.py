@@ -9,9 +9,11 @@ had the same budget, as Markdown (``summary.md``, readable on GitHub) and JSON
   each run's budget, updates, time, stop reason, size, speed and best dev loss
   (:func:`.training_runs.training_run`).
 * Claims and verdicts (:func:`.verdicts.claim_rows`, the one rule that merge_gpu_parts
-  applies too): for every system with a claim in ``--claims`` (:data:`.verdicts.CLAIMS_FILE`)
+  applies too): for every system with a claim in ``--claims`` (:data:`.claim_files.CLAIMS_FILE`)
   on the metric of the claim, against the baseline its experiment declares, the paper's
-  claim, our difference over the runs and the verdict (:data:`.verdicts.VERDICT_RULE`).
+  claim, our difference over the runs and the verdict (:data:`.verdicts.VERDICT_RULE`); then
+  your own claims (``--own-claims`` FILE or ``--own-claims-json``: the config's ``claims:``,
+  :mod:`.claim_files`) in a section of their own, by the same rule and in the same Holm family.
 * Scores: every row of ``results.csv`` grouped by corpus and test set, with the marker of
   ``--marker-test`` in the convention of the experiment's paper
   (:data:`workflow_scripts.evaluation.markers.SIGNIFICANCE`; experiments without a paper: the
@@ -29,7 +31,8 @@ had the same budget, as Markdown (``summary.md``, readable on GitHub) and JSON
   setting that differs (:func:`.training_runs.fair_comparison`).
 
     python -m workflow_scripts.evaluation.summary --metadata JSON --results results.csv
-        [--marker-test sign] [--claims claims.yaml] [--workflow-dir DIR] [--configfile FILE ...]
+        [--marker-test sign] [--claims claims.yaml] [--own-claims FILE | --own-claims-json JSON]
+        [--workflow-dir DIR] [--configfile FILE ...]
         [--configfiles-json JSON] --markdown summary.md --json summary.json
 """
 from __future__ import annotations
@@ -42,7 +45,8 @@ from pathlib import Path
 from typing import Any
 
 from nmtmodels.files import DataError, atomic_outputs, read_lines
-from workflow_scripts.evaluation import markdown, tables, verdict_report, verdicts
+from nmtmodels.text.scoring import registered_metrics
+from workflow_scripts.evaluation import claim_files, markdown, tables, verdict_report, verdicts
 from workflow_scripts.evaluation.layouts import LAYOUTS
 from workflow_scripts.evaluation.machine import machine_facts, workflow_commit
 from workflow_scripts.evaluation.markers import PROJECT, TEST_NAMES, Markers, significance_mark, significance_of
@@ -181,12 +185,14 @@ def shown_path(path: str | Path) -> str:
 # ----------------------------------------------------------------------------- summary
 def make_summary(metadata: dict[str, Any], results_csv: str | Path, marker_test: str = "sign",
                  workflow_dir: str | Path = ".", configfiles: list[str] | None = None,
-                 root: str | Path = ".", claims_file: str | Path = verdicts.CLAIMS_FILE,
-                 run_statistics: list[str | Path] | None = None, compressors: list[list[str]] | None = None) -> dict[str, Any]:
-    """All facts of the summary (the JSON); files below ``root``, the claims in ``claims_file``,
+                 root: str | Path = ".", claims_file: str | Path = claim_files.CLAIMS_FILE,
+                 run_statistics: list[str | Path] | None = None, compressors: list[list[str]] | None = None,
+                 own_claims: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
+    """All facts of the summary (the JSON); files below ``root``, the papers' claims in
+    ``claims_file`` and your own in ``own_claims`` (checked: :func:`.claim_files.check_claims`),
     the comparisons over runs in ``run_statistics``, the ESC compressors' files in ``compressors``
     (:func:`compressor_rows`)."""
-    claims = verdicts.read_claims(claims_file)
+    claims = {**claim_files.read_claims(claims_file), **(own_claims or {})}
     runs = {(name, corpus): training_run(name, corpus, root, exp.get("seed_group"), exp.get("seed"))
             for name, exp in metadata["experiments"].items() for corpus in exp["corpora"]}
     comparisons = [fair_comparison(name, baseline, corpus, runs, root)
@@ -207,12 +213,17 @@ def make_summary(metadata: dict[str, Any], results_csv: str | Path, marker_test:
     seeded = seed_score_rows(results_csv, marker_test)
     if seeded is not None:  # only with seeds: a single-seed summary is as it was
         summary["seed_scores"] = seeded
-    summary.update(claims_file=shown_path(claims_file), quality_floor=verdicts.QUALITY_FLOOR,
+    summary.update(claims_file=shown_path(claims_file), quality_floor=quality_floors(),
                    claims=verdicts.claim_rows(summary, claims))
     own = own_tables(results_csv, marker_test)
     if own:  # only with experiments of your own (`paper:` a name of your own): other summaries are as they were
         summary["own_tables"] = own
     return summary
+
+
+def quality_floors() -> dict[str, float | None]:
+    """The quality floor of every registered metric (``MetricSpec.floor``), as the verdicts use them."""
+    return {name: spec.floor for name, spec in registered_metrics().items()}
 
 
 def own_tables(results_csv: str | Path, marker_test: str) -> dict[str, str]:
@@ -357,7 +368,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--metadata", required=True, help="JSON of workflow_scripts.dag.evaluation.report_metadata")
     parser.add_argument("--results", required=True, help="results/report/results.csv")
     parser.add_argument("--marker-test", default="sign", choices=sorted(TEST_NAMES))
-    parser.add_argument("--claims", default=str(verdicts.CLAIMS_FILE), help="the papers' claims (default: %(default)s)")
+    parser.add_argument("--claims", default=str(claim_files.CLAIMS_FILE), help="the papers' claims (default: %(default)s)")
+    own = parser.add_mutually_exclusive_group()
+    own.add_argument("--own-claims", help="a file of claims of your own (the config's `claims:`; its paper may be any name)")
+    own.add_argument("--own-claims-json", help="claims of your own as JSON (what the workflow passes)")
     parser.add_argument("--run-statistics", nargs="*", default=[],
                         help="comparisons over runs (python -m workflow_scripts.evaluation.run_statistics)")
     parser.add_argument("--compressor", nargs=6, action="append", default=[],
@@ -376,9 +390,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: --configfiles-json: not a JSON list ({exc})", file=sys.stderr)
         return 1
     try:
+        own_claims = (claim_files.read_own_claims(args.own_claims) if args.own_claims else
+                      claim_files.check_claims(json.loads(args.own_claims_json), lambda m: DataError("--own-claims-json", m), own=True)
+                      if args.own_claims_json else {})
         summary = make_summary(json.loads(args.metadata), args.results, args.marker_test, args.workflow_dir, configfiles,
                                claims_file=args.claims, run_statistics=args.run_statistics,
-                               compressors=args.compressor)
+                               compressors=args.compressor, own_claims=own_claims)
     except DataError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

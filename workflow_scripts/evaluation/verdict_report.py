@@ -132,10 +132,12 @@ def lengths_line(v: dict[str, Any]) -> str | None:
             f"without the brevity penalty {facts['delta_without_bp']:+.2f}: {verdict}.")
 
 
-def _control_line(c: dict[str, Any], metric: str) -> str:
+def _control_line(c: dict[str, Any], metric: str, own: bool = False) -> str:
     what = f"{c['experiment']} ({c['role'].replace('_', '-')}: {c['what']})"
     if not c["run"]:
-        return f"- {what}: **not run** (configs/controls.yaml)" + (": the claim cannot be reproduced without it"
+        where = "no comparison over runs of it in this run: an experiment of your config, with the system's seeds" if own \
+            else "configs/controls.yaml"
+        return f"- {what}: **not run** ({where})" + (": the claim cannot be reproduced without it"
                                                                    if c["role"] == "must_beat" else "")
     params = f"; {c['parameters']:,} parameters" if isinstance(c.get("parameters"), int) else ""
     if c["role"] == "must_beat":
@@ -193,7 +195,7 @@ def claim_sections(rows: list[dict[str, Any]], level: str = "###") -> list[str]:
         if length:
             lines.append(length)
         if v["controls"]:
-            lines += ["- Controls:"] + ["  " + _control_line(c, v["metric"]) for c in v["controls"]]
+            lines += ["- Controls:"] + ["  " + _control_line(c, v["metric"], v.get("own", False)) for c in v["controls"]]
         else:
             lines += ["- Controls: none declared."]
         if v["deviations"]:
@@ -206,7 +208,8 @@ def claim_sections(rows: list[dict[str, Any]], level: str = "###") -> list[str]:
 
 
 def claims_markdown(summary: dict[str, Any]) -> list[str]:
-    """The Markdown of the claims and verdicts of one results summary."""
+    """The Markdown of the claims and verdicts of one results summary: the papers' claims, then
+    your own (:func:`own_claims_markdown`)."""
     lines = ["## Claims and verdicts", "",
              "For each system with a claim in " + md.code(summary["claims_file"]) + ", the paper's claim beside ours on "
              "the metric of the paper's table, over all training runs (seeds), each run paired with its baseline's run "
@@ -216,7 +219,19 @@ def claims_markdown(summary: dict[str, Any]) -> list[str]:
              "sd of one run's score over test sentences), approximate randomisation stratified by run over all runs "
              "(MultEval's test) with its Holm-adjusted p, the sign test of Collins et al. pooled over the runs' sentence "
              f"pairs and ASO over seeds. Verdict: {VERDICT_RULE}", ""]
-    if not summary.get("claims"):
-        return lines + ["No system of this run has a claim with runs to compare.", ""]
-    return lines + verdict_table(summary["claims"]) + ["### Evidence", ""] + evidence_table(summary["claims"]) + \
-        claim_sections(summary["claims"])
+    papers = [v for v in summary.get("claims") or [] if not v.get("own")]
+    own = [v for v in summary.get("claims") or [] if v.get("own")]
+    if not papers:
+        lines += ["No system of this run has a paper's claim with runs to compare.", ""]
+    else:
+        lines += verdict_table(papers) + ["### Evidence", ""] + evidence_table(papers) + claim_sections(papers)
+    return lines + (own_claims_markdown(own) if own else [])
+
+
+def own_claims_markdown(rows: list[dict[str, Any]]) -> list[str]:
+    """Your own claims (the config's ``claims:``) with their verdicts: the same tables and rule."""
+    return (["## Your claims", "",
+             "The claims of your config (`claims:`), each against its baseline and its controls, by the rule above and "
+             "in the same Holm family as the papers' claims of this summary; significance at the claim's declared test "
+             "and level (else the project's: the stratified AR test, p < 0.05) and the quality floor of its metric.", ""]
+            + verdict_table(rows) + ["### Evidence of your claims", ""] + evidence_table(rows) + claim_sections(rows))

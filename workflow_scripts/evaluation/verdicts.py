@@ -2,8 +2,9 @@
 results summary (:mod:`.summary`) and the merged GPU reproduction (:mod:`.merge_gpu_parts`);
 their Markdown is :mod:`.verdict_report`.
 
-A claim (``claims.yaml``, :data:`CLAIMS_FILE`) names a system (an experiment with its seeds),
-the paper, the metric of the paper's table, the paper's words and difference, and optionally
+A claim (the papers' ``claims.yaml``, or your own in the config's ``claims:``: both read by
+:mod:`.claim_files`) names a system (an experiment with its seeds), the paper (or a name of your
+own), the metric of the paper's table, the paper's words and difference, and optionally
 
 * ``controls``: experiments that must not explain the gain, each with a ``role``:
   ``must_beat`` (a confound: the same parameters or inputs without the method; the system
@@ -21,19 +22,21 @@ difference and the test over seeds (:mod:`.uncertainty`); with the training runs
 reasons, parameters and dev-loss curves (the summary's ``runs``).
 
 Every test that gets a verdict in one summary (each claim against its baseline, each control's
-test) is one family: their stratified AR p-values are adjusted by Holm's method
+test; the papers' claims and your own alike) is one family: their stratified AR p-values are adjusted by Holm's method
 (:func:`.uncertainty.holm`) before any verdict is made (:func:`decide`).
 
 :func:`verdict`, in this order (:data:`VERDICT_RULE`):
 
-1. **not measurable at this budget**: both mean scores below :data:`QUALITY_FLOOR`;
+1. **not measurable at this budget**: either mean score below the quality floor of the claim's
+   metric (``MetricSpec.floor``, :func:`.markers.floor_of`: 5 points of BLEU, 20 of chrF);
 2. **not comparable**: a run of either system did not stop by ``max_updates``, or the two
    systems' runs did different numbers of updates;
 3. with one run: **suggestive (1 run)** when the difference is significant (either direction;
    the sign says which), else **inconclusive (1 run)**;
 4. **reproduced**: a positive difference of the means, significant under the paper's
    convention over all runs (the stratified AR test, Holm-adjusted, at the paper's level and,
-   where the paper has a test, the sign test pooled over the runs at that level too), at least
+   where the paper has a test, the sign test pooled over the runs at that level too; a claim of
+   your own may declare its ``test`` and ``level``, :class:`Convention`), at least
    :func:`majority` of the runs better than their baseline's run of the same seed, the test over
    seeds (ASO) in the same direction, and every ``must_beat`` control declared for the claim run,
    comparable and beaten the same way (fail closed: a control that did not run blocks it);
@@ -51,21 +54,15 @@ from __future__ import annotations
 
 import math
 import statistics
-from pathlib import Path
+from dataclasses import dataclass
 from typing import Any
 
-import yaml
-
-from nmtmodels.files import DataError
-from workflow_scripts.dag import paths
 from workflow_scripts.evaluation import uncertainty
-from workflow_scripts.evaluation.layouts import LAYOUTS
-from workflow_scripts.evaluation.markers import QUALITY_FLOOR, SIGNIFICANCE, TEST_SHORT, significance_of
+from workflow_scripts.evaluation.claim_files import OWN_TESTS
+from workflow_scripts.evaluation.markers import SIGNIFICANCE, TEST_SHORT, floor_of, significance_of
 
-CLAIMS_FILE = Path(paths.CLAIMS)  # the papers' claims, spelled once (workflow_scripts/dag/paths.py)
 VERDICTS = ("reproduced", "reversed", "inconclusive", "suggestive (1 run)", "inconclusive (1 run)", "not comparable",
             "not measurable at this budget")
-CONTROL_ROLES = ("must_beat", "beside")
 # "still improving": the mean drop of the best dev loss over the last fifth of the budget is
 # larger than this multiple of the sd over seeds of the final best dev loss.
 IMPROVING_MULTIPLE = 1.0
@@ -77,6 +74,26 @@ def paper_level(paper: str) -> float:
     return max(alpha for alpha, _, _ in significance_of(paper).markers.levels)
 
 
+@dataclass(frozen=True)
+class Convention:
+    """What "significant" means for a claim: the ``level`` and the paper's own ``test`` beside the
+    stratified AR test (``"sign"``, or None for the AR test alone)."""
+
+    level: float
+    test: str | None
+
+    @classmethod
+    def of(cls, paper: str | Convention) -> Convention:
+        """The convention of a paper (:data:`.markers.SIGNIFICANCE`; a name of your own: the project's)."""
+        return paper if isinstance(paper, Convention) else cls(paper_level(paper), significance_of(paper).paper_test)
+
+
+def claim_convention(claim: dict[str, Any]) -> Convention:
+    """A claim's convention: its paper's, with the ``test`` and ``level`` a claim of your own declares."""
+    paper = Convention.of(claim["paper"])
+    return Convention(float(claim.get("level") or paper.level), OWN_TESTS[claim["test"]] if "test" in claim else paper.test)
+
+
 def _convention(paper: str) -> str:
     convention = significance_of(paper)
     test = (f"the stratified AR test and the paper's {TEST_SHORT[convention.paper_test]} pooled over the runs"
@@ -85,7 +102,8 @@ def _convention(paper: str) -> str:
 
 
 VERDICT_RULE = (
-    f"**not measurable at this budget** when both mean scores are below the quality floor of {QUALITY_FLOOR:g} points; "
+    "**not measurable at this budget** when either mean score is below the quality floor of the claim's metric (5 "
+    "points of BLEU, 20 of chrF: declared with the metric, MetricSpec.floor); "
     "**not comparable** when a run of either side did not stop by max_updates or the two sides did different numbers "
     "of updates; with one run, **suggestive (1 run)** when the difference is significant (either direction) and "
     "**inconclusive (1 run)** otherwise; with n runs, **reproduced** when the difference of the means is positive, "
@@ -94,43 +112,13 @@ VERDICT_RULE = (
     "seed, the test over seeds (Almost Stochastic Order, Dror et al. 2019, deepsig) agrees in direction, and every "
     "must-beat control of the claim ran, is comparable and is beaten the same way (a control that did not run blocks "
     "it); **reversed** when it is negative, significant, most runs are worse and ASO agrees; **inconclusive** "
-    f"otherwise: **underpowered** when the minimum detectable difference (80% power, paired t over seeds) exceeds the "
+    "otherwise: **underpowered** when the minimum detectable difference (80% power, paired t over seeds) exceeds the "
     "paper's difference, **no effect detected at adequate power** when it does not and the 95% interval excludes the "
     "paper's difference. Significance over all runs (approximate randomisation stratified by run, Clark et al. 2011): "
-    + "; ".join(_convention(p) for p in SIGNIFICANCE) + ". The papers' corpora and models are larger: the "
+    + "; ".join(_convention(p) for p in SIGNIFICANCE) + "; a claim of your own: its declared test and level, else "
+    "the project's (the stratified AR test, p < 0.05). The papers' corpora and models are larger: the "
     "verdict compares direction and significance, not the size of the difference (docs/results.md, \"Claims and "
     "verdicts\").")
-
-
-# ----------------------------------------------------------------------------- claims file
-def read_claims(path: str | Path = CLAIMS_FILE) -> dict[str, dict[str, Any]]:
-    """The papers' claims: system -> {paper, metric, claim, paper_delta, controls, deviations}
-    (``controls`` and ``deviations`` default to empty lists)."""
-    try:
-        claims = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise DataError(path, "no such file") from None
-    except yaml.YAMLError as exc:
-        raise DataError(path, f"not valid YAML ({' '.join(str(exc).split())})") from None
-    if not isinstance(claims, dict):
-        raise DataError(path, "not a mapping of system -> claim")
-    for system, claim in claims.items():
-        missing = [key for key in ("paper", "metric", "claim") if not isinstance(claim, dict) or key not in claim]
-        if missing:
-            raise DataError(path, f"{system}: no {', '.join(missing)}")
-        if claim["paper"] not in LAYOUTS:
-            raise DataError(path, f"{system}.paper: unknown paper '{claim['paper']}' (known: {', '.join(LAYOUTS)})")
-        claim.setdefault("controls", [])
-        claim.setdefault("deviations", [])
-        for i, control in enumerate(claim["controls"]):
-            if not isinstance(control, dict) or not {"experiment", "role", "what"} <= set(control):
-                raise DataError(path, f"{system}.controls[{i}]: needs experiment, role and what")
-            if control["role"] not in CONTROL_ROLES:
-                raise DataError(path, f"{system}.controls[{i}].role: '{control['role']}' (known: {', '.join(CONTROL_ROLES)})")
-        for i, deviation in enumerate(claim["deviations"]):
-            if not isinstance(deviation, dict) or not {"key", "paper", "why"} <= set(deviation):
-                raise DataError(path, f"{system}.deviations[{i}]: needs key, paper and why")
-    return claims
 
 
 # ----------------------------------------------------------------------------- the rule
@@ -139,25 +127,28 @@ def majority(n: int) -> int:
     return math.ceil(2 * n / 3)
 
 
-def significant(paper: str, p_ar: float | None, p_sign: float | None, delta: float = 0.0,
+def significant(paper: str | Convention, p_ar: float | None, p_sign: float | None, delta: float = 0.0,
                 sign_favours: int | None = None) -> bool:
     """Significant under the paper's convention over all runs (module docstring, rule 4): the
     stratified AR test at the paper's level and, where the paper used the sign test, the pooled
     sign test at that level in the direction of ``delta`` (``sign_favours``: better minus worse
-    sentences; a sign test that favours the other side never counts)."""
-    alpha = paper_level(paper)
+    sentences; a sign test that favours the other side never counts).  ``paper``: a paper, or a
+    claim's :class:`Convention`."""
+    convention = Convention.of(paper)
+    alpha = convention.level
     if p_ar is None or p_ar >= alpha:
         return False
-    if significance_of(paper).paper_test is None:
+    if convention.test is None:
         return True
     return p_sign is not None and p_sign < alpha and sign_favours is not None and sign_favours * delta > 0
 
 
-def _misses(paper: str, p_ar: float | None, p_sign: float | None, delta: float, sign_favours: int | None,
+def _misses(paper: str | Convention, p_ar: float | None, p_sign: float | None, delta: float, sign_favours: int | None,
             adjusted: bool) -> list[str]:
-    alpha = paper_level(paper)
+    convention = Convention.of(paper)
+    alpha = convention.level
     found = [f"stratified AR p{' (Holm)' if adjusted else ''} >= {alpha:g}"] if p_ar is None or p_ar >= alpha else []
-    if significance_of(paper).paper_test is not None:
+    if convention.test is not None:
         if p_sign is not None and p_sign < alpha and (sign_favours or 0) * delta <= 0:
             found.append("the sign test favours the other side")
         elif p_sign is None or p_sign >= alpha:
@@ -165,10 +156,10 @@ def _misses(paper: str, p_ar: float | None, p_sign: float | None, delta: float, 
     return found
 
 
-def verdict(paper: str, *, n: int, delta: float, score: float, baseline_score: float, p_ar: float | None,
+def verdict(paper: str | Convention, *, n: int, delta: float, score: float, baseline_score: float, p_ar: float | None,
             p_sign: float | None, runs_better: int, runs_worse: int, sign_favours: int | None = None,
             comparable: bool = True, controls: tuple[str, ...] = (), seed_direction: int | None = None,
-            p_adjusted: float | None = None, floor: float = QUALITY_FLOOR) -> tuple[str, str]:
+            p_adjusted: float | None = None, floor: float | None = floor_of("bleu")) -> tuple[str, str]:
     """(verdict, why) of one claimed improvement (module docstring): ``delta`` the difference
     of the mean scores (system minus baseline), ``score``/``baseline_score`` the means,
     ``p_ar`` the stratified AR p-value and ``p_adjusted`` the same after Holm's adjustment (used
@@ -176,9 +167,12 @@ def verdict(paper: str, *, n: int, delta: float, score: float, baseline_score: f
     sides stopped by max_updates at the same count, ``controls`` what keeps the must-beat
     controls from counting as beaten (e.g. "must-beat control X not run"; empty: all beaten),
     ``seed_direction`` the test over seeds' direction (+1 the system, -1 the baseline, 0 or None
-    neither); ``sign_favours`` the pooled sign test's better minus worse sentences."""
-    if score < floor and baseline_score < floor:
-        return "not measurable at this budget", f"both below {floor:g} points"
+    neither); ``sign_favours`` the pooled sign test's better minus worse sentences; ``floor`` the
+    quality floor of the metric (None: none), which both means must reach."""
+    below = [side for side, mean in (("the system", score), ("the baseline", baseline_score)) if floor is not None and mean < floor]
+    if below:
+        return ("not measurable at this budget",
+                f"{' and '.join(below)} below the quality floor of {floor:g} points ({score:.2f} vs {baseline_score:.2f})")
     if not comparable:
         return "not comparable", "the two sides did not get the same training (updates)"
     p = p_adjusted if p_adjusted is not None else p_ar
@@ -350,7 +344,7 @@ def _seed_test(stats: dict[str, Any]) -> dict[str, Any] | None:
     return uncertainty.seed_test(stats["system_scores"], stats["baseline_scores"])
 
 
-def _evidence(stats: dict[str, Any], paper: str, paper_delta: float | None) -> dict[str, Any]:
+def _evidence(stats: dict[str, Any], convention: Convention, paper_delta: float | None) -> dict[str, Any]:
     """The numbers of one comparison over runs that every verdict reads."""
     diffs = [a - b for a, b in zip(stats["system_scores"], stats["baseline_scores"])]
     seeds = _seed_test(stats)
@@ -360,7 +354,7 @@ def _evidence(stats: dict[str, Any], paper: str, paper_delta: float | None) -> d
             "sign_favours": stats["sign_pooled"]["better"] - stats["sign_pooled"]["worse"],
             "runs_better": stats["runs_better"], "runs_worse": stats["runs_worse"],
             "interval": stats.get("interval"), "seed_test": seeds,
-            "power": uncertainty.power(_spread(diffs), stats["n"], paper_level(paper), paper_delta)}
+            "power": uncertainty.power(_spread(diffs), stats["n"], convention.level, paper_delta)}
 
 
 def control_rows(summary: dict[str, Any], claim: dict[str, Any], system: str, baseline: str, corpus: str,
@@ -378,7 +372,7 @@ def control_rows(summary: dict[str, Any], claim: dict[str, Any], system: str, ba
                "against": pair[1] if role == "beside" else None, "pair": list(pair)}
         if stats is not None:
             sides = {s: trainingside_cell(_runs_of(summary, s, corpus)) for s in pair}
-            row.update(_evidence(stats, claim["paper"], None),
+            row.update(_evidence(stats, claim_convention(claim), None),
                        score=stats["baseline_mean"] if role == "must_beat" else stats["system_mean"],
                        score_sd=stats["baseline_sd"] if role == "must_beat" else stats["system_sd"],
                        system_score=stats["system_mean"], baseline_score=stats["baseline_mean"],
@@ -398,6 +392,8 @@ def claim_evidence(summary: dict[str, Any], claims: dict[str, dict[str, Any]]) -
             continue
         if any(c["experiment"] == entry["baseline"] for c in claim["controls"]):
             continue  # a must-beat control's test: in the claim's row, not a row of its own
+        if claim.get("baseline") and entry["baseline"] not in claim["baseline"]:
+            continue  # a claim of your own against the baselines it names
         system, baseline, corpus, test_set = entry["system"], entry["baseline"], entry["corpus"], entry["test_set"]
         stats = entry["metrics"][claim["metric"]]
         system_runs, baseline_runs = _runs_of(summary, system, corpus), _runs_of(summary, baseline, corpus)
@@ -406,9 +402,10 @@ def claim_evidence(summary: dict[str, Any], claims: dict[str, dict[str, Any]]) -
         lengths, base_lengths = (_lengths(summary, s, corpus, test_set, claim["metric"]) for s in (system, baseline))
         row = {
             "system": system, "paper": claim["paper"], "claim": claim["claim"], "paper_delta": claim.get("paper_delta"),
+            "own": bool(claim.get("own")), "level": claim_convention(claim).level, "paper_test": claim_convention(claim).test,
             "corpus": corpus, "test_set": test_set, "metric": claim["metric"], "baseline": baseline,
             "signature": stats.get("signature"), "seeds": entry.get("seeds"),
-            **_evidence(stats, claim["paper"], claim.get("paper_delta")),
+            **_evidence(stats, claim_convention(claim), claim.get("paper_delta")),
             "score": stats["system_mean"], "score_sd": stats["system_sd"], "s_sel": stats["system_s_sel"],
             "baseline_score": stats["baseline_mean"], "baseline_sd": stats["baseline_sd"],
             "baseline_s_sel": stats["baseline_s_sel"],
@@ -435,9 +432,9 @@ def _lengths(summary: dict[str, Any], system: str, corpus: str, test_set: str, m
 
 
 # ----------------------------------------------------------------------------- verdicts
-def _decide_one(paper: str, row: dict[str, Any], **extra: Any) -> tuple[str, str]:
+def _decide_one(paper: str | Convention, row: dict[str, Any], metric: str, **extra: Any) -> tuple[str, str]:
     direction = (row["seed_test"] or {}).get("aso_direction")
-    return verdict(paper, n=row["n"], delta=row["delta"], score=row.get("system_score", row.get("score")),
+    return verdict(paper, floor=floor_of(metric), n=row["n"], delta=row["delta"], score=row.get("system_score", row.get("score")),
                    baseline_score=row["baseline_score"], p_ar=row["p_ar"], p_sign=row["p_sign"],
                    runs_better=row["runs_better"], runs_worse=row["runs_worse"], sign_favours=row["sign_favours"],
                    comparable=row["comparable"], seed_direction=direction, p_adjusted=row.get("p_holm"), **extra)
@@ -504,8 +501,10 @@ def decide(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     for row in rows:
         for control in row["controls"]:
             if control["run"]:
-                control["verdict"], control["why"] = _decide_one(row["paper"], control)
-        row["verdict"], row["why"] = _decide_one(row["paper"], row, controls=control_blockers(row["controls"]))
+                control["verdict"], control["why"] = _decide_one(Convention(row["level"], row["paper_test"]), control,
+                                                                 row["metric"])
+        row["verdict"], row["why"] = _decide_one(Convention(row["level"], row["paper_test"]), row, row["metric"],
+                                                 controls=control_blockers(row["controls"]))
         reversed_beside = [c["experiment"] for c in row["controls"]
                            if c["role"] == "beside" and c["run"] and c["verdict"] == "reversed"]
         if reversed_beside:  # shown, not folded into the verdict: the claim's own comparison stands
