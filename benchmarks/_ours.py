@@ -230,7 +230,7 @@ def ours_train_speed(setup: Setup, metrics_csv: Path, counts: list[tuple[int, in
 CT2_FIXED_LIMIT = 250  # one max_decoding_length for every sentence: the CTranslate2 peer row's, ours before issue 33
 # Decodes in a fresh process, as the CTranslate2 peer does: in the benchmark's own process, after
 # torch's multi-threaded training and search, CTranslate2 ran much slower on the same weights
-# (benchmarks/README.md, "CTranslate2 on our own weights with our per-sentence length limit").
+# (benchmarks/HISTORY.md, "CTranslate2 on our own weights with our per-sentence length limit").
 OURS_CT2_DECODE = """
 import json, sys, time
 import ctranslate2

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The GPU benchmarks in one command (benchmarks/README.md, "GPU benchmarks"):
+# The GPU benchmarks in one command (benchmarks/HISTORY.md, "GPU benchmarks at base size"):
 #   benchmarks/gpu_suite.sh --prepare        # here, with network: .whl, .gpu_data, build/gpu-bench (< 64 MiB)
 #   then one call of the run tool on the GPU machine:
 #   run(command="tools/gpu/run.sh --until-minutes 9 -- benchmarks/gpu_suite.sh",

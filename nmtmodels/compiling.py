@@ -2,7 +2,7 @@
 ``decode.compile``), and shape buckets that let compiled graphs be reused (``train.pad_to_multiple``).
 
 Why: at small shapes a GPU training step is launch-bound. The time goes to the CPU issuing
-hundreds of small kernels, not to the GPU computing them (benchmarks/README.md, "On a GPU").
+hundreds of small kernels, not to the GPU computing them (benchmarks/HISTORY.md, "On a GPU").
 Two remedies, both in ``torch.compile``:
 
 * ``"default"``: TorchInductor fuses the elementwise work (residual adds, layer norms,

@@ -31,7 +31,7 @@ class BucketBatchSampler:
        to both the source and target sentence lengths" without an order; target first
        because the decoder and the output projection, most of an encoder-decoder's
        FLOPs, run on the padded target, so padding the source instead costs fewer
-       FLOPs per real target token; the padding counted: benchmarks/README.md, "Where
+       FLOPs per real target token; the padding counted: benchmarks/HISTORY.md, "Where
        the time goes");
     2. pack consecutive examples while the batch's padded size
        ``rows * max_i max(src_len_i, tgt_len_i)`` stays within ``max_tokens`` (fairseq's

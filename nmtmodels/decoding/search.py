@@ -48,7 +48,7 @@ Conventions
     ``nbest`` hypotheses have finished.
 
   ``"beam"`` and ``"top"`` are heuristics: a longer hypothesis that the length penalty would
-  rank higher can be lost.  They do less work per sentence (see benchmarks/README.md).
+  rank higher can be lost.  They do less work per sentence (benchmarks/README.md, "Beam search: work per sentence").
 * Every row gets at least one hypothesis.  A row none of whose beams finished (only when
   the model gives NaN or -inf log-probabilities: at the length limit EOS is the only
   allowed token) gets its best live hypothesis at the point it stopped, marked

@@ -9,7 +9,7 @@ Two code paths give the same numbers:
   coverage penalties / alignment output) or passes :class:`RelationTerms`, and on CPU for
   a single query (one incremental-decoding step), where two batched matrix products are
   faster than torch's CPU flash-attention kernel at the key lengths of a sentence
-  (timings: benchmarks/README.md, "Where the time goes").
+  (timings: benchmarks/HISTORY.md, "Where the time goes").
 
 Relation terms (Shaw et al. 2018; lattice-transformer paper eq. 4-5) add a learned
 vector per relation to every key and value, shared by all heads::
@@ -49,7 +49,7 @@ def avoid_per_shape_attention_kernels() -> None:
     torch picks cuDNN's attention first for bf16 on recent GPUs, and cuDNN builds an execution
     graph for every new (batch, length) shape before caching it. Our batches are bucketed by
     length and every beam-search step has a new key length, so it keeps building (timings:
-    benchmarks/README.md, "On a GPU"). Flash and memory-efficient attention need no per-shape
+    benchmarks/HISTORY.md, "On a GPU"). Flash and memory-efficient attention need no per-shape
     set-up. The trainer and :func:`nmtmodels.decoding.search.translate_dataset` call this on CUDA."""
     torch.backends.cuda.enable_cudnn_sdp(False)
 

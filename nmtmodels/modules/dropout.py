@@ -6,7 +6,7 @@ and in eval mode, this *is* ``F.dropout``. On CPU the keep mask is ``rand >= p``
 backward pass multiplies by the same saved mask.
 
 This is done because on the CPU torch's ``bernoulli_(1 - p)`` costs more than ``rand_like``
-(the timings: benchmarks/README.md, "Where the time goes").
+(the timings: benchmarks/HISTORY.md, "Where the time goes").
 """
 from __future__ import annotations
 

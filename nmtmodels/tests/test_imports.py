@@ -123,20 +123,17 @@ def test_the_layers_point_one_way() -> None:
     assert not offenders, offenders
 
 
-def test_modules_are_small_and_commands_live_in_cli() -> None:
-    """One idea per module (about 500 lines at most), and every ``main()`` in cli/."""
-    too_long, mains = [], []
+def test_commands_live_in_cli() -> None:
+    """Every ``main()`` in cli/.  (The modules' length is measured, with the workflow's scripts and
+    the benchmarks, by tests/test_module_sizes.py.)"""
+    mains = []
     for path in sorted(PACKAGE.rglob("*.py")):
         relative = path.relative_to(PACKAGE)
         if relative.parts[0] == "tests":
             continue
-        lines = len(path.read_text(encoding="utf-8").splitlines())
-        if lines > 520:
-            too_long.append(f"{relative}: {lines} lines")
         tree = ast.parse(path.read_text(encoding="utf-8"))
         if relative.parts[0] != "cli" and any(isinstance(node, ast.FunctionDef) and node.name == "main" for node in tree.body):
             mains.append(str(relative))
-    assert not too_long, too_long
     assert not mains, f"main() outside nmtmodels/cli/: {mains}"
 
 

@@ -48,7 +48,7 @@ class _ProjectedLabelSmoothedCrossEntropy(torch.autograd.Function):
     The (tokens x vocabulary) logits of a step never reach memory. Chunks of
     ``CHUNK_ELEMENTS`` logits fit the CPU's cache; a batch needs a handful of chunks; CUDA
     takes much larger chunks, where kernel launches, not cache, set the cost (the timings:
-    benchmarks/README.md, "Where the time goes").
+    benchmarks/HISTORY.md, "Where the time goes").
     """
 
     CHUNK_ELEMENTS: ClassVar[dict[str, int]] = {"cpu": 2**22, "cuda": 2**26}

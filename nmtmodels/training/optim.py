@@ -17,7 +17,7 @@ from nmtmodels.training.config import TrainConfig
 
 def build_optimizer(parameters: nn.Module | Iterable[Tensor], cfg: TrainConfig, device: torch.device) -> torch.optim.AdamW:
     """AdamW with ``cfg``'s lr, betas, eps and weight decay; torch's fused kernel on CUDA and
-    CPU (faster than the default per-parameter loop; the timings: benchmarks/README.md).
+    CPU (faster than the default per-parameter loop; the timings: benchmarks/HISTORY.md, "Where the time goes").
 
     With ``weight_decay > 0`` the parameters form two groups: those with two or more
     dimensions (weight matrices, embeddings) decay, those with fewer (biases, LayerNorm

@@ -8,7 +8,7 @@ round, which arms another timer.  A finished job runs a round of its own, so eve
 job starts one more such chain: after N finished jobs, N timers fire per timespan, and each
 round re-reads every ready job's resources and input sizes and runs the job selector, though
 no core is free.  On the embedded default this took 35-50% of one of the two cores while
-two trainings ran (benchmarks/README.md, "Snakemake's own CPU").  The timers are also not
+two trainings ran (benchmarks/HISTORY.md, "Snakemake's own CPU").  The timers are also not
 daemon threads, so a longer timespan would delay every Snakemake exit by up to one timespan.
 
 :func:`install` replaces ``JobScheduler._schedule_reevalutation`` (Snakemake's spelling) by
