@@ -329,3 +329,19 @@ def test_the_dev_loss_gap_trajectory_and_the_still_improving_qualifier():
         run.pop("dev_curve")
     (row,) = verdicts.claim_rows(data, {"sys": CLAIM})
     assert row["trajectory"] is None and "not recorded" in verdict_report.trajectory_line(row)
+
+
+def test_the_more_seeds_command_writes_an_overlay_that_adds_the_seeds(tmp_path):
+    import subprocess
+
+    command = verdict_report.more_seeds_command({"system": "graph_half_dim_gate", "baseline": "baseline"}, 5)
+    write, _, run = command.partition(" && ")
+    assert run == "snakemake --cores 2 all --configfile config.yaml more_seeds.yaml"
+    subprocess.run(write, shell=True, cwd=tmp_path, check=True)
+    config = _merged("config.yaml")
+    _merge(config, yaml.safe_load((tmp_path / "more_seeds.yaml").read_text(encoding="utf-8")))
+    from workflow_scripts.dag import seeds
+
+    expanded = seeds.expand_seeds(config)["experiments"]
+    assert {f"graph_half_dim_gate_seed{s}" for s in range(2, 6)} | {f"baseline_seed{s}" for s in range(2, 6)} <= set(expanded)
+    assert expanded["graph_half_dim_gate_seed5"]["baseline"] == "baseline_seed5"

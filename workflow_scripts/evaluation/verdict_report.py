@@ -80,9 +80,13 @@ def _seeds_text(seed_test: dict[str, Any] | None) -> str:
 
 
 def more_seeds_command(v: dict[str, Any], seeds: int) -> str:
-    """The command that reruns the claim's pair with ``seeds`` seeds (the existing runs are kept)."""
-    names = ", ".join(f"{name}: {{seeds: [{', '.join(map(str, range(1, seeds + 1)))}]}}" for name in (v["system"], v["baseline"]))
-    return "snakemake --cores 2 all --config " + shlex.quote(f"experiments={{{names}}}")
+    """One command line that trains the claim's pair with ``seeds`` seeds (the runs of the
+    existing seeds are kept): an overlay written to ``more_seeds.yaml``, merged over config.yaml
+    (snakemake's ``--config`` reads numbers as strings, so a config file)."""
+    listed = ", ".join(map(str, range(1, seeds + 1)))
+    overlay = "experiments: {" + ", ".join(f"{name}: {{seeds: [{listed}]}}" for name in (v["system"], v["baseline"])) + "}"
+    return (f"printf '%s\\n' {shlex.quote(overlay)} > more_seeds.yaml && "
+            "snakemake --cores 2 all --configfile config.yaml more_seeds.yaml")
 
 
 def sureness_line(v: dict[str, Any]) -> str:
