@@ -1,11 +1,11 @@
 """Mixed precision: ``train.amp: bf16`` and ``nmt-translate --amp bf16`` (``amp="bf16"`` in the
 Translator API) run the model under ``torch.autocast(device, dtype=torch.bfloat16)`` on a CUDA
 device and on a CPU that computes bf16 natively (x86 AVX512-BF16, which every AMX CPU also
-has; Arm BF16), where it is faster than fp32 (issue 55).  The parameters, the optimizer and
+has; Arm BF16), where issue 55 measured it faster than fp32.  The parameters, the optimizer and
 the loss's log-softmax and sums stay fp32 (nmtmodels.training.loss); so do search's
 log-probabilities and scores (nmtmodels.decoding.search).
 
-A CPU without native bf16 emulates it through fp32 and is slower in bf16 than in fp32: there
+A CPU without native bf16 emulates it through fp32, usually slower than fp32 itself: there
 ``amp: bf16`` computes in fp32, as ``amp: none`` does, and says so once per process
 (:func:`uses_bf16`).  :func:`cpu_has_native_bf16` is the one place that asks the hardware (tests
 replace it).  docs/training.md, "Precision"; docs/translate.md.
@@ -23,8 +23,8 @@ import torch
 
 Amp = Literal["bf16", "none"]
 
-CPU_FALLBACK = ("amp bf16: this CPU has no native bf16 (x86 AVX512-BF16 or AMX, Arm BF16), where bf16 is "
-                "emulated and slower than fp32; computing in fp32")
+CPU_FALLBACK = ("amp bf16: this CPU has no native bf16 (x86 AVX512-BF16 or AMX, Arm BF16), where bf16 would be "
+                "emulated, usually slower than fp32; computing in fp32")
 
 # The fallback messages already given in this process (each is given once).
 _REPORTED: set[str] = set()
