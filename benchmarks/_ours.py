@@ -177,7 +177,8 @@ def measure_ours(setup: Setup, work: Path, options: OursOptions = OursOptions(),
                  ) -> tuple[TrainSpeed | PeerError, dict[str, DecodeSpeed | PeerError], int]:
     """Train with nmtmodels' Trainer, then decode with its beam search once per early-stop
     rule in ``OUR_DECODE_RULES``; returns the speeds (or the error) and the vocabulary size.
-    ``options.amp="bf16"`` trains and decodes under bf16 autocast (CUDA only, as ``train.amp``)."""
+    ``options.amp="bf16"`` trains and decodes under bf16 autocast (on CUDA or a CPU with native
+    bf16, as ``train.amp``)."""
     from nmtmodels.vocab import Vocabulary
 
     out = work / "ours"

@@ -16,8 +16,8 @@ On CUDA each timed step ends with ``torch.cuda.synchronize()``.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import platform
+import sys
 import time
 
 import torch
@@ -25,6 +25,7 @@ import torch
 from nmtmodels.config import ModelConfig
 from nmtmodels.data import Batch
 from nmtmodels.modules.attention import avoid_per_shape_attention_kernels
+from nmtmodels.precision import bf16_autocast
 from nmtmodels.registry import build_model
 from nmtmodels.symbols import BOS_ID, EOS_ID, PAD_ID
 from nmtmodels.training.config import TrainConfig
@@ -71,7 +72,7 @@ def main() -> None:
     parser.add_argument("--vocab", type=int, default=8000)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--device", default="cpu", help="cpu or cuda")
-    parser.add_argument("--amp", choices=["none", "bf16"], default="none", help="bf16 autocast (CUDA), as train.amp")
+    parser.add_argument("--amp", choices=["none", "bf16"], default="none", help="bf16 autocast (CUDA, native-bf16 CPU), as train.amp")
     parser.add_argument("--preset", default="tiny", help="model preset (tiny, small, base, big)")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
@@ -79,8 +80,7 @@ def main() -> None:
     if device.type == "cuda":
         avoid_per_shape_attention_kernels()  # as the trainer does
     sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
-    autocast = (torch.autocast("cuda", dtype=torch.bfloat16) if args.amp == "bf16" and device.type == "cuda"
-                else contextlib.nullcontext())
+    autocast = bf16_autocast(args.amp, device, lambda message: print(f"warning: {message}", file=sys.stderr))
     data = [batch.to(device) for batch in batches(args.batches, args.tokens, args.vocab, seed=1)]
     tokens = sum(int(b.src.ne(PAD_ID).sum() + b.tgt_out.ne(PAD_ID).sum()) for b in data)
     models, optimizers = {}, {}
@@ -115,7 +115,8 @@ def main() -> None:
             seconds[name].append(spent[name])
 
     where = torch.cuda.get_device_name(device) if device.type == "cuda" else platform.processor() or platform.machine()
-    print(f"# {where}, torch {torch.__version__}, {args.threads} thread(s), {'bf16 autocast' if args.amp == 'bf16' else 'fp32'}, "
+    precision = "bf16 autocast" if isinstance(autocast, torch.autocast) else "fp32"
+    print(f"# {where}, torch {torch.__version__}, {args.threads} thread(s), {precision}, "
           f"{args.batches} batches x ~{args.tokens} source tokens, vocab {args.vocab}, {args.preset} pre-norm, "
           f"fastest of {args.rounds} rounds, models interleaved batch by batch")
     print("\n| model | params | params vs Transformer | train steps/s | tokens/s | speed vs Transformer |")

@@ -58,6 +58,7 @@ from benchmarks.throughput import add_compile_arguments  # noqa: E402
 from nmtmodels.data import Batch  # noqa: E402
 from nmtmodels.models.graph import TABLE2_VARIANTS  # noqa: E402
 from nmtmodels.models.lattice import SPAN_PAD  # noqa: E402
+from nmtmodels.precision import uses_bf16  # noqa: E402
 from nmtmodels.symbols import EOS_ID, PAD_ID  # noqa: E402
 
 # What the papers say about training speed (ratio of steps/s to the baseline), with where.
@@ -190,7 +191,7 @@ def render(rows: list[Entry], batches: dict[str, list[Batch]]) -> str:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--device", default="cpu", help="cpu or cuda")
-    parser.add_argument("--amp", choices=["none", "bf16"], default="none", help="bf16 autocast (CUDA), as train.amp")
+    parser.add_argument("--amp", choices=["none", "bf16"], default="none", help="bf16 autocast (CUDA, native-bf16 CPU), as train.amp")
     parser.add_argument("--preset", default=None, help="Transformer-family preset (default base; quick tiny)")
     parser.add_argument("--char-preset", default=None, choices=["paper", "tiny"], help="char models (default paper; quick tiny)")
     parser.add_argument("--tokens", type=int, help="source + target tokens per batch (default 4096; quick 512)")
@@ -260,8 +261,9 @@ def main(argv: list[str] | None = None) -> None:
                     by_label[name].seconds.append(spent[name])
     counts = {kind: len(items) for kind, items in batches.items()}
     where = torch.cuda.get_device_name() if cuda else f"{cpu_name()}, {args.threads} threads"
+    bf16 = uses_bf16(args.amp, args.device)  # as the trainers: CUDA, or a CPU with native bf16
     header = (f"# Training step time per model family\n\n{args.device} ({where}), torch {torch.__version__}; "
-              f"{'bf16 autocast' if args.amp == 'bf16' and cuda else 'fp32'}{options.label().replace(', bf16 autocast', '')}; "
+              f"{'bf16 autocast' if bf16 else 'fp32'}{options.label().replace(', bf16 autocast', '')}; "
               f"Transformer families: preset {preset}, pre-norm, vocabulary {args.vocab:,}, ~{tokens:,} src+tgt tokens per "
               f"batch; char models: preset {char_preset}, {budget:,}-character batches; "
               f"{', '.join(f'{n} {k}' for k, n in counts.items())} batches; fastest of {rounds} rounds after a warm-up "

@@ -31,7 +31,7 @@ Measured, in one run, on ``--threads`` CPU threads (or ``--device cuda``):
 * the GEMM peak of this machine at the same thread count (best ``torch.mm`` GFLOP/s over
   square sizes 512-2048 on CPU, 2048-8192 on CUDA; measured at the start and the end of the
   run, the best kept) in every precision a row's matmuls run in: fp32, and bf16 for our row
-  under ``--amp bf16`` on CUDA, fp16 for OpenNMT-py under ``--peer-amp fp16``;
+  under ``--amp bf16`` on CUDA or a CPU with native bf16, fp16 for OpenNMT-py under ``--peer-amp fp16``;
 * each system's model FLOP/s, estimated as
   ``6 * (P_enc * encoder tokens + (P_dec + d*V) * target tokens)`` per second with
   ``P_enc``/``P_dec`` the non-embedding parameters of the encoder/decoder layers and
@@ -312,7 +312,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--threads", type=int, default=2, help="CPU threads for every system (default 2)")
     parser.add_argument("--device", default="cpu", help="cpu or cuda")
     parser.add_argument("--amp", choices=["none", "bf16"], default="none",
-                        help="our system under bf16 autocast (CUDA; the peers stay fp32 unless --peer-amp)")
+                        help="our system under bf16 autocast (CUDA, or a CPU with native bf16, else fp32; "
+                             "the peers stay fp32 unless --peer-amp)")
     parser.add_argument("--peer-amp", choices=["none", "fp16"], default="none",
                         help="OpenNMT-py in mixed precision (model_dtype fp16: autocast + gradient scaler; fp16 decoding); CUDA")
     parser.add_argument("--shape", choices=["tiny", "small", "base", "big"], default=DEFAULT_SHAPE,
@@ -366,7 +367,9 @@ def main(argv: list[str] | None = None) -> None:
     ours_options = OursOptions(amp=args.amp, compile=args.compile, pad_to_multiple=args.pad_to_multiple,
                                pad_rows_to_multiple=args.pad_rows_to_multiple, decode_compile=args.decode_compile)
     ours_options.train_settings(), ours_options.decode_settings()  # refuse a setting nmtmodels lacks before any work
-    ours_precision = "bf16" if args.amp == "bf16" and cuda else "fp32"
+    from nmtmodels.precision import uses_bf16
+
+    ours_precision = "bf16" if uses_bf16(args.amp, args.device, lambda m: say(f"warning: {m}")) else "fp32"
     onmt_precision = "fp16" if args.peer_amp == "fp16" and cuda else "fp32"
     precisions = sorted({"fp32", ours_precision, onmt_precision})
     peak_seconds = 0.2 if args.quick or cuda else 1.0

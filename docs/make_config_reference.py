@@ -178,7 +178,7 @@ FIELD_NOTES: dict[str, dict[str, str]] = {
         "valid_bleu": "dev BLEU at each validation (against every dev reference)",
         "best_metric": "what `checkpoint_best.pt`, `keep_best` and `patience` rank by",
         "patience": "stop after this many validations without improvement (0: off)",
-        "amp": "bf16 autocast on CUDA",
+        "amp": "bf16 autocast on CUDA and on a CPU with native bf16, else fp32 with a warning (docs/training.md, Precision)",
         "num_threads": "torch CPU threads (0: torch's default)",
         "log_interval": "log and write `metrics.csv` every N updates",
         "tensorboard": "also write TensorBoard logs to `OUT_DIR/tensorboard`",

@@ -93,7 +93,8 @@ def test_runs_have_the_hand_written_updates_time_and_stop_reason(tree, made):
         row = row + "" + " | ".join(str(BUDGETS[key[0]][k]) for k in training_runs.BUDGET_KEYS)
         tokens = "–" if key[0] in NO_TARGET_TOKENS else f"{1000 * updates:,}"
         assert run["target_tokens"] == (None if key[0] in NO_TARGET_TOKENS else 1000 * updates)
-        assert f"{row} | {updates} | {elapsed:.0f} | {tokens} | {reason} |" in markdown
+        assert run["precision"] == "fp32"  # the fixture's experiment.yaml sets no train.amp
+        assert f"{row} | {updates} | {elapsed:.0f} | {tokens} | {reason} | fp32 |" in markdown
     assert by_run["gate", "iwslt"]["parameters"] == 987_654 and "987,654" in markdown
 
 
@@ -109,6 +110,10 @@ def test_runs_have_their_best_dev_loss_and_bleu(made):
         assert run["best_dev_bleu"] == (max(bleus) if bleus else None), key
         assert f"| {best_loss:.3f} ({at}) |" in markdown
     assert by_run["transformer", "nist"]["best_dev_loss"] == 4.9  # by hand: 6.1 at 100, 4.9 at 300
+
+
+def test_precision_is_train_amp():
+    assert [training_runs.precision(train) for train in ({}, {"amp": "none"}, {"amp": "bf16"})] == ["fp32", "fp32", "bf16"]
 
 
 def test_stop_reason_rule():

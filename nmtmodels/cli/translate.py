@@ -142,7 +142,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="CPU threads for decoding (default: OMP_NUM_THREADS when set, else half the usable "
                              f"cores, 1 to {DEFAULT_THREADS}; every core is slow on a busy machine)")
     parser.add_argument("--amp", choices=("bf16", "none"), default="none",
-                        help="bf16: decode under bfloat16 autocast (default none: float32)")
+                        help="bf16: run the model under bfloat16 autocast, on CUDA or on a CPU with native bf16 "
+                             "(AVX512-BF16 or AMX, Arm BF16; other CPUs: float32, with a warning); default none: float32")
     return parser
 
 
@@ -190,6 +191,10 @@ def _translate(args: argparse.Namespace) -> int:
     threads = args.threads if args.threads is not None else default_threads()
     translator = Translator.from_checkpoint(checkpoint, device=_device(args.device), pretokenized=args.pretokenized,
                                             threads=threads, src_vocab=args.src_vocab, tgt_vocab=args.tgt_vocab)
+    if args.amp == "bf16":  # a CPU without native bf16 decodes in fp32: say so before anything is read
+        from nmtmodels.precision import uses_bf16
+
+        uses_bf16(args.amp, translator.device, report=lambda message: _warn(PROG, message))
     if translator.package is not None and not translator.package.settings.model_digests:
         _warn(PROG, f"{translator.package.checkpoint}: cannot be checked against its package: preprocess.json records no "
                     "model_sha256 (a package written before model digests were recorded), so another model's checkpoint "

@@ -82,6 +82,7 @@ from nmtmodels.decoding.scorer import (
 )
 from nmtmodels.models.base import Seq2SeqModel, State
 from nmtmodels.modules.attention import STATIC_CACHE, avoid_per_shape_attention_kernels
+from nmtmodels.precision import bf16_autocast
 from nmtmodels.sampler import BucketBatchSampler
 from nmtmodels.symbols import BOS_ID, EOS_ID, PAD_ID
 
@@ -446,12 +447,15 @@ def translate_dataset(
     length limit, ``max_len_ratio`` included, applies either way); otherwise beam search with
     beam 1, which ranks the finished hypotheses by the penalties.  ``progress``
     is called with the number of sentences of each batch when it is done.  A sentence with no
-    token (an empty input line) is not decoded: its one hypothesis is empty, with score 0."""
+    token (an empty input line) is not decoded: its one hypothesis is empty, with score 0.
+    ``amp="bf16"``: the model runs under bf16 autocast on CUDA or on a CPU with native bf16
+    (log-probabilities and scores stay fp32); elsewhere fp32, with a warning once
+    (:mod:`nmtmodels.precision`)."""
     device = torch.device(device)
     if device.type == "cuda":
         avoid_per_shape_attention_kernels()
-    autocast = (torch.autocast("cuda", dtype=torch.bfloat16)
-                if amp == "bf16" and device.type == "cuda" else contextlib.nullcontext())
+    # bf16 only on CUDA or a CPU with native bf16; fp32, the default, goes through no precision code
+    autocast = bf16_autocast(amp, device) if amp == "bf16" else contextlib.nullcontext()
     lengths = dataset.sizes("tokens")[:, :1]
     sampler = BucketBatchSampler(lengths, max_tokens, shuffle=False)
     results: list[list[Any]] = [[] for _ in range(len(dataset))]

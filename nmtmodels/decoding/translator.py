@@ -367,7 +367,8 @@ class Translator:
                 for number in range(first_line, first_line + len(lines))]
 
     def translate(self, sentences: Sequence[str], *, beam: int | None = None, nbest: int = 1, return_attention: bool = False,
-                  max_tokens: int = 4096, too_long: TooLong = "error", **decode: Any) -> list[Translation]:
+                  max_tokens: int = 4096, too_long: TooLong = "error", amp: Literal["bf16", "none"] = "none",
+                  **decode: Any) -> list[Translation]:
         """Translate ``sentences`` (raw text; encoded text with ``pretokenized``), in order:
         :meth:`translate_lines` with a sentence per line, where any bad sentence raises its
         DataError.
@@ -375,13 +376,15 @@ class Translator:
         ``beam`` (default: the checkpoint's decode settings) and ``nbest`` (hypotheses per
         sentence, at most ``beam``); ``return_attention`` keeps each hypothesis' attention;
         other keywords are :class:`~nmtmodels.decoding.scorer.DecodeConfig` fields (``length_penalty``,
-        ``max_len_a``, ...).  ``max_tokens``: the token budget of a batch.
+        ``max_len_a``, ...).  ``max_tokens``: the token budget of a batch.  ``amp="bf16"``: the model
+        runs under bf16 autocast on CUDA or on a CPU with native bf16, elsewhere in fp32 with a
+        RuntimeWarning once (:mod:`nmtmodels.precision`); default ``"none"``: fp32.
         """
         if isinstance(sentences, str):
             raise TypeError("translate takes a list of sentences, not one string")
         decode_cfg = self.decode_config(beam=beam, nbest=nbest, return_attention=return_attention, **decode)
         lines = self.translate_lines(list(sentences), decode=decode_cfg, too_long=too_long, max_tokens=max_tokens,
-                                     errors="raise")
+                                     amp=amp, errors="raise")
         return [line.translations[0] for line in lines]
 
     def translate_file(self, path: str | os.PathLike, *, extras: Mapping[str, tuple[bool, str]] | None = None,

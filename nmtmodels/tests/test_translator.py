@@ -451,6 +451,52 @@ def test_an_empty_line_gets_an_empty_translation(package, tmp_path):
     assert len(lines) == 4 and lines[1] == "" and lines[3] == "" and lines[0] and lines[2]
 
 
+def test_bf16_decoding_gives_the_fp32_translation_of_most_sentences(package, monkeypatch):
+    """``amp="bf16"`` on a CPU with native bf16 (faked where it only emulates bf16: the same
+    numbers) runs the model under bf16 autocast.  Its 8-bit mantissa can flip a close choice
+    of the search, so most sentences, not all, must come out as in fp32."""
+    from nmtmodels import precision
+
+    monkeypatch.setattr(precision, "cpu_has_native_bf16", lambda: True)
+    directory, _, _ = package
+    translator = Translator.from_checkpoint(directory)
+    sentences = head(MIRROR / "multi30k" / "val.en.gz", 12)
+    logits: list[torch.dtype] = []
+    translator.model.output_layer.register_forward_hook(lambda module, args, out: logits.append(out.dtype))
+    fp32 = [r.text for r in translator.translate(sentences, beam=2)]
+    assert set(logits) == {torch.float32}
+    logits.clear()
+    bf16 = translator.translate(sentences, beam=2, amp="bf16")
+    assert set(logits) == {torch.bfloat16}
+    assert len(bf16) == len(fp32) == 12 and all(r.text for r in bf16)
+    assert sum(r.text == text for r, text in zip(bf16, fp32)) >= 8, [r.text for r in bf16]
+
+
+def test_bf16_decoding_on_a_cpu_without_it_is_fp32_with_one_warning(package, monkeypatch, capsys, tmp_path):
+    from nmtmodels import precision
+
+    monkeypatch.setattr(precision, "cpu_has_native_bf16", lambda: False)
+    monkeypatch.setattr(precision, "_REPORTED", set())
+    directory, _, _ = package
+    source = tmp_path / "in.en"
+    source.write_text("".join(f"{line}\n" for line in head(MIRROR / "multi30k" / "val.en.gz", 6)), encoding="utf-8")
+    common = ["--checkpoint", str(directory), "--input", str(source), "--log-interval", "0"]
+    assert cli.translate_main(common) == 0
+    fp32 = capsys.readouterr().out
+    assert cli.translate_main([*common, "--amp", "bf16"]) == 0
+    captured = capsys.readouterr()
+    assert captured.out == fp32 and len(fp32.splitlines()) == 6
+    assert [line for line in captured.err.splitlines() if "bf16" in line] == [f"nmt-translate: warning: {precision.CPU_FALLBACK}"]
+    monkeypatch.setattr(precision, "_REPORTED", set())
+    translator = Translator.from_checkpoint(directory)
+    with pytest.warns(RuntimeWarning, match="no native bf16") as caught:
+        results = [translator.translate(["A dog.", SENTENCE], amp="bf16") for _ in range(2)]
+    assert len(caught) == 1
+    expected = translator.translate(["A dog.", SENTENCE])
+    for result in results:
+        assert [(r.text, r.score) for r in result] == [(r.text, r.score) for r in expected]
+
+
 def test_threads_are_asked_for_or_bounded(package, monkeypatch):
     """``threads`` sets torch's intra-op threads (as CTranslate2's intra_threads); the CLI's
     default leaves an OMP_NUM_THREADS setting alone (the workflow's jobs) and otherwise takes

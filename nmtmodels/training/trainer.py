@@ -28,6 +28,7 @@ from nmtmodels.data import Batch, ParallelDataset, pad_to_buckets
 from nmtmodels.files import atomic_write_text
 from nmtmodels.models.base import Seq2SeqModel
 from nmtmodels.modules.attention import avoid_per_shape_attention_kernels
+from nmtmodels.precision import bf16_autocast
 from nmtmodels.sampler import BucketBatchSampler
 from nmtmodels.training.config import TrainConfig
 from nmtmodels.training.distributed import DistributedContext, all_reduce_sum, broadcast_object
@@ -149,8 +150,9 @@ class Trainer:
         self._nll_sum: Tensor | None = None
         self._tensorboard = TensorBoardLog(self.out_dir / "tensorboard")
         self.saved_at = -1  # the update of the last checkpoint written or resumed from
-        self._autocast = (torch.autocast("cuda", dtype=torch.bfloat16)
-                          if cfg.amp == "bf16" and self.device.type == "cuda" else contextlib.nullcontext())
+        # bf16 on CUDA and on a CPU with native bf16, else fp32 with a warning (nmtmodels.precision)
+        report = (lambda message: self.log(f"warning: {message}")) if self.dist.is_main else (lambda message: None)
+        self._autocast = bf16_autocast(cfg.amp, self.device, report=report)
 
     # ------------------------------------------------------------------ public
     def request_stop(self, signum: int = signal.SIGTERM) -> None:

@@ -259,19 +259,22 @@ def to_markdown(summary: dict[str, Any]) -> str:
              "Budget from each run's experiment.yaml (0: no limit); updates and time from the last row of "
              "train/metrics.csv, with the target tokens of all its updates (the budget two runs compare by); "
              "stop reason: max_updates if updates >= max_updates, else the minutes cap if "
-             "elapsed >= max_minutes, else max_epochs if set, else other. Best dev loss (and dev BLEU where a run "
+             "elapsed >= max_minutes, else max_epochs if set, else other. Precision: `train.amp` (bf16 autocast on "
+             "CUDA or on a CPU with native bf16, where a CPU without it trains in fp32 and says so in the train log; "
+             "else fp32). Best dev loss (and dev BLEU where a run "
              "validates with BLEU, `train.valid_bleu`): over the run's validations on the dev set, the numbers to "
              "choose settings by (never the test scores below). Test source OOV: the share of each test set's source "
              "tokens, in the units the model reads, that its source vocabulary maps to <unk> "
              "(workflow_scripts/evaluation/oov.py).", ""]
     dev_bleu = any(r.get("best_dev_bleu") is not None for r in summary["runs"])  # a column only where a run has it
     lines += _table(["experiment", "corpus", "family", "seed", "max_updates", "max_epochs", "max_minutes", "updates",
-                     "time (s)", "target tokens", "stopped by", "parameters", "train tok/s", "best dev loss (update)"]
+                     "time (s)", "target tokens", "stopped by", "precision", "parameters", "train tok/s", "best dev loss (update)"]
                     + (["best dev BLEU"] if dev_bleu else []) + ["test source OOV (units)"],
                     [[r["experiment"], r["corpus"], _cell(r["family"]), _cell(r.get("seed")),
                       *(_cell(r["budget"][k]) for k in BUDGET_KEYS),
                       str(r["updates"]), f"{r['elapsed_s']:.0f}",
                       f"{r['target_tokens']:,}" if isinstance(r.get("target_tokens"), int) else "–", r["stop_reason"],
+                      r.get("precision") or "–",
                       f"{r['parameters']:,}" if isinstance(r["parameters"], int) else _cell(r["parameters"]),
                       _cell(r["train_tokens_per_s"], 0),
                       f"{r['best_dev_loss']:.3f} ({r['best_dev_loss_update']})" if r["best_dev_loss"] is not None else ""]

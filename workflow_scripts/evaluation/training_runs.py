@@ -6,7 +6,8 @@ last row of ``train/metrics.csv`` (its ``update`` and ``elapsed`` columns), para
 training speed from ``model_info.json``, and the best dev-set loss (with its update), every
 validation's dev loss (``dev_curve``) and dev BLEU (when ``train.valid_bleu`` is on) of the
 validations in ``metrics.csv``: the numbers to
-choose settings by, never the test scores.  Why it stopped is derived by :func:`stop_reason`,
+choose settings by, never the test scores; the precision it trained in (:func:`precision`).
+Why it stopped is derived by :func:`stop_reason`,
 in this order: ``updates >= max_updates`` (max_updates set) -> "max_updates"; else
 ``max_minutes`` set and ``elapsed >= 60 * max_minutes`` -> "max_minutes (cap fired)"; else
 ``max_epochs`` set -> "max_epochs"; else "other" (e.g. early stopping).  The trainer validates
@@ -59,6 +60,12 @@ def stop_reason(updates: int, elapsed_s: float, budget: dict[str, Any]) -> str:
     return "other"
 
 
+def precision(train: dict[str, Any]) -> str:
+    """The run's training precision from its ``train.amp``: ``bf16`` (autocast on CUDA or on a
+    CPU with native bf16; a CPU without it trains in fp32 and the train log says so) or ``fp32``."""
+    return "bf16" if train.get("amp") == "bf16" else "fp32"
+
+
 def dev_loss_drop(points: list[tuple[float, float]], updates: int) -> float | None:
     """How much the best dev loss fell over the last fifth of training: the best of the
     validations up to 0.8 x ``updates`` minus the best of all (None without a validation
@@ -96,7 +103,7 @@ def training_run(experiment: str, corpus: str, root: str | Path = ".", system: s
         "dev_loss_drop": dev_loss_drop(list(zip(*series["dev loss"])), updates) if "dev loss" in series else None,
         "family": (settings.get("model") or {}).get("family") or info.get("family"),
         "budget": budget, "updates": updates, "elapsed_s": elapsed, "target_tokens": target_tokens,
-        "stop_reason": stop_reason(updates, elapsed, budget),
+        "stop_reason": stop_reason(updates, elapsed, budget), "precision": precision(settings["train"]),
         "parameters": info.get("parameters"), "train_tokens_per_s": info.get("train_tokens_per_s"),
         "best_dev_loss": dev_loss[1] if dev_loss else None,
         "best_dev_loss_update": int(dev_loss[0]) if dev_loss else None,
