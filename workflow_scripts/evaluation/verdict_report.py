@@ -118,8 +118,10 @@ def trajectory_line(v: dict[str, Any]) -> str:
         return "- Dev-loss gap over the budget: not recorded (runs summarised before the curves were kept)."
     cells = [f"{p['share']:.0%} ({p['update']}): " + (f"{md.mean_sd(p['mean'], p['sd'])}" if p["mean"] is not None
                                                       else "no validation yet") for p in t["points"]]
-    return (f"- Dev-loss gap (system minus baseline) over the budget: {'; '.join(cells)}; trend **{t['trend'] or 'unknown'}** "
-            f"({t['rule']}).")
+    last = next((p["mean"] for p in reversed(t["points"]) if p["mean"] is not None), None)
+    side = "" if not last else f", the {'system' if last < 0 else 'baseline'} lower at the end"
+    return (f"- Dev-loss gap (system minus baseline) over the budget: {'; '.join(cells)}; trend **{t['trend'] or 'unknown'}**"
+            f"{side} ({t['rule']}).")
 
 
 def lengths_line(v: dict[str, Any]) -> str | None:
@@ -190,8 +192,9 @@ def claim_sections(rows: list[dict[str, Any]], level: str = "###") -> list[str]:
         if "corpus" not in v:
             continue
         lines += [f"{level} {v['system']} against {v['baseline']} ({v['corpus']} / {v['test_set']})", "",
-                  f"- Verdict: {verdict_cell(v)}: {v['why']}" + (" (1 run)" if v["n"] == 1 and "1 run" not in v["why"] else "")
-                  + f"; {v['n']} run(s), seeds {', '.join(map(str, v.get('seeds') or []))}.",
+                  f"- Verdict: **{v['verdict']}**: {v['why']}" + (" (1 run)" if v["n"] == 1 and "1 run" not in v["why"] else "")
+                  + f"; {v['n']} run(s), seeds {', '.join(map(str, v.get('seeds') or []))}."
+                  + (f" Beside it: {'; '.join(v['qualifiers'])}." if v.get("qualifiers") else ""),
                   sureness_line(v),
                   f"- Training: ours {_improving(v['system_training'])}; baseline {_improving(v['baseline_training'])}.",
                   trajectory_line(v), budget_line(v)]
