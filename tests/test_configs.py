@@ -146,7 +146,8 @@ def budget_overlay(config: dict) -> dict:
     compressors = (config.get("compression") or {}).get("compressors", {})
     if compressors:
         overlay["compression"] = {"compressors": {name: {"train": dict(ONE_UPDATE)} for name, spec in compressors.items()
-                                                  if spec.get("kind") != "identity"}}  # an identity compressor trains nothing
+                                                  if spec.get("kind") not in ("identity", "random_deletion")}}
+        # an identity or random-deletion compressor trains nothing
     return overlay
 
 

@@ -106,7 +106,7 @@ def workflow_with_claims(tmp_path: Path, text: str) -> Path:
 
 @pytest.mark.parametrize("change, problem", [
     (lambda text: text.replace("    - experiment: ", "    - experment: ", 1),
-     "lattice_lpe_lsa_zh.controls[0]: needs experiment, role and what"),
+     "graph_half_dim_gate.controls[0]: needs experiment, role and what"),
     (lambda text: text + "broken: [\n", "not valid YAML ("),
 ])
 def test_malformed_claims_are_one_line_before_any_job(tmp_path, change, problem):

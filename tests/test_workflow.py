@@ -261,7 +261,8 @@ def test_the_outside_claim_gets_a_verdict_with_its_must_beat_control(miniature):
     from workflow_scripts.evaluation import claim_files, verdicts
 
     summary = (miniature / "results/report/summary.md").read_text(encoding="utf-8")
-    papers, yours = summary.split("## Your claims")[0], summary.split("## Your claims")[1].split("\n## ")[0]
+    papers = summary.split("## Claims and verdicts")[1].split("## Your claims")[0]  # the papers' claims
+    yours = summary.split("## Your claims")[1].split("\n## ")[0]
     assert "| relpos |" not in papers
     line = next(line for line in yours.splitlines() if line.startswith("| relpos |"))
     assert any(f"**{v}**" in line for v in verdicts.VERDICTS), line

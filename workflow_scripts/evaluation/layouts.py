@@ -254,7 +254,7 @@ def _seed_notes(rows: pd.DataFrame, members: list[str], metric: str) -> list[str
         reported: dict[str, list[str]] = {}
         for _, r in mine.iterrows():
             if not missing(r["baseline"]) and r["baseline"]:
-                which = "all runs" if r["reported_run"] == "all runs" else f"seed {r['reported_seed']}"
+                which = "all runs" if r.get("reported_run") == "all runs" else f"seed {r['reported_seed']}"
                 reported.setdefault(which, []).append(r["test_set"])
         tests = "; ".join(f"{which} ({', '.join(dict.fromkeys(sets))})" for which, sets in reported.items())
         first = mine.iloc[0]
