@@ -159,34 +159,12 @@ def temporary_directory_beside(target: str | os.PathLike) -> Path:
     return Path(tempfile.mkdtemp(prefix=f".{target.name}.{os.getpid()}.", dir=target.parent))
 
 
-class _NamedText(io.TextIOWrapper):
-    """A text file whose full-disk errors name ``target`` (the file the temporary one becomes)."""
+class _NamesTheFile:
+    """A writer mixin whose full-disk errors name ``target`` (the file the temporary one becomes)."""
 
     target = ""
 
-    def write(self, text: str) -> int:
-        with _name_the_file(self.target):
-            return super().write(text)
-
-    def writelines(self, lines: Iterable[str]) -> None:
-        with _name_the_file(self.target):
-            super().writelines(lines)
-
-    def flush(self) -> None:
-        with _name_the_file(self.target):
-            super().flush()
-
-    def close(self) -> None:
-        with _name_the_file(self.target):
-            super().close()
-
-
-class _NamedBinary(io.BufferedWriter):
-    """As :class:`_NamedText`, for bytes."""
-
-    target = ""
-
-    def write(self, data) -> int:
+    def write(self, data):
         with _name_the_file(self.target):
             return super().write(data)
 
@@ -197,6 +175,18 @@ class _NamedBinary(io.BufferedWriter):
     def close(self) -> None:
         with _name_the_file(self.target):
             super().close()
+
+
+class _NamedText(_NamesTheFile, io.TextIOWrapper):
+    """A UTF-8 text file whose full-disk errors name ``target``."""
+
+    def writelines(self, lines: Iterable[str]) -> None:
+        with _name_the_file(self.target):
+            super().writelines(lines)
+
+
+class _NamedBinary(_NamesTheFile, io.BufferedWriter):
+    """As :class:`_NamedText`, for bytes."""
 
 
 @contextlib.contextmanager
