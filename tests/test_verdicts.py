@@ -304,6 +304,9 @@ def test_a_gain_that_vanishes_without_the_brevity_penalty_is_length_driven():
         data["scores"] += [{"experiment": run, "corpus": "c", "test_set": "t", "metric": metric, "score": value,
                             "brevity_penalty": penalty}
                            for metric, value, penalty in (("bleu", score, bp), ("ter", 60.0, None), ("chrf", 45.0, None))]
+    # the same runs on another test set (BP 1 everywhere): not the claim's test set, so not read
+    data["scores"] += [{"experiment": r["experiment"], "corpus": "c", "test_set": "other", "metric": r["metric"],
+                        "score": 40.0, "brevity_penalty": 1.0 if r["metric"] == "bleu" else None} for r in list(data["scores"])]
     (row,) = verdicts.claim_rows(data, {"sys": CLAIM})
     assert row["lengths"]["delta_without_bp"] == pytest.approx(-0.5)
     assert row["verdict"] == "reproduced"

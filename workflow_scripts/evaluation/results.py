@@ -113,7 +113,7 @@ def collect_results(metadata: dict[str, Any], root: str | Path = ".") -> pd.Data
                     }
                     row.update(_versus_best_baseline(load, name, exp["baselines"], corpus, test_set, concatenated, metric,
                                                      entry["score"]))
-                    row.update(_over_runs(root, experiments, row, metric))
+                    row.update(_over_runs(root, load, experiments, row, metric))
                     rows.append(row)
     frame = pd.DataFrame(rows, columns=list(RESULT_COLUMNS))
     return frame.astype({"parameters": "Int64", "sign_better": "Int64", "sign_worse": "Int64", "sign_ties": "Int64",
@@ -122,16 +122,17 @@ def collect_results(metadata: dict[str, Any], root: str | Path = ".") -> pd.Data
                          "runs_sign_ties": "Int64"})
 
 
-def _over_runs(root: Path, experiments: dict[str, Any], row: dict[str, Any], metric: str) -> dict[str, Any]:
+def _over_runs(root: Path, load, experiments: dict[str, Any], row: dict[str, Any], metric: str) -> dict[str, Any]:
     """The :data:`RUNS_COLUMNS` of one row: the tests over all runs of its system against the
-    system of its baseline, where the comparison over runs exists."""
+    system of its baseline, where the comparison over runs exists (read once through ``load``,
+    :func:`collect_results`' cache, for all the runs and metrics that share it)."""
     if not row.get("baseline"):
         return {}
     base_system = (experiments.get(row["baseline"]) or {}).get("seed_group") or row["baseline"]
-    path = root / ev.run_statistics_path(row["seed_group"], base_system, row["corpus"], row["test_set"])
-    if not path.is_file():
+    relative = ev.run_statistics_path(row["seed_group"], base_system, row["corpus"], row["test_set"])
+    if not (root / relative).is_file():
         return {}
-    stats = (read_json(path).get("metrics") or {}).get(metric)
+    stats = (load(relative).get("metrics") or {}).get(metric)
     if stats is None:
         return {}
     sign = stats["sign_pooled"]

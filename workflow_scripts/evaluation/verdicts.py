@@ -248,9 +248,8 @@ def gap_trajectory(system_runs: list[dict[str, Any]], baseline_runs: list[dict[s
     budget = max(r["budget"].get("max_updates") or r["updates"] for r, _ in pairs)
     points = []
     for share in TRAJECTORY_POINTS:
-        gaps = [(ls, lb) for a, b in pairs
-                for ls, lb in [(_loss_at(a["dev_curve"], share * budget), _loss_at(b["dev_curve"], share * budget))]]
-        gaps = [ls - lb for ls, lb in gaps if ls is not None and lb is not None]
+        losses = [(_loss_at(a["dev_curve"], share * budget), _loss_at(b["dev_curve"], share * budget)) for a, b in pairs]
+        gaps = [ours - theirs for ours, theirs in losses if ours is not None and theirs is not None]
         points.append({"share": share, "update": round(share * budget), "n": len(gaps),
                        "mean": statistics.mean(gaps) if gaps else None, "sd": _spread(gaps) if gaps else None})
     known = [p for p in points if p["mean"] is not None]
@@ -297,38 +296,40 @@ def comparable(system: dict[str, Any], baseline: dict[str, Any]) -> bool:
 
 # ----------------------------------------------------------------------------- evidence
 def _statistics(summary: dict[str, Any], system: str, baseline: str, corpus: str, test_set: str,
-                metric: str) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+                metric: str) -> dict[str, Any] | None:
     for entry in summary.get("run_statistics", []):
         if (entry["system"], entry["baseline"], entry["corpus"], entry["test_set"]) == (system, baseline, corpus, test_set):
-            return entry["metrics"].get(metric), entry
-    return None, None
+            return entry["metrics"].get(metric)
+    return None
 
 
-def _mean_of_runs(summary: dict[str, Any], runs: list[str] | None, metric: str, value: Any) -> float | None:
-    """The mean over the named runs of ``value(row)`` for their score rows of ``metric``."""
-    rows = {r["experiment"]: r for r in summary.get("scores", []) if r["metric"] == metric}
-    values = [value(rows[run]) for run in runs or [] if run in rows]
+def _mean_of_runs(rows: dict[tuple[str, str], dict[str, Any]], runs: list[str] | None, metric: str,
+                  value: Any) -> float | None:
+    """The mean over the named runs of ``value(row)`` for their score rows of ``metric``
+    (``rows``: the score rows of one corpus and test set by run and metric); None unless every
+    run has it."""
+    values = [value(rows[run, metric]) for run in runs or [] if (run, metric) in rows]
     values = [v for v in values if v is not None]
     return statistics.mean(values) if runs and len(values) == len(runs) else None
 
 
 def length_facts(summary: dict[str, Any], entry: dict[str, Any] | None, metric: str) -> dict[str, Any] | None:
     """For a BLEU claim, each side's mean brevity penalty, BLEU / BP (BLEU without its length
-    penalty), TER and chrF over its runs, from the same score files; ``length_driven`` when the
-    difference is positive and vanishes (<= 0) without the brevity penalty.  None for other
-    metrics or where the runs' scores are not in the summary."""
+    penalty), TER and chrF over its runs on the entry's test set, from the same score files;
+    ``length_driven`` when the difference is positive and vanishes (<= 0) without the brevity
+    penalty.  None for other metrics or where the runs' scores are not in the summary."""
     if metric not in BLEU_METRICS or entry is None:
         return None
-    def bleu_over_bp(row: dict[str, Any]) -> float | None:
-        return row["score"] / row["brevity_penalty"] if row.get("brevity_penalty") else None
-
+    rows = {(r["experiment"], r["metric"]): r for r in summary.get("scores", [])
+            if (r.get("corpus"), r.get("test_set")) == (entry["corpus"], entry["test_set"])}
     sides = {}
     for side in ("system", "baseline"):
         runs = entry.get(f"{side}_runs")
-        sides[side] = {"brevity_penalty": _mean_of_runs(summary, runs, metric, lambda r: r.get("brevity_penalty")),
-                       "bleu_over_bp": _mean_of_runs(summary, runs, metric, bleu_over_bp),
-                       "ter": _mean_of_runs(summary, runs, "ter", lambda r: r["score"]),
-                       "chrf": _mean_of_runs(summary, runs, "chrf", lambda r: r["score"])}
+        sides[side] = {"brevity_penalty": _mean_of_runs(rows, runs, metric, lambda r: r.get("brevity_penalty")),
+                       "bleu_over_bp": _mean_of_runs(rows, runs, metric,
+                                                     lambda r: r["score"] / r["brevity_penalty"] if r.get("brevity_penalty") else None),
+                       "ter": _mean_of_runs(rows, runs, "ter", lambda r: r["score"]),
+                       "chrf": _mean_of_runs(rows, runs, "chrf", lambda r: r["score"])}
     ours, theirs = sides["system"]["bleu_over_bp"], sides["baseline"]["bleu_over_bp"]
     if ours is None or theirs is None:
         return None
@@ -367,7 +368,7 @@ def control_rows(summary: dict[str, Any], claim: dict[str, Any], system: str, ba
     for control in claim["controls"]:
         name, role = control["experiment"], control["role"]
         pair = (system, name) if role == "must_beat" else (name, control.get("baseline") or baseline)
-        stats, _ = _statistics(summary, *pair, corpus, test_set, claim["metric"])
+        stats = _statistics(summary, *pair, corpus, test_set, claim["metric"])
         row = {"experiment": name, "role": role, "what": control["what"], "run": stats is not None,
                "against": pair[1] if role == "beside" else None, "pair": list(pair)}
         if stats is not None:
