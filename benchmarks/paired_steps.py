@@ -19,10 +19,18 @@ of the per-batch ratios old time / new time (above 1: the current code is faster
 
 The default swap is the chunked label-smoothed loss (``nmtmodels/training/loss.py``, looked up
 by the Trainer as ``nmtmodels.training.trainer.label_smoothed_nll_loss``).
+
+``--precision`` pairs fp32 ("old") with bf16 autocast ("new", ``train.amp: bf16``) instead of two
+revisions: the same Trainer, the same batches, only its autocast context swapped per step.  It
+also prints the loss of the first measured batch under each, before either trains on it.
+
+    python benchmarks/paired_steps.py --precision --threads 1 --max-tokens 1024 --steps 60
+    python benchmarks/paired_steps.py --precision --threads 2 --max-tokens 4096 --steps 30
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import os
 import statistics
@@ -48,6 +56,8 @@ from benchmarks.throughput import (  # noqa: E402
     default_data_dir,
     step_setup,
 )
+from nmtmodels.precision import cpu_has_native_bf16  # noqa: E402
+from nmtmodels.training.loss import label_smoothed_nll_loss  # noqa: E402
 
 WARMUP_PAIRS = 3
 
@@ -66,7 +76,9 @@ def old_function(rev: str, file: str, name: str):
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rev", required=True, help="git revision of the old version")
+    parser.add_argument("--rev", help="git revision of the old version (not with --precision)")
+    parser.add_argument("--precision", action="store_true",
+                        help="pair fp32 (old) with bf16 autocast (new) on the current code instead of two revisions")
     parser.add_argument("--swap", default="nmtmodels.training.trainer:label_smoothed_nll_loss",
                         help="MODULE:NAME the Trainer calls, replaced by the old version's NAME")
     parser.add_argument("--file", default="nmtmodels/training/loss.py", help="the file defining NAME, as at --rev")
@@ -80,12 +92,19 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     if args.steps < 2:
         parser.error(f"--steps must be at least 2 (quartiles of the paired ratios), got {args.steps}")
-    module_name, _, name = args.swap.partition(":")
-    if not module_name or not name:
-        parser.error(f"--swap must be MODULE:NAME, got {args.swap!r}")
+    if bool(args.rev) == args.precision:
+        parser.error("give either --rev (two revisions) or --precision (fp32 against bf16)")
     say = lambda message: print(message, file=sys.stderr, flush=True)
-    module = importlib.import_module(module_name)
-    versions = {"old": old_function(args.rev, args.file, name), "new": getattr(module, name)}
+    if args.precision:
+        if not cpu_has_native_bf16():
+            raise SystemExit("paired_steps: --precision needs a CPU with native bf16 (nmtmodels.precision)")
+        module, name = None, ""
+    else:
+        module_name, _, name = args.swap.partition(":")
+        if not module_name or not name:
+            parser.error(f"--swap must be MODULE:NAME, got {args.swap!r}")
+        module = importlib.import_module(module_name)
+        versions = {"old": old_function(args.rev, args.file, name), "new": getattr(module, name)}
 
     setup, _ = step_setup(args.data_dir, args.work_dir, shape=args.shape, max_tokens=args.max_tokens,
                           updates=2 * (args.steps + WARMUP_PAIRS), threads=args.threads, device="cpu", log=say)
@@ -94,13 +113,26 @@ def main(argv: list[str] | None = None) -> None:
         groups = iter(trainer.sampler)
         batches = [next(groups) for _ in range(WARMUP_PAIRS + args.steps)]
 
+        contexts = {"old": contextlib.nullcontext(), "new": torch.autocast("cpu", dtype=torch.bfloat16)}
+
+        def use(version: str) -> None:
+            if args.precision:
+                trainer._autocast = contexts[version]
+            else:
+                setattr(module, name, versions[version])
+
         def timed(version: str, group) -> tuple[float, int]:
-            setattr(module, name, versions[version])
+            use(version)
             start = time.perf_counter()
             _, tokens, _ = trainer._train_step([group])
             return time.perf_counter() - start, tokens
 
         try:
+            if args.precision:
+                losses = {}
+                for version in ("old", "new"):
+                    use(version)
+                    losses[version] = first_loss(trainer, batches[WARMUP_PAIRS])
             for group in batches[:WARMUP_PAIRS]:
                 timed("old", group), timed("new", group)
             seconds, tokens, ratios = {"old": 0.0, "new": 0.0}, 0, []
@@ -112,13 +144,28 @@ def main(argv: list[str] | None = None) -> None:
                 tokens += count
                 ratios.append(step["old"] / step["new"])
         finally:
-            setattr(module, name, versions["new"])
+            if not args.precision:
+                setattr(module, name, versions["new"])
     low, _, high = statistics.quantiles(ratios, n=4)
-    print(f"{args.swap} at {args.rev} (old) against the working tree (new); {cpu_name()}, {args.threads} threads, "
+    what = "fp32 (old) against bf16 autocast (new)" if args.precision else f"{args.swap} at {args.rev} (old) against the working tree (new)"
+    print(f"{what}; {cpu_name()}, {args.threads} threads, "
           f"torch {torch.__version__}, shape {args.shape}, {args.max_tokens}-token batches, {args.steps} paired steps")
     print(f"old {tokens / seconds['old']:,.0f} target tok/s, new {tokens / seconds['new']:,.0f} target tok/s; "
           f"median paired speed-up x{statistics.median(ratios):.3f} (quartiles x{low:.3f}, x{high:.3f})")
+    if args.precision:
+        print(f"loss of the first measured batch before training on it: fp32 {losses['old']:.4f}, bf16 {losses['new']:.4f}")
 
+
+def first_loss(trainer, indices) -> float:
+    """The label-smoothed loss per target token of one batch under the trainer's current autocast,
+    in eval mode (no dropout) and without a gradient, so both precisions see the same model."""
+    trainer.net.eval()
+    with torch.no_grad():
+        batch = trainer._collate(trainer.train_data, indices).to(trainer.device)
+        with trainer._autocast:
+            states = trainer.forward(batch, features_only=True)
+            loss, _ = label_smoothed_nll_loss(states, trainer.model.output_layer, batch.tgt_out, trainer.cfg.label_smoothing)
+    return float(loss) / max(batch.num_target_tokens, 1)
 
 if __name__ == "__main__":
     main()

@@ -11,6 +11,11 @@ Two code paths give the same numbers:
   faster than torch's CPU flash-attention kernel at the key lengths of a sentence
   (timings: benchmarks/HISTORY.md, "Where the time goes").
 
+Under bf16 autocast on the CPU (``train.amp: bf16``), a training step's fast path runs in fp32:
+torch 2.13's CPU flash-attention backward in bf16 is about four times slower than in fp32 at
+our shapes, while the projections around it gain from bf16 (benchmarks/README.md, "bf16 on
+the CPU").  Without gradients (decoding) the bf16 kernel is as fast as fp32 and is kept.
+
 Relation terms (Shaw et al. 2018; lattice-transformer paper eq. 4-5) add a learned
 vector per relation to every key and value, shared by all heads::
 
@@ -174,7 +179,12 @@ class MultiheadAttention(nn.Module):
         if relations is None and not need_weights and not single_query_on_cpu:
             is_causal = causal and num_queries > 1 and key_padding_mask is None and num_queries == num_keys
             mask = None if is_causal else allowed_keys(num_queries, num_keys, key_padding_mask, causal, q.device)
-            out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout, is_causal=is_causal)
+            if q.requires_grad and q.device.type == "cpu" and torch.is_autocast_enabled("cpu"):
+                with torch.autocast("cpu", enabled=False):
+                    out = F.scaled_dot_product_attention(q.float(), k.float(), v.float(), attn_mask=mask,
+                                                         dropout_p=dropout, is_causal=is_causal)
+            else:
+                out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout, is_causal=is_causal)
             weights = None
         else:
             mask = allowed_keys(num_queries, num_keys, key_padding_mask, causal, q.device)

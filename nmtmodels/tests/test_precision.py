@@ -65,9 +65,9 @@ def test_the_fallback_message_is_a_runtime_warning_without_a_reporter(no_native_
 
 def _loss_and_grads(model, batch, autocast: bool):
     model.zero_grad(set_to_none=True)
-    with torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):
+    with torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):  # as the Trainer does
         states = model(batch, features_only=True)
-    loss, _ = label_smoothed_nll_loss(states, model.output_layer, batch.tgt_out, 0.1)
+        loss, _ = label_smoothed_nll_loss(states, model.output_layer, batch.tgt_out, 0.1)
     loss.backward()
     return loss.detach(), {name: p.grad for name, p in model.named_parameters() if p.grad is not None}
 
@@ -141,3 +141,49 @@ def test_bf16_decoding_on_a_cpu_without_it_is_fp32_exactly(corpus, no_native_bf1
     assert len([w for w in caught if issubclass(w.category, RuntimeWarning)]) == 1
     assert _tokens(fallback) == _tokens(again) == _tokens(fp32)
     assert [row[0].score for row in fallback] == [row[0].score for row in fp32]
+
+
+def _kernel_dtypes(monkeypatch, grad: bool) -> list[torch.dtype]:
+    """The dtypes that reach torch's attention kernel from a MultiHeadAttention under CPU bf16
+    autocast, with gradients (a training step) or without (decoding)."""
+    from nmtmodels.modules import attention
+
+    seen: list[torch.dtype] = []
+    kernel = torch.nn.functional.scaled_dot_product_attention
+
+    def spy(q, k, v, **kwargs):
+        seen.append(q.dtype)
+        return kernel(q, k, v, **kwargs)
+
+    monkeypatch.setattr(attention.F, "scaled_dot_product_attention", spy)
+    layer = attention.MultiheadAttention(16, 2)
+    x = torch.randn(2, 5, 16)
+    with torch.set_grad_enabled(grad), torch.autocast("cpu", dtype=torch.bfloat16):
+        out, _ = layer(x, causal=True)
+    assert out.dtype == torch.bfloat16  # the output projection stays in bf16
+    return seen
+
+
+def test_cpu_bf16_training_attention_runs_in_fp32_and_decoding_in_bf16(monkeypatch):
+    """torch 2.13's CPU flash-attention backward is ~4x slower in bf16 than in fp32 (module
+    docstring of nmtmodels.modules.attention): with gradients the kernel gets fp32 inputs."""
+    assert _kernel_dtypes(monkeypatch, grad=True) == [torch.float32]
+    assert _kernel_dtypes(monkeypatch, grad=False) == [torch.bfloat16]
+
+
+def test_the_loss_under_autocast_projects_in_bf16_and_reduces_in_fp32():
+    torch.manual_seed(0)
+    layer = torch.nn.Linear(8, 50)
+    states = torch.randn(12, 8, requires_grad=True)
+    target = torch.randint(1, 50, (12,))
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        loss16, nll16 = label_smoothed_nll_loss(states, layer, target, 0.1)
+    loss32, _ = label_smoothed_nll_loss(states, layer, target, 0.1)
+    # the reference: the same products rounded to bf16 first, log-softmax in fp32
+    logits = torch.nn.functional.linear(states.bfloat16(), layer.weight.bfloat16(), layer.bias.bfloat16()).float()
+    expected = torch.nn.functional.cross_entropy(logits, target, label_smoothing=0.1, reduction="sum")
+    assert loss16.dtype == nll16.dtype == torch.float32
+    assert float(loss16) == pytest.approx(float(expected), rel=1e-5)
+    assert float(loss16) != float(loss32) and float(loss16) == pytest.approx(float(loss32), rel=1e-2)
+    loss16.backward()
+    assert layer.weight.grad.dtype == torch.float32 and states.grad.dtype == torch.float32

@@ -24,11 +24,20 @@ def label_smoothed_nll_loss(
     non-``ignore_index`` targets, without materialising those (tokens x vocabulary) logits.
 
     ``loss = (1 - eps) * nll + eps * mean_v(-log p_v)`` per token, which is
-    ``F.cross_entropy(output_layer(states), target, label_smoothing=eps)``; computed in fp32.
+    ``F.cross_entropy(output_layer(states), target, label_smoothing=eps)``; computed in fp32,
+    except that under autocast the output layer's matrix products take the autocast dtype.
     ``states`` (..., d) are a model's ``forward(batch, features_only=True)``, ``target`` (...).
     """
     weight, bias = output_layer.weight, output_layer.bias
     want_grad = torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in (states, weight, bias))
+    device_type = states.device.type
+    if torch.is_autocast_enabled(device_type):
+        # Called under autocast (train.amp: bf16): the output layer's products in the autocast
+        # dtype, as nn.Linear would compute them; log-softmax, loss and dL/dW stay fp32.
+        states = states.to(torch.get_autocast_dtype(device_type))
+        with torch.autocast(device_type, enabled=False):
+            return _ProjectedLabelSmoothedCrossEntropy.apply(
+                states.reshape(-1, states.size(-1)), weight, bias, target.reshape(-1), epsilon, ignore_index, want_grad)
     return _ProjectedLabelSmoothedCrossEntropy.apply(
         states.reshape(-1, states.size(-1)), weight, bias, target.reshape(-1), epsilon, ignore_index, want_grad)
 

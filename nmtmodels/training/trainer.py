@@ -317,7 +317,7 @@ class Trainer:
                 begin_step(self.cfg.compile, self.device)
                 with self._autocast:
                     states = self.forward(batch, features_only=True)
-                loss, nll = label_smoothed_nll_loss(states, self.model.output_layer, batch.tgt_out, self.cfg.label_smoothing)
+                    loss, nll = label_smoothed_nll_loss(states, self.model.output_layer, batch.tgt_out, self.cfg.label_smoothing)
                 (loss * scale).backward()
             loss = loss.detach()
             loss_total = loss if loss_total is None else loss_total + loss
@@ -419,7 +419,7 @@ class Trainer:
                 begin_step(self.cfg.compile, self.device)
                 with self._autocast:
                     states = self.valid_forward(batch, features_only=True)
-                loss, nll = label_smoothed_nll_loss(states, self.model.output_layer, batch.tgt_out, self.cfg.label_smoothing)
+                    loss, nll = label_smoothed_nll_loss(states, self.model.output_layer, batch.tgt_out, self.cfg.label_smoothing)
                 loss_sum += loss
                 nll_sum += nll
             metrics = {"valid_loss": float(loss_sum) / tokens, "valid_nll": float(nll_sum) / tokens}
