@@ -7,13 +7,13 @@
     export_ctranslate2("results/experiments/baseline/multi30k_en_de/model", "ct2-model", quantization="int8")
 
 The input is a checkpoint of family ``"transformer"`` or a model package directory
-(:mod:`nmtmodels.text.model_package`; a checkpoint inside one counts as the package). The output is a
+(:mod:`nmtmodels.model_package`; a checkpoint inside one counts as the package). The output is a
 CTranslate2 model directory (``model.bin``, ``config.json``, the vocabularies) that
 ``ctranslate2.Translator`` loads, plus ``export.json`` (what was exported, the length limits
 and the decoding options that reproduce our search) and, for a package, the package's
 other files (``preprocess.json`` and its subword files, e.g. ``bpe.codes`` and ``bpe.vocab``),
-so :func:`nmtmodels.text.model_package.read_package` on the output directory gives the raw-text preprocessing (docs/translate.md, "Export to
-CTranslate2").
+so :func:`nmtmodels.model_package.reader.read_package` on the output directory gives the
+raw-text preprocessing (docs/translate.md, "Export to CTranslate2").
 
 How our model maps onto ``ctranslate2.specs.TransformerSpec``:
 
@@ -72,8 +72,9 @@ from nmtmodels.checkpoint import load_checkpoint
 from nmtmodels.config import ConfigError, from_dict
 from nmtmodels.decoding.scorer import DecodeConfig, HypothesisScorer
 from nmtmodels.files import current_umask, temporary_directory_beside
+from nmtmodels.model_package.reader import package_directory
+from nmtmodels.model_package.settings import CHECKPOINT_FILE, PREPROCESS_FILE
 from nmtmodels.symbols import BOS, EOS, PAD, UNK
-from nmtmodels.text.model_package import CHECKPOINT_FILE, PREPROCESS_FILE, package_directory
 
 FAMILY = "transformer"
 LAYER_NORM_EPSILON = 1e-5

@@ -56,7 +56,8 @@ from nmtmodels.decoding.scorer import DecodeConfig
 from nmtmodels.decoding.scorer import Hypothesis as SearchHypothesis
 from nmtmodels.devices import resolve_device, set_threads
 from nmtmodels.files import DataError
-from nmtmodels.text.model_package import CHECKPOINT_FILE, EncodedSource, ModelPackage, package_directory, read_package
+from nmtmodels.model_package.reader import EncodedSource, ModelPackage, package_directory, read_package
+from nmtmodels.model_package.settings import CHECKPOINT_FILE
 from nmtmodels.text.preprocessing import SegmentationError
 from nmtmodels.vocab import Vocabulary, check_fingerprint
 

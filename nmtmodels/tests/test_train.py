@@ -26,6 +26,8 @@ from nmtmodels.checkpoint import (
 )
 from nmtmodels.config import ConfigError, from_dict
 from nmtmodels.data import ParallelDataset, Ragged
+from nmtmodels.model_package.settings import PackageSettings
+from nmtmodels.model_package.writer import write_package
 from nmtmodels.registry import model_families
 from nmtmodels.sampler import BucketBatchSampler
 from nmtmodels.symbols import PAD_ID
@@ -34,7 +36,6 @@ from nmtmodels.tests.copy_task_fixtures import (
     tiny_model,
     train_config,
 )
-from nmtmodels.text.model_package import PackageSettings, write_package
 from nmtmodels.text.preprocessing import LanguageSettings
 from nmtmodels.training import trainer as train_module
 from nmtmodels.training.config import TrainConfig
