@@ -65,15 +65,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 from torch import nn
 
-from nmtmodels.checkpoint import load_checkpoint
+from nmtmodels.checkpoint import load_checkpoint, load_model_from_checkpoint
 from nmtmodels.config import ConfigError, from_dict
 from nmtmodels.decoding.scorer import DecodeConfig, HypothesisScorer
 from nmtmodels.files import current_umask, temporary_directory_beside
 from nmtmodels.model_package.reader import package_directory
 from nmtmodels.model_package.settings import CHECKPOINT_FILE, PREPROCESS_FILE
+from nmtmodels.models.transformer import TransformerDecoder, TransformerEncoder, TransformerModel
+from nmtmodels.modules.embedding import LearnedPositions, SinusoidalPositions
+from nmtmodels.modules.layers import TransformerDecoderLayer, TransformerEncoderLayer
 from nmtmodels.symbols import BOS, EOS, PAD, UNK
 
 FAMILY = "transformer"
@@ -132,8 +136,6 @@ def export_ctranslate2(checkpoint_or_package: str | os.PathLike, out_dir: str | 
         raise ExportError(f"{checkpoint}: model family {family!r} cannot be exported to CTranslate2: {reason}; "
                           f"only family {FAMILY!r} can")
     ctranslate2 = _import_ctranslate2()
-    from nmtmodels.checkpoint import load_model_from_checkpoint
-
     model, src_vocab, tgt_vocab, state = load_model_from_checkpoint(str(checkpoint), "cpu")
     spec = build_spec(model, src_vocab.tokens, tgt_vocab.tokens, where=str(checkpoint))
     spec.validate()
@@ -341,7 +343,7 @@ def _preprocessing_files(package: Path | None) -> list[Path]:
 
 def _import_ctranslate2() -> Any:
     try:
-        import ctranslate2
+        import ctranslate2  # lazy: an optional dependency (the 'export' extra)
     except ImportError:
         raise ExportError("the ctranslate2 package is not installed: python -m pip install 'ctranslate2>=4.0,<5' "
                           "(or the project's 'export' extra)") from None
@@ -362,8 +364,6 @@ class _Weights:
         return tensor.detach().to(torch.float32).cpu().numpy().copy()
 
     def fused(self, tensors: Iterable[torch.Tensor]) -> Any:
-        import numpy as np
-
         return np.concatenate([self(t) for t in tensors])
 
 
@@ -372,11 +372,7 @@ def build_spec(model: nn.Module, src_tokens: list[str], tgt_tokens: list[str], w
     device), its vocabularies registered and its config set; ExportError for anything the
     spec cannot express."""
     _import_ctranslate2()  # a clear error when it is missing
-    from ctranslate2.specs import common_spec, transformer_spec
-
-    from nmtmodels.models.transformer import TransformerDecoder, TransformerEncoder, TransformerModel
-    from nmtmodels.modules.embedding import LearnedPositions, SinusoidalPositions
-    from nmtmodels.modules.layers import TransformerDecoderLayer, TransformerEncoderLayer
+    from ctranslate2.specs import common_spec, transformer_spec  # lazy: an optional dependency (the 'export' extra)
 
     cfg = model.cfg
     parts = [(model, TransformerModel), (model.encoder, TransformerEncoder), (model.decoder, TransformerDecoder),

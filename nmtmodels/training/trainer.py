@@ -20,6 +20,7 @@ import numpy as np
 import torch
 import yaml
 from torch import Tensor
+from tqdm import tqdm
 
 from nmtmodels.checkpoint import save_checkpoint
 from nmtmodels.compiling import begin_step, compile_module
@@ -397,8 +398,6 @@ class Trainer:
             self._tensorboard.add(row, self.progress.update)
 
     def _progress_bar(self):
-        from tqdm import tqdm
-
         return tqdm(total=self.cfg.max_updates or None, initial=self.progress.update, unit="upd", dynamic_ncols=True,
                     disable=not (self.dist.is_main and sys.stderr.isatty()))
 
