@@ -111,8 +111,8 @@ def lattice_worker(kind: str, package_dir: Path, source: Path, batch_tokens: int
         clock.mark("render (BPE joined, detokenised)")
     else:
         from nmtmodels.files import read_lines
+        from nmtmodels.model_package.reader import read_package
         from nmtmodels.text.lattice import lattice_inputs
-        from nmtmodels.text.model_package import read_package
         from nmtmodels.text.preprocessing import TextProcessor, WordSegmenter
 
         clock.mark("import nmtmodels (text; it imports torch)")
@@ -156,7 +156,7 @@ def lattice_main(args: argparse.Namespace) -> None:
     import json
 
     from nmtmodels.choices import TEXT_FORMATS
-    from nmtmodels.text.model_package import read_package
+    from nmtmodels.model_package.reader import read_package
 
     workdir = args.workdir
     package_dir = args.lattice_package or (workdir / LATTICE_EXPERIMENT if workdir else None)

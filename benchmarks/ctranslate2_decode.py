@@ -44,7 +44,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from nmtmodels.decoding.export import export_ctranslate2
     from nmtmodels.decoding.translator import Translator
-    from nmtmodels.text.model_package import read_package
+    from nmtmodels.model_package.reader import read_package
 
     torch.set_num_threads(args.threads)
     sources = Path(args.source).read_text(encoding="utf-8").splitlines()

@@ -295,7 +295,7 @@ def main(argv: list[str] | None = None) -> None:
     src, tgt = spec["src"], spec["tgt"]
     setup = None
     if args.checkpoint:
-        from nmtmodels.text.model_package import package_directory, read_package
+        from nmtmodels.model_package.reader import package_directory, read_package
 
         directory = package_directory(args.checkpoint)
         if directory is None:

@@ -118,7 +118,8 @@ def train_package(data_dir: Path, work: Path, pairs: int, merges: int, updates: 
     from subword_nmt import apply_bpe, learn_bpe
 
     from nmtmodels import cli
-    from nmtmodels.text.model_package import PackageSettings, write_package
+    from nmtmodels.model_package.settings import PackageSettings
+    from nmtmodels.model_package.writer import write_package
     from nmtmodels.text.preprocessing import LanguageSettings, TextProcessor
 
     directory = work / f"model-{pairs}-bpe{merges}-{updates}"

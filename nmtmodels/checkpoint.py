@@ -56,6 +56,7 @@ import torch
 
 from nmtmodels.config import ConfigError, ModelConfig
 from nmtmodels.files import atomic_path
+from nmtmodels.registry import build_model
 from nmtmodels.vocab import Vocabulary, check_fingerprint
 
 try:
@@ -379,8 +380,6 @@ def load_model_from_checkpoint(
     Rebuilds the model of a checkpoint written by the trainer or ``nmt-average`` with its
     vocabularies; refuses a checkpoint whose vocabularies do not match their fingerprints or
     whose parameters hold NaN or inf."""
-    from nmtmodels.registry import build_model  # the model families: only when a model is built
-
     state = load_checkpoint(path, map_location="cpu")
     vocabs = []
     for side in ("src", "tgt"):

@@ -73,6 +73,7 @@ def inductor_options(mode: str, torch_version: str) -> dict[str, Any]:
     ``torch.compile(mode=...)`` applies), with the coalesced-tiling analysis off where
     ``torch_version`` predates :data:`TILING_ANALYSIS_FIXED`. It only chooses tile shapes, so
     the results are those of the mode itself."""
+    # lazy: Inductor takes seconds to import and only a compiled run needs it
     import torch._inductor.config
     from torch._inductor import list_mode_options
     from torch.torch_version import TorchVersion

@@ -2,6 +2,7 @@
 ``torch.device``, or into one line saying why not (the Translator API and every command)."""
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING
 
 from nmtmodels.config import ConfigError
@@ -16,7 +17,7 @@ def resolve_device(name: str | torch.device) -> torch.device:
     """``auto``: the first GPU when torch sees one, else the CPU.  A device torch cannot use
     here (a misspelt name, ``cuda`` on a CPU-only build or without a visible GPU, ``cuda:N``
     past the last GPU) is a ConfigError in one line."""
-    import torch
+    import torch  # lazy: nmt-translate --help imports this module, and must not import torch
 
     if isinstance(name, torch.device):
         device = name
@@ -46,8 +47,6 @@ THREADS_ENV = "OMP_NUM_THREADS"
 
 def usable_cores() -> int:
     """The CPU cores this process may run on (its affinity, e.g. a SLURM or container limit)."""
-    import os
-
     try:
         return len(os.sched_getaffinity(0))
     except AttributeError:  # not on Linux
@@ -61,8 +60,6 @@ def default_threads(environ: dict[str, str] | None = None) -> int | None:
     core is fastest on an idle machine but several times slower beside other busy processes (the
     OpenMP threads wait for each other), half of them costs little idle and keeps that from
     happening (benchmarks/README.md, "nmt-translate's threads")."""
-    import os
-
     environ = os.environ if environ is None else environ
     if environ.get(THREADS_ENV):
         return None
@@ -74,8 +71,6 @@ def intra_threads(environ: dict[str, str] | None = None) -> int:
     CTranslate2 (``ctranslate2.Translator(..., intra_threads=intra_threads())``, docs/translate.md):
     ``OMP_NUM_THREADS`` when it is set to a positive number (its first one: ``4,2`` gives 4), else
     half the usable cores, between 1 and :data:`DEFAULT_THREADS`."""
-    import os
-
     environ = os.environ if environ is None else environ
     first = environ.get(THREADS_ENV, "").split(",")[0].strip()
     if first.isdigit() and int(first) > 0:
@@ -93,6 +88,6 @@ def set_threads(threads: int | None) -> None:
         return
     if threads < 1:
         raise ConfigError(f"threads: must be >= 1, got {threads}")
-    import torch
+    import torch  # lazy: nmt-translate --help imports this module, and must not import torch
 
     torch.set_num_threads(threads)

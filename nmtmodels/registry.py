@@ -17,6 +17,7 @@ the config module needs no family and the families can import it.
 """
 from __future__ import annotations
 
+import dataclasses
 from typing import TYPE_CHECKING
 
 import nmtmodels.models  # noqa: F401  (registers the built-in families)
@@ -42,8 +43,6 @@ def model_families() -> list[str]:
 def describe_families() -> list[str]:
     """One block of lines per registered family: its name and class, the extra inputs it reads
     and its ``model.options`` with their types and defaults (``nmt-train --list-families``)."""
-    import dataclasses
-
     blocks = []
     for name in model_families():
         cls = base._FAMILIES[name]

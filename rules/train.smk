@@ -57,7 +57,7 @@ rule train:
         " --set train.num_threads={params.num_threads} --out-dir {params.out_dir:q} > {log:q} 2>&1"
 
 
-# The model package (nmtmodels/text/model_package.py): the decoded checkpoint, preprocess.json and the source
+# The model package (nmtmodels/model_package/): the decoded checkpoint, preprocess.json and the source
 # BPE codes or SentencePiece model (a lattice run: its lattice settings and the codes of its BPE sizes; an ESC
 # run: also its compressor), so that nmt-translate and nmtmodels.decoding.translator.Translator read raw text.
 # Every run of `all` gets one (workflow_scripts/dag/packages.py). Its outputs are two files of the

@@ -18,7 +18,7 @@ import torch
 import yaml
 
 from nmtmodels.checkpoint import load_checkpoint, save_checkpoint
-from nmtmodels.text.model_package import read_package
+from nmtmodels.model_package.reader import read_package
 from workflow_scripts.dag import packages, runs
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -280,7 +280,8 @@ def raw_pairs(corpus: str, count: int) -> dict[str, list[str]]:
 def test_a_package_reads_raw_text_as_the_workflow_rules_made_the_source(tmp_path, corpus, subwords):
     """The package's source encoder equals the workflow's preprocess + apply_bpe (or
     char_encode, or apply_spm) files line by line, on real sentences, with a vocabulary threshold of 2."""
-    from nmtmodels.text.model_package import settings_from_corpus, write_package
+    from nmtmodels.model_package.settings import settings_from_corpus
+    from nmtmodels.model_package.writer import write_package
     from nmtmodels.text.preprocessing import language_settings
     from workflow_scripts.data import bpe, chars, spm
     from workflow_scripts.data.preprocess import preprocess_files

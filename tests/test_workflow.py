@@ -354,7 +354,7 @@ def test_the_ctranslate2_export_translates_as_the_workflow_did(miniature, tmp_pa
     test set equals the workflow's `.hyp` (what `nmt-translate` wrote)."""
     ctranslate2 = pytest.importorskip("ctranslate2")
     from nmtmodels.decoding.export import export_ctranslate2, translate_with_limits
-    from nmtmodels.text.model_package import read_package
+    from nmtmodels.model_package.reader import read_package
 
     run = miniature / "results/experiments/baseline/multi30k_en_de"
     out = export_ctranslate2(run / "model", tmp_path / "ct2")

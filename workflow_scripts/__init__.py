@@ -14,7 +14,10 @@ modules may import ``dag`` (file names, settings); ``dag`` imports no job module
 """
 from __future__ import annotations
 
+import errno
 import sys
+
+from nmtmodels.files import os_error_message
 
 
 def one_line_disk_full(kind: type[BaseException], exc: BaseException, traceback) -> None:
@@ -22,11 +25,7 @@ def one_line_disk_full(kind: type[BaseException], exc: BaseException, traceback)
     through (its outputs are written atomically, so the earlier files stay intact) is one line,
     ``error: FILE: No space left on device (N bytes free in DIR)``, exit status 1; any other
     exception gets Python's traceback."""
-    import errno
-
     if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
-        from nmtmodels.files import os_error_message
-
         print(f"error: {os_error_message(exc)}", file=sys.stderr, flush=True)
         return
     sys.__excepthook__(kind, exc, traceback)

@@ -26,7 +26,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from nmtmodels.config import ConfigError
+from nmtmodels.devices import resolve_device
 from nmtmodels.files import DataError, os_error_message
+from nmtmodels.plugins import USER_MODULES_VARIABLE, load_user_modules
+from nmtmodels.training.errors import TrainingError
 
 if TYPE_CHECKING:
     import torch
@@ -132,9 +135,7 @@ def _run(prog: str, body: Callable[[], int], interrupted: Callable[[], str] | No
     status 141.  The modules that
     ``NMT_USER_MODULES`` names are imported first, so a missing or broken one is an error even
     when the command needs none of their families."""
-    from nmtmodels.checkpoint import CheckpointError
-    from nmtmodels.plugins import USER_MODULES_VARIABLE, load_user_modules
-    from nmtmodels.training.errors import TrainingError
+    from nmtmodels.checkpoint import CheckpointError  # lazy: every command's --help stays free of torch
 
     try:
         if os.environ.get(USER_MODULES_VARIABLE, "").strip():  # named modules are imported (or named as broken)
@@ -155,6 +156,4 @@ def _run(prog: str, body: Callable[[], int], interrupted: Callable[[], str] | No
 def _device(name: str) -> torch.device:
     """``auto``: cuda when there is a GPU, else cpu; otherwise the device named, or a
     ConfigError in one line when torch cannot use it here (:func:`nmtmodels.devices.resolve_device`)."""
-    from nmtmodels.devices import resolve_device
-
     return resolve_device(name)

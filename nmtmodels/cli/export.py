@@ -6,11 +6,10 @@ import sys
 from collections.abc import Sequence
 
 from nmtmodels.cli.common import _run, make_parser
+from nmtmodels.decoding.export import QUANTIZATIONS, export_ctranslate2
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from nmtmodels.decoding.export import QUANTIZATIONS
-
     parser = make_parser("nmt-export", "Export a Transformer baseline (family transformer) to a CTranslate2 model directory.")
     parser.add_argument("--checkpoint", required=True,
                         help="a model package directory (its preprocessing files are copied too) or a checkpoint")
@@ -21,8 +20,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     def body() -> int:
-        from nmtmodels.decoding.export import export_ctranslate2
-
         out = export_ctranslate2(args.checkpoint, args.output_dir, args.quantization, force=args.force)
         print(f"exported {args.checkpoint} to {out} (CTranslate2, {args.quantization or 'float32'})", file=sys.stderr)
         return 0

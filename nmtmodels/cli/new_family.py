@@ -6,6 +6,7 @@ import sys
 from collections.abc import Sequence
 
 from nmtmodels.cli.common import _run, make_parser
+from nmtmodels.family_template import write_family
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -17,8 +18,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     def body() -> int:
-        from nmtmodels.family_template import write_family
-
         for path in write_family(args.name, args.directory):
             print(path)
         print(f"next: NMT_USER_MODULES={args.directory.rstrip('/')}/{args.name}.py nmt-train --list-families; "

@@ -1,5 +1,5 @@
 """``nmt-package`` (``python -m nmtmodels.cli package``, the workflow's ``model_package`` rule):
-write a model package (:mod:`nmtmodels.text.model_package`); its ``--help`` is :data:`DESCRIPTION`."""
+write a model package (:mod:`nmtmodels.model_package`); its ``--help`` is :data:`DESCRIPTION`."""
 from __future__ import annotations
 
 import json
@@ -11,7 +11,8 @@ from typing import Any
 from nmtmodels.cli.common import make_parser
 from nmtmodels.config import ConfigError
 from nmtmodels.files import DataError
-from nmtmodels.text.model_package import PackageSettings, write_package
+from nmtmodels.model_package.settings import PackageSettings
+from nmtmodels.model_package.writer import write_package
 
 DESCRIPTION = (
     "Write a model package: a checkpoint with the settings and subword files that turn raw text into its input, "

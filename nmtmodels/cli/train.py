@@ -71,13 +71,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _list_families() -> int:
-    from nmtmodels.registry import describe_families
+    from nmtmodels.registry import describe_families  # lazy: nmt-train --help stays free of torch
 
     print("\n".join(describe_families()))
     return 0
 
 
 def _train(args: argparse.Namespace) -> int:
+    # lazy: nmt-train --help (and a config error found before training) stays free of torch
     from nmtmodels.registry import build_model
     from nmtmodels.training.distributed import init_from_env
     from nmtmodels.training.state import seed_everything

@@ -180,7 +180,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _translate(args: argparse.Namespace) -> int:
-    from nmtmodels.decoding.translator import Translator
+    from nmtmodels.decoding.translator import Translator  # lazy: nmt-translate --help stays free of torch
 
     if args.output:  # before loading and decoding, not when the translation is done
         check_output(args.output)
@@ -192,7 +192,7 @@ def _translate(args: argparse.Namespace) -> int:
     translator = Translator.from_checkpoint(checkpoint, device=_device(args.device), pretokenized=args.pretokenized,
                                             threads=threads, src_vocab=args.src_vocab, tgt_vocab=args.tgt_vocab)
     if args.amp == "bf16":  # a CPU without native bf16 decodes in fp32: say so before anything is read
-        from nmtmodels.precision import uses_bf16
+        from nmtmodels.precision import uses_bf16  # lazy: nmt-translate --help stays free of torch
 
         uses_bf16(args.amp, translator.device, report=lambda message: _warn(PROG, message))
     if translator.package is not None and not translator.package.settings.model_digests:
@@ -274,7 +274,7 @@ class _Job:
         for hyp in translation.hypotheses[:self.nbest]:
             text = hyp.text
             if self.translator.pretokenized and self.args.postprocess:
-                from nmtmodels.text.postprocess import format_options, postprocess
+                from nmtmodels.text.postprocess import format_options, postprocess  # lazy: no sacremoses at --help
 
                 text = postprocess(text, self.args.postprocess, **format_options(self.args.tgt_format))
             line = text if self.nbest == 1 else f"{index} ||| {text} ||| {hyp.score:.6f}"
@@ -419,7 +419,7 @@ class _Progress:
         self.start = self.last = time.monotonic()
         self.bar = None
         if sys.stderr.isatty():
-            from tqdm import tqdm
+            from tqdm import tqdm  # lazy: only a terminal shows the bar (tqdm: ~0.2 s of every start)
 
             self.bar = tqdm(total=total, unit="sent", file=sys.stderr, leave=False)
 

@@ -23,7 +23,7 @@ from nmtmodels.config import from_dict
 from nmtmodels.data import ParallelDataset
 from nmtmodels.decoding import search
 from nmtmodels.decoding.scorer import DecodeConfig
-from nmtmodels.text.model_package import CompressionSettings
+from nmtmodels.model_package.settings import CompressionSettings
 
 
 class Compressor:

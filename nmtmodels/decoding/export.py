@@ -7,13 +7,13 @@
     export_ctranslate2("results/experiments/baseline/multi30k_en_de/model", "ct2-model", quantization="int8")
 
 The input is a checkpoint of family ``"transformer"`` or a model package directory
-(:mod:`nmtmodels.text.model_package`; a checkpoint inside one counts as the package). The output is a
+(:mod:`nmtmodels.model_package`; a checkpoint inside one counts as the package). The output is a
 CTranslate2 model directory (``model.bin``, ``config.json``, the vocabularies) that
 ``ctranslate2.Translator`` loads, plus ``export.json`` (what was exported, the length limits
 and the decoding options that reproduce our search) and, for a package, the package's
 other files (``preprocess.json`` and its subword files, e.g. ``bpe.codes`` and ``bpe.vocab``),
-so :func:`nmtmodels.text.model_package.read_package` on the output directory gives the raw-text preprocessing (docs/translate.md, "Export to
-CTranslate2").
+so :func:`nmtmodels.model_package.reader.read_package` on the output directory gives the
+raw-text preprocessing (docs/translate.md, "Export to CTranslate2").
 
 How our model maps onto ``ctranslate2.specs.TransformerSpec``:
 
@@ -65,15 +65,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 from torch import nn
 
-from nmtmodels.checkpoint import load_checkpoint
+from nmtmodels.checkpoint import load_checkpoint, load_model_from_checkpoint
 from nmtmodels.config import ConfigError, from_dict
 from nmtmodels.decoding.scorer import DecodeConfig, HypothesisScorer
 from nmtmodels.files import current_umask, temporary_directory_beside
+from nmtmodels.model_package.reader import package_directory
+from nmtmodels.model_package.settings import CHECKPOINT_FILE, PREPROCESS_FILE
+from nmtmodels.models.transformer import TransformerDecoder, TransformerEncoder, TransformerModel
+from nmtmodels.modules.embedding import LearnedPositions, SinusoidalPositions
+from nmtmodels.modules.layers import TransformerDecoderLayer, TransformerEncoderLayer
 from nmtmodels.symbols import BOS, EOS, PAD, UNK
-from nmtmodels.text.model_package import CHECKPOINT_FILE, PREPROCESS_FILE, package_directory
 
 FAMILY = "transformer"
 LAYER_NORM_EPSILON = 1e-5
@@ -131,8 +136,6 @@ def export_ctranslate2(checkpoint_or_package: str | os.PathLike, out_dir: str | 
         raise ExportError(f"{checkpoint}: model family {family!r} cannot be exported to CTranslate2: {reason}; "
                           f"only family {FAMILY!r} can")
     ctranslate2 = _import_ctranslate2()
-    from nmtmodels.checkpoint import load_model_from_checkpoint
-
     model, src_vocab, tgt_vocab, state = load_model_from_checkpoint(str(checkpoint), "cpu")
     spec = build_spec(model, src_vocab.tokens, tgt_vocab.tokens, where=str(checkpoint))
     spec.validate()
@@ -340,7 +343,7 @@ def _preprocessing_files(package: Path | None) -> list[Path]:
 
 def _import_ctranslate2() -> Any:
     try:
-        import ctranslate2
+        import ctranslate2  # lazy: an optional dependency (the 'export' extra)
     except ImportError:
         raise ExportError("the ctranslate2 package is not installed: python -m pip install 'ctranslate2>=4.0,<5' "
                           "(or the project's 'export' extra)") from None
@@ -361,8 +364,6 @@ class _Weights:
         return tensor.detach().to(torch.float32).cpu().numpy().copy()
 
     def fused(self, tensors: Iterable[torch.Tensor]) -> Any:
-        import numpy as np
-
         return np.concatenate([self(t) for t in tensors])
 
 
@@ -371,11 +372,7 @@ def build_spec(model: nn.Module, src_tokens: list[str], tgt_tokens: list[str], w
     device), its vocabularies registered and its config set; ExportError for anything the
     spec cannot express."""
     _import_ctranslate2()  # a clear error when it is missing
-    from ctranslate2.specs import common_spec, transformer_spec
-
-    from nmtmodels.models.transformer import TransformerDecoder, TransformerEncoder, TransformerModel
-    from nmtmodels.modules.embedding import LearnedPositions, SinusoidalPositions
-    from nmtmodels.modules.layers import TransformerDecoderLayer, TransformerEncoderLayer
+    from ctranslate2.specs import common_spec, transformer_spec  # lazy: an optional dependency (the 'export' extra)
 
     cfg = model.cfg
     parts = [(model, TransformerModel), (model.encoder, TransformerEncoder), (model.decoder, TransformerDecoder),

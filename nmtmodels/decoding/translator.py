@@ -51,13 +51,16 @@ from nmtmodels.checkpoint import CheckpointError, load_model_from_checkpoint
 from nmtmodels.config import ConfigError, from_dict
 from nmtmodels.data import ExtraField, ParallelDataset, TooLong
 from nmtmodels.decoding import search
+from nmtmodels.decoding.compression import Compressor
 from nmtmodels.decoding.ensemble import Ensemble, check_members
 from nmtmodels.decoding.scorer import DecodeConfig
 from nmtmodels.decoding.scorer import Hypothesis as SearchHypothesis
 from nmtmodels.devices import resolve_device, set_threads
 from nmtmodels.files import DataError
-from nmtmodels.text.model_package import CHECKPOINT_FILE, EncodedSource, ModelPackage, package_directory, read_package
+from nmtmodels.model_package.reader import EncodedSource, ModelPackage, package_directory, read_package
+from nmtmodels.model_package.settings import CHECKPOINT_FILE
 from nmtmodels.text.preprocessing import SegmentationError
+from nmtmodels.text.sentences import joiner, sentence_splitter
 from nmtmodels.vocab import Vocabulary, check_fingerprint
 
 
@@ -144,8 +147,6 @@ class Translator:
         self.identity_compression = bool(package is not None and package.settings.compression is not None
                                          and package.settings.compression.identity)
         if package is not None and package.compressor is not None and "compressed" in model.extra_inputs:
-            from nmtmodels.decoding.compression import Compressor
-
             self.compressor = Compressor(package.compressor, package.settings.compression, self.device)
 
     @classmethod
@@ -433,13 +434,9 @@ class Translator:
     def _sentence_splitter(self) -> Callable[[str], list[str]]:
         if self.package is None:
             raise ConfigError("split_sentences needs raw text and a model package (not pretokenized input)")
-        from nmtmodels.text.sentences import sentence_splitter
-
         return sentence_splitter(self.package.settings.source.lang)
 
     def _target_joiner(self) -> str:
-        from nmtmodels.text.sentences import joiner
-
         return joiner(self.target_lang) if self.target_lang else " "
 
 

@@ -17,8 +17,10 @@ from nmtmodels.config import ConfigError
 from nmtmodels.data import ParallelDataset
 from nmtmodels.decoding.scorer import DecodeConfig, LinearLengthLimit
 from nmtmodels.decoding.search import translate_dataset
+from nmtmodels.model_package.reader import read_package
+from nmtmodels.model_package.settings import PackageSettings
+from nmtmodels.model_package.writer import write_package
 from nmtmodels.tests.copy_task_fixtures import LETTERS, copy_task, tiny_model, write_lines
-from nmtmodels.text.model_package import PackageSettings, read_package, write_package
 from nmtmodels.text.preprocessing import LanguageSettings
 from nmtmodels.vocab import Vocabulary
 

@@ -104,12 +104,16 @@ def test_workflow_scripts_do_not_import_the_cli() -> None:
 
 
 def test_the_layers_point_one_way() -> None:
-    """text/ knows nothing of models' search or training; decoding/ nothing of training; no
+    """text/ knows nothing of checkpoints, packages, models' search or training (model_package/,
+    which reads and writes checkpoints, sits above it); decoding/ nothing of training; no
     library module imports the command line (so a sentence goes cli -> translator ->
     text.preprocessing -> checkpoint -> decoding.search -> text.postprocess, no return trips)."""
     graph = package_graph()
     forbidden = {
-        "nmtmodels.text.": ("nmtmodels.decoding", "nmtmodels.training", "nmtmodels.cli"),
+        "nmtmodels.text.": ("nmtmodels.decoding", "nmtmodels.training", "nmtmodels.cli", "nmtmodels.checkpoint",
+                            "nmtmodels.model_package"),
+        "nmtmodels.model_package.": ("nmtmodels.decoding", "nmtmodels.training", "nmtmodels.cli", "nmtmodels.models",
+                                     "nmtmodels.modules"),
         "nmtmodels.decoding.": ("nmtmodels.training", "nmtmodels.cli"),
         "nmtmodels.training.": ("nmtmodels.cli", "nmtmodels.decoding.translator", "nmtmodels.decoding.export"),
         "nmtmodels.models.": ("nmtmodels.decoding", "nmtmodels.training", "nmtmodels.text", "nmtmodels.cli"),
@@ -121,6 +125,34 @@ def test_the_layers_point_one_way() -> None:
                   if target.startswith("nmtmodels.cli") and not module.startswith(("nmtmodels.cli", "nmtmodels.__main__"))]
     assert "nmtmodels.decoding.scorer" in graph["nmtmodels.decoding.search"]
     assert not offenders, offenders
+
+
+# What each module of nmtmodels/model_package/ may import of the package: one idea each.
+PACKAGE_MODULES = {
+    "settings": ("nmtmodels.config", "nmtmodels.text."),  # preprocess.json: torch-free, reads no file
+    "digests": ("nmtmodels.checkpoint", "nmtmodels.files", "nmtmodels.model_package.settings", "nmtmodels.text.bpe_codes"),
+    "reader": ("nmtmodels.config", "nmtmodels.files", "nmtmodels.model_package.settings", "nmtmodels.model_package.digests",
+               "nmtmodels.text."),  # reads and encodes: loads no checkpoint, writes nothing
+    "writer": ("nmtmodels.checkpoint", "nmtmodels.files", "nmtmodels.model_package.settings", "nmtmodels.model_package.digests",
+               "nmtmodels.text.bpe_codes"),
+}
+
+
+def test_each_model_package_module_keeps_to_its_idea() -> None:
+    """settings (torch-free), digests, reader and writer import only what their idea needs: the
+    reader never the writer or a checkpoint loader, the settings neither a checkpoint nor a file
+    check, and nothing under text/ imports any of them."""
+    graph = package_graph()
+    assert set(PACKAGE_MODULES) == {m.rpartition(".")[2] for m in graph if m.startswith("nmtmodels.model_package.")}
+    offenders = [f"{module} imports {target}" for name, allowed in PACKAGE_MODULES.items()
+                 for module in [f"nmtmodels.model_package.{name}"] for target in sorted(graph[module])
+                 if not (target in allowed or target.startswith(tuple(a for a in allowed if a.endswith("."))))]
+    assert not offenders, offenders
+    assert "nmtmodels.checkpoint" in graph["nmtmodels.model_package.writer"]
+    probe = ("import sys, nmtmodels.model_package.settings\n"
+             "print(sorted(m for m in ('torch', 'nmtmodels.checkpoint') if m in sys.modules))")
+    run = subprocess.run([sys.executable, "-c", probe], cwd=REPO, capture_output=True, text=True, check=True)
+    assert run.stdout.strip() == "[]", "the package settings (the workflow's DAG reads them) import " + run.stdout
 
 
 def test_commands_live_in_cli() -> None:
@@ -151,7 +183,8 @@ def test_public_names_import_from_the_package() -> None:
 OLD_MODULES = ("nmtmodels._moved", "nmtmodels.train", "nmtmodels.loss", "nmtmodels.distributed", "nmtmodels.inference",
                "nmtmodels.search", "nmtmodels.ensemble", "nmtmodels.translator", "nmtmodels.export",
                "nmtmodels.preprocessing", "nmtmodels.postprocess", "nmtmodels.spm", "nmtmodels.scoring", "nmtmodels.package",
-               "nmtmodels.batching", "nmtmodels.decoding.batched", "nmtmodels.textio", "nmtmodels.decoding.compressor")
+               "nmtmodels.batching", "nmtmodels.decoding.batched", "nmtmodels.textio", "nmtmodels.decoding.compressor",
+               "nmtmodels.text.model_package")
 # ... and names that a module re-exported after they moved out of it.
 OLD_NAMES = {
     "nmtmodels.cli": ("load_experiment", "apply_overrides", "SECTIONS"),

@@ -14,9 +14,11 @@ from nmtmodels import cli
 from nmtmodels.checkpoint import save_checkpoint
 from nmtmodels.config import ConfigError, ModelConfig
 from nmtmodels.files import DataError
+from nmtmodels.model_package.reader import read_package
+from nmtmodels.model_package.settings import PackageSettings
+from nmtmodels.model_package.writer import write_package
 from nmtmodels.registry import build_model
 from nmtmodels.text.bpe_codes import ran_out_line
-from nmtmodels.text.model_package import PackageSettings, read_package, write_package
 from nmtmodels.text.preprocessing import LanguageSettings
 from nmtmodels.vocab import Vocabulary
 

@@ -34,11 +34,13 @@ from nmtmodels.decoding.scorer import DecodeConfig
 from nmtmodels.decoding.search import translate_dataset
 from nmtmodels.decoding.translator import Translator, raw_text_refusal
 from nmtmodels.files import DataError
+from nmtmodels.model_package.reader import EncodedSource, read_package
+from nmtmodels.model_package.settings import CompressionSettings, LatticeSettings, PackageSettings
+from nmtmodels.model_package.writer import write_package
 from nmtmodels.models.lattice import SPAN_PAD
 from nmtmodels.registry import build_model
 from nmtmodels.symbols import PAD_ID
 from nmtmodels.text import preprocessing
-from nmtmodels.text.model_package import CompressionSettings, EncodedSource, LatticeSettings, PackageSettings, read_package, write_package
 from nmtmodels.text.preprocessing import LanguageSettings
 from nmtmodels.vocab import Vocabulary
 

@@ -18,8 +18,10 @@ from nmtmodels.checkpoint import save_checkpoint
 from nmtmodels.config import ConfigError, ModelConfig
 from nmtmodels.decoding.translator import Translator
 from nmtmodels.files import DataError
+from nmtmodels.model_package.reader import read_package
+from nmtmodels.model_package.settings import SPM_MODEL_FILE, PackageSettings
+from nmtmodels.model_package.writer import write_package
 from nmtmodels.registry import build_model
-from nmtmodels.text.model_package import SPM_MODEL_FILE, PackageSettings, read_package, write_package
 from nmtmodels.text.postprocess import format_options, postprocess, remove_spm
 from nmtmodels.text.preprocessing import LanguageSettings
 from nmtmodels.text.spm import SentencePieceEncoder, SentencePieceSettings, piece_counts, train_model

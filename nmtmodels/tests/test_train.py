@@ -26,6 +26,8 @@ from nmtmodels.checkpoint import (
 )
 from nmtmodels.config import ConfigError, from_dict
 from nmtmodels.data import ParallelDataset, Ragged
+from nmtmodels.model_package.settings import PackageSettings
+from nmtmodels.model_package.writer import write_package
 from nmtmodels.registry import model_families
 from nmtmodels.sampler import BucketBatchSampler
 from nmtmodels.symbols import PAD_ID
@@ -34,7 +36,6 @@ from nmtmodels.tests.copy_task_fixtures import (
     tiny_model,
     train_config,
 )
-from nmtmodels.text.model_package import PackageSettings, write_package
 from nmtmodels.text.preprocessing import LanguageSettings
 from nmtmodels.training import trainer as train_module
 from nmtmodels.training.config import TrainConfig
@@ -64,6 +65,31 @@ def make_trainer(corpus, out_dir, *, model_seed=0, dropout=0.0, log=None, bleu_f
     return Trainer(model, train_config(**cfg), train or train_data, valid, out_dir, model_config=model_cfg.to_dict(),
                    src_vocab=vocab, tgt_vocab=vocab, bleu_fn=bleu_fn, log=log or (lambda msg: None),
                    restart_on_change=restart_on_change, device="cpu")  # these tests mean the CPU, also on a GPU host
+
+
+def test_the_trainer_chooses_its_device_with_resolve_device(corpus, tmp_path, monkeypatch):
+    """The device a Trainer trains on is nmtmodels.devices.resolve_device's, as every command's:
+    None asks for "auto", a name is checked there (a misspelt one is a ConfigError in one line,
+    not torch's RuntimeError), and the model goes where it says."""
+    vocab, train_data, _ = corpus
+    asked = []
+
+    def recording(name):
+        asked.append(name)
+        return torch.device("cpu")
+
+    monkeypatch.setattr(train_module, "resolve_device", recording)
+    for device, out in ((None, "auto"), ("cuda:7", "cuda:7")):
+        model, model_cfg = tiny_model(len(vocab), len(vocab))
+        trainer = Trainer(model, train_config(), train_data, None, tmp_path / out, model_config=model_cfg.to_dict(),
+                          src_vocab=vocab, tgt_vocab=vocab, log=lambda msg: None, device=device)
+        assert trainer.device == torch.device("cpu") and next(trainer.model.parameters()).device.type == "cpu"
+    assert asked == ["auto", "cuda:7"]
+    monkeypatch.undo()
+    model, model_cfg = tiny_model(len(vocab), len(vocab))
+    with pytest.raises(ConfigError, match=r"^device 'cdua': not a device name \(auto, cpu, cuda or cuda:N\)$"):
+        Trainer(model, train_config(), train_data, None, tmp_path / "bad", model_config=model_cfg.to_dict(),
+                src_vocab=vocab, tgt_vocab=vocab, log=lambda msg: None, device="cdua")
 
 
 def params(trainer: Trainer) -> dict[str, torch.Tensor]:

@@ -1,5 +1,5 @@
 """Raw text in, plain text out: a tiny model trained on a real Multi30k sample (the corpus
-mirror), packaged with nmtmodels.text.model_package, translated through Translator and nmt-translate.
+mirror), packaged with nmtmodels.model_package, translated through Translator and nmt-translate.
 
 The expected model input is made by hand with sacremoses and subword-nmt (not with
 nmtmodels.text.preprocessing), and the expected search results with nmtmodels.decoding.search as the
@@ -29,9 +29,11 @@ from nmtmodels.decoding.scorer import DecodeConfig
 from nmtmodels.decoding.search import translate_dataset
 from nmtmodels.decoding.translator import Translator
 from nmtmodels.files import DataError
+from nmtmodels.model_package.reader import read_package
+from nmtmodels.model_package.settings import PackageSettings
+from nmtmodels.model_package.writer import write_package
 from nmtmodels.registry import build_model
 from nmtmodels.symbols import BOS_ID, EOS_ID, PAD_ID
-from nmtmodels.text.model_package import PackageSettings, read_package, write_package
 from nmtmodels.text.postprocess import postprocess
 from nmtmodels.text.preprocessing import LanguageSettings
 from nmtmodels.vocab import Vocabulary

@@ -49,7 +49,7 @@ cross, we take the common refinement (our choice: the paper's segmentations were
 
 The workflow writes lattice files and model inputs with the command line of
 :mod:`workflow_scripts.data.lattice` (rules/lattice.smk); a model package builds the same
-inputs from raw text in-process (:func:`lattice_inputs`, :mod:`nmtmodels.text.model_package`),
+inputs from raw text in-process (:func:`lattice_inputs`, :mod:`nmtmodels.model_package`),
 so training, the workflow's decoding and ``nmt-translate`` read one implementation.
 """
 from __future__ import annotations

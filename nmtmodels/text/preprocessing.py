@@ -65,7 +65,7 @@ class SegmentationError(RuntimeError):
 
 
 def _jieba() -> Callable[[str], list[str]]:
-    import jieba
+    import jieba  # lazy: an optional dependency (the 'zh' extra)
 
     jieba.setLogLevel(logging.WARNING)
     tokenizer = jieba.Tokenizer()
@@ -74,7 +74,7 @@ def _jieba() -> Callable[[str], list[str]]:
 
 
 def _thulac() -> Callable[[str], list[str]]:
-    import thulac
+    import thulac  # lazy: an optional dependency (the 'zh' extra)
 
     with contextlib.redirect_stdout(io.StringIO()):  # thulac prints "Model loaded succeed": not a line for the user
         model = thulac.thulac(seg_only=True)
@@ -82,12 +82,13 @@ def _thulac() -> Callable[[str], list[str]]:
 
 
 def _snownlp() -> Callable[[str], list[str]]:
-    from snownlp import SnowNLP
+    from snownlp import SnowNLP  # lazy: an optional dependency (the 'zh' extra)
 
     return lambda text: SnowNLP(text).words
 
 
 def _fugashi() -> Callable[[str], list[str]]:
+    # lazy: optional dependencies (the 'ja' extra)
     import fugashi
     import unidic_lite
 
@@ -192,7 +193,7 @@ class TextProcessor:
         self.unicode_form = unicode_form
         self._punctuation = None
         if settings.tokenizer == "moses":
-            from sacremoses import MosesPunctNormalizer, MosesTokenizer
+            from sacremoses import MosesPunctNormalizer, MosesTokenizer  # lazy: ~1 s to import; only moses needs it
 
             self._punctuation = MosesPunctNormalizer(lang=settings.lang)
             moses = MosesTokenizer(lang=settings.lang)

@@ -36,7 +36,7 @@ def sentence_splitter(lang: str) -> Callable[[str], list[str]]:
     if lang in UNSPACED:
         return split_unspaced
     try:
-        from sentence_splitter import SentenceSplitter, SentenceSplitterException
+        from sentence_splitter import SentenceSplitter, SentenceSplitterException  # lazy: an optional dependency
     except ImportError:
         raise ConfigError("--split-sentences needs the sentence-splitter package: "
                           "python -m pip install 'sentence-splitter>=1.4,<2'") from None

@@ -43,7 +43,7 @@ SEED = 1
 
 def _sentencepiece():
     try:
-        import sentencepiece
+        import sentencepiece  # lazy: an optional dependency (only spmN subwords need it)
     except ModuleNotFoundError:
         raise ConfigError("SentencePiece subwords need the Python package 'sentencepiece': "
                           "pip install -c requirements/lock.txt sentencepiece") from None

@@ -65,6 +65,7 @@ class TensorBoardLog:
 
     def add(self, row: dict[str, Any], step: int) -> None:
         if self._writer is None:
+            # lazy: tensorboard is slow to import and optional; only a run that logs a row needs it
             from torch.utils.tensorboard import SummaryWriter
 
             self._writer = SummaryWriter(str(self.log_dir))

@@ -20,11 +20,13 @@ import numpy as np
 import torch
 import yaml
 from torch import Tensor
+from tqdm import tqdm
 
 from nmtmodels.checkpoint import save_checkpoint
 from nmtmodels.compiling import begin_step, compile_module
 from nmtmodels.config import ConfigError, plain_dict
 from nmtmodels.data import Batch, ParallelDataset, pad_to_buckets
+from nmtmodels.devices import resolve_device
 from nmtmodels.files import atomic_write_text
 from nmtmodels.models.base import Seq2SeqModel
 from nmtmodels.modules.attention import avoid_per_shape_attention_kernels
@@ -75,6 +77,8 @@ class Trainer:
     to a different run (docs/training.md, "Resume and restart"). ``init_fingerprint`` names the
     parameters the run starts from when they come from elsewhere (``nmt-train
     --init-from``); a checkpoint of a run started from other parameters is another run.
+    ``device`` goes through :func:`nmtmodels.devices.resolve_device` (None: ``"auto"``), as every
+    command's does: a device torch cannot use here is a ConfigError in one line.
 
     ``run`` (:class:`nmtmodels.training.state.RunSpec`; ``cfg`` is its ``train_config``) is what
     the run is, ``progress`` (:class:`nmtmodels.training.progress.TrainingProgress`) how far it
@@ -110,7 +114,7 @@ class Trainer:
         self.run = RunSpec(model_config, cfg, src_vocab, tgt_vocab, train_data.fingerprint(),
                            init_fingerprint=init_fingerprint, decode_config=decode_config)
         self.dist = dist or DistributedContext()
-        self.device = torch.device(device) if device is not None else torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        self.device = resolve_device("auto" if device is None else device)
         self.out_dir = Path(out_dir)
         self.train_data = train_data
         self.valid_data = valid_data
@@ -394,8 +398,6 @@ class Trainer:
             self._tensorboard.add(row, self.progress.update)
 
     def _progress_bar(self):
-        from tqdm import tqdm
-
         return tqdm(total=self.cfg.max_updates or None, initial=self.progress.update, unit="upd", dynamic_ncols=True,
                     disable=not (self.dist.is_main and sys.stderr.isatty()))
 

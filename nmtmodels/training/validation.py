@@ -35,7 +35,8 @@ def make_bleu_fn(
     ``tokenized_references`` (the dev targets, BPE removed the same way) with no further
     tokenisation (multi-bleu.perl style) is returned.
     """
-    from nmtmodels.text.postprocess import (  # sacremoses and sacrebleu: only when scoring
+    # lazy: sacremoses and sacrebleu (seconds to import) only when BLEU is scored
+    from nmtmodels.text.postprocess import (
         format_options,
         postprocess,
     )

@@ -32,6 +32,13 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+import torch
+
+from nmtmodels.checkpoint import load_model_from_checkpoint
+from nmtmodels.data import ParallelDataset
+from nmtmodels.decoding.scorer import DecodeConfig
+from nmtmodels.decoding.search import beam_search
 from nmtmodels.files import DataError, atomic_output, read_lines
 from nmtmodels.symbols import EOS, SPACE_SYMBOL
 
@@ -65,13 +72,6 @@ def memory_unit(characters: Sequence[str], width: int) -> str:
 def attention_for(checkpoint: str, lines: Sequence[str], beam: int = 4) -> list[dict]:
     """Translate ``lines`` (character tokens separated by spaces) and return, per line, its
     source labels, output characters (+ ``</s>``) and attention matrix (targets x sources)."""
-    import torch
-
-    from nmtmodels.checkpoint import load_model_from_checkpoint
-    from nmtmodels.data import ParallelDataset
-    from nmtmodels.decoding.scorer import DecodeConfig
-    from nmtmodels.decoding.search import beam_search
-
     model, src_vocab, tgt_vocab, _ = load_model_from_checkpoint(checkpoint, torch.device("cpu"))
     data = ParallelDataset.from_lines(list(lines), src_vocab, max_positions=model.max_positions(), too_long="truncate")
     batch = data.collate(range(len(data)))
@@ -95,11 +95,10 @@ def figure(plots: Sequence[dict], title: str) -> Any:
     rows the memory positions: source characters (char2char) or words (char2word's word
     encoder), ▁ shown as ␣, every position a labelled tick.  The colour scale
     of each runs from 0 to its largest weight, with a colour bar that says so."""
-    import matplotlib
+    import matplotlib  # lazy: the Agg backend is chosen before pyplot is first imported
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    import numpy as np
+    import matplotlib.pyplot as plt  # lazy: after matplotlib.use("Agg")
 
     heights = [max(2.2, 0.17 * len(p["source"]) + 1.2) for p in plots]
     width = max(6.5, 0.17 * max(len(p["target"]) for p in plots) + 3.0)
@@ -126,7 +125,7 @@ def figure(plots: Sequence[dict], title: str) -> Any:
 
 def plot(plots: Sequence[dict], title: str, path: str) -> None:
     """:func:`figure` as a PNG at ``path`` (written atomically)."""
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # lazy: figure() chooses the Agg backend first
 
     fig = figure(plots, title)
     with atomic_output(path, "wb") as handle:

@@ -27,24 +27,20 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
+import pandas as pd
+import torch
+
+from nmtmodels.checkpoint import load_model_from_checkpoint
+from nmtmodels.data import ParallelDataset
 from nmtmodels.files import DataError, atomic_output, read_lines
 from nmtmodels.text.scoring import metric_spec, significance_metrics
-from workflow_scripts.evaluation.plots import line_plot
-
-if TYPE_CHECKING:  # pandas (and plots' sacrebleu) load only where a table is made, not in the Snakefile
-    import pandas as pd
+from workflow_scripts.evaluation.plots import bucket_labels, length_bucket, line_plot
 
 
 # ----------------------------------------------------------------------------- Figure 5
 def high_order_weights(checkpoint: str, lines: Sequence[str], batch_size: int = 64) -> list[list[float]]:
     """Per sentence of ``lines`` (the model's input units), its high-order weight per layer."""
-    import torch
-
-    from nmtmodels.checkpoint import load_model_from_checkpoint
-    from nmtmodels.data import ParallelDataset
-
     model, src_vocab, _, _ = load_model_from_checkpoint(checkpoint, torch.device("cpu"))
     if not hasattr(model, "high_order_weights"):
         raise ValueError(f"{checkpoint}: family {type(model).family_name!r} has no high-order gate weights")
@@ -59,10 +55,6 @@ def high_order_weights(checkpoint: str, lines: Sequence[str], batch_size: int = 
 def gate_table(weights: Sequence[Sequence[float]], lengths: Sequence[int], edges: Sequence[int]) -> pd.DataFrame:
     """Rows (layer, bucket, sentences, weight, difference): the mean weight of a layer over the
     sentences of a length bucket, and its difference to the first bucket (Figure 5)."""
-    import pandas as pd
-
-    from workflow_scripts.evaluation.plots import bucket_labels, length_bucket
-
     if len(weights) != len(lengths):
         raise ValueError(f"{len(weights)} sentences have weights but {len(lengths)} have lengths")
     frame = pd.DataFrame([(layer + 1, length_bucket(n, edges), w)
@@ -82,8 +74,6 @@ def gate_table(weights: Sequence[Sequence[float]], lengths: Sequence[int], edges
 # ----------------------------------------------------------------------------- Figure 6
 def layer_table(points: Sequence[tuple[str, int, str]], metric: str) -> pd.DataFrame:
     """Rows (series, layers, score) from each point's scores.json, sorted by series and layers."""
-    import pandas as pd
-
     rows = []
     for series, layers, path in points:
         try:

@@ -21,6 +21,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import torch
+
+from nmtmodels.checkpoint import CheckpointError, load_model_from_checkpoint
+from nmtmodels.config import ConfigError
 from nmtmodels.files import DataError, atomic_output
 
 
@@ -48,10 +52,6 @@ def training_speed(metrics_csv: str | Path) -> float | None:
 
 
 def model_info(checkpoint: str | Path, metrics_csv: str | Path) -> dict[str, Any]:
-    import torch
-
-    from nmtmodels.checkpoint import load_model_from_checkpoint
-
     model, _, _, state = load_model_from_checkpoint(str(checkpoint), torch.device("cpu"))
     return {
         "parameters": model.num_parameters(),
@@ -67,9 +67,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--metrics", required=True, help="the trainer's metrics.csv")
     parser.add_argument("--output", required=True)
     args = parser.parse_args(argv)
-    from nmtmodels.checkpoint import CheckpointError
-    from nmtmodels.config import ConfigError
-
     try:
         info = model_info(args.checkpoint, args.metrics)
     except (CheckpointError, ConfigError, DataError) as exc:

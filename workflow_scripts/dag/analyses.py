@@ -31,6 +31,7 @@ from __future__ import annotations
 import shlex
 from typing import Any
 
+from nmtmodels.config import ModelConfig
 from nmtmodels.text.scoring import metric_spec, registered_metrics
 from workflow_scripts.dag import WorkflowConfigError, paths
 from workflow_scripts.dag.evaluation import source_file
@@ -85,8 +86,6 @@ def gate_inputs(config: dict[str, Any], experiment: str, corpus: str, test_set: 
 
 def encoder_layers(config: dict[str, Any], experiment: str) -> int:
     """The experiment's encoder layer count, from its resolved model settings."""
-    from nmtmodels.config import ModelConfig
-
     return ModelConfig.from_dict(experiment_settings(config, experiment)["model"], f"experiments.{experiment}.model").encoder_layers
 
 

@@ -11,6 +11,9 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
+from nmtmodels.config import ConfigError
+from nmtmodels.text.postprocess import SUBWORDS
+from nmtmodels.text.spm import SentencePieceSettings
 from workflow_scripts.dag import WorkflowConfigError, evaluation, paths
 from workflow_scripts.dag.analyses import check_swap_noise
 from workflow_scripts.dag.compression import check_compression
@@ -27,6 +30,7 @@ from workflow_scripts.dag.runs import (
 )
 from workflow_scripts.dag.sources import SOURCE_KEYS, source_differences, source_reading
 from workflow_scripts.data import corpus_spec as corpus_specs
+from workflow_scripts.data.locations import missing_licensed
 
 __all__ = ["WorkflowConfigError", "check"]
 
@@ -56,10 +60,6 @@ def check_subword_values(config: dict[str, Any]) -> None:
     it skips what has the wrong structure (the schema reports that).  The names are those of
     nmtmodels' model packages (:data:`nmtmodels.text.postprocess.SUBWORDS`; importing it
     loads no torch, so cluster jobs that re-read the Snakefile run it too)."""
-    from nmtmodels.config import ConfigError
-    from nmtmodels.text.postprocess import SUBWORDS
-    from nmtmodels.text.spm import SentencePieceSettings
-
     corpora = config.get("corpora")
     for name, spec in (corpora.items() if isinstance(corpora, dict) else ()):
         if isinstance(spec, dict) and "sentencepiece" in spec:
@@ -126,7 +126,7 @@ def check_experiments(config: dict[str, Any]) -> list[str]:
     An experiment that will not run (not in ``active_experiments``) whose family is not registered
     (its module is not among this run's ``user_modules``) is not checked: the warnings returned
     name it."""
-    from nmtmodels.registry import model_families
+    from nmtmodels.registry import model_families  # lazy: torch; cluster jobs re-read the Snakefile without it
 
     families = model_families()
     runs = set(experiment_runs(config))
@@ -248,8 +248,6 @@ def check_shared_embeddings(config: dict[str, Any]) -> None:
 def check_licensed_inputs(config: dict[str, Any], environ: Mapping[str, str]) -> None:
     """Every licensed file (``local`` of a download) that the active corpora still need is
     there: else one error listing each missing file (off with ``require_licensed_data: false``)."""
-    from workflow_scripts.data.locations import missing_licensed
-
     if not config.get("require_licensed_data", True):
         return
     downloads = []

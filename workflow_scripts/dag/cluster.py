@@ -4,6 +4,12 @@ from __future__ import annotations
 import os
 from typing import Any
 
+import yaml
+
+from nmtmodels.config import ConfigError
+from nmtmodels.plugins import import_user_module
+from workflow_scripts.dag import WorkflowConfigError
+
 
 def cluster_resources(config: dict[str, Any], gpus: int = 0) -> dict[str, Any]:
     """Snakemake resources placing a job that uses ``gpus`` GPUs under the SLURM profile:
@@ -58,8 +64,6 @@ def joined_user_modules(config: dict[str, Any], configfiles: list[str]) -> list[
     layering config files does not replace (a second file's list would otherwise drop the first's
     modules, and with them the families its experiments name).  A file that is not a mapping
     (the schema reports it) gives nothing."""
-    import yaml
-
     joined: list[str] = []
     for path in configfiles:
         with open(path, encoding="utf-8") as handle:
@@ -100,10 +104,6 @@ def check_user_modules(config: dict[str, Any], directory: str, workflow_dir: str
     themselves); a :class:`~workflow_scripts.dag.WorkflowConfigError` in one line naming the key
     and the file when one is missing or fails to import (a syntax error, an ImportError, a family
     name that is taken): ``user_modules[0] ('missing.py'): no such file (/abs/missing.py)``."""
-    from nmtmodels.config import ConfigError
-    from nmtmodels.plugins import import_user_module
-    from workflow_scripts.dag import WorkflowConfigError
-
     for index, module in enumerate(config.get("user_modules") or []):
         try:
             import_user_module(_module_path(module, directory, workflow_dir), f"user_modules[{index}] ({module!r})")

@@ -2,10 +2,13 @@
 parts of a corpus spec each rule depends on (rule params), downloads and references."""
 from __future__ import annotations
 
+import glob
 import json
+import os
 from collections.abc import Callable
 from typing import Any
 
+from nmtmodels.text.spm import SentencePieceSettings
 from workflow_scripts.dag import paths
 from workflow_scripts.data import corpus_spec as corpus_specs
 from workflow_scripts.data.locations import LICENSED_ENV, MIRROR_ENV
@@ -38,8 +41,6 @@ def preprocessing_spec(spec: dict[str, Any]) -> dict[str, Any]:
 def sentencepiece_flags(config: dict[str, Any], corpus: str) -> str:
     """The training options of ``corpora.CORPUS.sentencepiece`` as flags of
     ``workflow_scripts.data.spm learn`` (rule ``learn_spm``; defaults filled in)."""
-    from nmtmodels.text.spm import SentencePieceSettings
-
     settings = SentencePieceSettings.from_dict(config["corpora"][corpus]["sentencepiece"], where=f"corpora.{corpus}.sentencepiece")
     return (f"--model-type {settings.model_type} {'--joint' if settings.joint else '--separate'}"
             f" --character-coverage {settings.character_coverage!r} --input-sentence-size {settings.input_sentence_size}")
@@ -109,9 +110,6 @@ def blank_reference_warnings(config: dict[str, Any], root: str = ".") -> list[st
     """The ``preprocess`` jobs' warnings about blank dev or test lines that ``blank_references:
     warn`` kept, for the active corpora, from their logs below ``root`` (the Snakefile repeats
     them on the console when a run ends)."""
-    import glob
-    import os
-
     logs: set[str] = set()
     for corpus in config["active_corpora"]:
         spec = config["corpora"][corpus]

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from workflow_scripts.dag import WorkflowConfigError
+from workflow_scripts.dag import WorkflowConfigError, evaluation, runs
 
 PARTS = ("lattice", "reordering", "graph", "esc", "char")
 PART_DIR = "configs/gpu_parts"
@@ -52,8 +52,6 @@ def check_part(part: str, configfiles: Sequence[str]) -> None:
 def part_targets(config: dict[str, Any]) -> list[str]:
     """What ``gpu_reproduction`` builds for ``config``: every score, significance test, the
     results table, paper tables, length plots, results summary and learning curves."""
-    from workflow_scripts.dag import evaluation, runs
-
     return [*runs.model_targets(config), *[evaluation.comparison_path(*c) for c in evaluation.comparisons(config)],
             *evaluation.report_targets(config)]
 

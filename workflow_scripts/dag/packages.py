@@ -1,5 +1,5 @@
 """Model packages (rule ``model_package`` in rules/train.smk): what goes in the package of
-each run (:mod:`nmtmodels.text.model_package`).
+each run (:mod:`nmtmodels.model_package`).
 
 Every run that `all` trains gets a package, so that ``nmt-translate`` reads raw text for every
 family.  A run that reads plain BPE, SentencePiece or characters gets the source side's codes
@@ -15,6 +15,8 @@ import json
 import shlex
 from typing import Any
 
+from nmtmodels.model_package.settings import CompressionSettings, LatticeSettings, settings_from_corpus
+from nmtmodels.text.lattice import paper_position_unit
 from workflow_scripts.dag import paths
 from workflow_scripts.dag.compression import compressor_decode_settings, compressor_spec, is_identity, is_random_deletion
 from workflow_scripts.dag.lattices import is_bpe
@@ -69,9 +71,6 @@ def package_settings_json(config: dict[str, Any], experiment: str, corpus: str) 
     """``preprocess.json`` of the run's package as canonical JSON (the rule's parameter: it
     changes only with what raw input depends on, not with, say, another BPE size).  A lattice's
     position unit is the one its ``lattice_inputs`` rule uses (footnote 1 of the paper)."""
-    from nmtmodels.text.lattice import paper_position_unit
-    from nmtmodels.text.model_package import CompressionSettings, LatticeSettings, settings_from_corpus
-
     spec, corpus_spec = config["experiments"][experiment], config["corpora"][corpus]
     settings = settings_from_corpus(corpus_spec, spec["subwords"], config["unicode_form"], where=f"corpora.{corpus}")
     if spec.get("lattice"):

@@ -64,7 +64,7 @@ EXPERIMENT = EXPERIMENTS_ROOT + "/{experiment}/{corpus}"
 # A run's resolved settings (nmt-train --config) and the trainer's metrics per validation.
 EXPERIMENT_YAML = EXPERIMENT + "/experiment.yaml"
 TRAIN_METRICS = EXPERIMENT + "/train/metrics.csv"
-# A run's best checkpoint, and its model package (nmtmodels.text.model_package: what raw text needs).
+# A run's best checkpoint, and its model package (nmtmodels.model_package: what raw text needs).
 BEST_CHECKPOINT = EXPERIMENT + "/train/checkpoint_best.pt"
 # The average of the run's last {last} numbered checkpoints (experiments.E.average_checkpoints).
 AVERAGED_CHECKPOINT = EXPERIMENT + "/train/checkpoint_avg{last}.pt"

@@ -7,6 +7,9 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
+from nmtmodels.config import ConfigError, ModelConfig
+from nmtmodels.experiment import validate_sections
+from nmtmodels.training.config import TrainConfig
 from workflow_scripts.dag import WorkflowConfigError, paths
 
 
@@ -46,9 +49,6 @@ def model_targets(config: dict[str, Any]) -> list[str]:
 def check_run_sections(settings: dict[str, Any], where: str) -> None:
     """Check resolved ``model``/``train``/``decode`` sections with nmtmodels' own config classes
     (:func:`nmtmodels.experiment.validate_sections`)."""
-    from nmtmodels.config import ConfigError
-    from nmtmodels.experiment import validate_sections
-
     try:
         validate_sections(settings, where, labels={"train": "train (training)", "decode": "decode (decoding)"})
     except ConfigError as exc:
@@ -71,8 +71,6 @@ def comparable_settings(config: dict[str, Any], experiment: str) -> dict[str, An
     """Everything a compared system must share with its baseline, as dotted keys: the resolved
     model (preset expanded, defaults filled in; without the family and its options), training
     and decoding settings, and the subword units."""
-    from nmtmodels.experiment import validate_sections
-
     model, train, decode = validate_sections(experiment_settings(config, experiment))
     sections = {"model": model.to_dict(), "train": dataclasses.asdict(train), "decode": dataclasses.asdict(decode)}
     flat = {f"{section}.{key}": value for section, values in sections.items() for key, value in values.items()}
@@ -84,8 +82,6 @@ def comparable_settings(config: dict[str, Any], experiment: str) -> dict[str, An
 def shares_embeddings(config: dict[str, Any], experiment: str) -> bool:
     """Whether the experiment's resolved model (preset + overrides) shares one token table
     between source and target (``model.share_embeddings``)."""
-    from nmtmodels.config import ModelConfig
-
     # The key alone, not a full parse: a family registered later (a plug-in) may not be known yet.
     default = next(f.default for f in dataclasses.fields(ModelConfig) if f.name == "share_embeddings")
     return bool(experiment_settings(config, experiment)["model"].get("share_embeddings", default))
@@ -101,8 +97,6 @@ def decode_checkpoint(config: dict[str, Any], experiment: str, corpus: str) -> s
 
 def check_averaging(config: dict[str, Any], experiment: str) -> None:
     """``average_checkpoints: N`` needs the trainer to keep N numbered checkpoints (``train.keep_last``)."""
-    from nmtmodels.training.config import TrainConfig
-
     count = config["experiments"][experiment].get("average_checkpoints")
     default = next(f.default for f in dataclasses.fields(TrainConfig) if f.name == "keep_last")
     keep_last = experiment_settings(config, experiment)["train"].get("keep_last", default)

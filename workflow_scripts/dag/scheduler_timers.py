@@ -56,7 +56,7 @@ def install(environ: dict[str, str] | None = None) -> bool:
     if environ.get(ENVIRONMENT, "") == "upstream":
         return False
     try:
-        from snakemake.scheduling.job_scheduler import JobScheduler
+        from snakemake.scheduling.job_scheduler import JobScheduler  # lazy: not in every Snakemake (then no timer)
     except ImportError:
         return False
     current = getattr(JobScheduler, "_schedule_reevalutation", None)

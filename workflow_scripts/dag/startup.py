@@ -26,6 +26,8 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+from nmtmodels.config import ConfigError
+from nmtmodels.files import DataError
 from workflow_scripts.dag import WorkflowConfigError
 
 
@@ -41,9 +43,6 @@ def one_line_errors() -> Iterator[None]:
     are the package's ConfigError and DataError (a user module, a claims file: they name the file
     and key or line) and an error of Snakemake's ``validate`` against the JSON schema
     (:func:`schema_error`)."""
-    from nmtmodels.config import ConfigError
-    from nmtmodels.files import DataError
-
     try:
         yield
     except (WorkflowConfigError, ConfigError, DataError) as exc:  # the package's own one-line errors too
@@ -59,7 +58,7 @@ def schema_error(exc: BaseException) -> str | None:
     """``KEY: PROBLEM`` for the ``WorkflowError`` that ``snakemake.utils.validate`` raises
     while handling a jsonschema ``ValidationError`` (Snakemake prints the error with the
     schema of the key, a dozen lines or more); None for any other exception."""
-    from jsonschema.exceptions import ValidationError
+    from jsonschema.exceptions import ValidationError  # lazy: Snakemake's dependency, only where it runs
 
     cause = exc.__cause__ or exc.__context__
     if not isinstance(cause, ValidationError):
@@ -196,7 +195,7 @@ class KilledRunHint(logging.Handler):
 
 def show_killed_run_hint(state_dir: str | Path = ".snakemake") -> KilledRunHint:
     """Attach a :class:`KilledRunHint` to Snakemake's logger (the main process's)."""
-    from snakemake.logging import logger
+    from snakemake.logging import logger  # lazy: the dag imports without Snakemake (the 'workflow' extra)
 
     handler = KilledRunHint(state_dir)
     logger.addHandler(handler)

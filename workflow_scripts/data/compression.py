@@ -47,6 +47,8 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from nmtmodels.files import DataError, atomic_output, atomic_outputs, read_lines
+from nmtmodels.text.preprocessing import TextProcessor, language_settings
+from workflow_scripts.data.bpe import line_encoder
 
 # ----------------------------------------------------------------------------- noise
 MAX_REJECTIONS = 32  # draws of a copy of the sentence before additive noise lists the other sentences
@@ -206,8 +208,6 @@ def random_deletion(sources: Sequence[str], lengths_from: Sequence[str], seed: i
 
 # ----------------------------------------------------------------------------- commands
 def _bpe(args: argparse.Namespace):
-    from workflow_scripts.data.bpe import line_encoder
-
     return line_encoder(args.codes, args.vocab, args.threshold)
 
 
@@ -224,8 +224,6 @@ def _denoise(args: argparse.Namespace) -> int:
 
 
 def _pairs(args: argparse.Namespace) -> int:
-    from nmtmodels.text.preprocessing import TextProcessor, language_settings
-
     spec = json.loads(args.preprocess)
     processor = TextProcessor(language_settings(spec, args.lang), args.unicode_form)
     tokenize = lambda text: processor.process(text)[1]
