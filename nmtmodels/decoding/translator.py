@@ -44,6 +44,7 @@ were packaged, or none) is refused in one line by ``from_checkpoint``.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -369,12 +370,10 @@ class Translator:
         ``compressed`` tokens).  A line that cannot be read (invalid UTF-8, a segmenter's failure,
         too long unless ``too_long="truncate"``, a bad extra input) gets its DataError in its
         :class:`LineTranslation` (``errors="keep"``) or raises it (``"raise"``) before its chunk is
-        searched.  ``progress`` is called with the sentences of each finished search batch.
-        ``decode``: the search settings (default: the checkpoint's).  The returned iterator's
-        ``stats`` (``stats``, or a new :class:`~nmtmodels.decoding.translation_stats.TranslationStats`)
-        counts unknown tokens and the failed, short, truncated, unfinished, degenerate and
-        multi-sentence lines as they go by, and gives their warnings (``stats.messages()``).
-        """
+        searched.  ``progress``: called with the sentences of each search batch.  ``decode``: the
+        search settings (default: the checkpoint's).  The iterator's ``stats`` (``stats``, or a new
+        :class:`~nmtmodels.decoding.translation_stats.TranslationStats`) count and flag the lines as
+        they go by, and give their warnings (``stats.messages()``)."""
         stats = stats if stats is not None else TranslationStats()
         stats.name, stats.max_source_tokens, stats.split_sentences = name, self.max_source_tokens, split_sentences
         stats.hint = ("is the input tokenised and BPE-encoded like the training source?" if self.pretokenized
@@ -391,13 +390,11 @@ class Translator:
         read = chunks(lines_in, size, stats, first_line, read_ahead=not interactive)
         split = self._sentence_splitter() if split_sentences else None
         detect = None if split_sentences or self.package is None else self._sentence_detector()
-        generator = (line for chunk in read
-                     for line in self._translate_chunk(chunk, name, split, detect, fields, **run))
-        return TranslationStream(generator, stats)
+        return TranslationStream((line for chunk in read for line in self._translate_chunk(chunk, name, split, detect, fields, **run)),
+                                 stats)
 
     def translate_lines(self, lines: Sequence[str | bytes], **options: Any) -> list[LineTranslation]:
-        """:meth:`stream` over ``lines``, as a list (the same keywords)."""
-        return list(self.stream(lines, **options))
+        return list(self.stream(lines, **options))  # the stream as a list (the same keywords)
 
     def translate(self, sentences: Sequence[str], *, beam: int | None = None, nbest: int = 1, return_attention: bool = False,
                   max_tokens: int = 4096, too_long: TooLong = "error", amp: Literal["bf16", "none"] = "none",
@@ -433,7 +430,7 @@ class Translator:
         return results
 
     def _translate_chunk(self, chunk: Sequence[tuple[int, str | bytes, dict[str, str | bytes]]], name: str,
-                         split: Callable[[str], list[str]] | None, detect: Callable[[str], list[str]] | None,
+                         split: Callable[[str], list[str]] | None, detect: Callable[[str], bool] | None,
                          fields: Mapping[str, ExtraField], *, decode: DecodeConfig, too_long: TooLong, max_tokens: int,
                          amp: Literal["bf16", "none"], progress: Callable[[int], None] | None,
                          errors: Literal["keep", "raise"], stats: TranslationStats) -> Iterator[LineTranslation]:
@@ -459,7 +456,7 @@ class Translator:
                 failed[number] = exc
                 stats.add_failed(number)
                 continue
-            if detect is not None and len(detect(text)) > 1:
+            if detect is not None and detect(text):
                 several.add(number)
             encoded += line_encoded
             sources += sentences
@@ -501,17 +498,22 @@ class Translator:
 
         return sentence_splitter(self.package.settings.source.lang)
 
-    def _sentence_detector(self) -> Callable[[str], list[str]] | None:
-        """The source language's sentence splitter, to find lines of several sentences; None when there is none."""
+    def _sentence_detector(self) -> Callable[[str], bool] | None:
+        """Whether a line holds several sentences (the source language's splitter, run only on lines
+        with a sentence mark before their end); None when the language has no splitter."""
         try:
-            return self._sentence_splitter()
+            split = self._sentence_splitter()
         except ConfigError:
             return None
+        return lambda text: _INNER_END.search(text) is not None and len(split(text)) > 1
 
     def _target_joiner(self) -> str:
         from nmtmodels.text.sentences import joiner
 
         return joiner(self.target_lang) if self.target_lang else " "
+
+
+_INNER_END = re.compile(r"[.!?。！？]\W*\w")  # a sentence mark with more words after it
 
 
 def _tokens(line: str | EncodedSource) -> str:
