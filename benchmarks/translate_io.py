@@ -49,9 +49,9 @@ Each repeat (interleaved, fresh processes) times:
   twin, written for tokenised BLEU, is left out); data jobs get ``--threads 1``
   (``data_threads``), every process ``OMP_NUM_THREADS=--threads``;
 * (c) where (a)'s time goes, in two fresh processes: one goes through the Translator API as
-  nmt-translate does (``Translator.from_checkpoint``, ``encode_source`` of every line,
+  nmt-translate does (``Translator.from_checkpoint``, ``encode_line`` of every line,
   ``encoded_dataset``, ``search``, ``render``); the other loads and runs the pieces of
-  ``encode_source`` one by one (``TextProcessor``, each ``WordSegmenter``, ``lattice_inputs``),
+  ``encode_line`` one by one (``TextProcessor``, each ``WordSegmenter``, ``lattice_inputs``),
   then loads the model alone (``--pretokenized``), which splits ``from_checkpoint``'s time.
 
 It fails when (a)'s output differs from (b)'s detokenised output or from (c)'s, or when (c)'s

@@ -45,28 +45,45 @@ def open_binary(path: str | os.PathLike):
     return gzip.open(path, "rb") if is_gzip(path) else open(path, "rb")
 
 
-def read_lines(path: str | os.PathLike, *, strip_bom: bool = True) -> Iterator[str]:
-    """Yield the lines of a UTF-8 text file (gzip or plain) without their line ending.
+def decode_line(raw: bytes | str, number: int, name: str | os.PathLike, *, strip_bom: bool = True) -> str:
+    """One line as text: bytes decoded as UTF-8 (DataError naming ``name`` and line ``number``
+    when they are not), a byte-order mark on line 1 (``strip_bom``) and the line end dropped;
+    text loses only its line end.  The one UTF-8 line decoder of the package and the workflow:
+    :func:`read_lines`, the translator's raw lines and the workflow's corpus formats call it."""
+    if isinstance(raw, bytes):
+        try:
+            raw = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise DataError(name, f"invalid UTF-8 ({exc.reason} at byte {exc.start})", number) from None
+    if number == 1 and strip_bom and raw.startswith("\ufeff"):
+        raw = raw[1:]
+    return raw.rstrip("\r\n")
 
-    DataError naming the file (and line) for a missing or unreadable file, invalid UTF-8
-    or a truncated/corrupt gzip stream.  A byte-order mark at the start is removed.
-    """
+
+def raw_lines(path: str | os.PathLike) -> Iterator[bytes]:
+    """The lines of a file (gzip or plain) as bytes, line ends kept: DataError naming the file
+    when it cannot be opened or its gzip stream is corrupt or cut.  A caller that must go on
+    past a bad line (the translator) decodes each with :func:`decode_line`."""
     try:
         handle = open_binary(path)
     except OSError as exc:
         raise DataError(path, f"cannot open ({exc.strerror or exc})") from None
     try:
         with handle:
-            for number, raw in enumerate(handle, start=1):
-                try:
-                    text = raw.decode("utf-8")
-                except UnicodeDecodeError as exc:
-                    raise DataError(path, f"invalid UTF-8 ({exc.reason} at byte {exc.start})", number) from None
-                if number == 1 and strip_bom and text.startswith("\ufeff"):
-                    text = text[1:]
-                yield text.rstrip("\r\n")
+            yield from handle
     except (EOFError, gzip.BadGzipFile, zlib.error) as exc:
-        raise DataError(path, f"corrupt or truncated compressed file ({exc})") from None
+        raise DataError(path, f"corrupt or truncated gzip file ({exc or type(exc).__name__})") from None
+
+
+def read_lines(path: str | os.PathLike, *, strip_bom: bool = True) -> Iterator[str]:
+    """Yield the lines of a UTF-8 text file (gzip or plain) without their line ending.
+
+    DataError naming the file (and line) for a missing or unreadable file, invalid UTF-8
+    or a truncated/corrupt gzip stream (:func:`raw_lines`, :func:`decode_line`).  A
+    byte-order mark at the start is removed.
+    """
+    for number, raw in enumerate(raw_lines(path), start=1):
+        yield decode_line(raw, number, path, strip_bom=strip_bom)
 
 
 def current_umask() -> int:

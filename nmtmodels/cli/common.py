@@ -18,10 +18,12 @@ import argparse
 import contextlib
 import difflib
 import os
+import select
 import signal
+import stat
 import sys
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -157,3 +159,27 @@ def _device(name: str) -> torch.device:
     """``auto``: cuda when there is a GPU, else cpu; otherwise the device named, or a
     ConfigError in one line when torch cannot use it here (:func:`nmtmodels.devices.resolve_device`)."""
     return resolve_device(name)
+
+
+def stdin_lines() -> Iterator[bytes]:
+    """Standard input's lines as bytes (UTF-8 is decoded by the reader, whatever the locale)."""
+    binary = getattr(sys.stdin, "buffer", None)
+    if binary is not None:
+        yield from binary
+    else:  # a text stream without bytes underneath (tests, embedding)
+        for line in sys.stdin:
+            yield line.encode("utf-8", "surrogateescape")
+
+
+def stdout_closed() -> bool:
+    """Whether standard output is a pipe whose reader has exited (poll reports POLLERR), so the
+    next chunk need not be translated."""
+    try:
+        fd = sys.stdout.fileno()
+        if not stat.S_ISFIFO(os.fstat(fd).st_mode):
+            return False
+    except (AttributeError, ValueError, OSError):  # no file descriptor (tests, embedding)
+        return False
+    poller = select.poll()
+    poller.register(fd, 0)  # POLLERR and POLLHUP are always reported
+    return any(event & select.POLLERR for _, event in poller.poll(0))

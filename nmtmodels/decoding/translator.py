@@ -8,15 +8,19 @@
     for translation in translator.translate(["Two dogs are playing in the snow."], beam=4, nbest=2):
         print(translation.text, [(h.text, h.score) for h in translation.hypotheses])
 
-:meth:`Translator.translate_lines` is the one translation loop: raw lines (text, or bytes read
-from a file or a pipe) in, a :class:`LineTranslation` per line out, a bad line (invalid UTF-8,
-too long, a segmenter's failure) costing that line only; ``nmt-translate`` gives it standard
-input or ``--input`` a chunk of lines at a time and only formats what comes back.
-:meth:`Translator.translate` is the same loop for a list of sentences that must all translate,
-and :meth:`Translator.translate_file` reads a file encoded like the training source (with
-``pretokenized``; the workflow's rules).
+:meth:`Translator.stream` is the one translation loop: an iterable of raw lines (text, or bytes
+read from a file or a pipe) in, a :class:`LineTranslation` per line out, read and searched a
+chunk at a time (memory bounded whatever the input's size; ``interactive``: line by line), a bad
+line (invalid UTF-8, too long, a segmenter's failure) costing that line only; its ``stats``
+(:class:`~nmtmodels.decoding.translation_stats.TranslationStats`) count unknown tokens and the
+failed, short, truncated, unfinished, degenerate and multi-sentence lines, and give the
+warnings ``nmt-translate`` prints.  ``nmt-translate`` feeds it standard input or ``--input`` and
+only formats what comes back; :meth:`Translator.translate_lines` (a list),
+:meth:`Translator.translate` (sentences that must all translate) and
+:meth:`Translator.translate_file` (a file encoded like the training source, with
+``pretokenized``; the workflow's rules) are thin wrappers over it.
 
-``from_checkpoint`` takes a model package directory (:mod:`nmtmodels.text.model_package`, written by
+``from_checkpoint`` takes a model package directory (:mod:`nmtmodels.model_package`, written by
 the workflow's rule ``model_package``) or a checkpoint inside one.  Raw input then goes
 through the steps that made the training source (:class:`nmtmodels.text.preprocessing.TextProcessor`
 with the corpus' settings, then subword-nmt BPE with the package's codes, vocabulary and
@@ -31,7 +35,7 @@ joined by spaces, as ``nmt-translate --pretokenized`` writes them.
 Model families with ``extra_inputs`` read raw text through their package too: a lattice
 package segments each sentence with its segmenters (or BPE sizes), builds the lattice and
 reads its edge tokens with their ``starts`` and ``ends`` (:meth:`ModelPackage.input_encoder
-<nmtmodels.text.model_package.ModelPackage.input_encoder>`); an ESC package first compresses
+<nmtmodels.model_package.reader.ModelPackage.input_encoder>`); an ESC package first compresses
 the encoded source with its compressor (:class:`nmtmodels.decoding.compression.Compressor`) and
 reads the compressed tokens as ``compressed``, which :attr:`Translation.compressed` shows.  A
 checkpoint whose extra inputs its package does not make (a package written before these
@@ -40,7 +44,8 @@ were packaged, or none) is refused in one line by ``from_checkpoint``.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping, Sequence
+import re
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -55,10 +60,12 @@ from nmtmodels.decoding.compression import Compressor
 from nmtmodels.decoding.ensemble import Ensemble, check_members
 from nmtmodels.decoding.scorer import DecodeConfig
 from nmtmodels.decoding.scorer import Hypothesis as SearchHypothesis
+from nmtmodels.decoding.translation_stats import CHUNK_LINES, ExtraInput, TranslationStats, TranslationStream, chunks, numbered
 from nmtmodels.devices import resolve_device, set_threads
-from nmtmodels.files import DataError
+from nmtmodels.files import DataError, decode_line, raw_lines
 from nmtmodels.model_package.reader import EncodedSource, ModelPackage, package_directory, read_package
 from nmtmodels.model_package.settings import CHECKPOINT_FILE
+from nmtmodels.symbols import UNK
 from nmtmodels.text.preprocessing import SegmentationError
 from nmtmodels.text.sentences import joiner, sentence_splitter
 from nmtmodels.vocab import Vocabulary, check_fingerprint
@@ -113,6 +120,13 @@ class LineTranslation:
     translations: list[Translation]
     error: DataError | None = None
     joiner: str = " "  # between the translations of a line's sentences (none for zh/ja targets)
+    flags: frozenset[str] = frozenset()  # nmtmodels.decoding.translation_stats.FLAGS: unfinished, degenerate, ...
+
+    @property
+    def unknown_rate(self) -> float:
+        """The share of the line's source tokens (what the model read) that are ``<unk>``."""
+        tokens = [token for translation in self.translations for token in translation.source_tokens]
+        return sum(token == UNK for token in tokens) / len(tokens) if tokens else 0.0
 
     @property
     def text(self) -> str:
@@ -147,7 +161,8 @@ class Translator:
         self.identity_compression = bool(package is not None and package.settings.compression is not None
                                          and package.settings.compression.identity)
         if package is not None and package.compressor is not None and "compressed" in model.extra_inputs:
-            self.compressor = Compressor(package.compressor, package.settings.compression, self.device)
+            compressor = Translator.from_checkpoint(package.compressor, device=self.device, pretokenized=True)
+            self.compressor = Compressor(compressor, package.settings.compression)
 
     @classmethod
     def from_checkpoint(cls, path: str | os.PathLike | Sequence[str | os.PathLike], *, device: torch.device | str = "cpu",
@@ -235,19 +250,20 @@ class Translator:
     # ------------------------------------------------------------------ source side
     def encode(self, sentence: str) -> str:
         """The model's source tokens for one raw sentence (separated by spaces):
-        :meth:`nmtmodels.text.model_package.ModelPackage.source_encoder`.  With ``pretokenized``
+        :meth:`nmtmodels.model_package.reader.ModelPackage.source_encoder`.  With ``pretokenized``
         the sentence is returned as it is."""
-        return self.encode_source(sentence).tokens
+        return self._encode_source(sentence).tokens
 
-    def encode_source(self, sentence: str) -> EncodedSource:
+    def _encode_source(self, sentence: str) -> EncodedSource:
         """The source tokens and the integer extra inputs (lattice ``starts``/``ends``) of one
-        raw sentence: :meth:`nmtmodels.text.model_package.ModelPackage.input_encoder`."""
+        raw sentence: :meth:`nmtmodels.model_package.reader.ModelPackage.input_encoder`."""
         return EncodedSource(sentence, {}) if self._encode is None else self._encode(sentence)
 
     def encode_line(self, sentence: str, name: str = "<input>", number: int = 1) -> EncodedSource:
-        """:meth:`encode_source`, with a segmenter's failure as a DataError naming ``name`` and line ``number``."""
+        """The source tokens and extra inputs of one raw sentence, with a segmenter's failure as a
+        DataError naming ``name`` and line ``number``."""
         try:
-            return self.encode_source(sentence)
+            return self._encode_source(sentence)
         except SegmentationError as exc:
             raise DataError(name, str(exc), number) from None
 
@@ -261,34 +277,49 @@ class Translator:
         return self.compressor.compress([_tokens(line) for line in encoded], name=name, first_line=first_line)
 
     def encoded_dataset(self, encoded: Sequence[str | EncodedSource], *, name: str = "<input>", first_line: int = 1,
-                        too_long: TooLong = "error", compressed: Sequence[str] | None = None) -> ParallelDataset:
-        """The source dataset of lines already encoded (by :meth:`encode_source`, or
-        ``pretokenized`` input) with the extra inputs the model reads: those of the encoding, and
-        for an ESC package ``compressed`` (:meth:`compress` unless given); errors name ``name``
-        and the line counted from ``first_line``."""
+                        too_long: TooLong = "error", fields: Mapping[str, ExtraField] | None = None) -> ParallelDataset:
+        """The source dataset of lines already encoded (by :meth:`encode_line`, or ``pretokenized``
+        input) with the extra inputs the model reads: those of the encoding (``fields`` names and
+        types those of pretokenized input), and for an ESC package ``compressed`` (:meth:`compress`);
+        errors name ``name`` and the line counted from ``first_line``."""
         extras: dict[str, tuple[ExtraField, Sequence[str]]] = {}
-        if self.package is not None:
-            for key, pad in self.model.extra_inputs.items():
-                if key == "compressed":
-                    lines = compressed if compressed is not None else self.compress(encoded, name=name, first_line=first_line)
-                    extras[key] = (ExtraField(f"{name} (compressed)", pad, tokens=True), lines)
-                else:
-                    extras[key] = (ExtraField(f"{name} ({key})", pad), [line.extras[key] for line in encoded])
+        for key, pad in self.model.extra_inputs.items():
+            if key == "compressed" and self.package is not None:
+                lines = self.compress(encoded, name=name, first_line=first_line)
+                extras[key] = (ExtraField(f"{name} (compressed)", pad, tokens=True), lines)
+            elif fields is not None and key in fields or self.package is not None:
+                field = (fields or {}).get(key) or ExtraField(f"{name} ({key})", pad)
+                extras[key] = (field, [line.extras[key] for line in encoded])
         return ParallelDataset.from_lines([_tokens(line) for line in encoded], self.src_vocab,
                                           max_positions=self.model.max_positions(), too_long=too_long, name=name,
                                           first_line=first_line, extras=extras)
 
-    def check_encoded(self, encoded: str | EncodedSource, *, name: str, number: int, too_long: TooLong) -> None:
-        """DataError naming ``name`` and line ``number`` when one encoded line cannot be read
-        (too long); an ESC model's compression is not run for the check."""
-        self.encoded_dataset([encoded], name=name, first_line=number, too_long=too_long, compressed=[""])
+    def _check_encoded(self, encoded: EncodedSource, *, name: str, number: int, too_long: TooLong,
+                       fields: Mapping[str, ExtraField]) -> None:
+        """DataError naming ``name`` (or an extra input's) and line ``number`` when one encoded
+        line cannot be read: too long (unless ``too_long="truncate"``), an integer extra input
+        that is not integers.  Counts tokens; builds no dataset."""
+        limit = self.max_source_tokens
+        count = len(encoded.tokens.split()) + 1
+        if count > limit and too_long != "truncate":
+            raise DataError(name, f"source has {count} tokens incl. </s>, over the model's limit {limit} (too long)", number)
+        for key, field in fields.items():
+            text = encoded.extras[key]
+            if field.tokens and len(text.split()) + 1 > limit and too_long != "truncate":
+                raise DataError(field.path, f"{len(text.split()) + 1} tokens incl. </s>, over the model's limit {limit} "
+                                            "(too long)", number)
+            if not field.tokens:
+                try:
+                    [int(value) for value in text.split()]
+                except ValueError:
+                    raise DataError(field.path, f"expected space-separated integers, got {text[:60]!r}", number) from None
 
-    def compressed_tokens(self, dataset: ParallelDataset, index: int) -> list[str] | None:
+    def _compressed_tokens(self, dataset: ParallelDataset, index: int) -> list[str] | None:
         """The compressed tokens that the model reads for example ``index`` (ESC), else None."""
         rows = dataset.extras.get("compressed")
-        return None if rows is None else self.src_vocab.decode(rows[index], keep_unk=True)
+        return None if rows is None or self.package is None else self.src_vocab.decode(rows[index], keep_unk=True)
 
-    def source_text(self, tokens: Sequence[str]) -> str:
+    def _source_text(self, tokens: Sequence[str]) -> str:
         """Source-side tokens (a compressed source) as plain text in the source language."""
         return self.package.postprocess_source(" ".join(tokens)) if self.package is not None else " ".join(tokens)
 
@@ -303,121 +334,151 @@ class Translator:
         """Search hypotheses (token ids) for every example of ``dataset``, in order;
         ``progress`` is called with the number of sentences of each finished batch."""
         return search.translate_dataset(self.model, dataset, decode_cfg, max_tokens=max_tokens, device=self.device,
-                                           amp=amp, progress=progress)
+                                        amp=amp, progress=progress)
 
     # ------------------------------------------------------------------ target side
-    def target_tokens(self, hypothesis: SearchHypothesis) -> list[str]:
+    def _target_tokens(self, hypothesis: SearchHypothesis) -> list[str]:
         return self.tgt_vocab.decode(hypothesis.tokens, keep_unk=True)
 
     def render(self, hypothesis: SearchHypothesis) -> TextHypothesis:
         """A search hypothesis as text: detokenised plain text, or (``pretokenized``) the tokens."""
-        tokens = self.target_tokens(hypothesis)
+        tokens = self._target_tokens(hypothesis)
         text = " ".join(tokens)
         if self.package is not None:
             text = self.package.postprocess(text)
         return TextHypothesis(text=text, score=float(hypothesis.score), tokens=tokens, attention=hypothesis.attention,
-                          finished=getattr(hypothesis, "finished", True))
+                              finished=getattr(hypothesis, "finished", True))
 
-    # ------------------------------------------------------------------ the translation loop
-    def translate_lines(self, lines: Sequence[str | bytes], *, name: str = "<input>", first_line: int = 1,
-                        decode: DecodeConfig | None = None, split_sentences: bool = False, too_long: TooLong = "error",
-                        max_tokens: int = 4096, amp: Literal["bf16", "none"] = "none",
-                        progress: Callable[[int], None] | None = None,
-                        errors: Literal["keep", "raise"] = "keep") -> list[LineTranslation]:
-        """Translate raw lines, in order, one :class:`LineTranslation` each.
+    # ------------------------------------------------------------------ the translation stream
+    def stream(self, lines: Iterable[str | bytes], *, name: str = "<input>", first_line: int = 1,
+               decode: DecodeConfig | None = None, split_sentences: bool = False, too_long: TooLong = "error",
+               max_tokens: int = 4096, amp: Literal["bf16", "none"] = "none",
+               progress: Callable[[int], None] | None = None, errors: Literal["keep", "raise"] = "keep",
+               interactive: bool = False, extras: Mapping[str, ExtraInput] | None = None,
+               chunk_lines: int | None = None, stats: TranslationStats | None = None) -> TranslationStream:
+        """The one translation loop: raw lines in, a :class:`LineTranslation` per line out, in order.
 
-        ``lines`` are lines ``first_line``, ... of ``name`` (for error messages): text, or bytes
-        as read from a file or a pipe (UTF-8; a byte-order mark on line 1 and the line end are
-        dropped).  Each line is encoded like the training source (:meth:`encode_source`; as it
-        is with ``pretokenized``), with ``split_sentences`` sentence by sentence
-        (:func:`nmtmodels.text.sentences.sentence_splitter` of the source language), and the
-        encoded sentences are searched together in batches of ``max_tokens`` tokens
-        (:meth:`search`; ``progress`` counts sentences).  A line that cannot be read (invalid
-        UTF-8, a segmenter's failure, too long unless ``too_long="truncate"``) gets its error in
-        its :class:`LineTranslation` (``errors="keep"``) or raises it (``"raise"``) before
-        anything is searched.  ``decode``: the search settings (default: the checkpoint's).
-        """
-        decode = decode if decode is not None else self.decode_config()
+        ``lines`` are lines ``first_line``, ... of ``name`` (for messages): text, or bytes as read
+        from a file or a pipe (UTF-8, :func:`nmtmodels.files.decode_line`: a byte-order mark on line
+        1 and the line end dropped), any iterable (a file, ``sys.stdin.buffer``, a generator).  They
+        are read :data:`CHUNK_LINES` (``chunk_lines``) at a time, encoded like the training source
+        (:meth:`encode_line`; as they are with ``pretokenized``), with ``split_sentences`` sentence
+        by sentence, and searched in batches of ``max_tokens`` tokens sorted by length within the
+        chunk; a chunk's lines are yielded before the next chunk is read, so memory does not grow
+        with the input.  ``interactive``: each line is translated and yielded as soon as it is
+        read, nothing read ahead.  ``extras``: the model's extra inputs of pretokenized input, name
+        -> :class:`ExtraInput` (lines aligned with ``lines``; lattice ``starts``/``ends``,
+        ``compressed`` tokens).  A line that cannot be read (invalid UTF-8, a segmenter's failure,
+        too long unless ``too_long="truncate"``, a bad extra input) gets its DataError in its
+        :class:`LineTranslation` (``errors="keep"``) or raises it (``"raise"``) before its chunk is
+        searched.  ``progress``: called with the sentences of each search batch.  ``decode``: the
+        search settings (default: the checkpoint's).  The iterator's ``stats`` (``stats``, or a new
+        :class:`~nmtmodels.decoding.translation_stats.TranslationStats`) count and flag the lines as
+        they go by, and give their warnings (``stats.messages()``)."""
+        stats = stats if stats is not None else TranslationStats()
+        stats.name, stats.max_source_tokens, stats.split_sentences = name, self.max_source_tokens, split_sentences
+        stats.hint = ("is the input tokenised and BPE-encoded like the training source?" if self.pretokenized
+                      else "the model's source vocabulary covers little of this input: text in another language, script "
+                           f"or spelling than its training data ({self.source_lang}; e.g. traditional against simplified "
+                           "characters, mixed scripts), or words it never saw, become <unk> and are dropped from the "
+                           "translation")
+        run = dict(decode=decode if decode is not None else self.decode_config(), too_long=too_long, max_tokens=max_tokens,
+                   amp=amp, progress=progress, errors=errors, stats=stats)
+        fields = {key: ExtraField(spec.name or f"{name} ({key})", self.model.extra_inputs.get(key, 0), spec.tokens)
+                  for key, spec in (extras or {}).items()}
+        lines_in = numbered(lines, name, first_line, {key: spec.lines for key, spec in (extras or {}).items()}, fields)
+        size = 1 if interactive else max(1, chunk_lines or CHUNK_LINES)
+        read = chunks(lines_in, size, stats, first_line, read_ahead=not interactive)
         split = self._sentence_splitter() if split_sentences else None
-        encoded: list[EncodedSource] = []
-        sources: list[str] = []
-        numbers: list[int] = []  # the input line of each encoded sentence
-        failed: dict[int, DataError] = {}
-        for number, line in enumerate(lines, start=first_line):
-            try:
-                text = read_line(line, number, name)
-                sentences = split(text) if split is not None else [text]
-                line_encoded = [self.encode_line(sentence, name, number) for sentence in sentences]
-                for sentence in line_encoded:
-                    self.check_encoded(sentence, name=name, number=number, too_long=too_long)  # this line alone
-            except DataError as exc:
-                if errors == "raise":
-                    raise
-                failed[number] = exc
-                continue
-            encoded += line_encoded
-            sources += sentences
-            numbers += [number] * len(sentences)
-        translations = self._translate_encoded(encoded, sources, decode, name=name, numbers=numbers, too_long=too_long,
-                                               max_tokens=max_tokens, amp=amp, progress=progress)
-        by_line: dict[int, list[Translation]] = {}
-        for number, translation in zip(numbers, translations):
-            by_line.setdefault(number, []).append(translation)
-        joiner = self._target_joiner() if split is not None else " "
-        return [LineTranslation(number, by_line.get(number, []), failed.get(number), joiner)
-                for number in range(first_line, first_line + len(lines))]
+        detect = None if split_sentences or self.package is None else self._sentence_detector()
+        return TranslationStream((line for chunk in read for line in self._translate_chunk(chunk, name, split, detect, fields, **run)),
+                                 stats)
+
+    def translate_lines(self, lines: Sequence[str | bytes], **options: Any) -> list[LineTranslation]:
+        return list(self.stream(lines, **options))  # the stream as a list (the same keywords)
 
     def translate(self, sentences: Sequence[str], *, beam: int | None = None, nbest: int = 1, return_attention: bool = False,
                   max_tokens: int = 4096, too_long: TooLong = "error", amp: Literal["bf16", "none"] = "none",
-                  **decode: Any) -> list[Translation]:
+                  stats: TranslationStats | None = None, **decode: Any) -> list[Translation]:
         """Translate ``sentences`` (raw text; encoded text with ``pretokenized``), in order:
-        :meth:`translate_lines` with a sentence per line, where any bad sentence raises its
-        DataError.
+        :meth:`stream` with a sentence per line, where any bad sentence raises its DataError.
 
         ``beam`` (default: the checkpoint's decode settings) and ``nbest`` (hypotheses per
         sentence, at most ``beam``); ``return_attention`` keeps each hypothesis' attention;
         other keywords are :class:`~nmtmodels.decoding.scorer.DecodeConfig` fields (``length_penalty``,
         ``max_len_a``, ...).  ``max_tokens``: the token budget of a batch.  ``amp="bf16"``: the model
         runs under bf16 autocast on CUDA or on a CPU with native bf16, elsewhere in fp32 with a
-        RuntimeWarning once (:mod:`nmtmodels.precision`); default ``"none"``: fp32.
+        RuntimeWarning once (:mod:`nmtmodels.precision`); default ``"none"``: fp32.  ``stats``: a
+        :class:`~nmtmodels.decoding.translation_stats.TranslationStats` to fill.
         """
         if isinstance(sentences, str):
             raise TypeError("translate takes a list of sentences, not one string")
         decode_cfg = self.decode_config(beam=beam, nbest=nbest, return_attention=return_attention, **decode)
-        lines = self.translate_lines(list(sentences), decode=decode_cfg, too_long=too_long, max_tokens=max_tokens,
-                                     amp=amp, errors="raise")
+        lines = self.stream(sentences, decode=decode_cfg, too_long=too_long, max_tokens=max_tokens, amp=amp,
+                            errors="raise", stats=stats)
         return [line.translations[0] for line in lines]
 
     def translate_file(self, path: str | os.PathLike, *, extras: Mapping[str, tuple[bool, str]] | None = None,
-                       decode: DecodeConfig | None = None, too_long: TooLong = "error", max_tokens: int = 4096,
-                       amp: Literal["bf16", "none"] = "none",
-                       progress: Callable[[int], None] | None = None) -> list[LineTranslation]:
+                       **options: Any) -> list[LineTranslation]:
         """Translate a file encoded like the training source (``pretokenized``: what the
         workflow's rules pass), with the model's extra inputs read from ``extras`` (name ->
-        (token input?, file), line-aligned with ``path``).  Any bad line raises a DataError
-        naming its file and line before anything is searched."""
-        wanted = dict(self.model.extra_inputs)
-        fields = {key: ExtraField(file, wanted[key], tokens) for key, (tokens, file) in (extras or {}).items()}
-        dataset = ParallelDataset.from_files(str(path), None, self.src_vocab, None, extras=fields,
-                                             max_positions=self.model.max_positions(), too_long=too_long)
-        numbers = [int(number) for number in dataset.line_numbers]
-        decode = decode if decode is not None else self.decode_config()
-        results = self.search(dataset, decode, max_tokens=max_tokens, amp=amp, progress=progress)
-        return [LineTranslation(number, [self._translation(dataset, index, hyps, decode.nbest, where=f"{path}:{number}")])
-                for index, (number, hyps) in enumerate(zip(numbers, results))]
+        (token input?, file), line-aligned with ``path``): :meth:`stream` over its lines, where
+        any bad line raises a DataError naming its file and line (other keywords: :meth:`stream`'s)."""
+        inputs = {key: ExtraInput(raw_lines(file), tokens, str(file)) for key, (tokens, file) in (extras or {}).items()}
+        results = list(self.stream(raw_lines(path), name=str(path), extras=inputs, **{"errors": "raise", **options}))
+        if not results:
+            raise DataError(path, "empty file (no lines)")
+        return results
 
-    def _translate_encoded(self, encoded: Sequence[EncodedSource], sources: Sequence[str], decode: DecodeConfig, *,
-                           name: str, numbers: Sequence[int], too_long: TooLong, max_tokens: int,
-                           amp: Literal["bf16", "none"], progress: Callable[[int], None] | None) -> list[Translation]:
-        """The translations of encoded sentences that have passed :meth:`check_encoded`."""
-        if not encoded:
-            return []
-        limit = self.max_source_tokens
-        dataset = self.encoded_dataset(encoded, name=name, first_line=numbers[0], too_long=too_long)
-        results = self.search(dataset, decode, max_tokens=max_tokens, amp=amp, progress=progress)
-        return [self._translation(dataset, index, hyps, decode.nbest, where=f"{name}:{numbers[index]}",
-                                  source=sources[index], truncated=len(_tokens(encoded[index]).split()) >= limit)
-                for index, hyps in enumerate(results)]
+    def _translate_chunk(self, chunk: Sequence[tuple[int, str | bytes, dict[str, str | bytes]]], name: str,
+                         split: Callable[[str], list[str]] | None, detect: Callable[[str], bool] | None,
+                         fields: Mapping[str, ExtraField], *, decode: DecodeConfig, too_long: TooLong, max_tokens: int,
+                         amp: Literal["bf16", "none"], progress: Callable[[int], None] | None,
+                         errors: Literal["keep", "raise"], stats: TranslationStats) -> Iterator[LineTranslation]:
+        """The lines of one chunk read, checked line by line, searched together and counted."""
+        encoded: list[EncodedSource] = []
+        sources: list[str] = []
+        numbers: list[int] = []  # the input line of each encoded sentence
+        failed: dict[int, DataError] = {}
+        several: set[int] = set()
+        for number, line, raw_extras in chunk:
+            try:
+                text = decode_line(line, number, name)
+                sentences = split(text) if split is not None else [text]
+                line_extras = {key: decode_line(value, number, fields[key].path) for key, value in raw_extras.items()}
+                line_encoded = [self.encode_line(sentence, name, number) for sentence in sentences]
+                if line_extras:
+                    line_encoded = [EncodedSource(e.tokens, {**e.extras, **line_extras}) for e in line_encoded]
+                for sentence in line_encoded:
+                    self._check_encoded(sentence, name=name, number=number, too_long=too_long, fields=fields)
+            except DataError as exc:
+                if errors == "raise":
+                    raise
+                failed[number] = exc
+                stats.add_failed(number)
+                continue
+            if detect is not None and detect(text):
+                several.add(number)
+            encoded += line_encoded
+            sources += sentences
+            numbers += [number] * len(sentences)
+        translations: list[Translation] = []
+        if encoded:
+            limit = self.max_source_tokens
+            dataset = self.encoded_dataset(encoded, name=name, first_line=numbers[0], too_long=too_long, fields=fields)
+            results = self.search(dataset, decode, max_tokens=max_tokens, amp=amp, progress=progress)
+            translations = [self._translation(dataset, index, hyps, decode.nbest, where=f"{name}:{numbers[index]}",
+                                              source=sources[index], truncated=len(encoded[index].tokens.split()) >= limit)
+                            for index, hyps in enumerate(results)]
+        stats.add_sentences(translations)
+        by_line: dict[int, list[Translation]] = {}
+        for number, translation in zip(numbers, translations):
+            by_line.setdefault(number, []).append(translation)
+        joiner = self._target_joiner() if split is not None else " "
+        for number, _, _ in chunk:
+            line = by_line.get(number, [])
+            flags = stats.add_line(number, line, number in several) if line else frozenset()
+            yield LineTranslation(number, line, failed.get(number), joiner, flags)
 
     def _translation(self, dataset: ParallelDataset, index: int, hyps: Sequence[SearchHypothesis], nbest: int, *,
                      where: str, source: str | None = None, truncated: bool = False) -> Translation:
@@ -425,10 +486,10 @@ class Translator:
         source_tokens = self.src_vocab.decode(dataset.src[index], keep_unk=True)
         if not hyps:  # the search guarantees a hypothesis per sentence; never shift lines
             raise RuntimeError(f"{where}: the search returned no hypothesis")
-        compressed = self.compressed_tokens(dataset, index)
+        compressed = self._compressed_tokens(dataset, index)
         return Translation(source=" ".join(source_tokens) if source is None else source, source_tokens=source_tokens,
                            hypotheses=[self.render(hyp) for hyp in hyps[:nbest]],
-                           compressed=None if compressed is None else self.source_text(compressed),
+                           compressed=None if compressed is None else self._source_text(compressed),
                            compressed_tokens=compressed, truncated=truncated)
 
     def _sentence_splitter(self) -> Callable[[str], list[str]]:
@@ -436,22 +497,20 @@ class Translator:
             raise ConfigError("split_sentences needs raw text and a model package (not pretokenized input)")
         return sentence_splitter(self.package.settings.source.lang)
 
+    def _sentence_detector(self) -> Callable[[str], bool] | None:
+        """Whether a line holds several sentences (the source language's splitter, run only on lines
+        with a sentence mark before their end); None when the language has no splitter."""
+        try:
+            split = self._sentence_splitter()
+        except ConfigError:
+            return None
+        return lambda text: _INNER_END.search(text) is not None and len(split(text)) > 1
+
     def _target_joiner(self) -> str:
         return joiner(self.target_lang) if self.target_lang else " "
 
 
-def read_line(line: str | bytes, number: int, name: str) -> str:
-    """One input line as text: bytes are decoded as UTF-8 (DataError ``NAME:LINE`` when they are
-    not), with a byte-order mark on line 1 and the line end dropped; text is returned as it is."""
-    if isinstance(line, str):
-        return line
-    try:
-        text = line.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise DataError(name, f"invalid UTF-8 ({exc.reason} at byte {exc.start})", number) from None
-    if number == 1 and text.startswith("\ufeff"):
-        text = text[1:]
-    return text.rstrip("\r\n")
+_INNER_END = re.compile(r"[.!?。！？]\W*\w")  # a sentence mark with more words after it
 
 
 def _tokens(line: str | EncodedSource) -> str:

@@ -65,7 +65,7 @@ from typing import Any, BinaryIO
 from xml.etree import ElementTree
 
 from nmtmodels.config import ConfigError
-from nmtmodels.files import GZIP_MAGIC, DataError
+from nmtmodels.files import GZIP_MAGIC, DataError, decode_line
 from workflow_scripts.data.corpus_spec import (
     SINGLE_FILE_FORMATS,
     check_corpus_spec,
@@ -107,15 +107,10 @@ def _maybe_gunzip(handle: io.BufferedReader) -> BinaryIO:
 
 
 def _decoded_lines(handle: BinaryIO, name: str) -> Iterator[tuple[int, str]]:
-    """Yield (line number, text) of a UTF-8 byte stream, newline and leading BOM removed."""
+    """Yield (line number, text) of a UTF-8 byte stream, newline and leading BOM removed
+    (:func:`nmtmodels.files.decode_line`, the one line decoder)."""
     for number, raw in enumerate(handle, start=1):
-        try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise DataError(name, f"invalid UTF-8 ({exc.reason} at byte {exc.start})", number) from None
-        if number == 1 and text.startswith("\ufeff"):
-            text = text[1:]
-        yield number, text.rstrip("\r\n")
+        yield number, decode_line(raw, number, name)
 
 
 class _Downloads:
@@ -235,13 +230,10 @@ def _read_fields(downloads: _Downloads, part: Mapping[str, Any], lang: str, sepa
 def _read_json_translation(downloads: _Downloads, reference: str, lang: str) -> Iterator[str]:
     with downloads.open(reference) as (name, handle):
         data = handle.read()
+    # the one line decoder (invalid UTF-8 named by line); JSON strings hold no raw line ends
+    text = "\n".join(decode_line(raw, number, name) for number, raw in enumerate(data.splitlines(keepends=True), start=1))
     try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = data.count(b"\n", 0, exc.start) + 1
-        raise DataError(name, f"invalid UTF-8 ({exc.reason} at byte {exc.start})", line) from None
-    try:
-        records = json.loads(text.removeprefix("\ufeff"))
+        records = json.loads(text)
     except json.JSONDecodeError as exc:
         raise DataError(name, f"invalid JSON ({exc.msg})", exc.lineno) from None
     if not isinstance(records, list):
