@@ -158,7 +158,7 @@ def test_user_modules_of_every_config_file_are_joined(tmp_path):
     overlay.write_text("user_modules: [my_metric.py, examples/relpos_transformer/relpos.py]\n")
     files = [str(ROOT / "config.yaml"), str(ROOT / "configs/ci.yaml"), str(overlay)]
     assert cluster.joined_user_modules({"user_modules": ["cli.py"]}, files) == [
-        "examples/relpos_transformer/relpos.py", "my_metric.py", "cli.py"]
+        "examples/relpos_transformer/relpos.py", "examples/gated_compression/gated.py", "my_metric.py", "cli.py"]
     assert cluster.joined_user_modules({}, [str(ROOT / "config.yaml")]) == []
 
 
