@@ -134,4 +134,4 @@ def test_a_family_from_the_template_passes_the_suite_and_trains_one_update(tmp_p
     assert (tmp_path / "out" / "checkpoint_last.pt").is_file()
     suite = run(["-m", "pytest", "-q", "-p", "no:cacheprovider", str(tmp_path / "mine" / "test_toy_method.py")],
                 cwd=tmp_path, env={**env, "PYTHONDONTWRITEBYTECODE": "1"})
-    assert suite.returncode == 0 and re.search(r"^8 passed", suite.stdout, re.M), suite.stdout + suite.stderr
+    assert suite.returncode == 0 and re.search(r"^9 passed", suite.stdout, re.M), suite.stdout + suite.stderr
