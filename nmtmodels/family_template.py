@@ -33,6 +33,12 @@ from nmtmodels.models.transformer import TransformerEncoder, TransformerModel
 from nmtmodels.modules.embedding import InputEmbedding
 from nmtmodels.registry import register_model
 
+# What the workflow and nmt-export read of this family without importing it (a literal only:
+# nmtmodels/family_needs.py): the names of the extra_inputs it reads, the formats nmt-export writes.
+FAMILY_NEEDS = {{
+    "{name}": {{"inputs": [], "export": [], "not_exported": "ONE LINE: WHY CTRANSLATE2'S TRANSFORMER CANNOT RUN IT"}},
+}}
+
 
 @dataclass
 class {cls}Options:

@@ -15,6 +15,8 @@ search and the compiled paths rely on, checked on one small model and batch of t
   :func:`nmtmodels.data.pad_to_buckets`) changes neither the loss nor any gradient.
 * :func:`check_page_names_options`: the family's page names each of its options (the template's
   tests run it on ``NAME.md``).
+* :func:`check_declaration`: its module's ``FAMILY_NEEDS`` (what the workflow and ``nmt-export``
+  read without importing it, :mod:`nmtmodels.family_needs`) declares the inputs the class reads.
 
 It needs no test framework (plain ``assert``); the class below is collected by pytest.
 The built-in families run it in ``nmtmodels/tests/test_conformance.py`` (every registered
@@ -170,6 +172,18 @@ def check_options(family: str) -> None:
         raise AssertionError(f"model family {family!r} accepted an unknown option")
 
 
+def check_declaration(family: str) -> None:
+    """The family's ``FAMILY_NEEDS`` entry, read from the file that defines its class, names the
+    extra inputs the class reads (none declared: none read)."""
+    import inspect
+
+    from nmtmodels.family_needs import FamilyNeeds, check_class, read_declaration
+
+    cls = get_model_class(family)
+    needs = read_declaration(inspect.getfile(cls)).get(family) or FamilyNeeds(family)
+    check_class(family, cls, needs)
+
+
 def check_bucket_padding(model: Seq2SeqModel, batch: Batch) -> None:
     """Padding to shape buckets (lengths to multiples of 8, rows to multiples of 4) changes
     no loss and no gradient (eval mode: both passes see one function)."""
@@ -226,3 +240,6 @@ class FamilyConformance:
 
     def test_options(self) -> None:
         check_options(self.family)
+
+    def test_declaration(self) -> None:
+        check_declaration(self.family)

@@ -280,8 +280,6 @@ def test_compressor_inputs_and_search_flags() -> None:
 
 @pytest.mark.parametrize("edit, message", [
     (lambda c: c["experiments"]["esc_bsf"].update(compressor="nope"), "experiments.esc_bsf.compressor: unknown compressor 'nope'"),
-    (lambda c: c["experiments"]["esc_bsf"].pop("compressor"), "experiments.esc_bsf.compressor: family 'bsfnmt' needs"),
-    (lambda c: c["experiments"]["baseline"].update(compressor="esc_unsup"), "experiments.baseline.compressor: only the ESC"),
     (lambda c: c["experiments"]["esc_bsf"].update(subwords="bpe4000"), "experiments.esc_bsf.subwords: must equal"),
     (lambda c: c["compression"]["compressors"]["esc_semi"].update(init_from="x"), "esc_semi.init_from: unknown compressor 'x'"),
     (lambda c: c["compression"].update(train_sets=["gigaword"]), "compression.train_sets: 'gigaword' names no entry"),

@@ -28,7 +28,7 @@ from nmtmodels.text.lattice import (
     read_lattices,
     renumber_nodes,
 )
-from workflow_scripts.dag import checks, lattices, runs, sources
+from workflow_scripts.dag import checks, families, lattices, runs, sources
 from workflow_scripts.data import bpe
 from workflow_scripts.data.lattice import main
 
@@ -241,8 +241,13 @@ def test_one_best_transformer_on_a_segmentation_takes_no_spans() -> None:
     assert sources.extra_input_flags(config, "probe", "tatoeba_zh_en", ("train", "dev")) == ""
 
 
+def test_a_family_that_reads_spans_needs_a_lattice() -> None:
+    """Declared by lattice.py's FAMILY_NEEDS (inputs starts, ends), not known by name."""
+    with pytest.raises(checks.WorkflowConfigError, match=r"experiments\.probe\.lattice: family 'lattice_transformer' needs"):
+        families.check_family_needs(config_with("lattice_transformer", None))
+
+
 @pytest.mark.parametrize("lattice, corpus, message", [
-    (None, "tatoeba_zh_en", r"experiments\.probe\.lattice: family 'lattice_transformer' needs"),
     (["jieba", "fugashi"], "tatoeba_zh_en", r"experiments\.probe\.lattice\[1\]: 'fugashi' is not prepared"),
     (["bpe8000", "bpe16000"], "multi30k_en_de", r"experiments\.probe\.lattice\[1\]: 'bpe16000' is not prepared"),
 ])

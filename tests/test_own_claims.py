@@ -158,7 +158,7 @@ def test_user_modules_of_every_config_file_are_joined(tmp_path):
     overlay.write_text("user_modules: [my_metric.py, examples/relpos_transformer/relpos.py]\n")
     files = [str(ROOT / "config.yaml"), str(ROOT / "configs/ci.yaml"), str(overlay)]
     assert cluster.joined_user_modules({"user_modules": ["cli.py"]}, files) == [
-        "examples/relpos_transformer/relpos.py", "my_metric.py", "cli.py"]
+        "examples/relpos_transformer/relpos.py", "examples/gated_compression/gated.py", "my_metric.py", "cli.py"]
     assert cluster.joined_user_modules({}, [str(ROOT / "config.yaml")]) == []
 
 
@@ -168,7 +168,8 @@ def test_an_inactive_experiment_whose_family_is_not_loaded_is_a_warning():
     that will run are checked for it; an active one still stops the run."""
     from nmtmodels.plugins import load_user_modules
 
-    load_user_modules(str(ROOT / "examples/relpos_transformer/relpos.py"))  # as the CI miniature's user_modules do
+    for module in ("relpos_transformer/relpos.py", "gated_compression/gated.py"):  # as the CI miniature's user_modules do
+        load_user_modules(str(ROOT / "examples" / module))
     config = ci_config({"active_experiments": ["baseline", "reorder_both"]})
     config["experiments"]["ghost"] = {**config["experiments"]["reorder_both"], "family": "layerscale_transformer"}
     for key in ("baseline", seeds.SEED_KEY):

@@ -69,9 +69,9 @@ def test_a_lattice_run_s_package_takes_its_segmentations_and_the_codes_of_its_bp
 
 
 def test_an_esc_run_s_package_takes_the_compressor_and_the_compress_rule_s_search():
-    from workflow_scripts.dag import compression
+    from workflow_scripts.dag import compression, families
 
-    experiment = next(e for e, spec in CONFIG["experiments"].items() if spec["family"] in compression.ESC_FAMILIES)
+    experiment = next(e for e in CONFIG["experiments"] if families.reads(CONFIG, e, "compressed"))
     corpus = CONFIG["experiments"][experiment]["corpora"][0]
     compressor = CONFIG["experiments"][experiment]["compressor"]
     settings = json.loads(packages.package_settings_json(CONFIG, experiment, corpus))["compression"]

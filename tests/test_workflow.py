@@ -251,6 +251,29 @@ def test_an_outside_family_gets_its_own_table_with_significance(miniature):
 
 
 @pytest.mark.slow
+def test_an_outside_family_that_reads_compressed_is_trained_on_its_compressor_output(miniature):
+    """configs/ci.yaml's `gated_comp` (examples/gated_compression, `paper: gated_compression`): its
+    module declares the extra input `compressed` (FAMILY_NEEDS) and nothing in the workflow names
+    the family, yet it is trained and decoded on esc_unsup's output, packaged with that
+    compressor (raw text: test_every_package_translates_raw_test_sources_as_the_workflow_did)
+    and compared with the baseline in a table of its own."""
+    import json
+
+    import pandas as pd
+
+    table = pd.read_csv(miniature / "results/report/results.csv")
+    runs = table[table["seed_group"].eq("gated_comp") & table["metric"].eq("bleu")]  # one row per seed's run
+    assert len(runs) == 2 and set(runs["family"]) == {"gated_compression"} and runs["p_sign"].notna().all()
+    markdown = (miniature / "results/report/tables/gated_compression.md").read_text(encoding="utf-8")
+    assert "### gated_compression: each system against its baseline (sacreBLEU)" in markdown
+    line = next(line for line in markdown.splitlines() if line.startswith("| +gated compressed source "))
+    assert [cell.strip() for cell in line.strip("|").split("|")][1:4] == ["Transformer", "multi30k_en_de", "test_2016_flickr"]
+    package = json.loads((miniature / "results/experiments/gated_comp/multi30k_en_de/model/preprocess.json").read_text())
+    assert package["compression"]  # the compressor's search settings: raw text is compressed as the workflow did
+    assert (miniature / "results/compression/esc_unsup/multi30k_en_de/compressed/train.txt").is_file()
+
+
+@pytest.mark.slow
 def test_the_outside_claim_gets_a_verdict_with_its_must_beat_control(miniature):
     """examples/relpos_transformer/claims.yaml (configs/ci.yaml `claims:`): the claim of the
     outside family gets a verdict in the summary's "Your claims", with its must-beat control

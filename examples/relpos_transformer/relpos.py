@@ -30,6 +30,13 @@ from nmtmodels.modules.embedding import InputEmbedding
 from nmtmodels.modules.relative import RelativePositions, relation_ids
 from nmtmodels.registry import register_model
 
+# What the workflow and nmt-export read of this family without importing it (a literal only:
+# nmtmodels/family_needs.py): no extra inputs; not exported.
+FAMILY_NEEDS = {
+    "relpos_transformer": {"not_exported": "its encoder self-attention adds relative-position keys and values; "
+                                           "CTranslate2's TransformerSpec encoder has absolute positions only"},
+}
+
 
 @dataclass
 class RelPosOptions:

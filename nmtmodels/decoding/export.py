@@ -51,9 +51,10 @@ search's tokens (nmtmodels/tests/test_export.py). The fixed ``max_decoding_lengt
 ``max_target_positions - 1`` (1023) that earlier exports recommended let beam search run on
 to hundreds of tokens for a short sentence.
 
-Refused, with a one-line :class:`ExportError`: every other family (:data:`REFUSED_FAMILIES`
-says why for each), a model whose modules are not exactly the baseline's (a subclass, or a
-parameter the mapping does not place), and layer norms with another epsilon.
+Refused, with a one-line :class:`ExportError`: every family whose module does not declare the
+format (``"export": ["ctranslate2"]`` in its ``FAMILY_NEEDS``, :mod:`nmtmodels.family_needs`;
+its ``not_exported`` says why), a model whose modules are not exactly the baseline's (a
+subclass, or a parameter the mapping does not place), and layer norms with another epsilon.
 """
 from __future__ import annotations
 
@@ -72,6 +73,7 @@ from torch import nn
 from nmtmodels.checkpoint import load_checkpoint, load_model_from_checkpoint
 from nmtmodels.config import ConfigError, from_dict
 from nmtmodels.decoding.scorer import DecodeConfig, HypothesisScorer
+from nmtmodels.family_needs import needs_of
 from nmtmodels.files import current_umask, temporary_directory_beside
 from nmtmodels.model_package.reader import package_directory
 from nmtmodels.model_package.settings import CHECKPOINT_FILE, PREPROCESS_FILE
@@ -88,25 +90,6 @@ EXPORT_FILE = "export.json"
 QUANTIZATIONS = ("int8", "int8_float32", "int8_float16", "int8_bfloat16", "int16", "float16", "bfloat16", "float32")
 # What our search never emits: CTranslate2 needs to be told (suppress_sequences).
 SUPPRESSED = [[PAD], [BOS]]
-
-REFUSED_FAMILIES = {
-    "reordering": "every layer gates the position encodings with a penalty computed from its own input and "
-                  "self-attention output (reordering embeddings), or adds relative-position keys and values to "
-                  "absolute positions (control relative_pe); CTranslate2's Transformer layers have neither",
-    "graph_transformer": "its encoder layers run several attention groups over the previous and incremental "
-                         "representations and fuse them by sum or gates; a CTranslate2 encoder layer has one "
-                         "self-attention and one feed-forward block",
-    "lattice_transformer": "its encoder reads lattice spans (extra inputs starts, ends) for lattice positions and "
-                           "relation-aware self-attention; a CTranslate2 encoder reads one token sequence with "
-                           "positions 0, 1, 2, ...",
-    "char2char": "it is a GRU encoder-decoder with additive attention, not a Transformer",
-    "char2word": "it is a GRU encoder-decoder with additive attention that pools characters into words, "
-                 "not a Transformer",
-    **{family: "it reads a second, compressed source (extra input compressed) through the same encoder and "
-               "fuses it with extra attention layers; CTranslate2's Transformer reads one source"
-       for family in ("bsfnmt", "btfnmt", "bbfnmt")},
-}
-
 
 class ExportError(ConfigError):
     """The model cannot be exported as it is (one line: the path and the reason)."""
@@ -131,10 +114,11 @@ def export_ctranslate2(checkpoint_or_package: str | os.PathLike, out_dir: str | 
         raise ExportError(f"{out_dir}: exists and is not empty; pass --force (force=True) to replace it")
     state = load_checkpoint(checkpoint, map_location="cpu")
     family = (state.get("model_config") or {}).get("family", FAMILY)
-    if family != FAMILY:
-        reason = REFUSED_FAMILIES.get(family, "only the Transformer baseline maps onto CTranslate2's TransformerSpec")
+    needs = needs_of(family)
+    if not needs.exports("ctranslate2"):
+        reason = needs.not_exported or "only the Transformer baseline maps onto CTranslate2's TransformerSpec"
         raise ExportError(f"{checkpoint}: model family {family!r} cannot be exported to CTranslate2: {reason}; "
-                          f"only family {FAMILY!r} can")
+                          f"{needs.where('export')} does not list 'ctranslate2'")
     ctranslate2 = _import_ctranslate2()
     model, src_vocab, tgt_vocab, state = load_model_from_checkpoint(str(checkpoint), "cpu")
     spec = build_spec(model, src_vocab.tokens, tgt_vocab.tokens, where=str(checkpoint))
@@ -147,7 +131,7 @@ def export_ctranslate2(checkpoint_or_package: str | os.PathLike, out_dir: str | 
     info = {
         "format": 2,  # 2: length_limit; translate_options without a fixed max_decoding_length
         "exported_from": str(checkpoint),
-        "family": FAMILY,
+        "family": family,
         "ctranslate2": ctranslate2.__version__,
         "quantization": quantization or "float32",
         "max_source_positions": cfg.max_source_positions,

@@ -49,6 +49,13 @@ from nmtmodels.models.base import Seq2SeqModel, State, register_model
 from nmtmodels.modules.dropout import Dropout
 from nmtmodels.symbols import EOS_ID, PAD_ID, SPACE_SYMBOL, SPECIAL_SYMBOLS
 
+# What the workflow and nmt-export read of this family without importing it (nmtmodels/family_needs.py).
+FAMILY_NEEDS = {
+    "char2char": {"not_exported": "it is a GRU encoder-decoder with additive attention, not a Transformer"},
+    "char2word": {"not_exported": "it is a GRU encoder-decoder with additive attention that pools characters into words, "
+                                  "not a Transformer"},
+}
+
 OPTION_PRESETS: dict[str, dict[str, int]] = {
     "paper": dict(embedding_dim=256, encoder_dim=400, decoder_dim=400, attention_dim=300),
     "tiny": dict(embedding_dim=64, encoder_dim=128, decoder_dim=128, attention_dim=64),

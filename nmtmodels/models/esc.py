@@ -81,6 +81,22 @@ from nmtmodels.modules.layers import (
 )
 from nmtmodels.symbols import PAD_ID
 
+# What the workflow and nmt-export read of this family without importing it (nmtmodels/family_needs.py).
+FAMILY_NEEDS = {  # a literal: one entry per family, the same needs (inputs: COMPRESSED below)
+    "bsfnmt": {"inputs": ["compressed"],
+               "not_exported": "it reads a second, compressed source (extra input compressed) through the same "
+                               "encoder and fuses it with extra attention layers; CTranslate2's Transformer reads "
+                               "one source"},
+    "btfnmt": {"inputs": ["compressed"],
+               "not_exported": "it reads a second, compressed source (extra input compressed) through the same "
+                               "encoder and fuses it with extra attention layers; CTranslate2's Transformer reads "
+                               "one source"},
+    "bbfnmt": {"inputs": ["compressed"],
+               "not_exported": "it reads a second, compressed source (extra input compressed) through the same "
+                               "encoder and fuses it with extra attention layers; CTranslate2's Transformer reads "
+                               "one source"},
+}
+
 COMPRESSED = "compressed"  # the extra token input: the compressed source
 
 

@@ -82,6 +82,13 @@ from nmtmodels.modules.dropout import Dropout
 from nmtmodels.modules.embedding import InputEmbedding
 from nmtmodels.modules.layers import FeedForward, ResidualNorm
 
+# What the workflow and nmt-export read of this family without importing it (nmtmodels/family_needs.py).
+FAMILY_NEEDS = {
+    "graph_transformer": {"not_exported": "its encoder layers run several attention groups over the previous and "
+                                          "incremental representations and fuse them by sum or gates; a CTranslate2 "
+                                          "encoder layer has one self-attention and one feed-forward block"},
+}
+
 
 @dataclass
 class GraphOptions:

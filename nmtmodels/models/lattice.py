@@ -66,6 +66,16 @@ from nmtmodels.models.transformer import TransformerEncoder, TransformerModel
 from nmtmodels.modules.attention import RelationTerms
 from nmtmodels.modules.embedding import InputEmbedding
 
+# What the workflow and nmt-export read of this family without importing it (nmtmodels/family_needs.py).
+FAMILY_NEEDS = {
+    "lattice_transformer": {
+        "inputs": ["starts", "ends"],
+        "not_exported": "its encoder reads lattice spans (extra inputs starts, ends) for lattice positions and "
+                        "relation-aware self-attention; a CTranslate2 encoder reads one token sequence with positions "
+                        "0, 1, 2, ...",
+    },
+}
+
 # ---------------------------------------------------------------------- edge spans and relations
 # Relation r(e_{i:j}, e_{p:q}) of a query edge e_{i:j} to a key edge e_{p:q} (Table 1, plus
 # "self" for an edge with itself).  Every pair of edges has exactly one of them.

@@ -62,6 +62,14 @@ from nmtmodels.modules.layers import (
 )
 from nmtmodels.modules.relative import RelativePositions, relation_ids
 
+# What the workflow and nmt-export read of this family without importing it (nmtmodels/family_needs.py).
+FAMILY_NEEDS = {
+    "reordering": {"not_exported": "every layer gates the position encodings with a penalty computed from its own input "
+                                   "and self-attention output (reordering embeddings), or adds relative-position keys and "
+                                   "values to absolute positions (control relative_pe); CTranslate2's Transformer layers "
+                                   "have neither"},
+}
+
 
 @dataclass
 class ReorderingOptions:

@@ -17,6 +17,9 @@ from nmtmodels.modules.embedding import InputEmbedding, TokenEmbedding, build_po
 from nmtmodels.modules.layers import TransformerDecoderLayer, TransformerEncoderLayer
 from nmtmodels.symbols import SPECIAL_SYMBOLS
 
+# What the workflow and nmt-export read of this family without importing it (nmtmodels/family_needs.py).
+FAMILY_NEEDS = {"transformer": {"export": ["ctranslate2"]}}
+
 
 class TransformerEncoder(nn.Module):
     """Embedding, a stack of encoder layers, and a final layer norm for pre-norm models."""

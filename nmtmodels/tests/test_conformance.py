@@ -34,6 +34,13 @@ def test_family_options_conform(family: str) -> None:
     testing.check_options(family)
 
 
+@pytest.mark.parametrize("family", sorted({case.split("/")[0] for case in FAMILIES}))
+def test_family_declares_what_it_reads(family: str) -> None:
+    """The workflow plans a family's inputs from its module's FAMILY_NEEDS, read without
+    importing it (nmtmodels/family_needs.py): the declaration must match the class."""
+    testing.check_declaration(family)
+
+
 def test_the_suite_fails_a_family_that_breaks_a_rule(monkeypatch) -> None:
     """A check that cannot fail proves nothing: a decoder that reads a padding position, and a
     parameter that no loss reaches, are each caught."""
@@ -127,4 +134,4 @@ def test_a_family_from_the_template_passes_the_suite_and_trains_one_update(tmp_p
     assert (tmp_path / "out" / "checkpoint_last.pt").is_file()
     suite = run(["-m", "pytest", "-q", "-p", "no:cacheprovider", str(tmp_path / "mine" / "test_toy_method.py")],
                 cwd=tmp_path, env={**env, "PYTHONDONTWRITEBYTECODE": "1"})
-    assert suite.returncode == 0 and re.search(r"^8 passed", suite.stdout, re.M), suite.stdout + suite.stderr
+    assert suite.returncode == 0 and re.search(r"^9 passed", suite.stdout, re.M), suite.stdout + suite.stderr

@@ -357,6 +357,31 @@ def test_other_families_are_refused_in_one_line(tmp_path, capsys, family, option
             build_spec(model, vocab.tokens, vocab.tokens)
 
 
+@pytest.mark.parametrize(("declaration", "reason"), [
+    ("", "only the Transformer baseline maps onto CTranslate2's TransformerSpec; FAMILY_NEEDS['mine']['export'] "
+         "(declared by no module) does not list 'ctranslate2'"),
+    ("FAMILY_NEEDS = {'mine': {'inputs': ['compressed'], 'not_exported': 'it fuses two sources'}}\n",
+     "it fuses two sources; FAMILY_NEEDS['mine']['export'] (in {module}) does not list 'ctranslate2'"),
+])
+def test_a_family_that_declares_no_export_is_refused_naming_it_and_the_key(tmp_path, monkeypatch, capsys, declaration, reason):
+    """An outside family is refused by what its module declares (nmtmodels/family_needs.py), in
+    one line, before its class is needed (the module imports nothing here)."""
+    module = tmp_path / "mine.py"
+    module.write_text(declaration)
+    monkeypatch.setenv("NMT_USER_MODULES", str(module))
+    vocab = Vocabulary(LETTERS)
+    model, cfg = tiny_model(len(vocab), len(vocab))
+    checkpoint = tmp_path / "checkpoint.pt"
+    save_checkpoint(checkpoint, {"model_config": {**cfg.to_dict(), "family": "mine"}, "model": model.state_dict(),
+                                 "vocab": {"src": vocab.tokens, "tgt": vocab.tokens, "src_fingerprint": vocab.fingerprint(),
+                                           "tgt_fingerprint": vocab.fingerprint()}})
+    assert cli.export_main(["--checkpoint", str(checkpoint), "--output-dir", str(tmp_path / "ct2")]) == 2
+    err = capsys.readouterr().err
+    expected = reason.format(module=module.resolve())
+    assert err == f"nmt-export: error: {checkpoint}: model family 'mine' cannot be exported to CTranslate2: {expected}\n"
+    assert not (tmp_path / "ct2").exists()
+
+
 def test_what_the_spec_cannot_express_is_refused(tmp_path):
     vocab = Vocabulary(LETTERS)
     model, _ = tiny_model(len(vocab), len(vocab))

@@ -7,12 +7,14 @@ the rule files (tested in tests/test_dag.py and beside each feature's tests).
     startup      the rest of start-up: one-line errors, writable output directories (onstart),
                  the hint after a killed run (--unlock, then --rerun-incomplete)
     runs         experiments: resolved settings, the runs `all` trains, fair comparisons
-    sources      what a run reads: source side by family, training inputs, extra-input flags,
-                 the source the fairness check compares, OOV-rate inputs
+    sources      what a run reads: source side by what its family declares, training inputs,
+                 extra-input flags, the source the fairness check compares, OOV-rate inputs
+    families     what a family declares it reads (its module's FAMILY_NEEDS, read without torch):
+                 the inputs the workflow makes, a family's own provider, their start-up checks
     packages     model packages: which runs get one, its inputs and preprocess.json
     corpus_data  the data half (rules/data.smk, preprocess.smk, subwords.smk): targets, spec params
     compression  the compressed source that ESC models read: compressors, their data and quality,
-                 the ESC families' inputs (rules/compression.smk)
+                 the input ``compressed`` of the families that read it (rules/compression.smk)
     lattices     lattice inputs (rules/lattice.smk)
     cluster      resources, launcher and PYTHONPATH of jobs (rules/train.smk, profiles)
     evaluation   what is scored and tested: test sets, significance pairs, report targets

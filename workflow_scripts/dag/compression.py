@@ -1,15 +1,14 @@
 """Explicit sentence compression (rules/compression.smk): a compressor (a Transformer trained
 through nmt-train, denoising or supervised) rewrites the source side of every split of a
-corpus; the ESC families read that "backbone" as the extra token input ``compressed``."""
+corpus; a family that declares the extra input ``compressed`` (the ESC families, or one of
+your own: nmtmodels/family_needs.py) reads that "backbone" as a token input."""
 from __future__ import annotations
 
 import re
 from typing import Any
 
 from workflow_scripts.dag import WorkflowConfigError, paths
-from workflow_scripts.dag.runs import SourceInputs, check_run_sections, experiment_runs, subword_source
-
-ESC_FAMILIES = ("bsfnmt", "btfnmt", "bbfnmt")
+from workflow_scripts.dag.runs import check_run_sections, experiment_runs
 
 
 def compressor_spec(config: dict[str, Any], compressor: str) -> dict[str, Any]:
@@ -135,13 +134,12 @@ def compressed_path(compressor: str, corpus: str, split: str) -> str:
     return paths.fill(paths.COMPRESSED, compressor=compressor, corpus=corpus, split=split)
 
 
-def esc_source(config: dict[str, Any], experiment: str, corpus: str, split: str) -> SourceInputs:
-    """Subword source plus its compression by the experiment's ``compressor`` (``compressed``)."""
-    plain = subword_source(config, experiment, corpus, split)
+def compressed_input(config: dict[str, Any], experiment: str, corpus: str, split: str) -> str:
+    """The extra token input ``compressed`` of a split: the source compressed by the experiment's
+    ``compressor`` (an identity compressor's: the encoded source itself)."""
     compressor = config["experiments"][experiment]["compressor"]
-    compressed = (compression_source(config, compressor, corpus, split) if is_identity(config, compressor)
-                  else compressed_path(compressor, corpus, split))
-    return SourceInputs(plain.source, plain.vocab, extra_tokens={"compressed": compressed})
+    return (compression_source(config, compressor, corpus, split) if is_identity(config, compressor)
+            else compressed_path(compressor, corpus, split))
 
 
 def compression_targets(config: dict[str, Any]) -> list[str]:
@@ -208,15 +206,10 @@ def check_compression(config: dict[str, Any]) -> None:
             raise WorkflowConfigError(f"{where}.init_from: '{init}' is an {compressors[init]['kind']} compressor, with no model "
                                       "to fine-tune")
         check_run_sections(compressor_settings(config, name), where)
-    for name, spec in config.get("experiments", {}).items():
+    for name, spec in config.get("experiments", {}).items():  # which families read one: families.check_family_needs
         where = f"experiments.{name}"
-        if spec["family"] in ESC_FAMILIES and not spec.get("compressor"):
-            raise WorkflowConfigError(
-                f"{where}.compressor: family '{spec['family']}' needs a compressor (a key of compression.compressors)")
         if spec.get("compressor") is None:
             continue
-        if spec["family"] not in ESC_FAMILIES:
-            raise WorkflowConfigError(f"{where}.compressor: only the ESC families ({', '.join(ESC_FAMILIES)}) read a compressor")
         if spec["compressor"] not in compressors:
             raise WorkflowConfigError(f"{where}.compressor: unknown compressor '{spec['compressor']}' "
                                       f"(defined: {', '.join(sorted(compressors)) or 'none'})")

@@ -8,9 +8,10 @@ from __future__ import annotations
 from typing import Any
 
 from workflow_scripts.dag import WorkflowConfigError, paths
+from workflow_scripts.dag.families import reads
 from workflow_scripts.dag.runs import SourceInputs, experiment_runs
 
-LATTICE_FAMILIES = ("lattice_transformer",)
+SPANS = ("starts", "ends")  # the extra inputs of a lattice: each edge's first and last character
 
 
 def is_bpe(segmentation: str) -> bool:
@@ -27,13 +28,12 @@ def lattice_units(config: dict[str, Any], experiment: str) -> str:
 
 
 def lattice_source(config: dict[str, Any], experiment: str, corpus: str, split: str) -> SourceInputs:
-    """Edge tokens and vocabulary of the experiment's lattice; a lattice family also reads
-    the edges' ``starts`` and ``ends`` (``--extra``)."""
+    """Edge tokens and vocabulary of the experiment's lattice, and the edges' ``starts`` and
+    ``ends`` (``--extra``) that its family declares it reads (a lattice family; the 1-best
+    Transformer reads neither)."""
     spec = config["corpora"][corpus]
     where = {"corpus": corpus, "units": lattice_units(config, experiment), **paths.sides(spec)}
-    extras = {}
-    if config["experiments"][experiment]["family"] in LATTICE_FAMILIES:
-        extras = {name: paths.encoded(split=split, lang=name, **where) for name in ("starts", "ends")}
+    extras = {name: paths.encoded(split=split, lang=name, **where) for name in SPANS if reads(config, experiment, name)}
     return SourceInputs(source=paths.encoded(split=split, lang=spec["src"], **where),
                         vocab=paths.vocab(lang=spec["src"], **where), extras=extras)
 
@@ -47,13 +47,12 @@ def segmentation_paths(config: dict[str, Any], corpus: str, name: str, split: st
 
 
 def check_lattices(config: dict[str, Any]) -> None:
-    """A lattice family needs ``lattice``; every segmentation of an active run's lattice is
-    prepared for its corpus (a BPE size of bpe.merges, or a lattice segmenter of the source)."""
+    """Every segmentation of an active run's lattice is prepared for its corpus (a BPE size of
+    bpe.merges, or a lattice segmenter of the source); which families need one:
+    :func:`~workflow_scripts.dag.families.check_family_needs`."""
     runs = set(experiment_runs(config))
     for name, spec in config.get("experiments", {}).items():
         where = f"experiments.{name}"
-        if spec["family"] in LATTICE_FAMILIES and not spec.get("lattice"):
-            raise WorkflowConfigError(f"{where}.lattice: family '{spec['family']}' needs the segmentations its lattice packs")
         for corpus in spec["corpora"]:
             if (name, corpus) not in runs:
                 continue

@@ -5,31 +5,35 @@ what the start-up fairness check compares of a run's source (:func:`source_readi
 segmenter, vocabulary limit)."""
 from __future__ import annotations
 
+import dataclasses
 import shlex
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from workflow_scripts.dag import paths
-from workflow_scripts.dag.compression import ESC_FAMILIES, esc_source
+from workflow_scripts.dag.compression import compressed_input
 from workflow_scripts.dag.corpus_data import reference_paths
+from workflow_scripts.dag.families import provider_of, reads
 from workflow_scripts.dag.lattices import lattice_source, lattice_units
 from workflow_scripts.dag.runs import SourceInputs, experiment_runs, shares_embeddings, subword_source
 
-# Model families whose source side is not the plain subword file, or that need extra
-# inputs: family name -> provider (config, experiment, corpus, split) -> SourceInputs.
-SOURCE_PROVIDERS: dict[str, Callable[[dict[str, Any], str, str, str], SourceInputs]] = {
-    family: esc_source for family in ESC_FAMILIES
-}
-
 
 def source_inputs(config: dict[str, Any], experiment: str, corpus: str, split: str) -> SourceInputs:
-    """The source-side inputs of ``split`` for one run: its lattice (or 1-best segmentation)
-    when the experiment names ``lattice``, else the family's provider, else subwords."""
-    family = config["experiments"][experiment]["family"]
+    """The source-side inputs of ``split`` for one run, from what its family declares
+    (:mod:`.families`): the family's own provider if it names one; else its lattice (or 1-best
+    segmentation) when the experiment names ``lattice``, else subwords, plus the compressed
+    source when the family reads ``compressed``."""
+    provider = provider_of(config, experiment)
+    if provider is not None:
+        return provider(config, experiment, corpus, split)
     if config["experiments"][experiment].get("lattice"):  # a lattice, or one segmentation of it (1-best)
-        return lattice_source(config, experiment, corpus, split)
-    return SOURCE_PROVIDERS.get(family, subword_source)(config, experiment, corpus, split)
+        inputs = lattice_source(config, experiment, corpus, split)
+    else:
+        inputs = subword_source(config, experiment, corpus, split)
+    if reads(config, experiment, "compressed"):
+        compressed = compressed_input(config, experiment, corpus, split)
+        inputs = dataclasses.replace(inputs, extra_tokens={**inputs.extra_tokens, "compressed": compressed})
+    return inputs
 
 
 def reads_plain_subwords(config: dict[str, Any], experiment: str, corpus: str) -> bool:
