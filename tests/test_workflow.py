@@ -146,7 +146,8 @@ def miniature(tmp_path_factory):
     if not (MIRROR / "multi30k").is_dir():
         pytest.skip(f"corpus mirror not found at {MIRROR} (set NMT_DATA_MIRROR)")
     workdir = tmp_path_factory.mktemp("miniature")
-    snakemake(workdir, "all", "--cores", "2", "--configfile", str(ROOT / "configs/ci.yaml"))
+    proc = snakemake(workdir, "all", "--cores", "2", "--configfile", str(ROOT / "configs/ci.yaml"))
+    (workdir / ".snakemake/miniature.stderr").write_text(proc.stderr, encoding="utf-8")  # the run's progress lines
     return workdir
 
 
@@ -188,6 +189,20 @@ def test_miniature_trains_decodes_and_scores(miniature):
     metrics = miniature / "results/experiments/baseline/multi30k_en_de/train/metrics.csv"
     rows = list(csv.DictReader(metrics.open()))
     assert rows, "training wrote no metrics"
+    # every training's TensorBoard event files (train.tensorboard, on by default), dev loss included
+    trainings = list(miniature.glob("results/*/*/*/train/metrics.csv"))
+    assert len(trainings) > 1
+    for metrics in trainings:
+        assert list((metrics.parent / "tensorboard").glob("events.out.tfevents.*")), metrics.parent
+
+
+@pytest.mark.slow
+def test_the_miniature_prints_its_progress_at_the_start_and_after_each_training(miniature):
+    lines = [line for line in (miniature / ".snakemake/miniature.stderr").read_text().splitlines()
+             if line.startswith("progress: trainings: ")]
+    trainings = len(list(miniature.glob("results/*/*/*/train/checkpoint_best.pt")))
+    assert lines[0].startswith(f"progress: trainings: 0 of {trainings} done, 0 running")
+    assert len(lines) == 1 + trainings and lines[-1].startswith(f"progress: trainings: {trainings} of {trainings} done")
 
 
 @pytest.mark.slow
