@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import os
+import re
 import shlex
 import subprocess
 import sys
@@ -138,6 +139,23 @@ def test_bad_model_key_in_an_experiment_names_the_key(tmp_path):
     proc = snakemake(tmp_path, "-n", "all", "--cores", "1", "--configfile", str(bad), check=False)
     assert proc.returncode != 0
     assert "experiments.baseline.model.d_modle: unknown key (did you mean 'd_model'?)" in proc.stdout + proc.stderr
+
+
+QUICKSTART = re.compile(r"`snakemake --cores 2 (\S+) && nmt-translate --checkpoint (\S+) <<< \"A man is riding a bike\.\"`")
+
+
+def test_the_readme_quickstart_trains_one_baseline_and_packages_it(tmp_path):
+    """README's quickstart (docs/translate.md, "Quickstart"): its target plans one training,
+    the baseline's first seed, and that run's package, nothing else of `all` (a dry run with
+    configs/ci.yaml: the same DAG, smaller); nmt-translate reads the package it makes."""
+    (target, package), = QUICKSTART.findall((ROOT / "README.md").read_text(encoding="utf-8"))
+    assert package == str(Path(target).parent) and (ROOT / "docs/translate.md").read_text().count(target) >= 2
+    proc = snakemake(tmp_path, "-n", target, "--cores", "1", "--configfile", str(ROOT / "configs/ci.yaml"))
+    jobs = planned_jobs(proc.stdout)
+    assert (jobs["train"], jobs["model_package"]) == (1, 1)
+    assert set(jobs) <= {"fetch", "extract", "preprocess", "learn_bpe", "apply_bpe", "experiment_config", "train", "model_package"}
+    trainings = [job for job in planned_job_details(proc.stdout) if job["rule"] == "train"]
+    assert trainings[0]["output"][0] == "results/experiments/baseline/multi30k_en_de/train/checkpoint_best.pt"
 
 
 @pytest.fixture(scope="module")
