@@ -14,6 +14,7 @@ import os
 import shlex
 import sys
 
+from snakemake.logging import logger
 from snakemake.utils import min_version, validate
 
 from workflow_scripts.dag import evaluation as ev
@@ -21,6 +22,7 @@ from workflow_scripts.dag import analyses, checks, cluster, compression, corpus_
 from workflow_scripts.dag import future_dates, runs, scheduler_timers, seeds, sources, startup
 from workflow_scripts.data.fetch import unchanged_fetch_time  # the job module's digest record, for future_dates
 from workflow_scripts.evaluation import claim_files  # the claims' one-line check, at start-up
+from workflow_scripts.evaluation import progress  # trainings done and time left, printed as the run goes
 
 min_version("9.0")
 # At most one re-evaluation timer in Snakemake's scheduler, not one more per finished job
@@ -108,6 +110,9 @@ onstart:
     # Jobs are about to run (not on -n): a results, logs or downloads directory they cannot write
     # is one line naming it, before any job starts (not Snakemake's failure inside the first job).
     startup.check_writable(startup.planned_files(workflow))
+    # `python -m workflow_scripts.evaluation.progress` (trainings done, time left) on stderr now
+    # and after each finished training, each line starting "progress:"
+    progress.watch(log, logger)
 
 
 onsuccess:

@@ -181,7 +181,8 @@ FIELD_NOTES: dict[str, dict[str, str]] = {
         "amp": "bf16 autocast on CUDA and on a CPU with native bf16, else fp32 with a warning (docs/training.md, Precision)",
         "num_threads": "torch CPU threads (0: torch's default)",
         "log_interval": "log and write `metrics.csv` every N updates",
-        "tensorboard": "also write TensorBoard logs to `OUT_DIR/tensorboard`",
+        "tensorboard": ("also write the `metrics.csv` rows as TensorBoard scalars to `OUT_DIR/tensorboard` (the workflow: "
+                        "`results/experiments/EXP/CORPUS/train/tensorboard/`)"),
         "max_nonfinite_updates": "consecutive updates with a NaN/inf loss or gradient that are skipped before training stops as diverged",
         "compile": ("the forward pass through `torch.compile`: Inductor kernel fusion (`default`), plus CUDA graphs "
                     "(`reduce-overhead`), plus autotuning (`max-autotune`); docs/compilation.md"),

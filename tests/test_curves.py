@@ -44,3 +44,21 @@ def test_the_saved_png_holds_a_legend_wider_than_the_figure(tmp_path):
     legend_width = fig.legends[0].get_window_extent().width * 120 / fig.dpi  # plot_curves saves at 120 dpi
     assert legend_width > fig.bbox.width * 120 / fig.dpi  # wider than the figure
     assert matplotlib.image.imread(png).shape[1] >= legend_width
+
+
+def test_dev_bleu_gets_a_panel_beside_the_loss_and_a_legend_entry():
+    """Where the runs validated with BLEU, a second panel draws it against the same updates,
+    and the legend (below both panels, inside the figure) names its line style."""
+    bleu = {**RUN, "dev BLEU": ([200, 400], [12.5, 17.0])}
+    fig = curves.figure({"baseline": bleu, "baseline_seed2": RUN, "reorder_both": bleu}, "multi30k_en_de")
+    loss_ax, bleu_ax = fig.axes
+    assert (loss_ax.get_ylabel(), bleu_ax.get_ylabel()) == (curves.LOSS_LABELS["token"], "dev BLEU")
+    assert [list(line.get_ydata()) for line in bleu_ax.get_lines()] == [[12.5, 17.0], [12.5, 17.0]]
+    (legend,) = fig.legends
+    assert [text.get_text() for text in legend.get_texts()][-3:] == ["train loss", "dev loss", "dev BLEU"]
+    box = legend.get_window_extent()
+    assert 0 <= box.x0 and box.x1 <= fig.bbox.width and 0 <= box.y0
+    assert all(box.y1 <= ax.get_window_extent().y0 for ax in fig.axes)
+    # no BLEU measured: one panel, no BLEU entry
+    fig = curves.figure({"baseline": RUN}, "multi30k_en_de")
+    assert len(fig.axes) == 1 and "dev BLEU" not in [t.get_text() for t in fig.legends[0].get_texts()]

@@ -3,11 +3,19 @@ critical path, waits and training progress are checked against values worked out
 from __future__ import annotations
 
 import datetime as dt
+import io
+import logging
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
 from nmtmodels.files import DataError
 from workflow_scripts.evaluation import progress, timeline
+
+ROOT = Path(__file__).resolve().parents[1]
 
 HEADER = """Building DAG of jobs...
 Job stats:
@@ -117,3 +125,62 @@ def test_the_estimate_is_no_shorter_than_the_longest_running_training(tmp_path):
     jobs, planned = timeline.parse_log(log)
     text = progress.report(jobs, planned, tmp_path, dt.datetime(2026, 11, 25, 10, 1))
     assert "trainings end in about 5 min (around 10:06)" in text
+
+
+def test_a_run_prints_the_report_at_its_start_and_after_each_finished_training(tmp_path):
+    """progress.watch (the Snakefile's onstart): the report when the run starts, again after a
+    finished training (Snakemake's job_finished record), not after other jobs."""
+    log_file = tmp_path / "run.log"
+    log_file.write_text(HEADER + block("10:00:00", "train", 3, "runs/A/train/checkpoint_best.pt", "experiment=A"))
+    logger, out = logging.getLogger("test_progress_watch"), io.StringIO()
+    logger.setLevel(logging.INFO)  # as Snakemake's
+    handler = progress.watch([str(log_file)], logger, tmp_path, out)
+    assert out.getvalue().splitlines()[0] == "progress: trainings: 0 of 2 done, 1 running, 1 not started"
+    assert all(line.startswith("progress: ") for line in out.getvalue().splitlines())
+    try:
+        with log_file.open("a") as handle:
+            handle.write(finished("10:01:00", 3, "train") + block("10:01:00", "score", 5, "report.csv"))
+        out.truncate(0), out.seek(0)
+        logger.info("Finished jobid: 3 (Rule: score)", extra={"event": "job_finished", "job_id": 5})
+        logger.info("Finished jobid: 3 (Rule: train)")  # no event: a message, not the finish
+        assert out.getvalue() == ""
+        logger.info("Finished jobid: 3 (Rule: train)", extra={"event": "job_finished", "job_id": 3})
+        assert out.getvalue().startswith("progress: trainings: 1 of 2 done, 0 running, 1 not started\n")
+        log_file.unlink()  # a report that cannot be made is one line, and the run goes on
+        out.truncate(0), out.seek(0)
+        logger.info("Finished jobid: 3 (Rule: train)", extra={"event": "job_finished", "job_id": 3})
+        assert out.getvalue().startswith("progress: not available: ") and out.getvalue().count("\n") == 1
+    finally:
+        logger.removeHandler(handler)
+    # a run without trainings (the data half) prints nothing at its start
+    log_file.write_text(HEADER.replace("train ", "other "))
+    out = io.StringIO()
+    logger.removeHandler(progress.watch([str(log_file)], logger, tmp_path, out))
+    assert out.getvalue() == ""
+
+
+SNAKEFILE = """
+from snakemake.logging import logger
+from workflow_scripts.evaluation import progress
+
+onstart:
+    progress.watch(log, logger)
+
+rule all:
+    input: "runs/A/train/checkpoint_best.pt", "runs/B/train/checkpoint_best.pt"
+
+rule train:
+    output: "runs/{name}/train/checkpoint_best.pt"
+    shell: "printf 'update,elapsed\\\\n10,1\\\\n' > runs/{wildcards.name}/train/metrics.csv; touch {output}"
+"""
+
+
+def test_snakemake_prints_the_progress_at_the_start_and_after_each_training(tmp_path):
+    """The same with Snakemake itself: its log file has the Finished line when the handler reads it."""
+    (tmp_path / "Snakefile").write_text(SNAKEFILE)
+    proc = subprocess.run([sys.executable, "-m", "snakemake", "--cores", "1", "-d", str(tmp_path), "-s", str(tmp_path / "Snakefile")],
+                          capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=300, check=False)
+    assert proc.returncode == 0, proc.stderr
+    lines = [line for line in proc.stderr.splitlines() if line.startswith("progress: trainings: ")]
+    assert lines == [f"progress: trainings: {done} of 2 done, 0 running, {2 - done} not started" for done in (0, 1, 2)], proc.stderr
+

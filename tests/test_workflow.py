@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import os
+import re
 import shlex
 import subprocess
 import sys
@@ -140,13 +141,31 @@ def test_bad_model_key_in_an_experiment_names_the_key(tmp_path):
     assert "experiments.baseline.model.d_modle: unknown key (did you mean 'd_model'?)" in proc.stdout + proc.stderr
 
 
+QUICKSTART = re.compile(r"`snakemake --cores 2 (\S+) && nmt-translate --checkpoint (\S+) <<< \"A man is riding a bike\.\"`")
+
+
+def test_the_readme_quickstart_trains_one_baseline_and_packages_it(tmp_path):
+    """README's quickstart (docs/translate.md, "Quickstart"): its target plans one training,
+    the baseline's first seed, and that run's package, nothing else of `all` (a dry run with
+    configs/ci.yaml: the same DAG, smaller); nmt-translate reads the package it makes."""
+    (target, package), = QUICKSTART.findall((ROOT / "README.md").read_text(encoding="utf-8"))
+    assert package == str(Path(target).parent) and (ROOT / "docs/translate.md").read_text().count(target) >= 2
+    proc = snakemake(tmp_path, "-n", target, "--cores", "1", "--configfile", str(ROOT / "configs/ci.yaml"))
+    jobs = planned_jobs(proc.stdout)
+    assert (jobs["train"], jobs["model_package"]) == (1, 1)
+    assert set(jobs) <= {"fetch", "extract", "preprocess", "learn_bpe", "apply_bpe", "experiment_config", "train", "model_package"}
+    trainings = [job for job in planned_job_details(proc.stdout) if job["rule"] == "train"]
+    assert trainings[0]["output"][0] == "results/experiments/baseline/multi30k_en_de/train/checkpoint_best.pt"
+
+
 @pytest.fixture(scope="module")
 def miniature(tmp_path_factory):
     """Run the whole miniature workflow once (data half, training, decoding, scoring)."""
     if not (MIRROR / "multi30k").is_dir():
         pytest.skip(f"corpus mirror not found at {MIRROR} (set NMT_DATA_MIRROR)")
     workdir = tmp_path_factory.mktemp("miniature")
-    snakemake(workdir, "all", "--cores", "2", "--configfile", str(ROOT / "configs/ci.yaml"))
+    proc = snakemake(workdir, "all", "--cores", "2", "--configfile", str(ROOT / "configs/ci.yaml"))
+    (workdir / ".snakemake/miniature.stderr").write_text(proc.stderr, encoding="utf-8")  # the run's progress lines
     return workdir
 
 
@@ -188,6 +207,20 @@ def test_miniature_trains_decodes_and_scores(miniature):
     metrics = miniature / "results/experiments/baseline/multi30k_en_de/train/metrics.csv"
     rows = list(csv.DictReader(metrics.open()))
     assert rows, "training wrote no metrics"
+    # every training's TensorBoard event files (train.tensorboard, on by default), dev loss included
+    trainings = list(miniature.glob("results/*/*/*/train/metrics.csv"))
+    assert len(trainings) > 1
+    for metrics in trainings:
+        assert list((metrics.parent / "tensorboard").glob("events.out.tfevents.*")), metrics.parent
+
+
+@pytest.mark.slow
+def test_the_miniature_prints_its_progress_at_the_start_and_after_each_training(miniature):
+    lines = [line for line in (miniature / ".snakemake/miniature.stderr").read_text().splitlines()
+             if line.startswith("progress: trainings: ")]
+    trainings = len(list(miniature.glob("results/*/*/*/train/checkpoint_best.pt")))
+    assert lines[0].startswith(f"progress: trainings: 0 of {trainings} done, 0 running")
+    assert len(lines) == 1 + trainings and lines[-1].startswith(f"progress: trainings: {trainings} of {trainings} done")
 
 
 @pytest.mark.slow

@@ -483,10 +483,23 @@ def test_early_stopping_with_patience(corpus, tmp_path):
                            best_metric="bleu", save_interval_updates=2, patience=3, max_updates=12)
     result = trainer.train()
     assert (result.reason, result.update) == ("early_stop", 10)
+    # TensorBoard (on by default) has the dev BLEU beside the dev loss, at each validation
+    scalars = tensorboard_scalars(tmp_path / "tensorboard")
+    assert scalars["valid_bleu"] == [(2, 10.0), (4, 30.0), (6, 20.0), (8, 25.0), (10, 5.0)]  # exact in float32
+    assert [step for step, _ in scalars["valid_loss"]] == [2, 4, 6, 8, 10]
+
+
+def tensorboard_scalars(log_dir: Path) -> dict[str, list[tuple[int, float]]]:
+    """Tag -> (step, value) of every scalar in the TensorBoard event files of ``log_dir``."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    events = EventAccumulator(str(log_dir))
+    events.Reload()
+    return {tag: [(e.step, e.value) for e in events.Scalars(tag)] for tag in events.Tags()["scalars"]}
 
 
 def test_best_by_loss_and_metrics_log(corpus, tmp_path):
-    trainer = make_trainer(corpus, tmp_path, max_updates=12, save_interval_updates=3, log_interval=2, tensorboard=True)
+    trainer = make_trainer(corpus, tmp_path, max_updates=12, save_interval_updates=3, log_interval=2)  # TensorBoard: default
     trainer.train()
     rows = list(csv.DictReader((tmp_path / "metrics.csv").read_text().splitlines()))
     assert list(rows[0]) == ["update", "epoch", "loss", "nll", "lr", "tokens_per_s", "grad_norm",
@@ -497,7 +510,10 @@ def test_best_by_loss_and_metrics_log(corpus, tmp_path):
     assert {3, 6, 9, 12} <= set(valid)
     best = load_checkpoint(tmp_path / "checkpoint_best.pt")
     assert best["metrics"]["valid_loss"] == pytest.approx(min(valid.values()), rel=1e-5)
-    assert list((tmp_path / "tensorboard").glob("events.out.tfevents.*"))
+    scalars = tensorboard_scalars(tmp_path / "tensorboard")
+    assert [step for step, _ in scalars["loss"]] == [2, 4, 6, 8, 10, 12]
+    assert dict(scalars["valid_loss"]) == pytest.approx(valid, rel=1e-5)  # metrics.csv: 6 digits
+    assert "valid_bleu" not in scalars  # no BLEU measured
 
 
 TRAIN_LINE = re.compile(r"update (\d+)/(\d+) \| epoch \d+ \| loss \S+ \| nll \S+ \| lr \S+ \| tok/s \S+ \| gnorm \S+ "

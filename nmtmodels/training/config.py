@@ -68,7 +68,7 @@ class TrainConfig:
     amp: Literal["bf16", "none"] = "none"
     num_threads: int = 0
     log_interval: int = 100
-    tensorboard: bool = False
+    tensorboard: bool = True
     max_nonfinite_updates: int = 10
     compile: TrainCompileMode = "none"
     pad_to_multiple: int = 1

@@ -92,7 +92,8 @@ def figure(data: dict[str, dict[str, tuple[list[float], list[float]]]], title: s
     models, so they get a panel of their own), a dev BLEU panel when any run logged it, and
     one legend below the panels that covers no curve and is never cut off (a constrained layout
     makes room for it; plot_curves saves the whole of it): one colour per system, its seeds' runs
-    in that colour (the first seed opaque, the others lighter); solid train, dashed dev.  A run
+    in that colour (the first seed opaque, the others lighter); solid train, dashed dev, dots
+    on the dev BLEU (a line style of its own in the legend when it is drawn).  A run
     that stopped before the longest run of its panel (a minutes cap, a failure) ends in a
     cross, and the legend names it with its updates."""
     import matplotlib
@@ -138,6 +139,8 @@ def figure(data: dict[str, dict[str, tuple[list[float], list[float]]]], title: s
                for system in systems]
     handles += [Line2D([], [], color="black", linestyle="-", label="train loss"),
                 Line2D([], [], color="black", linestyle="--", label="dev loss")]
+    if has_bleu:
+        handles.append(Line2D([], [], color="black", linestyle="-", marker="o", label="dev BLEU"))
     if short:
         stopped = textwrap.fill("stopped early: " + ", ".join(short), width=int(16 * fig_width), break_long_words=False)
         handles.append(Line2D([], [], color="black", linestyle="", marker="x", label=stopped))

@@ -18,13 +18,20 @@ the trainings.  Run it beside ``snakemake`` (another terminal, same directory):
   (``--parallel``, default: the trainings running now, at least 1), and is never shorter than
   the longest running training's time left.  It leaves out the data,
   decoding and scoring jobs, so it is a lower bound that gets better as trainings finish.
+
+A workflow run prints the same report by itself, each line starting ``progress:``, on stderr:
+when its jobs start and after each finished training (:func:`watch`, from the Snakefile's
+``onstart``).
 """
 from __future__ import annotations
 
 import argparse
 import datetime as dt
+import logging
+import re
 import sys
 from pathlib import Path
+from typing import TextIO
 
 import yaml
 
@@ -89,6 +96,54 @@ def report(jobs: list[Job], planned: dict[str, int], workdir: Path, now: dt.date
     lines.append(f"running for {(now - first).total_seconds() / 60:.0f} min; jobs: "
                  f"{sum(1 for j in jobs if j.end)} of {sum(planned.values())} done")
     return "\n".join(lines)
+
+
+FINISHED_RULE = re.compile(r"\(Rule: (\w+)\)")
+
+
+class AfterTrainings(logging.Handler):
+    """A handler on Snakemake's logger that prints the :func:`report` of the run logging to
+    ``log`` after each finished training: the record of Snakemake's ``job_finished`` event
+    (the logger plugins' ``LogEvent.JOB_FINISHED``) of a job of :data:`LONG_RULES`.  Snakemake's
+    log file handler, added before it, has written the ``Finished`` line by then."""
+
+    def __init__(self, log: Path, workdir: Path, stream: TextIO | None = None) -> None:
+        super().__init__()
+        self.log, self.workdir, self.stream = log, workdir, stream
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if str(getattr(record, "event", "")) != "job_finished":
+            return
+        match = FINISHED_RULE.search(record.getMessage())
+        if match and match[1] in LONG_RULES:
+            self.show()
+
+    def show(self, skip_without_trainings: bool = False) -> None:
+        """Print the report, each line starting ``progress:`` (one line when it cannot be made:
+        a progress report never stops the run)."""
+        stream = self.stream or sys.stderr
+        try:
+            jobs, planned = parse_log(self.log.read_text(encoding="utf-8"), str(self.log))
+            if skip_without_trainings and not any(planned.get(rule) for rule in LONG_RULES):
+                return
+            text = report(jobs, planned, self.workdir, dt.datetime.now())
+        except (DataError, OSError, ValueError, yaml.YAMLError) as error:
+            text = f"not available: {error}"
+        print("".join(f"progress: {line}\n" for line in text.splitlines()), end="", file=stream, flush=True)
+
+
+def watch(logfiles: list[str], logger: logging.Logger, workdir: Path | None = None,
+          stream: TextIO | None = None) -> AfterTrainings | None:
+    """The Snakefile's ``onstart`` (a run with jobs to do, in the main process): print the
+    progress report of the run logging to ``logfiles[0]`` now, when it plans trainings, and
+    after each of its finished trainings (:class:`AfterTrainings` on Snakemake's ``logger``).
+    Nothing without a log file (none in the Snakemake of a job run elsewhere)."""
+    if not logfiles:
+        return None
+    handler = AfterTrainings(Path(logfiles[0]), workdir or Path.cwd(), stream)
+    handler.show(skip_without_trainings=True)
+    logger.addHandler(handler)
+    return handler
 
 
 def main(argv: list[str] | None = None) -> int:
