@@ -105,6 +105,12 @@ def test_one_figure_row_per_claim_and_per_control():
     assert rows[-1]["low"] is None  # no interval recorded: a dot without a bar
 
 
+def test_a_pair_on_several_test_sets_names_the_test_set():
+    second = {**CLAIMS[0], "test_set": "t2"}
+    labels = [r["label"] for r in verdict_figure.figure_rows({"claims": [CLAIMS[0], second, CLAIMS[1]]})]
+    assert labels == ["sys_reproduced vs baseline (t)", "sys_reproduced vs baseline (t2)", "sys_reversed vs baseline"]
+
+
 def test_the_figure_draws_each_interval_and_the_papers_difference():
     import matplotlib.pyplot as plt
 

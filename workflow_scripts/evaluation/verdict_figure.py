@@ -40,11 +40,12 @@ def figure_rows(summary: dict[str, Any]) -> list[dict[str, Any]]:
     :data:`NOT_RUN`), ``why``, ``qualifiers``.  A must-beat control's difference is the system's
     minus the control's; a beside control's, the control's minus its baseline's."""
     rows = []
-    for v in summary.get("claims") or []:
-        if "corpus" not in v:  # a claim without a comparison over runs (merged GPU parts keep them)
-            continue
+    claims = [v for v in summary.get("claims") or [] if "corpus" in v]  # without: no comparison over runs
+    pairs = [(v["system"], v["baseline"]) for v in claims]
+    for v in claims:
         low, high = _interval(v)
-        rows.append({"kind": "claim", "label": f"{v['system']} vs {v['baseline']}",
+        where = f" ({v['test_set']})" if pairs.count((v["system"], v["baseline"])) > 1 else ""  # one pair, several test sets
+        rows.append({"kind": "claim", "label": f"{v['system']} vs {v['baseline']}{where}",
                      "detail": f"{v['paper']}{' (your claim)' if v.get('own') else ''}, {v['metric']}, "
                                f"{v['corpus']} / {v['test_set']}, {v.get('n', '?')} runs",
                      "claim": v.get("claim", ""), "delta": v.get("delta"), "interval": v.get("interval"), "low": low,
