@@ -5,6 +5,7 @@ the report's landing text links to it."""
 from __future__ import annotations
 
 import base64
+import html
 import json
 import re
 import struct
@@ -150,8 +151,10 @@ def test_the_page_of_the_reference_summary_from_its_json_alone(tmp_path):
     reference = ROOT / "docs" / "results" / "cpu" / "summary.json"
     summary_page.write_page(reference, tmp_path / "page.html")
     text = (tmp_path / "page.html").read_text(encoding="utf-8")
-    for c in json.loads(reference.read_text(encoding="utf-8"))["claims"]:
-        assert f"<b>{c['system']} vs {c['baseline']}</b>" in text and c["verdict"] in text
+    rows = verdict_figure.figure_rows(json.loads(reference.read_text(encoding="utf-8")))
+    assert rows
+    for row in rows:
+        assert f"<b>{html.escape(row['label'])}</b>" in text and f"</span>{html.escape(row['verdict'])}</span>" in text
     assert '<details id="training-runs">' in text
 
 
