@@ -1,7 +1,7 @@
 # What the report shows (`snakemake --report`, results/report/): parameter counts and training
 # speed, the tidy results table, the papers' tables, score by source length, the results
-# summary and learning curves.  Layout and configuration keys: workflow_scripts/dag/evaluation.py
-# and workflow_scripts/dag/paths.py.
+# summary (its page, summary.html, the first link of report/workflow.rst) and learning curves.
+# Layout and configuration keys: workflow_scripts/dag/evaluation.py and workflow_scripts/dag/paths.py.
 
 
 report: "../report/workflow.rst"
@@ -110,12 +110,18 @@ rule length_analysis:
 
 
 
+# The results page (summary.md and .json as HTML, verdicts first: workflow_scripts/evaluation/summary_page.py),
+# the report item that report/workflow.rst links to first.
+SUMMARY_HTML = paths.SUMMARY_MARKDOWN.removesuffix(".md") + ".html"
+
+
 rule results_summary:
     input:
         **ev.summary_inputs(config),
     output:
-        markdown=report(paths.SUMMARY_MARKDOWN, caption="../report/summary.rst", category="Results"),
+        markdown=paths.SUMMARY_MARKDOWN,
         json=paths.SUMMARY_JSON,
+        html=report(SUMMARY_HTML, caption="../report/summary.rst", category="Results"),
     params:
         metadata=json.dumps(ev.report_metadata(config)),
         marker_test=EVALUATION["marker_test"],
@@ -138,6 +144,8 @@ rule results_summary:
         " --claims {input.claims:q} --own-claims-json {params.own_claims:q} --run-statistics {input.runs:q} {params.compressors}"
         ' --marker-test {params.marker_test} --configfiles-json "$NMT_WORKFLOW_CONFIG_FILES"'
         " --markdown {output.markdown:q} --json {output.json:q} > {log:q} 2>&1"
+        " && python -m workflow_scripts.evaluation.summary_page --json {output.json:q} --markdown {output.markdown:q}"
+        " --html {output.html:q} >> {log:q} 2>&1"
 
 
 rule learning_curves:

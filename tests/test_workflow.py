@@ -3,6 +3,7 @@ miniature run of the whole DAG (configs/ci.yaml) on the corpus mirror."""
 from __future__ import annotations
 
 import csv
+import json
 import os
 import re
 import shlex
@@ -260,6 +261,12 @@ def test_miniature_ends_with_results_table_length_plots_and_report(miniature):
     report = miniature / "report.html"
     snakemake(miniature, "--report", str(report), "--configfile", str(ROOT / "configs/ci.yaml"))
     assert report.stat().st_size > 10_000
+    # the results page (rule results_summary), the report's summary item and its landing text's first link
+    page = (miniature / "results/report/summary.html").read_text(encoding="utf-8")
+    claims = json.loads((miniature / "results/report/summary.json").read_text(encoding="utf-8"))["claims"]
+    assert '<h2 id="verdicts">' in page and ('<figure id="verdict-figure">' in page) == bool(claims)
+    text = report.read_text(encoding="utf-8")
+    assert "results['results/report/summary.html'].data_uri" in text and '"results/report/summary.html": {' in text
 
 
 @pytest.mark.slow
@@ -312,8 +319,6 @@ def test_the_outside_claim_gets_a_verdict_with_its_must_beat_control(miniature):
     outside family gets a verdict in the summary's "Your claims", with its must-beat control
     relpos_k1 compared over runs; without that comparison (the control failed to run) the same
     evidence is not "reproduced"."""
-    import json
-
     from workflow_scripts.evaluation import claim_files, verdicts
 
     summary = (miniature / "results/report/summary.md").read_text(encoding="utf-8")
