@@ -34,6 +34,7 @@ batch; a family with ``extra_inputs`` overrides it to give them.
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import math
 import re
 from typing import Any, ClassVar
@@ -44,6 +45,7 @@ from nmtmodels.config import ConfigError, ModelConfig
 from nmtmodels.data import Batch, pad_to_buckets
 from nmtmodels.decoding.scorer import DecodeConfig
 from nmtmodels.decoding.search import beam_search
+from nmtmodels.family_needs import FamilyNeeds, check_class, read_declaration
 from nmtmodels.models.base import Seq2SeqModel, check_encoder_output
 from nmtmodels.registry import build_model, get_model_class
 from nmtmodels.symbols import BOS_ID, EOS_ID, PAD_ID
@@ -175,10 +177,6 @@ def check_options(family: str) -> None:
 def check_declaration(family: str) -> None:
     """The family's ``FAMILY_NEEDS`` entry, read from the file that defines its class, names the
     extra inputs the class reads (none declared: none read)."""
-    import inspect
-
-    from nmtmodels.family_needs import FamilyNeeds, check_class, read_declaration
-
     cls = get_model_class(family)
     needs = read_declaration(inspect.getfile(cls)).get(family) or FamilyNeeds(family)
     check_class(family, cls, needs)

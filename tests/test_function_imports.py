@@ -19,7 +19,7 @@ HEAVY = ("torch", "numpy", "pandas", "sacrebleu", "sacremoses", "subword_nmt", "
          "statsmodels", "sentencepiece", "jieba", "thulac", "snownlp", "fugashi", "unidic_lite", "snakemake", "jsonschema",
          "deepsig", "tensorboard", "sentence_splitter", "tqdm")
 # Modules another change is rewriting (issue 56): their imports get their reasons there.
-PENDING = {"workflow_scripts/evaluation/curves.py", "workflow_scripts/evaluation/plots.py", "workflow_scripts/evaluation/machine.py"}
+PENDING: set[str] = set()
 
 
 def imported(node: ast.Import | ast.ImportFrom) -> list[str]:

@@ -96,9 +96,10 @@ def figure(data: dict[str, dict[str, tuple[list[float], list[float]]]], title: s
     on the dev BLEU (a line style of its own in the legend when it is drawn).  A run
     that stopped before the longest run of its panel (a minutes cap, a failure) ends in a
     cross, and the legend names it with its updates."""
-    import matplotlib
+    import matplotlib  # lazy: the Agg backend is chosen before pyplot loads, only where a figure is drawn
 
     matplotlib.use("Agg")
+    # lazy: pyplot after matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     from matplotlib.lines import Line2D
 
@@ -165,7 +166,7 @@ def plot_curves(runs: dict[str, str | Path], png: str | Path, title: str,
                 char_runs: set[str] | frozenset[str] = frozenset()) -> dict[str, dict[str, tuple[list[float], list[float]]]]:
     """One PNG of :func:`figure` for ``runs`` (name -> metrics.csv; ``char_runs``: the names
     of character-level runs).  Returns the plotted series (run -> :func:`curve_series`)."""
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # lazy: after figure() chose the Agg backend; only a run that draws loads pyplot
 
     data = {name: curve_series(path) for name, path in runs.items()}
     fig = figure(data, title, char_runs)

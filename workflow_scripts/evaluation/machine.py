@@ -29,7 +29,7 @@ def _memory_gib() -> float | None:
 
 
 def _version(package: str) -> str:
-    from importlib import metadata
+    from importlib import metadata  # lazy: only the summary's software list reads package versions
 
     try:
         return metadata.version(package)
@@ -40,7 +40,7 @@ def _version(package: str) -> str:
 def machine_facts() -> dict[str, Any]:
     """Facts about the machine and software (nothing that names the host)."""
     try:
-        import torch
+        import torch  # lazy: the summary rule records torch's version where torch is installed
 
         torch_version = torch.__version__
         gpus = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())] if torch.cuda.is_available() else []

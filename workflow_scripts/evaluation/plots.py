@@ -85,9 +85,10 @@ def line_plot(
     """The analyses' line plot: one line per name in ``lines`` (name -> (x values, y values);
     a NaN y leaves a gap), markers, grid and legend, written atomically as PNG to ``path``.
     ``xticks`` (positions, labels) names the x axis; ``integer_x`` puts ticks on integers only."""
-    import matplotlib
+    import matplotlib  # lazy: the Agg backend is chosen before pyplot loads, only where a figure is drawn
 
     matplotlib.use("Agg")
+    # lazy: pyplot after matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     from matplotlib.ticker import MaxNLocator
 

@@ -72,9 +72,10 @@ def verdict_figure(rows: list[dict[str, Any]]):
     interval's low to its high end, a dot at the difference of the means, an open diamond at
     the paper's difference, the verdict in words at the right; a row without numbers (a control
     not run, a claim without runs) says so at zero."""
-    import matplotlib
+    import matplotlib  # lazy: the Agg backend is chosen before pyplot loads, only where a figure is drawn
 
     matplotlib.use("Agg")
+    # lazy: pyplot after matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     from matplotlib.lines import Line2D
 
@@ -121,7 +122,7 @@ def _darker(colour: str | None) -> str:
 
 def figure_png(summary: dict[str, Any], dpi: int = 100) -> bytes:
     """The PNG of the figure of ``summary``'s claims (:func:`figure_rows`, :func:`verdict_figure`)."""
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # lazy: after figure() chose the Agg backend; only a run that draws loads pyplot
 
     fig = verdict_figure(figure_rows(summary))
     buffer = io.BytesIO()
