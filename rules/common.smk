@@ -23,7 +23,7 @@ os.environ.update(NMT_METRICS_FINGERPRINT=METRICS_FINGERPRINT)
 # input directories in the Snakefile): as a parameter, adding a config file that changes
 # nothing upstream would rerun the summary.  Its header names the config files and the
 # commit of the run that made it: the embedded config.yaml first, then those of the command line,
-# each once (`--configfile config.yaml configs/ablations.yaml` names config.yaml a second time).
+# each once (`--configfile config.yaml configs/controls.yaml` names config.yaml a second time).
 CONFIG_FILES = [f if os.path.relpath(f, workflow.basedir).startswith("..") else os.path.relpath(f, workflow.basedir)
                 for f in map(os.path.abspath, workflow.configfiles)]
 CONFIG_FILES = list(dict.fromkeys(sorted(CONFIG_FILES, key=lambda f: f != "config.yaml")))

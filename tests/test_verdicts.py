@@ -159,7 +159,7 @@ def test_controls_must_beat_and_beside():
     data = _summary(entries, groups)
     data.update(claims=rows, claims_file="claims.yaml")
     text = "\n".join(verdict_report.claims_markdown(data))
-    assert "never_ran (must-beat: not configured): **not run** (define it in `experiments`, with the system's seeds)" in text
+    assert "never_ran (must-beat: not configured): **not run** (configs/controls.yaml)" in text
 
 
 def test_a_reversed_beside_control_is_said_in_the_reason_without_changing_the_verdict():
@@ -238,7 +238,7 @@ def test_every_option_that_differs_from_the_papers_reading_is_declared(configs):
 
 def test_every_declared_deviation_names_a_key_of_the_default_and_controls_name_configured_experiments():
     config = _merged("config.yaml")
-    controls = config
+    controls = _merged("config.yaml", "configs/controls.yaml")
     for system, claim in claim_files.read_claims().items():
         for deviation in claim["deviations"]:
             key = deviation["key"]

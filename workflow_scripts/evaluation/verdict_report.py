@@ -142,7 +142,7 @@ def _control_line(c: dict[str, Any], metric: str, own: bool = False) -> str:
     what = f"{c['experiment']} ({c['role'].replace('_', '-')}: {c['what']})"
     if not c["run"]:
         where = "no comparison over runs of it in this run: an experiment of your config, with the system's seeds" if own \
-            else "define it in `experiments`, with the system's seeds"
+            else "configs/controls.yaml"
         return f"- {what}: **not run** ({where})" + (": the claim cannot be reproduced without it"
                                                                    if c["role"] == "must_beat" else "")
     params = f"; {c['parameters']:,} parameters" if isinstance(c.get("parameters"), int) else ""
