@@ -37,7 +37,7 @@ from nmtmodels.cli.common import (
     stdin_lines,
     stdout_closed,
 )
-from nmtmodels.cli.translate_args import PROG, build_parser, parse_args  # noqa: F401 (build_parser: the tests' and docs')
+from nmtmodels.cli.translate_args import PROG, parse_args
 from nmtmodels.config import ConfigError
 from nmtmodels.devices import default_threads
 from nmtmodels.experiment import check_extras, parse_extras

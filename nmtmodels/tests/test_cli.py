@@ -650,7 +650,7 @@ def test_a_device_torch_cannot_use_is_one_line(copy_run, capsys):
 
 # ---------------------------------------------------------------------- --help
 def test_every_translate_option_says_what_it_does():
-    from nmtmodels.cli.translate import build_parser
+    from nmtmodels.cli.translate_args import build_parser
 
     silent = [action.option_strings[0] for action in build_parser()._actions if not action.help]
     assert silent == []
@@ -658,7 +658,7 @@ def test_every_translate_option_says_what_it_does():
 
 def test_every_translate_search_option_states_its_default():
     """The options that override the checkpoint's decode settings say what applies without them."""
-    from nmtmodels.cli.translate import build_parser
+    from nmtmodels.cli.translate_args import build_parser
 
     search = {"--beam", "--lenpen", "--max-len-a", "--max-len-b", "--min-len", "--coverage-penalty", "--max-len-ratio",
               "--nbest", "--early-stop", "--compile"}
