@@ -48,7 +48,7 @@ def test_a_signal_while_writing_the_output_is_one_line_and_leaves_no_partial_fil
     out.parent.mkdir()
     if earlier is not None:
         out.write_text(earlier)
-    command = translate_command(directory, "--input", str(lines_of(tmp_path / "big.en", 40000)), "--output", str(out),
+    command = translate_command(directory, "--input", str(lines_of(tmp_path / "big.en", 120000)), "--output", str(out),
                                 "--log-interval", "0")
     proc = subprocess.Popen(command, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
