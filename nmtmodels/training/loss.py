@@ -8,6 +8,7 @@ logits are never held in memory.
 """
 from __future__ import annotations
 
+import contextlib
 from typing import Any, ClassVar
 
 import torch
@@ -31,16 +32,14 @@ def label_smoothed_nll_loss(
     weight, bias = output_layer.weight, output_layer.bias
     want_grad = torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in (states, weight, bias))
     device_type = states.device.type
-    if torch.is_autocast_enabled(device_type):
+    autocast = torch.is_autocast_enabled(device_type)
+    if autocast:
         # Called under autocast (train.amp: bf16): the output layer's products in the autocast
         # dtype, as nn.Linear would compute them; log-softmax, loss and dL/dW stay fp32.
         states = states.to(torch.get_autocast_dtype(device_type))
-        with torch.autocast(device_type, enabled=False):
-            return _ProjectedLabelSmoothedCrossEntropy.apply(
-                states.reshape(-1, states.size(-1)), weight, bias, target.reshape(-1), epsilon, ignore_index, want_grad)
-    return _ProjectedLabelSmoothedCrossEntropy.apply(
-        states.reshape(-1, states.size(-1)), weight, bias, target.reshape(-1), epsilon, ignore_index, want_grad)
-
+    with torch.autocast(device_type, enabled=False) if autocast else contextlib.nullcontext():
+        return _ProjectedLabelSmoothedCrossEntropy.apply(
+            states.reshape(-1, states.size(-1)), weight, bias, target.reshape(-1), epsilon, ignore_index, want_grad)
 
 class _ProjectedLabelSmoothedCrossEntropy(torch.autograd.Function):
     """:func:`label_smoothed_nll_loss`: output layer, log-softmax, loss and gradient, chunk by chunk.
