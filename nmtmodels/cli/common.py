@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from nmtmodels.config import ConfigError
 from nmtmodels.devices import resolve_device
-from nmtmodels.files import DataError, os_error_message
+from nmtmodels.files import DataError, os_error_message, unowned_temporary_files
 from nmtmodels.plugins import USER_MODULES_VARIABLE, load_user_modules
 from nmtmodels.training.errors import TrainingError
 
@@ -95,6 +95,17 @@ def check_output(path: str, flag: str = "--output") -> None:
     os.unlink(probe)
 
 
+def prepare_output(prog: str, path: str | None) -> None:
+    """Before any work: :func:`check_output` for ``path``, and a warning for each temporary file
+    beside it that an earlier run left (killed while it wrote ``path``; its PID is unknown)."""
+    if not path:
+        return
+    check_output(path)
+    for stale in unowned_temporary_files(path):
+        _warn(prog, f"{stale}: a temporary file that an earlier run left (killed while it wrote {path}?); "
+                    "remove it unless that run still goes on")
+
+
 class Interrupted(BaseException):
     """SIGTERM while a command runs (:func:`raise_interrupted`): like KeyboardInterrupt for SIGINT,
     it unwinds the command, so atomic outputs remove their temporary files."""
@@ -153,6 +164,24 @@ def _run(prog: str, body: Callable[[], int], interrupted: Callable[[], str] | No
         return _interrupted(prog, signal.SIGINT, interrupted)
     except Interrupted as exc:
         return _interrupted(prog, exc.signum, interrupted)
+
+
+def run_writing(prog: str, body: Callable[[], int], output: str | None) -> int:
+    """:func:`_run` for a command that writes ``output`` atomically: SIGTERM ends it as Ctrl-C
+    does (one line, exit status 143, the temporary file removed), and the line says whether
+    ``output`` is left as it was or was not written."""
+
+    def note() -> str:
+        if not output:
+            return ""
+        kept = "is left as it was" if os.path.exists(output) else "was not written"
+        return f"; {output} {kept} (no partial file is left)"
+
+    previous = signal.signal(signal.SIGTERM, raise_interrupted)
+    try:
+        return _run(prog, body, note)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _device(name: str) -> torch.device:

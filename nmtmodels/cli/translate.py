@@ -19,63 +19,32 @@ standard output closed by its reader (``| head``) ends it quietly (141).
 from __future__ import annotations
 
 import argparse
-import os
-import signal
 import sys
 import time
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from nmtmodels.cli.common import (
-    OutputClosed,
-    _device,
-    _fail,
-    _run,
-    _warn,
-    check_output,
-    raise_interrupted,
-    stdin_lines,
-    stdout_closed,
-)
+from nmtmodels.cli.common import OutputClosed, _device, _fail, _warn, prepare_output, run_writing, stdin_lines, stdout_closed
 from nmtmodels.cli.translate_args import PROG, parse_args
 from nmtmodels.config import ConfigError
+from nmtmodels.decoding.translation_stats import UNKNOWN_MIN_TOKENS, ExtraInput, LineTranslation, TranslationStats
 from nmtmodels.devices import default_threads
 from nmtmodels.experiment import check_extras, parse_extras
-from nmtmodels.files import DataError, atomic_output, raw_lines, unowned_temporary_files
-
-if TYPE_CHECKING:  # torch and the tokenisers load when a translation starts, not for --help
-    from nmtmodels.decoding.translation_stats import TranslationStats
-    from nmtmodels.decoding.translator import LineTranslation
+from nmtmodels.files import DataError, atomic_output, raw_lines
 
 STDIN = "<stdin>"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-
-    def interrupted() -> str:
-        if not args.output:
-            return ""
-        kept = "is left as it was" if os.path.exists(args.output) else "was not written"
-        return f"; {args.output} {kept} (no partial file is left)"
-
-    previous = signal.signal(signal.SIGTERM, raise_interrupted)  # as Ctrl-C: one line, the temporary output removed
-    try:
-        return _run(PROG, lambda: _translate(args), interrupted)
-    finally:
-        signal.signal(signal.SIGTERM, previous)
+    return run_writing(PROG, lambda: _translate(args), args.output)
 
 
 def _translate(args: argparse.Namespace) -> int:
     # lazy: nmt-translate --help stays free of torch
-    from nmtmodels.decoding.translation_stats import UNKNOWN_MIN_TOKENS, ExtraInput
     from nmtmodels.decoding.translator import Translator
 
-    if args.output:  # before loading and decoding, not when the translation is done
-        check_output(args.output)
-        for stale in unowned_temporary_files(args.output):  # an earlier version's, killed: its PID is unknown
-            _warn(PROG, f"{stale}: a temporary file that an earlier run left (killed while it wrote {args.output}?); "
-                        "remove it unless that run still goes on")
+    prepare_output(PROG, args.output)  # before loading and decoding, not when the translation is done
     checkpoint = args.checkpoint[0] if len(args.checkpoint) == 1 else args.checkpoint
     threads = args.threads if args.threads is not None else default_threads()
     translator = Translator.from_checkpoint(checkpoint, device=_device(args.device), pretokenized=args.pretokenized,
@@ -84,10 +53,8 @@ def _translate(args: argparse.Namespace) -> int:
         from nmtmodels.precision import uses_bf16  # lazy: nmt-translate --help stays free of torch
 
         uses_bf16(args.amp, translator.device, report=lambda message: _warn(PROG, message))
-    if translator.package is not None and not translator.package.settings.model_digests:
-        _warn(PROG, f"{translator.package.checkpoint}: cannot be checked against its package: preprocess.json records no "
-                    "model_sha256 (a package written before model digests were recorded), so another model's checkpoint "
-                    "copied in would translate all the same; package the model again to record its digest")
+    if translator.package is not None and translator.package.unchecked_model:
+        _warn(PROG, translator.package.unchecked_model)
     if args.show_compressed and not translator.compresses:
         raise ConfigError(f"--show-compressed: {args.checkpoint[0]} is no ESC model package (model family "
                           f"{translator.family!r}): it compresses nothing")
@@ -104,15 +71,14 @@ def _translate(args: argparse.Namespace) -> int:
         beam=args.beam, length_penalty=args.lenpen, max_len_a=args.max_len_a, max_len_b=args.max_len_b,
         min_len=args.min_len, coverage_penalty=args.coverage_penalty, nbest=args.nbest,
         max_len_ratio=args.max_len_ratio, early_stop=args.early_stop, compile=args.compile)
-    progress = _Progress(args.log_interval, shown=not interactive)
-    stream = translator.stream(
-        raw_lines(args.input) if args.input else stdin_lines(), name=name, decode=decode, extras=extras,
-        split_sentences=args.split_sentences, too_long="truncate" if args.truncate else "error",
-        max_tokens=args.batch_tokens, amp=args.amp, progress=progress.update, interactive=interactive,
-        errors="raise" if translator.pretokenized and args.input else "keep")
-    stats, warned = stream.stats, False
-    progress.stats = stats
-    with _Writer(args.output, flush_each=interactive) as writer, progress:
+    stats, warned = TranslationStats(), False  # filled by the stream, read here
+    progress = _Progress(args.log_interval, stats, shown=not interactive)
+    with _Writer(args.output, flush_each=interactive) as writer, progress:  # the output opened before the input is read
+        stream = translator.stream(
+            raw_lines(args.input) if args.input else stdin_lines(), name=name, decode=decode, extras=extras,
+            split_sentences=args.split_sentences, too_long="truncate" if args.truncate else "error",
+            max_tokens=args.batch_tokens, amp=args.amp, progress=progress.update, interactive=interactive,
+            errors="raise" if translator.pretokenized and args.input else "keep", stats=stats)
         for line in stream:
             if line.error is not None:
                 print(f"{PROG}: error: {line.error}", file=sys.stderr, flush=True)
@@ -198,9 +164,8 @@ class _Progress:
     ``interval`` seconds (``nmt-translate: 1,200 of 3,000 sentences, 45.1 sentences/s``; the total
     once the stream has read all its input); a closing line with the totals either way."""
 
-    def __init__(self, interval: float, *, shown: bool = True):
-        self.interval, self.shown, self.done, self.bar = interval, shown, 0, None
-        self.stats: TranslationStats | None = None
+    def __init__(self, interval: float, stats: TranslationStats, *, shown: bool = True):
+        self.interval, self.stats, self.shown, self.done, self.bar = interval, stats, shown, 0, None
         self.start = self.last = time.monotonic()
 
     def __enter__(self) -> _Progress:
@@ -211,7 +176,7 @@ class _Progress:
         return self
 
     def _total(self) -> int | None:
-        return self.stats.lines_read if self.stats is not None and self.stats.input_done else None
+        return self.stats.lines_read if self.stats.input_done else None
 
     def update(self, sentences: int) -> None:
         self.done += sentences

@@ -1,6 +1,8 @@
-"""What a translation stream saw, line by line: :class:`TranslationStats`, which
-:meth:`nmtmodels.decoding.translator.Translator.stream` fills and every caller reads alike (the
-Python API, ``nmt-translate``).
+"""What a translation stream gives and saw, line by line: its results (:class:`LineTranslation`
+per input line, a :class:`Translation` per sentence, a :class:`TextHypothesis` per hypothesis)
+and :class:`TranslationStats`, which :meth:`nmtmodels.decoding.translator.Translator.stream`
+fills and every caller reads alike (the Python API, ``nmt-translate``).  No torch here: the CLI
+imports it before a translation starts.
 
 Each translated line gets the flags of the rules below (:data:`FLAGS`), and the stats keep, per
 flag, how many lines had it and the first :data:`LINES_KEPT` line numbers (memory does not grow
@@ -27,18 +29,15 @@ warning on coverage (:meth:`TranslationStats.unknown_message`).
 """
 from __future__ import annotations
 
-import itertools
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-from nmtmodels.data import ExtraField
 from nmtmodels.files import DataError
 from nmtmodels.symbols import UNK
 
-# Lines read, encoded and searched together (sorted into batches by length within each chunk):
-# memory is bounded by this, not by the input's size.
-CHUNK_LINES = 5000
+if TYPE_CHECKING:
+    import torch
 
 UNKNOWN_WARNING_RATE = 0.10  # warn when more source tokens than this are <unk>
 UNKNOWN_MIN_TOKENS = 100  # interactive input: warn of the rate only once this many source tokens are read
@@ -51,6 +50,69 @@ DEGENERATE_RATIO = 3.0
 DEGENERATE_MIN_SOURCE = 5
 LINES_KEPT = 1000  # line numbers kept per flag (the counts go on)
 FLAGS = ("unfinished", "truncated", "short", "degenerate", "unknown", "multi_sentence")
+
+
+@dataclass(frozen=True)
+class TextHypothesis:
+    """One translation of a sentence.
+
+    ``text``: plain (detokenised) text, or the model's tokens joined by spaces with
+    ``pretokenized``; ``score``: the search score (log-probability with the length penalty
+    and other terms of the decode settings); ``tokens``: the target tokens the model wrote
+    (BPE or characters, ``<unk>`` kept); ``attention``: (len(tokens) + 1, source tokens + 1)
+    cross-attention weights when asked for, else None; ``finished``: False when no beam
+    reached ``</s>`` within the length limit (see :mod:`nmtmodels.decoding.search`).
+    """
+
+    text: str
+    score: float
+    tokens: list[str]
+    attention: torch.Tensor | None = None
+    finished: bool = True
+
+
+@dataclass(frozen=True)
+class Translation:
+    """The hypotheses of one input sentence, best first; ``source_tokens`` is what the model read."""
+
+    source: str
+    source_tokens: list[str]
+    hypotheses: list[TextHypothesis]
+    compressed: str | None = None  # ESC: the compressed source as plain text (source language), else None
+    compressed_tokens: list[str] | None = None  # ESC: the compressed tokens the model read
+    truncated: bool = False  # the encoded source was longer than the model's source positions and was cut
+
+    @property
+    def text(self) -> str:
+        return self.hypotheses[0].text
+
+    @property
+    def score(self) -> float:
+        return self.hypotheses[0].score
+
+
+@dataclass(frozen=True)
+class LineTranslation:
+    """What became of input line ``number``: the translations of its sentences (one, unless the
+    line was split into sentences), or the :class:`~nmtmodels.files.DataError` that cost the
+    line (``translations`` then empty)."""
+
+    number: int
+    translations: list[Translation]
+    error: DataError | None = None
+    joiner: str = " "  # between the translations of a line's sentences (none for zh/ja targets)
+    flags: frozenset[str] = frozenset()  # nmtmodels.decoding.translation_stats.FLAGS: unfinished, degenerate, ...
+
+    @property
+    def unknown_rate(self) -> float:
+        """The share of the line's source tokens (what the model read) that are ``<unk>``."""
+        tokens = [token for translation in self.translations for token in translation.source_tokens]
+        return sum(token == UNK for token in tokens) / len(tokens) if tokens else 0.0
+
+    @property
+    def text(self) -> str:
+        """The line's translation: the best hypotheses of its sentences, joined ("" when it failed)."""
+        return self.joiner.join(translation.text for translation in self.translations)
 
 
 class ExtraInput(NamedTuple):
@@ -189,48 +251,3 @@ class TranslationStats:
         unknown = self.unknown_message()
         return ([unknown] if unknown else []) + [self.message(flag, count=self.counts[flag]) for flag in FLAGS
                                                  if self.counts[flag]]
-
-
-class TranslationStream:
-    """The iterator :meth:`Translator.stream <nmtmodels.decoding.translator.Translator.stream>`
-    returns: its :class:`~nmtmodels.decoding.translator.LineTranslation` objects, one
-    per input line in order, and ``stats``, filled as they go by."""
-
-    def __init__(self, lines: Iterator[Any], stats: TranslationStats):
-        self._lines, self.stats = lines, stats
-
-    def __iter__(self) -> TranslationStream:
-        return self
-
-    def __next__(self) -> Any:
-        return next(self._lines)
-
-
-def numbered(lines: Iterable[str | bytes], name: str, first_line: int, extras: Mapping[str, Iterable[str | bytes]],
-              fields: Mapping[str, ExtraField]) -> Iterator[tuple[int, str | bytes, dict[str, str | bytes]]]:
-    """(line number, line, its extra inputs' lines); DataError when the extra inputs' line counts differ."""
-    keys = list(extras)
-    sentinel = object()
-    count = 0
-    for count, row in enumerate(itertools.zip_longest(lines, *extras.values(), fillvalue=sentinel), start=1):
-        if any(value is sentinel for value in row):
-            names = [name, *(fields[key].path for key in keys)]
-            short = [n for n, value in zip(names, row) if value is sentinel]
-            long = [n for n, value in zip(names, row) if value is not sentinel]
-            raise DataError(short[0], f"has {count - 1} lines but {long[0]} has more (line counts differ)")
-        yield first_line + count - 1, row[0], dict(zip(keys, row[1:]))
-
-
-def chunks(lines: Iterator[Any], size: int, stats: TranslationStats, first_line: int, *,
-            read_ahead: bool) -> Iterator[list[Any]]:
-    """``lines`` in lists of ``size``; ``stats.lines_read`` and ``stats.input_done`` kept up to
-    date (``read_ahead``: one line read past each list, so that a single list knows it is the last)."""
-    pending: list[Any] = []
-    while True:
-        chunk = pending + list(itertools.islice(lines, size - len(pending)))
-        pending = list(itertools.islice(lines, 1)) if read_ahead and chunk else []
-        stats.input_done = not pending if read_ahead else not chunk
-        if not chunk:
-            return
-        stats.lines_read = chunk[-1][0] - first_line + 1
-        yield chunk

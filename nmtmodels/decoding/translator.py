@@ -43,105 +43,35 @@ were packaged, or none) is refused in one line by ``from_checkpoint``.
 """
 from __future__ import annotations
 
+import itertools
 import os
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Literal
 
 import torch
 
-from nmtmodels.checkpoint import CheckpointError, load_model_from_checkpoint
 from nmtmodels.config import ConfigError, from_dict
 from nmtmodels.data import ExtraField, ParallelDataset, TooLong
 from nmtmodels.decoding import search
 from nmtmodels.decoding.compression import Compressor
-from nmtmodels.decoding.ensemble import Ensemble, check_members
+from nmtmodels.decoding.loading import load, raw_text_refusal
 from nmtmodels.decoding.scorer import DecodeConfig
 from nmtmodels.decoding.scorer import Hypothesis as SearchHypothesis
-from nmtmodels.decoding.translation_stats import CHUNK_LINES, ExtraInput, TranslationStats, TranslationStream, chunks, numbered
-from nmtmodels.devices import resolve_device, set_threads
+from nmtmodels.decoding.translation_stats import ExtraInput, LineTranslation, TextHypothesis, Translation, TranslationStats
+from nmtmodels.devices import resolve_device
 from nmtmodels.files import DataError, decode_line, raw_lines
-from nmtmodels.model_package.reader import EncodedSource, ModelPackage, package_directory, read_package
-from nmtmodels.model_package.settings import CHECKPOINT_FILE
-from nmtmodels.symbols import UNK
+from nmtmodels.model_package.reader import EncodedSource, ModelPackage
 from nmtmodels.text.preprocessing import SegmentationError
 from nmtmodels.text.sentences import joiner, sentence_splitter
-from nmtmodels.vocab import Vocabulary, check_fingerprint
+from nmtmodels.vocab import Vocabulary
 
+__all__ = ["ExtraInput", "LineTranslation", "TextHypothesis", "Translation", "Translator", "TranslationStream",
+           "raw_text_refusal"]
 
-@dataclass(frozen=True)
-class TextHypothesis:
-    """One translation of a sentence.
-
-    ``text``: plain (detokenised) text, or the model's tokens joined by spaces with
-    ``pretokenized``; ``score``: the search score (log-probability with the length penalty
-    and other terms of the decode settings); ``tokens``: the target tokens the model wrote
-    (BPE or characters, ``<unk>`` kept); ``attention``: (len(tokens) + 1, source tokens + 1)
-    cross-attention weights when asked for, else None; ``finished``: False when no beam
-    reached ``</s>`` within the length limit (see :mod:`nmtmodels.decoding.search`).
-    """
-
-    text: str
-    score: float
-    tokens: list[str]
-    attention: torch.Tensor | None = None
-    finished: bool = True
-
-
-@dataclass(frozen=True)
-class Translation:
-    """The hypotheses of one input sentence, best first; ``source_tokens`` is what the model read."""
-
-    source: str
-    source_tokens: list[str]
-    hypotheses: list[TextHypothesis]
-    compressed: str | None = None  # ESC: the compressed source as plain text (source language), else None
-    compressed_tokens: list[str] | None = None  # ESC: the compressed tokens the model read
-    truncated: bool = False  # the encoded source was longer than the model's source positions and was cut
-
-    @property
-    def text(self) -> str:
-        return self.hypotheses[0].text
-
-    @property
-    def score(self) -> float:
-        return self.hypotheses[0].score
-
-
-@dataclass(frozen=True)
-class LineTranslation:
-    """What became of input line ``number``: the translations of its sentences (one, unless the
-    line was split into sentences), or the :class:`~nmtmodels.files.DataError` that cost the
-    line (``translations`` then empty)."""
-
-    number: int
-    translations: list[Translation]
-    error: DataError | None = None
-    joiner: str = " "  # between the translations of a line's sentences (none for zh/ja targets)
-    flags: frozenset[str] = frozenset()  # nmtmodels.decoding.translation_stats.FLAGS: unfinished, degenerate, ...
-
-    @property
-    def unknown_rate(self) -> float:
-        """The share of the line's source tokens (what the model read) that are ``<unk>``."""
-        tokens = [token for translation in self.translations for token in translation.source_tokens]
-        return sum(token == UNK for token in tokens) / len(tokens) if tokens else 0.0
-
-    @property
-    def text(self) -> str:
-        """The line's translation: the best hypotheses of its sentences, joined ("" when it failed)."""
-        return self.joiner.join(translation.text for translation in self.translations)
-
-
-def raw_text_refusal(family: str, extra_inputs: Sequence[str], made: Sequence[str] = ()) -> str:
-    """The one-line reason why a model with extra inputs cannot translate raw text with a package
-    that makes only ``made`` of them."""
-    missing = sorted(set(extra_inputs) - set(made))
-    return (f"model family {family!r} reads the extra inputs {', '.join(sorted(extra_inputs))} and the model package "
-            f"makes {', '.join(sorted(made)) or 'none'} of them from raw text (missing: {', '.join(missing)}); rebuild the "
-            "package with the workflow's rule model_package, or translate the workflow's encoded source with "
-            "--pretokenized --input FILE and the --extra/--extra-tokens files of its translate rule")
+# Lines read, encoded and searched together (sorted into batches by length within each chunk):
+# memory is bounded by this, not by the input's size.
+CHUNK_LINES = 5000
 
 
 class Translator:
@@ -156,6 +86,7 @@ class Translator:
         self.name = name
         self.family = state["model_config"].get("family", "?")
         self._encode = package.input_encoder() if package is not None else None
+        self._detect = self._sentence_detector() if package is not None else None  # multi-sentence lines
         self.compressor = None
         # an identity compression (x^c = x, an ESC control): the compressed input is the encoded source
         self.identity_compression = bool(package is not None and package.settings.compression is not None
@@ -174,56 +105,8 @@ class Translator:
         intra-op threads (as CTranslate2's ``intra_threads``; a setting of the whole process),
         None to leave them.  ``src_vocab`` / ``tgt_vocab``: vocabulary files that must be the
         checkpoint's (by fingerprint).  CheckpointError / ConfigError in one line naming the path."""
-        device = resolve_device(device)  # before any file is read: a bad device is one line
-        set_threads(threads)
-        paths = [path] if isinstance(path, (str, os.PathLike)) else list(path)
-        if not paths:
-            raise ValueError("from_checkpoint needs at least one path")
-        checkpoints = []
-        for given in map(Path, paths):
-            checkpoint = given / CHECKPOINT_FILE if given.is_dir() else given
-            if not checkpoint.is_file():
-                hint = " (is the directory a model package?)" if given.is_dir() else ""
-                raise CheckpointError(f"{checkpoint}: no such checkpoint{hint}")
-            checkpoints.append(checkpoint)
-        checkpoint = checkpoints[0]
-        package = None
-        if not pretokenized:  # the package first: it refuses a checkpoint that is not its own before it loads
-            directory = package_directory(checkpoint)
-            if directory is None:
-                raise ConfigError(f"{checkpoint}: no preprocess.json beside the checkpoint, so raw text cannot be "
-                                  "preprocessed; use the run's model package (results/experiments/EXPERIMENT/CORPUS/model/, "
-                                  "rule model_package) or pass --pretokenized for input encoded like the training source")
-            package = read_package(directory)
-            pair = (package.settings.source.lang, package.settings.target.lang)
-            for other in checkpoints[1:]:  # an ensemble: the members' language pairs before their vocabularies
-                other_directory = package_directory(other)
-                if other_directory is None:
-                    continue
-                other_settings = read_package(other_directory).settings
-                if (other_settings.source.lang, other_settings.target.lang) != pair:
-                    raise ConfigError(f"{other}: a model package for {other_settings.source.lang}->{other_settings.target.lang}, "
-                                      f"but {checkpoint} translates {pair[0]}->{pair[1]}; an ensemble's members must "
-                                      "translate the same language pair")
-        loaded = [load_model_from_checkpoint(str(checkpoint), device) for checkpoint in checkpoints]
-        model, source_vocab, target_vocab, state = loaded[0]
-        if len(loaded) > 1:
-            check_members([entry[3] for entry in loaded], [entry[0] for entry in loaded], [str(c) for c in checkpoints])
-            model = Ensemble([entry[0] for entry in loaded])
-        if package is not None:
-            extras = dict(model.extra_inputs)
-            if set(extras) - set(package.settings.extra_inputs):
-                family = state["model_config"].get("family", "?")
-                raise ConfigError(f"{checkpoint}: {raw_text_refusal(family, list(extras), package.settings.extra_inputs)}")
-        for side, given in (("src", src_vocab), ("tgt", tgt_vocab)):
-            if given is not None:
-                vocabulary = Vocabulary.from_file(given)  # a file it cannot read: DataError naming it
-                try:
-                    check_fingerprint(vocabulary, state["vocab"][f"{side}_fingerprint"], side, given)
-                except ValueError as exc:
-                    raise ConfigError(str(exc)) from None
-        return cls(model, source_vocab, target_vocab, state, package=package, device=device,
-                   name=" ".join(str(c) for c in checkpoints))
+        loaded = load(path, device=device, pretokenized=pretokenized, threads=threads, src_vocab=src_vocab, tgt_vocab=tgt_vocab)
+        return cls(**loaded._asdict())
 
     @property
     def pretokenized(self) -> bool:
@@ -390,7 +273,7 @@ class Translator:
         size = 1 if interactive else max(1, chunk_lines or CHUNK_LINES)
         read = chunks(lines_in, size, stats, first_line, read_ahead=not interactive)
         split = self._sentence_splitter() if split_sentences else None
-        detect = None if split_sentences or self.package is None else self._sentence_detector()
+        detect = None if split_sentences else self._detect
         return TranslationStream((line for chunk in read for line in self._translate_chunk(chunk, name, split, detect, fields, **run)),
                                  stats)
 
@@ -483,13 +366,13 @@ class Translator:
     def _translation(self, dataset: ParallelDataset, index: int, hyps: Sequence[SearchHypothesis], nbest: int, *,
                      where: str, source: str | None = None, truncated: bool = False) -> Translation:
         """Example ``index`` of ``dataset`` (input ``where``) with its search hypotheses as a Translation."""
-        source_tokens = self.src_vocab.decode(dataset.src[index], keep_unk=True)
         if not hyps:  # the search guarantees a hypothesis per sentence; never shift lines
             raise RuntimeError(f"{where}: the search returned no hypothesis")
         compressed = self._compressed_tokens(dataset, index)
+        hypotheses = [self.render(hyp) for hyp in hyps[:nbest]]  # the target side, then the source's tokens
+        source_tokens = self.src_vocab.decode(dataset.src[index], keep_unk=True)
         return Translation(source=" ".join(source_tokens) if source is None else source, source_tokens=source_tokens,
-                           hypotheses=[self.render(hyp) for hyp in hyps[:nbest]],
-                           compressed=None if compressed is None else self._source_text(compressed),
+                           hypotheses=hypotheses, compressed=None if compressed is None else self._source_text(compressed),
                            compressed_tokens=compressed, truncated=truncated)
 
     def _sentence_splitter(self) -> Callable[[str], list[str]]:
@@ -508,6 +391,51 @@ class Translator:
 
     def _target_joiner(self) -> str:
         return joiner(self.target_lang) if self.target_lang else " "
+
+
+class TranslationStream:
+    """The iterator :meth:`Translator.stream <nmtmodels.decoding.translator.Translator.stream>`
+    returns: its :class:`~nmtmodels.decoding.translation_stats.LineTranslation` objects, one
+    per input line in order, and ``stats``, filled as they go by."""
+
+    def __init__(self, lines: Iterator[LineTranslation], stats: TranslationStats):
+        self._lines, self.stats = lines, stats
+
+    def __iter__(self) -> TranslationStream:
+        return self
+
+    def __next__(self) -> LineTranslation:
+        return next(self._lines)
+
+
+def numbered(lines: Iterable[str | bytes], name: str, first_line: int, extras: Mapping[str, Iterable[str | bytes]],
+              fields: Mapping[str, ExtraField]) -> Iterator[tuple[int, str | bytes, dict[str, str | bytes]]]:
+    """(line number, line, its extra inputs' lines); DataError when the extra inputs' line counts differ."""
+    keys = list(extras)
+    sentinel = object()
+    count = 0
+    for count, row in enumerate(itertools.zip_longest(lines, *extras.values(), fillvalue=sentinel), start=1):
+        if any(value is sentinel for value in row):
+            names = [name, *(fields[key].path for key in keys)]
+            short = [n for n, value in zip(names, row) if value is sentinel]
+            long = [n for n, value in zip(names, row) if value is not sentinel]
+            raise DataError(short[0], f"has {count - 1} lines but {long[0]} has more (line counts differ)")
+        yield first_line + count - 1, row[0], dict(zip(keys, row[1:]))
+
+
+def chunks(lines: Iterator[Any], size: int, stats: TranslationStats, first_line: int, *,
+            read_ahead: bool) -> Iterator[list[Any]]:
+    """``lines`` in lists of ``size``; ``stats.lines_read`` and ``stats.input_done`` kept up to
+    date (``read_ahead``: one line read past each list, so that a single list knows it is the last)."""
+    pending: list[Any] = []
+    while True:
+        chunk = pending + list(itertools.islice(lines, size - len(pending)))
+        pending = list(itertools.islice(lines, 1)) if read_ahead and chunk else []
+        stats.input_done = not pending if read_ahead else not chunk
+        if not chunk:
+            return
+        stats.lines_read = chunk[-1][0] - first_line + 1
+        yield chunk
 
 
 _INNER_END = re.compile(r"[.!?。！？]\W*\w")  # a sentence mark with more words after it

@@ -72,6 +72,16 @@ class ModelPackage:
         compression = self.settings.compression
         return self.directory / COMPRESSOR_FILE if compression is not None and not compression.identity else None
 
+    @property
+    def unchecked_model(self) -> str | None:
+        """Why the checkpoint cannot be checked against this package (``preprocess.json`` records
+        no ``model_sha256``: written before model digests were recorded), else None."""
+        if self.settings.model_digests:
+            return None
+        return (f"{self.checkpoint}: cannot be checked against its package: preprocess.json records no model_sha256 "
+                "(a package written before model digests were recorded), so another model's checkpoint copied in "
+                "would translate all the same; package the model again to record its digest")
+
     def subword_files(self) -> list[Path]:
         """The files beside ``preprocess.json`` that the subword units need."""
         return [self.directory / name for name in self.settings.subword_file_names]
