@@ -5,10 +5,11 @@
         [--reference results/data/multi30k_en_de/raw/test_2016_flickr.de] [--beam 4] [--threads 2] [--repeats 3]
 
 Raw text in, detokenised text out for both: our :class:`~nmtmodels.decoding.translator.Translator`
-(beam and length settings of the checkpoint), and CTranslate2 on ``nmt-export``'s float32 and
+(beam and length settings of the checkpoint; in fp32, and under bf16 autocast where the CPU has
+native bf16, ``amp="bf16"``), and CTranslate2 on ``nmt-export``'s float32 and
 int8 exports of the same checkpoint, fed the package's own encoder output and post-processed
 by the package (docs/translate.md, "Export to CTranslate2").  CTranslate2 gets the export's
-``translate_options``, the same beam, the checkpoint's length penalty in its own form
+``translate_options``, the same beam (CTranslate2 4.6 has no bf16 compute type on the CPU), the checkpoint's length penalty in its own form
 (CTranslate2 divides by ``length ** alpha``, ours by GNMT's ``((5 + length) / 6) ** alpha``)
 and one length limit per call, the largest of our per-sentence limits
 ``floor(max_len_a * |x| + max_len_b)``.  Model loading is outside the timed part; every
@@ -45,6 +46,7 @@ def main(argv: list[str] | None = None) -> int:
     from nmtmodels.decoding.export import export_ctranslate2
     from nmtmodels.decoding.translator import Translator
     from nmtmodels.model_package.reader import read_package
+    from nmtmodels.precision import uses_bf16
 
     torch.set_num_threads(args.threads)
     sources = Path(args.source).read_text(encoding="utf-8").splitlines()
@@ -65,6 +67,9 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     ours_seconds, ours_out = timed(lambda: [t.text for t in ours.translate(sources, beam=args.beam)])
     rows.append(("ours (nmtmodels, torch)", "float32", ours_seconds, ours_out))
+    if uses_bf16("bf16", ours.device, report=lambda message: print(f"warning: {message}", file=sys.stderr)):
+        bf16_seconds, bf16_out = timed(lambda: [t.text for t in ours.translate(sources, beam=args.beam, amp="bf16")])
+        rows.append(("ours (nmtmodels, torch), bf16 autocast", "float32", bf16_seconds, bf16_out))
 
     package = read_package(args.checkpoint)
     encode = package.source_encoder()
