@@ -29,6 +29,11 @@ batch by batch in a rotating order; the first round is a warm-up (it also compil
 timed step ends with ``torch.cuda.synchronize()``.  The "paper" column quotes what a paper states
 about training speed, with the section; "not stated" where it states nothing.
 
+``--amp both`` builds each model twice, fp32 and under bf16 autocast, and interleaves all of them
+in the same rotation: a second table gives each model's bf16 time over its fp32 time on the
+same batches (the embedded default's shape: ``--preset tiny --tokens 2048 --threads 1
+--char-preset tiny``).
+
     python benchmarks/family_steps.py --device cpu --quick
     python benchmarks/family_steps.py --device cuda --amp bf16 --preset base --tokens 4096
 """
@@ -188,10 +193,20 @@ def render(rows: list[Entry], batches: dict[str, list[Batch]]) -> str:
     return "\n".join(lines)
 
 
+def render_precision(rows: list[Entry], timed: dict[str, Entry], counts: dict[str, int]) -> str:
+    """Each model's bf16 step time against its fp32 step time on the same batches (``--amp both``)."""
+    lines = ["| model | fp32 ms/step | bf16 ms/step | bf16 speed-up (fp32 time / bf16 time) |", "|---|---:|---:|---:|"]
+    for row in rows:
+        fp32, bf16 = (min(timed[f"{row.label} [{amp}]"].seconds) / counts[row.kind] for amp in ("none", "bf16"))
+        lines.append(f"| {row.label} | {1000 * fp32:,.1f} | {1000 * bf16:,.1f} | ×{fp32 / bf16:.2f} |")
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--device", default="cpu", help="cpu or cuda")
-    parser.add_argument("--amp", choices=["none", "bf16"], default="none", help="bf16 autocast (CUDA, native-bf16 CPU), as train.amp")
+    parser.add_argument("--amp", choices=["none", "bf16", "both"], default="none",
+                        help="bf16 autocast (CUDA, native-bf16 CPU), as train.amp; both: fp32 and bf16 of every model, interleaved")
     parser.add_argument("--preset", default=None, help="Transformer-family preset (default base; quick tiny)")
     parser.add_argument("--char-preset", default=None, choices=["paper", "tiny"], help="char models (default paper; quick tiny)")
     parser.add_argument("--tokens", type=int, help="source + target tokens per batch (default 4096; quick 512)")
@@ -216,9 +231,13 @@ def main(argv: list[str] | None = None) -> None:
     torch.set_num_threads(args.threads)
     device = torch.device(args.device)
     cuda = device.type == "cuda"
-    options = OursOptions(amp=args.amp, compile=args.compile, pad_to_multiple=args.pad_to_multiple,
-                          pad_rows_to_multiple=args.pad_rows_to_multiple)
-    options.train_settings()
+    amps = ["none", "bf16"] if args.amp == "both" else [args.amp]
+    if args.amp == "both" and not uses_bf16("bf16", args.device):
+        parser.error(f"--amp both: {args.device} has no native bf16, so both would run fp32")
+    options = {amp: OursOptions(amp=amp, compile=args.compile, pad_to_multiple=args.pad_to_multiple,
+                                pad_rows_to_multiple=args.pad_rows_to_multiple) for amp in amps}
+    for option in options.values():
+        option.train_settings()
     rows = entries(preset, char_preset, args.graph)
     if args.only:
         wanted = set(args.only) | {r.baseline for r in rows if r.label in args.only and r.baseline}
@@ -235,13 +254,16 @@ def main(argv: list[str] | None = None) -> None:
     sync = torch.cuda.synchronize if cuda else (lambda: None)
     say = lambda message: print(message, file=sys.stderr, flush=True)
     with tempfile.TemporaryDirectory() as scratch:
+        timed_rows = [row if len(amps) == 1 else Entry(f"{row.label} [{amp}]", row.kind, row.model,
+                                                          row.baseline and f"{row.baseline} [{amp}]")
+                      for row in rows for amp in amps]
         trainers = {}
-        for row in rows:
+        for row, amp in zip(timed_rows, amps * len(rows)):
             say(f"building {row.label} ...")
             trainers[row.label] = build(row, batches[row.kind], vocabs.get(row.kind, (word_vocab, word_vocab)), args,
-                                        options, Path(scratch))
-        names = [row.label for row in rows]
-        by_label = {row.label: row for row in rows}
+                                        options[amp], Path(scratch) / amp)
+        names = [row.label for row in timed_rows]
+        by_label = {row.label: row for row in timed_rows}
         for round_ in range(rounds + 1):  # round 0: warm-up (and compilation)
             say("warm-up round ..." if round_ == 0 else f"round {round_} of {rounds} ...")
             spent = dict.fromkeys(names, 0.0)
@@ -261,15 +283,18 @@ def main(argv: list[str] | None = None) -> None:
                     by_label[name].seconds.append(spent[name])
     counts = {kind: len(items) for kind, items in batches.items()}
     where = torch.cuda.get_device_name() if cuda else f"{cpu_name()}, {args.threads} threads"
-    bf16 = uses_bf16(args.amp, args.device)  # as the trainers: CUDA, or a CPU with native bf16
+    bf16 = args.amp == "both" or uses_bf16(args.amp, args.device)  # as the trainers: CUDA, or a CPU with native bf16
+    precision = "fp32 and bf16 autocast" if args.amp == "both" else "bf16 autocast" if bf16 else "fp32"
     header = (f"# Training step time per model family\n\n{args.device} ({where}), torch {torch.__version__}; "
-              f"{'bf16 autocast' if bf16 else 'fp32'}{options.label().replace(', bf16 autocast', '')}; "
+              f"{precision}{options[amps[-1]].label().replace(', bf16 autocast', '')}; "
               f"Transformer families: preset {preset}, pre-norm, vocabulary {args.vocab:,}, ~{tokens:,} src+tgt tokens per "
               f"batch; char models: preset {char_preset}, {budget:,}-character batches; "
               f"{', '.join(f'{n} {k}' for k, n in counts.items())} batches; fastest of {rounds} rounds after a warm-up "
               f"round, models interleaved batch by batch; ratio = steps/s over the baseline's steps/s "
               f"(below 1: slower).\n" + ("QUICK smoke run: sizes too small for meaningful numbers.\n" if args.quick else ""))
-    text = header + "\n" + render(rows, batches) + "\n"
+    text = header + "\n" + render(timed_rows, batches) + "\n"
+    if args.amp == "both":
+        text += "\n" + render_precision(rows, by_label, counts) + "\n"
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(text, encoding="utf-8")
