@@ -65,6 +65,26 @@ def uses_bf16(amp: Amp, device: torch.device | str, report: Callable[[str], None
     return False
 
 
+def model_amp(amp: Amp, device: torch.device | str, model: torch.nn.Module,
+              report: Callable[[str], None] | None = None) -> Amp:
+    """``amp`` for ``model`` on ``device``: ``"none"`` on a CPU where the model's family (every
+    member of an ensemble) declares ``cpu_bf16 = False``, its steps being slower under bf16
+    autocast there than in fp32 (the GRU families: :mod:`nmtmodels.models.char2word`), said once
+    per family to ``report`` (default: a RuntimeWarning); else ``amp``."""
+    if amp != "bf16" or torch.device(device).type != "cpu":
+        return amp
+    members = list(getattr(model, "members", [model]))
+    slower = sorted({getattr(m, "family_name", type(m).__name__) for m in members if not getattr(m, "cpu_bf16", True)})
+    if not slower:
+        return amp
+    message = (f"amp bf16: model family {', '.join(slower)} computes in fp32 on the CPU, where its steps are slower "
+               "under bf16 autocast (benchmarks/README.md, \"bf16 on the CPU\")")
+    if message not in _REPORTED:
+        _REPORTED.add(message)
+        (report or _warn)(message)
+    return "none"
+
+
 def bf16_autocast(amp: Amp, device: torch.device | str,
                   report: Callable[[str], None] | None = None) -> AbstractContextManager[object]:
     """``torch.autocast(device type, dtype=torch.bfloat16)`` where :func:`uses_bf16`, else a

@@ -12,6 +12,10 @@ Every family declares, on its class (:class:`Seq2SeqModel` holds the defaults):
     ``{name: pad value}`` of the inputs it reads besides the source tokens (lattice ``starts``
     and ``ends``, ESC's ``compressed``); empty for most.  Data sets read one line per sentence
     for each, batches carry them in ``batch.extras[name]``, padding uses the pad value.
+``cpu_bf16``
+    False where the family's steps are slower under bf16 autocast on a CPU than in fp32 (the
+    GRU families): ``train.amp: bf16`` and ``amp="bf16"`` decoding then compute it in fp32 on
+    the CPU and say so once (:func:`nmtmodels.precision.model_amp`); True by default.
 ``options_class``
     the dataclass of its ``model.options`` (None: the family takes no options).  Its fields
     are read by :func:`nmtmodels.config.from_dict`: an enum is a ``typing.Literal``, and an
@@ -76,6 +80,7 @@ class Seq2SeqModel(nn.Module):
     """
 
     extra_inputs: ClassVar[Mapping[str, int]] = {}
+    cpu_bf16: ClassVar[bool] = True
     options_class: ClassVar[type | None] = None
     family_name: ClassVar[str]  # set by register_model
 

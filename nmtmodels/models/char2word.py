@@ -241,6 +241,10 @@ class CharToCharModel(Seq2SeqModel):
 
     options_class = CharRNNOptions
     encoder_class: ClassVar[type[nn.Module]] = CharEncoder
+    # The GRU steps are slower under bf16 autocast on the CPU than in fp32 (char2char x0.79,
+    # char2word x0.81 per training step at the embedded default's shape; benchmarks/README.md,
+    # "bf16 on the CPU"): both families compute in fp32 there whatever train.amp says.
+    cpu_bf16 = False
 
     def __init__(self, cfg: ModelConfig, src_vocab_size: int, tgt_vocab_size: int) -> None:
         super().__init__()

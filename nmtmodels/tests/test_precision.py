@@ -63,6 +63,24 @@ def test_the_fallback_message_is_a_runtime_warning_without_a_reporter(no_native_
         assert not precision.uses_bf16("bf16", "cpu")
 
 
+def test_gru_families_compute_in_fp32_on_the_cpu_and_say_so_once(monkeypatch):
+    """model_amp: a family with ``cpu_bf16 = False`` (char2char, char2word) gets fp32 on the CPU,
+    one message per family; on CUDA, and for the other families, ``amp`` stays as asked."""
+    monkeypatch.setattr(precision, "_REPORTED", set())
+    char, _ = family_case("char2char")
+    transformer, _ = family_case("transformer")
+    messages: list[str] = []
+    assert precision.model_amp("bf16", "cpu", char, messages.append) == "none"
+    assert precision.model_amp("bf16", "cpu", char, messages.append) == "none"
+    assert len(messages) == 1 and "model family char2char computes in fp32 on the CPU" in messages[0]
+    assert precision.model_amp("bf16", "cuda", char, messages.append) == "bf16"
+    assert precision.model_amp("bf16", "cpu", transformer, messages.append) == "bf16"
+    assert precision.model_amp("none", "cpu", char, messages.append) == "none"
+    ensemble = torch.nn.Module()
+    ensemble.members = torch.nn.ModuleList([transformer, char])  # one slower member: the ensemble in fp32
+    assert precision.model_amp("bf16", "cpu", ensemble, messages.append) == "none" and len(messages) == 1
+
+
 def _loss_and_grads(model, batch, autocast: bool):
     model.zero_grad(set_to_none=True)
     with torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):  # as the Trainer does

@@ -599,6 +599,29 @@ def test_bf16_training_on_a_cpu_with_native_bf16_stays_close_to_fp32(corpus, tmp
     assert all(p.dtype == torch.float32 for p in bf16.model.parameters())
     assert all(v.dtype == torch.float32 for state in bf16.optimizer.state.values() for v in state.values()
                if torch.is_tensor(v) and v.is_floating_point())
+    assert [load_checkpoint(tmp_path / run / "checkpoint_last.pt")["precision"] for run in ("bf16", "fp32")] == ["bf16", "fp32"]
+
+
+def test_a_gru_family_under_amp_bf16_trains_in_fp32_on_the_cpu_and_records_it(corpus, tmp_path, monkeypatch):
+    """char2char declares ``cpu_bf16 = False`` (its GRU steps are slower in bf16 on the CPU):
+    with ``amp: bf16`` on a CPU with native bf16 (faked) it trains exactly as with ``amp: none``,
+    loss for loss, says so once, and its checkpoint records fp32."""
+    from nmtmodels.config import ModelConfig
+    from nmtmodels.registry import build_model
+
+    monkeypatch.setattr(precision, "cpu_has_native_bf16", lambda: True)
+    monkeypatch.setattr(precision, "_REPORTED", set())
+    vocab, train_data, valid = corpus
+    cfg = ModelConfig.from_dict({"family": "char2char", "dropout": 0.0, "options": {"preset": "tiny"}})
+    messages: list[str] = []
+    for amp in ("bf16", "none"):
+        torch.manual_seed(0)
+        Trainer(build_model(cfg, len(vocab), len(vocab)), train_config(max_updates=3, log_interval=1, amp=amp), train_data,
+                valid, tmp_path / amp, model_config=cfg.to_dict(), src_vocab=vocab, tgt_vocab=vocab, log=messages.append,
+                device="cpu").train()
+        assert load_checkpoint(tmp_path / amp / "checkpoint_last.pt")["precision"] == "fp32"
+    assert logged_losses(tmp_path / "bf16") == logged_losses(tmp_path / "none") and len(logged_losses(tmp_path / "none")) == 3
+    assert len([m for m in messages if "model family char2char computes in fp32 on the CPU" in m]) == 1
 
 
 def test_bf16_training_on_a_cpu_without_native_bf16_is_fp32_and_says_so_once(corpus, tmp_path, monkeypatch):

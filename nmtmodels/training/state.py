@@ -86,7 +86,8 @@ class RunSpec:
     (:func:`changes_since`): the model and ``train`` settings, the vocabularies, the training
     data (``ParallelDataset.fingerprint``) and the initial parameters when they came from
     elsewhere (``nmt-train --init-from``: ``init_fingerprint``, None otherwise).
-    ``decode_config`` (how validation decodes) is recorded, not compared."""
+    ``decode_config`` (how validation decodes) and ``precision`` (what the steps computed in:
+    ``bf16`` autocast or ``fp32``, :func:`nmtmodels.precision.model_amp`) are recorded, not compared."""
 
     model_config: dict[str, Any]
     train_config: TrainConfig
@@ -95,6 +96,7 @@ class RunSpec:
     data_fingerprint: str | None
     init_fingerprint: str | None = None
     decode_config: dict[str, Any] | None = None
+    precision: str = "fp32"
 
 
 @dataclass(frozen=True)
@@ -126,6 +128,7 @@ def checkpoint_state(progress: TrainingProgress, run: RunSpec, objects: Training
         "train_config": to_dict(run.train_config),
         "decode_config": run.decode_config,
         "update": progress.update,
+        "precision": run.precision,
         "metrics": progress.last_metrics,
         "trainer": {
             "optimizer": objects.optimizer.state_dict(),

@@ -57,6 +57,7 @@ def model_info(checkpoint: str | Path, metrics_csv: str | Path) -> dict[str, Any
         "parameters": model.num_parameters(),
         "family": state["model_config"].get("family"),
         "updates": state.get("update"),
+        "precision": state.get("precision"),  # what the steps computed in (None: written before it was recorded)
         "train_tokens_per_s": training_speed(metrics_csv),
     }
 

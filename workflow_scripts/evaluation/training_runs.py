@@ -61,8 +61,10 @@ def stop_reason(updates: int, elapsed_s: float, budget: dict[str, Any]) -> str:
 
 
 def precision(train: dict[str, Any]) -> str:
-    """The run's training precision from its ``train.amp``: ``bf16`` (autocast on CUDA or on a
-    CPU with native bf16; a CPU without it trains in fp32 and the train log says so) or ``fp32``."""
+    """The run's training precision from its ``train.amp``, for a run whose model_info.json does
+    not record what its steps computed in (checkpoints before that was recorded): ``bf16``
+    (autocast on CUDA or on a CPU with native bf16; a CPU without it trains in fp32 and the
+    train log says so) or ``fp32``."""
     return "bf16" if train.get("amp") == "bf16" else "fp32"
 
 
@@ -103,7 +105,7 @@ def training_run(experiment: str, corpus: str, root: str | Path = ".", system: s
         "dev_loss_drop": dev_loss_drop(list(zip(*series["dev loss"])), updates) if "dev loss" in series else None,
         "family": (settings.get("model") or {}).get("family") or info.get("family"),
         "budget": budget, "updates": updates, "elapsed_s": elapsed, "target_tokens": target_tokens,
-        "stop_reason": stop_reason(updates, elapsed, budget), "precision": precision(settings["train"]),
+        "stop_reason": stop_reason(updates, elapsed, budget), "precision": info.get("precision") or precision(settings["train"]),
         "parameters": info.get("parameters"), "train_tokens_per_s": info.get("train_tokens_per_s"),
         "best_dev_loss": dev_loss[1] if dev_loss else None,
         "best_dev_loss_update": int(dev_loss[0]) if dev_loss else None,
