@@ -14,10 +14,11 @@ from workflow_scripts.analyses import model_info
 METRICS_HEADER = "update,epoch,loss,nll,lr,tokens_per_s,grad_norm,valid_loss,valid_nll,valid_bleu,elapsed\n"
 
 
-def write_checkpoint(path, vocab: Vocabulary, **overrides):
+def write_checkpoint(path, vocab: Vocabulary, precision: str | None = None, **overrides):
     model, cfg = tiny_model(len(vocab), len(vocab), **overrides)
     save_checkpoint(path, {
         "model_config": cfg.to_dict(), "model": model.state_dict(), "update": 7,
+        **({"precision": precision} if precision else {}),
         "vocab": {"src": vocab.tokens, "tgt": vocab.tokens, "src_fingerprint": vocab.fingerprint(),
                   "tgt_fingerprint": vocab.fingerprint()},
     })
@@ -36,6 +37,14 @@ def test_parameters_count_a_shared_embedding_once(tmp_path):
     assert info_separate["parameters"] - info_shared["parameters"] == len(vocab) * cfg.d_model  # one embedding matrix less
     assert info_separate["updates"] == 7 and info_separate["family"] == cfg.family
     assert info_separate["train_tokens_per_s"] is None  # nothing logged
+    assert info_separate["precision"] is None  # a checkpoint that records no precision
+
+
+def test_the_precision_a_checkpoint_records_is_passed_on(tmp_path):
+    vocab = Vocabulary([f"t{i}" for i in range(50)])
+    (tmp_path / "metrics.csv").write_text(METRICS_HEADER)
+    write_checkpoint(tmp_path / "bf16.pt", vocab, precision="bf16")
+    assert model_info.model_info(tmp_path / "bf16.pt", tmp_path / "metrics.csv")["precision"] == "bf16"
 
 
 def test_training_speed_is_the_median_of_logged_intervals(tmp_path):

@@ -116,6 +116,24 @@ def test_precision_is_train_amp():
     assert [training_runs.precision(train) for train in ({}, {"amp": "none"}, {"amp": "bf16"})] == ["fp32", "fp32", "bf16"]
 
 
+def test_a_runs_precision_is_what_its_checkpoint_recorded_where_it_did(tree, tmp_path):
+    """model_info.json's ``precision`` (what the steps computed in: a GRU family under amp bf16
+    on the CPU records fp32) wins over train.amp; without it, train.amp decides."""
+    root, config = tree
+    copy = tmp_path / "tree"
+    shutil.copytree(root, copy)
+    experiment, corpus = runs.experiment_runs(config)[0]
+    info_path = copy / ev.model_info_path(experiment, corpus)
+    experiment_path = copy / ev.run_files(experiment, corpus)["experiment"]
+    settings = yaml.safe_load(experiment_path.read_text(encoding="utf-8"))
+    settings["train"]["amp"] = "bf16"
+    experiment_path.write_text(yaml.safe_dump(settings), encoding="utf-8")
+    assert training_runs.training_run(experiment, corpus, copy)["precision"] == "bf16"  # no record: train.amp
+    info = json.loads(info_path.read_text(encoding="utf-8"))
+    info_path.write_text(json.dumps({**info, "precision": "fp32"}), encoding="utf-8")
+    assert training_runs.training_run(experiment, corpus, copy)["precision"] == "fp32"
+
+
 def test_stop_reason_rule():
     budget = {"max_updates": 100, "max_epochs": 3, "max_minutes": 1}
     assert training_runs.stop_reason(100, 10.0, budget) == "max_updates"
