@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# The embedded default's wall time in bf16 and in fp32 on one machine, each from a clean clone
+# (issue 55: "the default's wall time before and after, both from clean clones on this machine").
+#
+#   benchmarks/default_wall_time.sh REPO COMMIT OUT [--dry-run]
+#
+# For each precision (bf16: config.yaml as shipped; fp32: --configfile config.yaml configs/fp32.yaml)
+# it clones REPO at COMMIT into OUT/<precision>/repo, installs it as the README says (a venv with the
+# system's site packages, the lock file), runs `snakemake --cores 2 all` there and writes
+# OUT/<precision>/{timeline.md,summary.md,wall_s}. The two runs go one after the other: each takes
+# the two cores (about 86 minutes in bf16 on the 2-core Xeon of 2026-11-28). NMT_DATA_MIRROR must
+# point at the corpus mirror. Keep the machine otherwise idle; other work at the same priority
+# changes both numbers. --dry-run: only Snakemake's dry run of each (checks the clones and configs).
+set -euo pipefail
+if [[ $# -lt 3 ]]; then
+  echo "usage: $0 REPO COMMIT OUT [--dry-run]" >&2
+  exit 2
+fi
+repo=$1 commit=$2 out=$3 dry=${4:-}
+: "${NMT_DATA_MIRROR:?set NMT_DATA_MIRROR to the corpus mirror}"
+mkdir -p "$out"
+for precision in bf16 fp32; do
+  dir=$out/$precision
+  rm -rf "$dir" && mkdir -p "$dir"
+  git clone -q "$repo" "$dir/repo"
+  git -C "$dir/repo" checkout -q "$commit"
+  configs=(--configfile config.yaml)
+  [[ $precision == fp32 ]] && configs+=(configs/fp32.yaml)
+  (
+    cd "$dir/repo"
+    python -m venv --system-site-packages .venv
+    .venv/bin/python -m pip install -q -c requirements/lock.txt -e ".[workflow,zh,ja,test]"
+    if [[ $dry == --dry-run ]]; then
+      .venv/bin/python -m snakemake --cores 2 all "${configs[@]}" -n --quiet rules > "$dir/dry_run.txt"
+      exit 0
+    fi
+    start=$(date +%s)
+    .venv/bin/python -m snakemake --cores 2 all "${configs[@]}" > "$dir/snakemake.log" 2>&1
+    echo $(( $(date +%s) - start )) > "$dir/wall_s"
+    .venv/bin/python -m workflow_scripts.evaluation.timeline --markdown "$dir/timeline.md"
+    cp results/report/summary.md "$dir/summary.md"
+  )
+  echo "$precision: $(cat "$dir/wall_s" 2>/dev/null || echo dry run) s" >&2
+done
