@@ -4,7 +4,7 @@
 #
 #   benchmarks/default_wall_time.sh REPO COMMIT OUT [--dry-run]
 #
-# For each precision (bf16: config.yaml as shipped; fp32: --configfile config.yaml configs/fp32.yaml)
+# For each precision (bf16: config.yaml as shipped; fp32: --configfile config.yaml benchmarks/default_fp32.yaml)
 # it clones REPO at COMMIT into OUT/<precision>/repo, installs it as the README says (a venv with the
 # system's site packages, the lock file), runs `snakemake --cores 2 all` there and writes
 # OUT/<precision>/{timeline.md,summary.md,wall_s}. The two runs go one after the other: each takes
@@ -25,7 +25,7 @@ for precision in bf16 fp32; do
   git clone -q "$repo" "$dir/repo"
   git -C "$dir/repo" checkout -q "$commit"
   configs=(--configfile config.yaml)
-  [[ $precision == fp32 ]] && configs+=(configs/fp32.yaml)
+  [[ $precision == fp32 ]] && configs+=(benchmarks/default_fp32.yaml)
   (
     cd "$dir/repo"
     python -m venv --system-site-packages .venv
