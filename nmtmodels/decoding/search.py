@@ -455,7 +455,8 @@ def translate_dataset(
     if device.type == "cuda":
         avoid_per_shape_attention_kernels()
     # bf16 only on CUDA or a CPU with native bf16; fp32, the default, goes through no precision code
-    amp = model_amp(amp, device, model)  # fp32 for a family slower in bf16 on the CPU
+    if amp == "bf16":
+        amp = model_amp(amp, device, model)  # fp32 for a family slower in bf16 on the CPU
     autocast = bf16_autocast(amp, device) if amp == "bf16" else contextlib.nullcontext()
     lengths = dataset.sizes("tokens")[:, :1]
     sampler = BucketBatchSampler(lengths, max_tokens, shuffle=False)
