@@ -85,11 +85,14 @@ def model_amp(amp: Amp, device: torch.device | str, model: torch.nn.Module,
     return "none"
 
 
-def bf16_autocast(amp: Amp, device: torch.device | str,
-                  report: Callable[[str], None] | None = None) -> AbstractContextManager[object]:
-    """``torch.autocast(device type, dtype=torch.bfloat16)`` where :func:`uses_bf16`, else a
-    context that changes nothing (fp32).  The object may be entered again and again."""
+def bf16_autocast(amp: Amp, device: torch.device | str, report: Callable[[str], None] | None = None,
+                  model: torch.nn.Module | None = None) -> AbstractContextManager[object]:
+    """``torch.autocast(device type, dtype=torch.bfloat16)`` where :func:`uses_bf16` (and, given
+    the ``model``, where :func:`model_amp` keeps bf16 for it), else a context that changes
+    nothing (fp32).  The object may be entered again and again."""
     device = torch.device(device)
+    if model is not None:
+        amp = model_amp(amp, device, model, report)
     if uses_bf16(amp, device, report):
         return torch.autocast(device.type, dtype=torch.bfloat16)
     return contextlib.nullcontext()

@@ -82,7 +82,7 @@ from nmtmodels.decoding.scorer import (
 )
 from nmtmodels.models.base import Seq2SeqModel, State
 from nmtmodels.modules.attention import STATIC_CACHE, avoid_per_shape_attention_kernels
-from nmtmodels.precision import bf16_autocast, model_amp
+from nmtmodels.precision import bf16_autocast
 from nmtmodels.sampler import BucketBatchSampler
 from nmtmodels.symbols import BOS_ID, EOS_ID, PAD_ID
 
@@ -455,9 +455,7 @@ def translate_dataset(
     if device.type == "cuda":
         avoid_per_shape_attention_kernels()
     # bf16 only on CUDA or a CPU with native bf16; fp32, the default, goes through no precision code
-    if amp == "bf16":
-        amp = model_amp(amp, device, model)  # fp32 for a family slower in bf16 on the CPU
-    autocast = bf16_autocast(amp, device) if amp == "bf16" else contextlib.nullcontext()
+    autocast = bf16_autocast(amp, device, model=model) if amp == "bf16" else contextlib.nullcontext()
     lengths = dataset.sizes("tokens")[:, :1]
     sampler = BucketBatchSampler(lengths, max_tokens, shuffle=False)
     results: list[list[Any]] = [[] for _ in range(len(dataset))]

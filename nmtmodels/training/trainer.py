@@ -30,7 +30,7 @@ from nmtmodels.devices import resolve_device
 from nmtmodels.files import atomic_write_text
 from nmtmodels.models.base import Seq2SeqModel
 from nmtmodels.modules.attention import avoid_per_shape_attention_kernels
-from nmtmodels.precision import bf16_autocast, model_amp, uses_bf16
+from nmtmodels.precision import bf16_autocast
 from nmtmodels.sampler import BucketBatchSampler
 from nmtmodels.training.config import TrainConfig
 from nmtmodels.training.distributed import DistributedContext, all_reduce_sum, broadcast_object
@@ -156,9 +156,8 @@ class Trainer:
         self.saved_at = -1  # the update of the last checkpoint written or resumed from
         # bf16 on CUDA and on a CPU with native bf16, else fp32 with a warning (nmtmodels.precision)
         report = (lambda message: self.log(f"warning: {message}")) if self.dist.is_main else (lambda message: None)
-        amp = model_amp(cfg.amp, self.device, self.model, report)
-        self._autocast = bf16_autocast(amp, self.device, report=report)
-        self.run = replace(self.run, precision="bf16" if uses_bf16(amp, self.device) else "fp32")
+        self._autocast = bf16_autocast(cfg.amp, self.device, report=report, model=self.model)  # GRU families: fp32
+        self.run = replace(self.run, precision="bf16" if isinstance(self._autocast, torch.autocast) else "fp32")
 
     # ------------------------------------------------------------------ public
     def request_stop(self, signum: int = signal.SIGTERM) -> None:
