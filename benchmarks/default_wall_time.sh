@@ -11,6 +11,8 @@
 # the two cores (about 86 minutes in bf16 on the 2-core Xeon of 2026-11-28). NMT_DATA_MIRROR must
 # point at the corpus mirror. Keep the machine otherwise idle; other work at the same priority
 # changes both numbers. --dry-run: only Snakemake's dry run of each (checks the clones and configs).
+# PRECISIONS sets which runs and in what order (default "fp32 bf16": the longer run first, so that a
+# session that cannot wait for both still ends with the run it lacked).
 set -euo pipefail
 if [[ $# -lt 3 ]]; then
   echo "usage: $0 REPO COMMIT OUT [--dry-run]" >&2
@@ -19,7 +21,7 @@ fi
 repo=$1 commit=$2 out=$3 dry=${4:-}
 : "${NMT_DATA_MIRROR:?set NMT_DATA_MIRROR to the corpus mirror}"
 mkdir -p "$out"
-for precision in bf16 fp32; do
+for precision in ${PRECISIONS:-fp32 bf16}; do
   dir=$out/$precision
   rm -rf "$dir" && mkdir -p "$dir"
   git clone -q "$repo" "$dir/repo"
