@@ -5,11 +5,18 @@ of one commit, ``OUT/<precision>/repo/results/report/summary.json`` and ``OUT/<p
 and prints markdown tables:
 
 1. wall time and the trainings' summed job time of each run;
-2. per system (seeds pooled): the precision its runs recorded, the best dev loss and the test
+2. each training that finished in both runs: its wall minutes in each and their ratio (the
+   same experiment and seed, so the pair differs only by the precision and by what ran beside
+   it on the other core);
+3. per system (seeds pooled): the precision its runs recorded, the best dev loss and the test
    BLEU, each as mean and standard deviation over seeds, in fp32 and in bf16, their difference
    and that difference in units of the pooled seed standard deviation
    ``s = sqrt((sd_fp32^2 + sd_bf16^2) / 2)``, the spread of one run;
-3. each claim's difference, interval and verdict in both runs.
+4. each claim's difference, interval and verdict in both runs.
+
+A run that has not finished has no summary.json: ``--partial`` then reads the finished trainings
+(last update at ``train.max_updates``) from ``results/experiments/*/*/train/metrics.csv``, and
+only the paired trainings' table says anything.
 
 The decision rule of issue 55 ("if the scores agree within the spread over seeds, make bf16 the
 default") is read on the dev loss, the only score a choice may be made on (test BLEU is
@@ -17,15 +24,21 @@ reported, not used): a system agrees when ``|mean_bf16 - mean_fp32| <= s``.
 
     python benchmarks/compare_precision.py OUT            # OUT as given to default_wall_time.sh
     python benchmarks/compare_precision.py --fp32 A.json --bf16 B.json   # any two summaries
+    python benchmarks/compare_precision.py OUT --partial  # a run still going or stopped
 """
 from __future__ import annotations
 
 import argparse
+import csv
 import json
 import math
+import re
 import statistics
+import subprocess
 from collections import defaultdict
 from pathlib import Path
+
+import yaml
 
 PRECISIONS = ("fp32", "bf16")
 
@@ -99,6 +112,36 @@ def system_rows(fp32: dict, bf16: dict) -> list[dict]:
     return rows
 
 
+def training_pairs(fp32: dict, bf16: dict) -> list[tuple[str, float, float]]:
+    """(experiment, fp32 minutes, bf16 minutes) of every training finished in both runs."""
+    minutes = [{run["experiment"]: float(run["elapsed_s"]) / 60 for run in s["runs"]} for s in (fp32, bf16)]
+    return [(name, m32, minutes[1][name]) for name, m32 in minutes[0].items() if name in minutes[1]]
+
+
+def runs_from_metrics(repo: Path) -> list[dict]:
+    """The finished trainings of a run in progress: each ``train/metrics.csv`` whose last update
+    reached its ``experiment.yaml``'s ``train.max_updates``."""
+    runs = []
+    for metrics in sorted(repo.glob("results/experiments/*/*/train/metrics.csv")):
+        experiment = metrics.parents[2].name
+        config = yaml.safe_load((metrics.parents[1] / "experiment.yaml").read_text())["train"]
+        with metrics.open(newline="") as f:
+            rows = list(csv.DictReader(f))
+        if not rows or int(rows[-1]["update"]) < int(config["max_updates"]):
+            continue
+        dev = [float(r["valid_loss"]) for r in rows if r.get("valid_loss")]
+        runs.append({"experiment": experiment, "system": re.sub(r"_seed\d+$", "", experiment),
+                     "elapsed_s": float(rows[-1]["elapsed"]), "precision": config.get("amp", "?"),
+                     "best_dev_loss": min(dev) if dev else None})
+    return runs
+
+
+def partial_summary(repo: Path) -> dict:
+    commit = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True).stdout
+    return {"workflow": {"commit": commit.strip() or "unknown"}, "runs": runs_from_metrics(repo),
+            "seed_scores": [], "claims": []}
+
+
 def claim_rows(fp32: dict, bf16: dict) -> list[tuple[dict, dict | None]]:
     by_system = {claim["system"]: claim for claim in bf16.get("claims", [])}
     return [(claim, by_system.get(claim["system"])) for claim in fp32.get("claims", [])]
@@ -119,6 +162,13 @@ def markdown(fp32: dict, bf16: dict, wall_s: dict[str, float | None]) -> str:
         wall = wall_s.get(precision)
         lines.append(f"| {precision} | {summary['workflow']['commit'][:7]} | "
                      f"{'—' if wall is None else f'{wall / 60:.1f}'} | {training_minutes(summary):.1f} |")
+    pairs = training_pairs(fp32, bf16)
+    lines += ["", "| training (finished in both) | fp32 minutes | bf16 minutes | fp32 / bf16 |",
+              "|---|---:|---:|---:|"]
+    lines += [f"| {name} | {m32:.1f} | {m16:.1f} | ×{m32 / m16:.2f} |" for name, m32, m16 in pairs]
+    if pairs:
+        total32, total16 = sum(p[1] for p in pairs), sum(p[2] for p in pairs)
+        lines.append(f"| all {len(pairs)} | {total32:.1f} | {total16:.1f} | ×{total32 / total16:.2f} |")
     lines += ["", "| system | precision recorded (fp32 run / bf16 run) | best dev loss, fp32 | bf16 | "
               "bf16 − fp32 (in seed sd) | within the spread | test BLEU, fp32 | bf16 |",
               "|---|---|---:|---:|---:|---|---:|---:|"]
@@ -147,6 +197,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("out", nargs="?", type=Path, help="OUT of default_wall_time.sh")
     parser.add_argument("--fp32", type=Path, help="a summary.json of the fp32 run")
     parser.add_argument("--bf16", type=Path, help="a summary.json of the bf16 run")
+    parser.add_argument("--partial", action="store_true",
+                        help="a run in OUT without summary.json: its finished trainings only")
     args = parser.parse_args(argv)
     if args.out is None and not (args.fp32 and args.bf16):
         parser.error("give OUT, or both --fp32 and --bf16")
@@ -158,10 +210,15 @@ def main(argv: list[str] | None = None) -> None:
         else:
             paths[precision] = args.out / precision / "repo/results/report/summary.json"
             wall[precision] = _wall(args.out / precision / "wall_s")
-    for precision, path in paths.items():
-        if not path.is_file():
+    summaries = []
+    for precision in PRECISIONS:
+        path = paths[precision]
+        if path.is_file():
+            summaries.append(json.loads(path.read_text()))
+        elif args.partial and args.out is not None and (args.out / precision / "repo").is_dir():
+            summaries.append(partial_summary(args.out / precision / "repo"))
+        else:
             parser.error(f"{path}: no summary.json for the {precision} run")
-    summaries = [json.loads(paths[p].read_text()) for p in PRECISIONS]
     print(markdown(*summaries, wall), end="")
 
 
