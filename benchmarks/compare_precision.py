@@ -29,16 +29,21 @@ reported, not used): a system agrees when ``|mean_bf16 - mean_fp32| <= s``.
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import math
 import re
 import statistics
-import subprocess
+import sys
 from collections import defaultdict
 from pathlib import Path
 
 import yaml
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script from anywhere
+
+from workflow_scripts.evaluation.curves import curve_series, read_metrics
+from workflow_scripts.evaluation.machine import workflow_commit
+from workflow_scripts.evaluation.training_runs import precision as train_precision
 
 PRECISIONS = ("fp32", "bf16")
 
@@ -120,25 +125,23 @@ def training_pairs(fp32: dict, bf16: dict) -> list[tuple[str, float, float]]:
 
 def runs_from_metrics(repo: Path) -> list[dict]:
     """The finished trainings of a run in progress: each ``train/metrics.csv`` whose last update
-    reached its ``experiment.yaml``'s ``train.max_updates``."""
+    reached its ``experiment.yaml``'s ``train.max_updates`` (read with the summary's own readers)."""
     runs = []
     for metrics in sorted(repo.glob("results/experiments/*/*/train/metrics.csv")):
         experiment = metrics.parents[2].name
-        config = yaml.safe_load((metrics.parents[1] / "experiment.yaml").read_text())["train"]
-        with metrics.open(newline="") as f:
-            rows = list(csv.DictReader(f))
-        if not rows or int(rows[-1]["update"]) < int(config["max_updates"]):
+        train = yaml.safe_load((metrics.parents[1] / "experiment.yaml").read_text())["train"]
+        last = read_metrics(metrics)[-1]
+        if int(float(last["update"])) < int(train["max_updates"]):
             continue
-        dev = [float(r["valid_loss"]) for r in rows if r.get("valid_loss")]
+        dev = curve_series(metrics).get("dev loss")
         runs.append({"experiment": experiment, "system": re.sub(r"_seed\d+$", "", experiment),
-                     "elapsed_s": float(rows[-1]["elapsed"]), "precision": config.get("amp", "?"),
-                     "best_dev_loss": min(dev) if dev else None})
+                     "elapsed_s": float(last["elapsed"]), "precision": train_precision(train),
+                     "best_dev_loss": min(dev[1]) if dev else None})
     return runs
 
 
 def partial_summary(repo: Path) -> dict:
-    commit = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True).stdout
-    return {"workflow": {"commit": commit.strip() or "unknown"}, "runs": runs_from_metrics(repo),
+    return {"workflow": {"commit": workflow_commit(repo)}, "runs": runs_from_metrics(repo),
             "seed_scores": [], "claims": []}
 
 

@@ -85,4 +85,4 @@ def test_partial_run_counts_only_finished_trainings(tmp_path, capsys):
     assert "| base | 2.0 | 1.3 | ×1.50 |" in out  # 120 s against 80 s
     assert "base_seed2 |" not in out.split("| system |")[0]  # stopped at update 400 of 600
     # Its best dev loss is the lowest logged (4.25 at update 400), not the last.
-    assert "| base | none / bf16 | 4.250 ± 0.000 | 4.250 ± 0.000 |" in out
+    assert "| base | fp32 / bf16 | 4.250 ± 0.000 | 4.250 ± 0.000 |" in out
