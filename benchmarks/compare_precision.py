@@ -70,7 +70,7 @@ def precisions(summary: dict) -> dict[str, str]:
     return {system: "/".join(sorted(values)) for system, values in seen.items()}
 
 
-def test_bleu(summary: dict) -> dict[str, tuple[float, float, int]]:
+def bleu_on_test(summary: dict) -> dict[str, tuple[float, float, int]]:
     """System name -> (mean, sd, seeds) of sacreBLEU over seeds on its first test set."""
     out: dict[str, tuple[float, float, int]] = {}
     for row in summary["seed_scores"]:
@@ -97,7 +97,7 @@ def _in_spreads(diff: float, spread: float) -> float:
 def system_rows(fp32: dict, bf16: dict) -> list[dict]:
     """One row per system present in both summaries (the fp32 summary's order)."""
     loss = {p: dev_losses(s) for p, s in zip(PRECISIONS, (fp32, bf16))}
-    bleu = {p: test_bleu(s) for p, s in zip(PRECISIONS, (fp32, bf16))}
+    bleu = {p: bleu_on_test(s) for p, s in zip(PRECISIONS, (fp32, bf16))}
     prec = {p: precisions(s) for p, s in zip(PRECISIONS, (fp32, bf16))}
     rows = []
     for system in loss["fp32"]:
