@@ -249,7 +249,8 @@ def test_every_declared_deviation_names_a_key_of_the_default_and_controls_name_c
         for control in claim["controls"]:
             if control["experiment"] in controls["experiments"]:
                 assert system in controls["experiments"] or system in config["experiments"]
-    assert {"graph_half_dim_gate_bias0", "transformer_carry_gate"} <= set(controls["experiments"])
+    assert {"graph_half_dim_gate_bias0", "transformer_carry_gate"} <= set(config["experiments"])
+    assert {"esc_bbf_source_as_compressed", "esc_bbf_random_deletion"} <= set(controls["experiments"])
 
 
 MUST_BEAT = {**CLAIM, "controls": [{"experiment": "carry_gate", "role": "must_beat", "what": "the gate without the method"}]}
