@@ -3,7 +3,6 @@ batching, schedule, measurement) and what it measures (:class:`TrainSpeed`,
 :class:`DecodeSpeed`), with the counts the speeds are made of."""
 from __future__ import annotations
 
-import platform
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -90,14 +89,10 @@ class DecodeSpeed:
 
 
 def cpu_name() -> str:
-    """The CPU's model name (/proc/cpuinfo), for the machine line of a benchmark table."""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
+    """The CPU's model name, for the machine line of a benchmark table."""
+    from nmtmodels.devices import cpu_model
+
+    return cpu_model()
 
 
 def count_output(path: Path) -> tuple[int, int]:

@@ -58,6 +58,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--repeats", type=int, default=3, help="timed runs per rule; the fastest is kept")
     parser.add_argument("--profile", choices=EARLY_STOP_RULES, help="then profile one run under this rule")
+    parser.add_argument("--amp", choices=("none", "bf16"), default="none",
+                        help="bf16: decode under bf16 autocast (translate_dataset's amp; fp32 where the CPU lacks bf16)")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     model, src_vocab, _, _ = load_model_from_checkpoint(args.checkpoint)
@@ -70,19 +72,19 @@ def main(argv: list[str] | None = None) -> None:
         return step(self, last_tokens)
 
     print(f"{args.checkpoint}, {len(data)} sentences of {args.source}; beam {args.beam}, {args.max_tokens}-token batches; "
-          f"{cpu_name()}, {args.threads} threads, torch {torch.__version__}; fastest of {args.repeats}\n")
+          f"{cpu_name()}, {args.threads} threads, torch {torch.__version__}; amp {args.amp}; fastest of {args.repeats}\n")
     print("| stop rule | sent/s | output tokens per sentence (EOS included) | hypothesis-rows per sentence | µs per hypothesis-row |")
     print("|---|---:|---:|---:|---:|")
     search._IncrementalDecoder.step = counted
     try:
         for rule in args.rules:
             cfg = decode_config(args.beam, rule)
-            search.translate_dataset(model, data, cfg, max_tokens=args.max_tokens)
+            search.translate_dataset(model, data, cfg, max_tokens=args.max_tokens, amp=args.amp)
             best = None
             for _ in range(args.repeats):
                 rows[0] = 0
                 start = time.perf_counter()
-                hypotheses = search.translate_dataset(model, data, cfg, max_tokens=args.max_tokens)
+                hypotheses = search.translate_dataset(model, data, cfg, max_tokens=args.max_tokens, amp=args.amp)
                 seconds = time.perf_counter() - start
                 best = seconds if best is None or seconds < best else best
             sentences = len(hypotheses)
@@ -95,7 +97,7 @@ def main(argv: list[str] | None = None) -> None:
         cfg = decode_config(args.beam, args.profile)
         with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
             start = time.perf_counter()
-            search.translate_dataset(model, data, cfg, max_tokens=args.max_tokens)
+            search.translate_dataset(model, data, cfg, max_tokens=args.max_tokens, amp=args.amp)
             wall = time.perf_counter() - start
         print(f"\nOne run under `{args.profile}`, profiled: {wall:.2f} s (the profiler slows it)\n")
         print(render(group_times(profiled_events(prof, cuda=False), wall * 1e6), 1).replace("ms per step", "ms"))

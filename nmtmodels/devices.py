@@ -91,3 +91,34 @@ def set_threads(threads: int | None) -> None:
     import torch  # lazy: nmt-translate --help imports this module, and must not import torch
 
     torch.set_num_threads(threads)
+
+
+def cpu_model() -> str:
+    """The CPU's model name (``/proc/cpuinfo``; elsewhere what :mod:`platform` knows, else "unknown")."""
+    import platform
+    from pathlib import Path
+
+    try:
+        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace").splitlines():
+            if line.lower().startswith(("model name", "hardware", "cpu model")):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine() or "unknown"
+
+
+def device_name(device: str | torch.device, processes: int = 1) -> str:
+    """What a run computes on, in words, for the records of a training: ``GPU NVIDIA H200`` or
+    ``CPU Intel(R) Xeon(R) ..., 2 threads`` (torch's intra-op threads of this process), with
+    ``N x`` in front when ``processes`` > 1 (one per GPU under torchrun)."""
+    import torch  # lazy, as resolve_device
+
+    device = torch.device(device)
+    if device.type == "cuda":
+        name = f"GPU {torch.cuda.get_device_name(device)}"
+    elif device.type == "cpu":
+        threads = torch.get_num_threads()
+        name = f"CPU {cpu_model()}, {threads} thread{'' if threads == 1 else 's'}"
+    else:
+        name = device.type
+    return f"{processes} x {name}" if processes > 1 else name

@@ -14,11 +14,12 @@ from workflow_scripts.analyses import model_info
 METRICS_HEADER = "update,epoch,loss,nll,lr,tokens_per_s,grad_norm,valid_loss,valid_nll,valid_bleu,elapsed\n"
 
 
-def write_checkpoint(path, vocab: Vocabulary, precision: str | None = None, **overrides):
+def write_checkpoint(path, vocab: Vocabulary, precision: str | None = None, trainer: dict | None = None, **overrides):
     model, cfg = tiny_model(len(vocab), len(vocab), **overrides)
     save_checkpoint(path, {
         "model_config": cfg.to_dict(), "model": model.state_dict(), "update": 7,
         **({"precision": precision} if precision else {}),
+        **({"trainer": trainer} if trainer else {}),
         "vocab": {"src": vocab.tokens, "tgt": vocab.tokens, "src_fingerprint": vocab.fingerprint(),
                   "tgt_fingerprint": vocab.fingerprint()},
     })
@@ -45,6 +46,15 @@ def test_the_precision_a_checkpoint_records_is_passed_on(tmp_path):
     (tmp_path / "metrics.csv").write_text(METRICS_HEADER)
     write_checkpoint(tmp_path / "bf16.pt", vocab, precision="bf16")
     assert model_info.model_info(tmp_path / "bf16.pt", tmp_path / "metrics.csv")["precision"] == "bf16"
+
+
+def test_the_devices_a_checkpoint_records_are_passed_on(tmp_path):
+    vocab = Vocabulary([f"t{i}" for i in range(50)])
+    (tmp_path / "metrics.csv").write_text(METRICS_HEADER)
+    write_checkpoint(tmp_path / "run.pt", vocab, trainer={"devices": ["CPU A, 1 thread", "GPU B"]})
+    assert model_info.model_info(tmp_path / "run.pt", tmp_path / "metrics.csv")["devices"] == ["CPU A, 1 thread", "GPU B"]
+    write_checkpoint(tmp_path / "old.pt", vocab)  # written before devices were recorded
+    assert model_info.model_info(tmp_path / "old.pt", tmp_path / "metrics.csv")["devices"] is None
 
 
 def test_training_speed_is_the_median_of_logged_intervals(tmp_path):

@@ -132,6 +132,8 @@ def test_a_runs_precision_is_what_its_checkpoint_recorded_where_it_did(tree, tmp
     info = json.loads(info_path.read_text(encoding="utf-8"))
     info_path.write_text(json.dumps({**info, "precision": "fp32"}), encoding="utf-8")
     assert training_runs.training_run(experiment, corpus, copy)["precision"] == "fp32"
+    info_path.write_text(json.dumps({**info, "devices": ["GPU B"]}), encoding="utf-8")
+    assert training_runs.training_run(experiment, corpus, copy)["devices"] == ["GPU B"]  # passed on as recorded
 
 
 def test_stop_reason_rule():
@@ -289,6 +291,17 @@ def test_header_names_the_machine_commit_and_config_files(made):
     assert data["workflow"]["commit"].split(" ")[0] == head and head in markdown
     assert data["workflow"]["config_files"] == ["config.yaml", "configs/ci.yaml"]
     assert data["generated_utc"].endswith("Z")
+
+
+def test_the_header_names_the_devices_the_trainings_ran_on(made):
+    """The fixture's checkpoints record none; the line counts runs per device, a run that moved
+    counted on each of its devices."""
+    markdown, data = made
+    assert f"- Trainings ran on: not recorded ({len(data['runs'])} runs)" in markdown
+    runs = [{"devices": ["CPU A, 1 thread"]}, {"devices": ["CPU A, 1 thread", "GPU B"]}, {"devices": []},
+            {"devices": ["GPU B", "GPU B"]}]
+    assert summary.training_devices(runs) == "CPU A, 1 thread (2 runs); GPU B (2 runs); not recorded (1 run)"
+    assert summary.training_devices([]) == "no runs"
 
 
 def test_commit_is_unknown_outside_git(tmp_path):

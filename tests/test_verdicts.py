@@ -156,6 +156,7 @@ def test_controls_must_beat_and_beside():
     assert row["verdict"] == "inconclusive"
     assert "must-beat control same_params not beaten" in row["why"] and "must-beat control never_ran not run" in row["why"]
     assert "must-beat control never_ran not run" in row["qualifiers"]
+    assert "must-beat control same_params not beaten" in row["qualifiers"]  # the cell says what decided it
     data = _summary(entries, groups)
     data.update(claims=rows, claims_file="claims.yaml")
     text = "\n".join(verdict_report.claims_markdown(data))
@@ -170,6 +171,7 @@ def test_a_reversed_beside_control_is_said_in_the_reason_without_changing_the_ve
     (row,) = verdicts.claim_rows(_summary(entries, groups), {"sys": claim})
     assert row["verdict"] == "reproduced"
     assert "the beside control bias0 is reversed against the baseline" in row["why"]
+    assert row["qualifiers"][0] == "beside control bias0 reversed"
 
 
 def test_still_improving_against_the_spread_over_seeds():

@@ -135,7 +135,8 @@ class _IncrementalDecoder:
         return self.encoder_out["memory_pad_mask"]
 
     def step(self, last_tokens: Tensor) -> tuple[Tensor, Tensor | None]:
-        """Log-probabilities (N, V) of the next token and, if asked for, attention (N, S)."""
+        """Scores (N, V) of the next token, in the model's output dtype (log-probabilities up to a
+        row's constant: :func:`_best_tokens`), and, if asked for, attention (N, S)."""
         if self.need_attention:
             logits, attention = self.decode(last_tokens, self.encoder_out, self.cache, need_attention=True)
             if attention is None:
@@ -150,8 +151,7 @@ class _IncrementalDecoder:
         else:
             logits, attention = self.decode(last_tokens, self.encoder_out, self.cache)
             attention = None
-        logits = logits[:, -1]
-        return torch.log_softmax(logits, dim=-1, dtype=torch.promote_types(logits.dtype, torch.float32)), attention
+        return logits[:, -1], attention
 
     def reorder(self, index: Tensor) -> None:
         """Continue hypotheses ``index`` (beam reordering within rows: the cache only, and of
@@ -202,6 +202,27 @@ def _constrain_(lprobs: Tensor, step: int, min_len: int, forced: Tensor) -> None
     if any_forced:
         lprobs[forced] = -math.inf
         lprobs[forced, EOS_ID] = forced_eos
+
+
+# Rows whose log-softmax is taken at once (:func:`_best_tokens`): 64 x 8,000 fp32 values are 2 MB.
+ROWS_PER_CHUNK = 64
+
+
+def _best_tokens(logits: Tensor, width: int, step: int, min_len: int, forced: Tensor) -> tuple[Tensor, Tensor]:
+    """The ``width`` best allowed next tokens of every row, best first: log-probabilities (N, width),
+    at least fp32, and ids (N, width); ``width`` 1 takes the first of equal ones, as ``argmax``.
+    The log-softmax (of whole rows) runs over :data:`ROWS_PER_CHUNK` rows at a time: a batch's
+    (N, V) fp32 tensor is tens of MB, which the C allocator maps afresh, page by page, at every
+    step (benchmarks/HISTORY.md, "Decoding: the log-softmax in chunks")."""
+    dtype = torch.promote_types(logits.dtype, torch.float32)
+    values, tokens = [], []
+    for start in range(0, logits.size(0), ROWS_PER_CHUNK):
+        lprobs = torch.log_softmax(logits[start:start + ROWS_PER_CHUNK], dim=-1, dtype=dtype)
+        _constrain_(lprobs, step, min_len, forced[start:start + ROWS_PER_CHUNK])
+        best = lprobs.topk(width, dim=1) if width > 1 else lprobs.max(dim=1, keepdim=True)
+        values.append(best[0])
+        tokens.append(best[1])
+    return (values[0], tokens[0]) if len(values) == 1 else (torch.cat(values), torch.cat(tokens))
 
 
 def _trim_attention(attention: Tensor, memory_pad_mask: Tensor) -> Tensor:
@@ -257,14 +278,21 @@ def _beam_search(model: Seq2SeqModel, batch: Batch, cfg: DecodeConfig, scorer: H
 
     for step in itertools.count(1):
         n = rows.numel()
-        lprobs, attention = decoder.step(tokens[:, -1:])
-        if scores is None:  # first step ran once per row: copy everything to k beams
+        logits, attention = decoder.step(tokens[:, -1:])
+        first = scores is None  # the first step ran once per row
+        forced = max_len < step
+        # A row's 2k best candidates are among the 2k best tokens of each of its hypotheses (a
+        # hypothesis adds one running score to all its tokens), so only those get a running score.
+        width = min(2 * k, logits.size(-1))
+        hyp_lprobs, hyp_tokens = _best_tokens(logits, width, step, cfg.min_len,
+                                              forced if first else forced.repeat_interleave(k))
+        if first:  # copy everything to k beams
             copies = torch.arange(n, device=device).repeat_interleave(k)
             decoder.keep(copies)
-            tokens, lprobs = tokens[copies], lprobs[copies]
+            tokens, hyp_lprobs, hyp_tokens = tokens[copies], hyp_lprobs[copies], hyp_tokens[copies]
             attention = None if attention is None else attention[copies]
-            scores = lprobs.new_zeros(n * k, 0)
-            cumulative = lprobs.new_full((n, k), -math.inf)
+            scores = hyp_lprobs.new_zeros(n * k, 0)
+            cumulative = hyp_lprobs.new_full((n, k), -math.inf)
             cumulative[:, 0] = 0.0
             cumulative = cumulative.view(-1)
             if need_coverage:
@@ -273,12 +301,11 @@ def _beam_search(model: Seq2SeqModel, batch: Batch, cfg: DecodeConfig, scorer: H
                 attention_history = attention.new_zeros(n * k, 0, attention.size(-1))
         if coverage is not None:
             coverage = coverage + attention
-        forced = (max_len < step).repeat_interleave(k)
-        vocab = lprobs.size(-1)
-        _constrain_(lprobs, step, cfg.min_len, forced)
-        candidates = (cumulative.unsqueeze(1) + lprobs).view(n, k * vocab)
+        candidates = (cumulative.unsqueeze(1) + hyp_lprobs).view(n, k * width)
         top_scores, top_index = candidates.topk(2 * k, dim=1)
-        top_beams, top_tokens = top_index // vocab, top_index % vocab
+        top_beams = top_index // width
+        top_tokens = hyp_tokens.view(n, k * width).gather(1, top_index)
+        top_lprobs = hyp_lprobs.view(n, k * width).gather(1, top_index)  # log P of each candidate's last token
         is_eos = top_tokens.eq(EOS_ID)
 
         # Finished candidates: EOS among the first k, scored and kept if they beat the row's worst.
@@ -304,7 +331,7 @@ def _beam_search(model: Seq2SeqModel, batch: Batch, cfg: DecodeConfig, scorer: H
                     Hypothesis(
                         tokens=tokens[parent, 1:].tolist(),
                         score=float(final[i]),
-                        positional_scores=scores[parent].tolist() + [float(lprobs[parent, EOS_ID])],
+                        positional_scores=scores[parent].tolist() + [float(top_lprobs[r[i], c[i]])],
                         attention=attn,
                     ),
                 )
@@ -313,6 +340,7 @@ def _beam_search(model: Seq2SeqModel, batch: Batch, cfg: DecodeConfig, scorer: H
         live = (is_eos.long() * (2 * k) + rank_offsets).topk(k, dim=1, largest=False).indices
         live_scores = top_scores.gather(1, live)
         live_tokens = top_tokens.gather(1, live)
+        live_lprobs = top_lprobs.gather(1, live)
         parents = (torch.arange(n, device=device).unsqueeze(1) * k + top_beams.gather(1, live)).view(-1)
 
         # A row is done at its length limit or by its early-stop rule (module doc).
@@ -334,14 +362,14 @@ def _beam_search(model: Seq2SeqModel, batch: Batch, cfg: DecodeConfig, scorer: H
         if bool(done.any()):
             kept_rows = (~done).nonzero().flatten()
             parents = parents.view(n, k)[kept_rows].view(-1)
-            live_scores, live_tokens = live_scores[kept_rows], live_tokens[kept_rows]
+            live_scores, live_tokens, live_lprobs = live_scores[kept_rows], live_tokens[kept_rows], live_lprobs[kept_rows]
             rows, max_len = rows[kept_rows], max_len[kept_rows]
             finished_count, top_finished = finished_count[kept_rows], top_finished[kept_rows]
             decoder.keep(parents)  # rows leave and beams reorder in one index
         else:
             decoder.reorder(parents)
         tokens = torch.cat([tokens[parents], live_tokens.view(-1, 1)], 1)
-        scores = torch.cat([scores[parents], lprobs[parents, live_tokens.view(-1)].unsqueeze(1)], 1)
+        scores = torch.cat([scores[parents], live_lprobs.view(-1, 1)], 1)
         cumulative = live_scores.view(-1)
         if coverage is not None:
             coverage = coverage[parents]
@@ -396,17 +424,17 @@ def greedy_search(
         attention_history: Tensor | None = None
         results: list[Hypothesis] = [None] * batch.size  # type: ignore[list-item]  # every row ends with EOS
         for step in itertools.count(1):
-            lprobs, attention = decoder.step(tokens[:, -1:])
+            logits, attention = decoder.step(tokens[:, -1:])
+            forced = max_len < step
+            best_lprob, best = _best_tokens(logits, 1, step, min_len, forced)
             if scores is None:
-                scores = lprobs.new_zeros(rows.numel(), 0)
+                scores = best_lprob.new_zeros(rows.numel(), 0)
                 if return_attention:
                     attention_history = attention.new_zeros(rows.numel(), 0, attention.size(-1))
-            forced = max_len < step
-            _constrain_(lprobs, step, min_len, forced)
-            # at the limit EOS even if its log-probability is NaN or -inf (argmax could pick PAD)
-            choice = torch.where(forced, EOS_ID, lprobs.argmax(-1))
+            # at the limit EOS even if its log-probability is NaN or -inf (the best could be PAD)
+            choice = torch.where(forced, EOS_ID, best[:, 0])
             tokens = torch.cat([tokens, choice.unsqueeze(1)], 1)
-            scores = torch.cat([scores, lprobs.gather(1, choice.unsqueeze(1))], 1)
+            scores = torch.cat([scores, best_lprob], 1)
             if attention_history is not None:
                 attention_history = torch.cat([attention_history, attention.unsqueeze(1)], 1)
             ended = choice.eq(EOS_ID)

@@ -169,6 +169,42 @@ def test_batched_search_equals_each_row_alone():
         assert greedy_together[row].tokens == greedy_search(model, make_batch([SOURCES[row]]))[0].tokens
 
 
+def test_the_log_softmax_in_chunks_of_rows_finds_what_one_chunk_finds(monkeypatch):
+    """Chunks of 2 rows (a batch's rows and beams split across chunks, with rows at their length
+    limit and EOS blocked at the first step) against one chunk for the whole batch."""
+    from nmtmodels.decoding import search
+
+    model, batch = ToyModel(seed=3), make_batch(SOURCES)
+    cfg = DecodeConfig(beam=3, nbest=2, length_penalty=0.8, min_len=2, max_len_a=0.5, max_len_b=1)
+    found = {}
+    for rows in (2, 10**6):
+        monkeypatch.setattr(search, "ROWS_PER_CHUNK", rows)
+        beams = [[(h.tokens, h.score, h.positional_scores) for h in row] for row in beam_search(model, batch, cfg)]
+        greedy = [(h.tokens, h.positional_scores) for h in greedy_search(model, batch, 0.5, 1, min_len=2)]
+        found[rows] = beams, greedy
+    assert found[2] == found[10**6]
+    limits = [int(0.5 * len(source) + 1) for source in SOURCES]  # 3, 2, 4 tokens
+    assert any(len(h[0]) == limit for row, limit in zip(found[2][0], limits) for h in row)  # ended by the limit
+
+
+def test_best_tokens_are_the_restricted_log_softmax_of_whole_rows(monkeypatch):
+    from nmtmodels.decoding import search
+
+    monkeypatch.setattr(search, "ROWS_PER_CHUNK", 3)
+    logits = torch.randn(7, VOCAB, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+    forced = torch.tensor([False, True, False, False, False, True, False])
+    values, tokens = search._best_tokens(logits.clone(), 4, 1, 1, forced)
+    expected = logits.log_softmax(-1)  # by hand: whole rows, then the restrictions of step 1 with min_len 1
+    expected[:, [PAD_ID, BOS_ID, EOS_ID]] = -math.inf
+    expected[forced] = -math.inf
+    expected[forced, EOS_ID] = logits.log_softmax(-1)[forced, EOS_ID]
+    top = expected.topk(4, dim=1)
+    torch.testing.assert_close(values, top.values, rtol=0, atol=0)
+    assert torch.equal(tokens[~forced], top.indices[~forced]) and tokens[forced, 0].eq(EOS_ID).all()
+    best, best_token = search._best_tokens(logits.clone(), 1, 1, 1, forced)
+    assert torch.equal(best_token[:, 0][~forced], expected.argmax(-1)[~forced])
+
+
 @pytest.mark.parametrize("seed", [0, 4, 5])
 def test_greedy_equals_beam_one(seed):
     model = ToyModel(seed=seed)

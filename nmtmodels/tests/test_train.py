@@ -264,6 +264,28 @@ def test_resume_after_stop_is_bit_exact(corpus, tmp_path):
     assert int(rows[-1]["target_tokens"]) == straight.seen_target_tokens() == expected
 
 
+def test_checkpoints_record_the_devices_a_run_trained_on(corpus, tmp_path, monkeypatch):
+    """The CPU's model and torch's threads (as /proc/cpuinfo and torch say), and a new entry only
+    where a resumed run goes on elsewhere."""
+    from nmtmodels import devices
+    from nmtmodels.training import trainer as trainer_module
+
+    model_name = next(line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo", encoding="utf-8")
+                      if line.startswith("model name")) if os.path.exists("/proc/cpuinfo") else devices.cpu_model()
+    assert make_trainer(corpus, tmp_path / "run", max_updates=2).train().update == 2
+    here = f"CPU {model_name}, {torch.get_num_threads()} thread{'' if torch.get_num_threads() == 1 else 's'}"
+
+    def recorded():
+        return load_checkpoint(tmp_path / "run" / "checkpoint_last.pt")["trainer"]["devices"]
+
+    assert recorded() == [here]
+    assert make_trainer(corpus, tmp_path / "run", max_updates=3).train().update == 3
+    assert recorded() == [here]  # resumed on the same device: no new entry
+    monkeypatch.setattr(trainer_module, "device_name", lambda device, processes: f"{processes} x GPU elsewhere")
+    assert make_trainer(corpus, tmp_path / "run", max_updates=4).train().update == 4
+    assert recorded() == [here, "1 x GPU elsewhere"]
+
+
 def test_resume_restores_outputs_a_scheduler_deleted(corpus, tmp_path):
     """Snakemake deletes a failed job's declared outputs (checkpoint_best.pt, metrics.csv);
     the resumed run must end with both, the best being the best validated model."""

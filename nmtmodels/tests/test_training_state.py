@@ -42,7 +42,8 @@ def some_progress() -> TrainingProgress:
     return TrainingProgress(update=7, elapsed=12.5, target_tokens=431, best=1.25, bad_validations=2, nonfinite_run=1,
                             nonfinite_total=3, kept=[{"update": 4, "metric": 1.25}, {"update": 6, "metric": None}],
                             last_metrics={"valid_loss": 1.5, "valid_nll": 1.375},
-                            metrics_history=[{"update": 6, "loss": 2.0}, {"update": 6, "valid_loss": 1.5}])
+                            metrics_history=[{"update": 6, "loss": 2.0}, {"update": 6, "valid_loss": 1.5}],
+                            devices=["CPU A, 1 thread", "GPU B"])
 
 
 # ---------------------------------------------------------------------- serialisation
@@ -61,6 +62,8 @@ def test_progress_round_trips_through_its_dict_and_a_checkpoint_file(tmp_path):
 def test_progress_reads_the_dicts_written_before_it_had_a_version():
     unversioned = {k: v for k, v in some_progress().to_dict().items() if k not in ("progress_version", "last_metrics")}
     assert TrainingProgress.from_dict(unversioned) == dataclasses.replace(some_progress(), last_metrics={})
+    undeviced = {k: v for k, v in some_progress().to_dict().items() if k != "devices"}  # before devices were recorded
+    assert TrainingProgress.from_dict(undeviced) == dataclasses.replace(some_progress(), devices=[])
     oldest = {"update": 5, "elapsed": 3.0, "best": None, "bad_validations": 0, "kept": []}  # before the token count
     assert TrainingProgress.from_dict(oldest) == TrainingProgress(update=5, elapsed=3.0)
 

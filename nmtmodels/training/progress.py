@@ -33,7 +33,9 @@ class TrainingProgress:
     ``kept``: the numbered checkpoints on disk, ``{"update", "metric"}`` (the validated value,
     or None). ``last_metrics``: the latest validation's metrics. ``metrics_history``: every
     ``metrics.csv`` row so far, so that a resumed run rewrites the file whole (a scheduler
-    may delete a failed job's outputs)."""
+    may delete a failed job's outputs). ``devices``: what the run trained on
+    (:func:`nmtmodels.devices.device_name`), in order, a new entry where a resumed run went on
+    elsewhere (empty in checkpoints written before devices were recorded)."""
 
     update: int = 0
     elapsed: float = 0.0
@@ -45,6 +47,12 @@ class TrainingProgress:
     kept: list[dict[str, Any]] = field(default_factory=list)
     last_metrics: dict[str, float] = field(default_factory=dict)
     metrics_history: list[dict[str, Any]] = field(default_factory=list)
+    devices: list[str] = field(default_factory=list)
+
+    def record_device(self, name: str) -> None:
+        """Note that the run (re)starts on ``name``, unless it was already training there."""
+        if not self.devices or self.devices[-1] != name:
+            self.devices.append(name)
 
     def to_dict(self) -> dict[str, Any]:
         """Plain containers and numbers (``torch.load(weights_only=True)`` reads them back),
@@ -61,6 +69,7 @@ class TrainingProgress:
             "kept": [dict(entry) for entry in self.kept],
             "last_metrics": dict(self.last_metrics),
             "metrics_history": [dict(row) for row in self.metrics_history],
+            "devices": list(self.devices),
         }
 
     @classmethod
@@ -82,4 +91,5 @@ class TrainingProgress:
             kept=[dict(entry) for entry in data["kept"]],
             last_metrics=dict(data.get("last_metrics") or {}),
             metrics_history=[dict(row) for row in data.get("metrics_history", [])],
+            devices=[str(name) for name in data.get("devices", [])],
         )

@@ -26,7 +26,7 @@ from nmtmodels.checkpoint import save_checkpoint
 from nmtmodels.compiling import begin_step, compile_module
 from nmtmodels.config import ConfigError, plain_dict
 from nmtmodels.data import Batch, ParallelDataset, pad_to_buckets
-from nmtmodels.devices import resolve_device
+from nmtmodels.devices import device_name, resolve_device
 from nmtmodels.files import atomic_write_text
 from nmtmodels.models.base import Seq2SeqModel
 from nmtmodels.modules.attention import avoid_per_shape_attention_kernels
@@ -185,6 +185,7 @@ class Trainer:
                                             restart_on_change=self.restart_on_change, log=self.log)
                 if resumed is not None:
                     self.progress, self.saved_at = resumed, resumed.update
+            self.progress.record_device(device_name(self.device, self.dist.world_size))  # the checkpoints record it
             if self.dist.is_main:  # only once the run is known to start or to resume
                 resolved = {"model": self.run.model_config, "train": plain_dict(self.cfg),
                             "decode": self.run.decode_config}

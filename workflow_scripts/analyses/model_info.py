@@ -6,7 +6,8 @@
 * ``train_tokens_per_s``: median over the logged training intervals of ``metrics.csv``
   (target tokens per second, validation time excluded; the median ignores the slow first
   interval); ``null`` when no interval was logged (fewer updates than ``log_interval``).
-* ``updates``: the checkpoint's update count; ``family``: the model family.
+* ``updates``: the checkpoint's update count; ``family``: the model family; ``precision`` and
+  ``devices``: what its steps computed in and on (``TrainingProgress.devices``).
 
     python -m workflow_scripts.analyses.model_info --checkpoint checkpoint_best.pt --metrics metrics.csv --output model_info.json
 """
@@ -58,6 +59,8 @@ def model_info(checkpoint: str | Path, metrics_csv: str | Path) -> dict[str, Any
         "family": state["model_config"].get("family"),
         "updates": state.get("update"),
         "precision": state.get("precision"),  # what the steps computed in (None: written before it was recorded)
+        # what the run trained on, one entry per device it (re)started on (None: not recorded, or an averaged checkpoint)
+        "devices": (state.get("trainer") or {}).get("devices") or None,
         "train_tokens_per_s": training_speed(metrics_csv),
     }
 

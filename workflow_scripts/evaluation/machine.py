@@ -10,15 +10,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-
-def _cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace").splitlines():
-            if line.lower().startswith(("model name", "hardware", "cpu model")):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine() or "unknown"
+from nmtmodels.devices import cpu_model
 
 
 def _memory_gib() -> float | None:
@@ -48,7 +40,7 @@ def machine_facts() -> dict[str, Any]:
         torch_version, gpus = "not installed", []
     return {
         "platform": platform.platform(),
-        "cpu": _cpu_model(),
+        "cpu": cpu_model(),
         "logical_cores": os.cpu_count(),
         "memory_gib": _memory_gib(),
         "gpus": gpus or ["none"],

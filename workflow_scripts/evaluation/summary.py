@@ -3,8 +3,9 @@ score with its sacreBLEU signature and significance marker, and whether compared
 had the same budget, as Markdown (``summary.md``, readable on GitHub) and JSON
 (``summary.json``, the same facts).  Nothing in it is typed by hand.
 
-* Header: when it was made (UTC); the machine and the workflow's git commit
-  (:mod:`.machine`, ``git`` in ``--workflow-dir``) and the config files.
+* Header: when it was made (UTC); the machine that made it and the workflow's git commit
+  (:mod:`.machine`, ``git`` in ``--workflow-dir``), the config files, and the devices the
+  trainings ran on, from their checkpoints (:func:`training_devices`).
 * Training runs (``--metadata``: :func:`workflow_scripts.dag.evaluation.report_metadata`):
   each run's budget, updates, time, stop reason, size, speed and best dev loss
   (:func:`.training_runs.training_run`).
@@ -243,11 +244,24 @@ def _oov_cell(oov: dict[str, dict[str, Any]]) -> str:
                      else f"{test}: no tokens ({r['unit']})" for test, r in oov.items())
 
 
+def training_devices(runs: list[dict[str, Any]]) -> str:
+    """Every device the runs trained on (their checkpoints' records), with how many runs trained
+    there, most first; runs that trained on several are counted on each, runs without a record
+    as "not recorded"."""
+    counts: dict[str, int] = {}
+    for run in runs:
+        for name in dict.fromkeys(run.get("devices") or ["not recorded"]):
+            counts[name] = counts.get(name, 0) + 1
+    ranked = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
+    return "; ".join(f"{name} ({n} run{'' if n == 1 else 's'})" for name, n in ranked) or "no runs"
+
+
 def to_markdown(summary: dict[str, Any]) -> str:
     m, w = summary["machine"], summary["workflow"]
     lines = ["# Results summary", "",
              f"Made {summary['generated_utc']} by `python -m workflow_scripts.evaluation.summary`; no number here is typed by hand.",
              "", "## Machine and workflow", "",
+             "The machine that made this summary (the trainings' own devices: the last line):", "",
              f"- Platform: {m['platform']}",
              f"- CPU: {m['cpu']}, {m['logical_cores']} logical cores",
              f"- Memory: {m['memory_gib']} GiB" if m["memory_gib"] is not None else "- Memory: unknown",
@@ -255,6 +269,7 @@ def to_markdown(summary: dict[str, Any]) -> str:
              f"- Python {m['python']}, torch {m['torch']}, sacrebleu {m['sacrebleu']}, snakemake {m['snakemake']}",
              f"- Workflow commit: `{w['commit']}`",
              "- Config files: " + (", ".join(f"`{c}`" for c in w["config_files"]) or "none given"),
+             f"- Trainings ran on: {training_devices(summary['runs'])}",
              "", "## Training runs", "",
              "Budget from each run's experiment.yaml (0: no limit); updates and time from the last row of "
              "train/metrics.csv, with the target tokens of all its updates (the budget two runs compare by); "

@@ -106,6 +106,7 @@ def training_run(experiment: str, corpus: str, root: str | Path = ".", system: s
         "family": (settings.get("model") or {}).get("family") or info.get("family"),
         "budget": budget, "updates": updates, "elapsed_s": elapsed, "target_tokens": target_tokens,
         "stop_reason": stop_reason(updates, elapsed, budget), "precision": info.get("precision") or precision(settings["train"]),
+        "devices": info.get("devices") or [],
         "parameters": info.get("parameters"), "train_tokens_per_s": info.get("train_tokens_per_s"),
         "best_dev_loss": dev_loss[1] if dev_loss else None,
         "best_dev_loss_update": int(dev_loss[0]) if dev_loss else None,

@@ -48,7 +48,8 @@ test; the papers' claims and your own alike) is one family: their stratified AR 
    excludes the paper's difference.
 
 Beside the class, :func:`qualifiers` names what a reader must know: a must-beat control not run,
-still improving at the end of the budget, a length-driven gain, a budget-confounded pair.
+not comparable or not beaten, a beside control reversed against the baseline, still improving
+at the end of the budget, a length-driven gain, a budget-confounded pair.
 """
 from __future__ import annotations
 
@@ -464,7 +465,9 @@ def control_blockers(controls: list[dict[str, Any]]) -> tuple[str, ...]:
 
 def qualifiers(row: dict[str, Any]) -> list[str]:
     """What a reader must know beside the verdict (module docstring), in order of weight."""
-    found = [b for b in control_blockers(row["controls"]) if not b.endswith("not beaten")]
+    found = list(control_blockers(row["controls"]))
+    found += [f"beside control {c['experiment']} reversed" for c in row["controls"]
+              if c["role"] == "beside" and c["run"] and c.get("verdict") == "reversed"]
     if row["verdict"] == "inconclusive":
         found.append(inconclusive_kind(row))
     if any(row[f"{side}_training"].get("improving_still") for side in ("system", "baseline")):
