@@ -175,15 +175,16 @@ def decode_ours(model, src_vocab, tgt_vocab, source: Path, decode: dict[str, Any
 
 def measure_ours(setup: Setup, work: Path, options: OursOptions = OursOptions(),
                  ) -> tuple[TrainSpeed | PeerError, dict[str, DecodeSpeed | PeerError], int]:
-    """Train with nmtmodels' Trainer, then decode with its beam search once per early-stop
-    rule in ``OUR_DECODE_RULES``; returns the speeds (or the error) and the vocabulary size.
+    """Train with nmtmodels' Trainer, then decode its last checkpoint with our beam search once per
+    early-stop rule in ``OUR_DECODE_RULES``, each in a fresh process (:data:`OURS_DECODE`), as
+    every peer decodes; returns the speeds (or the error) and the vocabulary size.
     ``options.amp="bf16"`` trains and decodes under bf16 autocast (on CUDA or a CPU with native
     bf16, as ``train.amp``)."""
     from nmtmodels.vocab import Vocabulary
 
     out = work / "ours"
     try:
-        speed, trainer, vocab = train_ours(setup, work, options)
+        speed, _, vocab = train_ours(setup, work, options)
     except SystemExit:
         raise
     except Exception as exc:  # noqa: BLE001 - shown in the table like a peer's failure
@@ -192,10 +193,12 @@ def measure_ours(setup: Setup, work: Path, options: OursOptions = OursOptions(),
     decodes: dict[str, DecodeSpeed | PeerError] = {}
     for rule in OUR_DECODE_RULES:
         try:
-            decodes[rule], _ = decode_ours(trainer.model, vocab, vocab, setup.test_src,
-                                           {"beam": setup.beam, "early_stop": rule, **options.decode_settings()},
-                                           max_tokens=setup.decode_batch_tokens, device=setup.device, amp=options.amp,
-                                           output=out / f"test.{rule}.hyp")
+            decode = {"beam": setup.beam, "early_stop": rule, **options.decode_settings()}
+            timing = out / f"timing.{rule}.json"
+            run_logged([sys.executable, "-c", OURS_DECODE, out / "train" / "checkpoint_last.pt", setup.test_src,
+                        out / f"test.{rule}.hyp", json.dumps(decode), setup.decode_batch_tokens, setup.threads,
+                        setup.device, options.amp], out / "decode.log", child_env(setup), cwd=ROOT, stdout=timing)
+            decodes[rule] = DecodeSpeed(**json.loads(timing.read_text(encoding="utf-8")))
         except SystemExit:
             raise
         except Exception as exc:  # noqa: BLE001
@@ -227,6 +230,23 @@ def ours_train_speed(setup: Setup, metrics_csv: Path, counts: list[tuple[int, in
     return TrainSpeed(tgt, src, src + rows_seen / seconds, sum(t for t, _, _ in intervals) / updates, updates,
                       "Trainer metrics.csv tokens_per_s + collated batch sizes")
 
+
+# Our search in a fresh process, as every peer decodes (onmt_translate, CTranslate2): in the
+# benchmark's own process, after its training, the same search on the same weights ran slower
+# (benchmarks/HISTORY.md, "Decoding: the log-softmax in chunks").
+OURS_DECODE = """
+import dataclasses, json, sys
+from pathlib import Path
+import torch
+from benchmarks._ours import decode_ours
+from nmtmodels.checkpoint import load_model_from_checkpoint
+checkpoint, source, output, decode, max_tokens, threads, device, amp = sys.argv[1:9]
+torch.set_num_threads(int(threads))
+model, src_vocab, tgt_vocab, _ = load_model_from_checkpoint(checkpoint, torch.device(device))
+speed, _ = decode_ours(model, src_vocab, tgt_vocab, Path(source), json.loads(decode), max_tokens=int(max_tokens),
+                       device=device, amp=amp, output=Path(output))
+print(json.dumps(dataclasses.asdict(speed)))
+"""
 
 CT2_FIXED_LIMIT = 250  # one max_decoding_length for every sentence: the CTranslate2 peer row's, ours before issue 33
 # Decodes in a fresh process, as the CTranslate2 peer does: in the benchmark's own process, after
