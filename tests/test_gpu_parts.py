@@ -237,10 +237,13 @@ def test_every_claim_names_a_system_of_gpu_yaml_with_its_papers_metric():
 
 
 def test_the_gpu_controls_are_the_controls_config_at_the_gpu_size():
-    """configs/gpu.yaml's controls are configs/controls.yaml's definitions with the preset of
-    the systems they control, and each runs in the part of its claim's system."""
+    """configs/gpu.yaml's controls are the CPU's definitions (the Graph claim's in config.yaml,
+    ESC's in configs/controls.yaml) with the preset of the systems they control, and each runs
+    in the part of its claim's system."""
     whole = merged(gpu_parts.BASE_CONFIG)
     defined = yaml.safe_load((ROOT / "configs/controls.yaml").read_text(encoding="utf-8"))
+    default = yaml.safe_load((ROOT / "config.yaml").read_text(encoding="utf-8"))["experiments"]
+    defined["experiments"] = {**default, **defined["experiments"]}
     active = {part: set(merged(*gpu_parts.part_configfiles(part))["active_experiments"]) for part in gpu_parts.PARTS}
     for system, claim in claim_files.read_claims().items():
         for control in claim["controls"]:
