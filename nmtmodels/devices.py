@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import platform
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from nmtmodels.config import ConfigError
@@ -95,9 +97,6 @@ def set_threads(threads: int | None) -> None:
 
 def cpu_model() -> str:
     """The CPU's model name (``/proc/cpuinfo``; elsewhere what :mod:`platform` knows, else "unknown")."""
-    import platform
-    from pathlib import Path
-
     try:
         for line in Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace").splitlines():
             if line.lower().startswith(("model name", "hardware", "cpu model")):
@@ -111,7 +110,7 @@ def device_name(device: str | torch.device, processes: int = 1) -> str:
     """What a run computes on, in words, for the records of a training: ``GPU NVIDIA H200`` or
     ``CPU Intel(R) Xeon(R) ..., 2 threads`` (torch's intra-op threads of this process), with
     ``N x`` in front when ``processes`` > 1 (one per GPU under torchrun)."""
-    import torch  # lazy, as resolve_device
+    import torch  # lazy: nmt-translate --help imports this module, and must not import torch
 
     device = torch.device(device)
     if device.type == "cuda":

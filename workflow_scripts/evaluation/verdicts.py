@@ -47,9 +47,8 @@ test; the papers' claims and your own alike) is one family: their stratified AR 
    paper's difference, **no effect detected at adequate power** when it is not and the interval
    excludes the paper's difference.
 
-Beside the class, :func:`qualifiers` names what a reader must know: a must-beat control not run,
-not comparable or not beaten, a beside control reversed against the baseline, still improving
-at the end of the budget, a length-driven gain, a budget-confounded pair.
+Beside the class, :func:`qualifiers` names what a reader must know: a must-beat control not run, not
+comparable or not beaten, a beside control reversed, still improving, a length-driven gain, a budget-confounded pair.
 """
 from __future__ import annotations
 
@@ -465,9 +464,8 @@ def control_blockers(controls: list[dict[str, Any]]) -> tuple[str, ...]:
 
 def qualifiers(row: dict[str, Any]) -> list[str]:
     """What a reader must know beside the verdict (module docstring), in order of weight."""
-    found = list(control_blockers(row["controls"]))
-    found += [f"beside control {c['experiment']} reversed" for c in row["controls"]
-              if c["role"] == "beside" and c["run"] and c.get("verdict") == "reversed"]
+    reversed_beside = [c["experiment"] for c in row["controls"] if c["role"] == "beside" and c["run"] and c["verdict"] == "reversed"]
+    found = [*control_blockers(row["controls"]), *(f"beside control {name} reversed" for name in reversed_beside)]
     if row["verdict"] == "inconclusive":
         found.append(inconclusive_kind(row))
     if any(row[f"{side}_training"].get("improving_still") for side in ("system", "baseline")):
@@ -509,12 +507,11 @@ def decide(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
                                                                  row["metric"])
         row["verdict"], row["why"] = _decide_one(Convention(row["level"], row["paper_test"]), row, row["metric"],
                                                  controls=control_blockers(row["controls"]))
-        reversed_beside = [c["experiment"] for c in row["controls"]
-                           if c["role"] == "beside" and c["run"] and c["verdict"] == "reversed"]
+        row["qualifiers"] = qualifiers(row)
+        reversed_beside = [q.split()[2] for q in row["qualifiers"] if q.startswith("beside control ")]
         if reversed_beside:  # shown, not folded into the verdict: the claim's own comparison stands
             row["why"] += (f"; the beside control {', '.join(reversed_beside)} is reversed against the baseline, so the "
                            "result rests on what that control changes")
-        row["qualifiers"] = qualifiers(row)
     return rows
 
 
