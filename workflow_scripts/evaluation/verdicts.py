@@ -450,9 +450,7 @@ def beaten(control: dict[str, Any]) -> bool:
 def control_blockers(controls: list[dict[str, Any]]) -> tuple[str, ...]:
     """Why the must-beat controls do not count as beaten, one phrase each (fail closed)."""
     found = []
-    for c in controls:
-        if c["role"] != "must_beat":
-            continue
+    for c in (c for c in controls if c["role"] == "must_beat"):
         if not c["run"]:
             found.append(f"must-beat control {c['experiment']} not run")
         elif c["verdict"] in ("not comparable", "not measurable at this budget"):
@@ -462,10 +460,14 @@ def control_blockers(controls: list[dict[str, Any]]) -> tuple[str, ...]:
     return tuple(found)
 
 
+def reversed_beside(controls: list[dict[str, Any]]) -> list[str]:
+    """The beside controls reversed against the baseline: said, never folded into the verdict."""
+    return [c["experiment"] for c in controls if c["role"] == "beside" and c["run"] and c["verdict"] == "reversed"]
+
+
 def qualifiers(row: dict[str, Any]) -> list[str]:
     """What a reader must know beside the verdict (module docstring), in order of weight."""
-    reversed_beside = [c["experiment"] for c in row["controls"] if c["role"] == "beside" and c["run"] and c["verdict"] == "reversed"]
-    found = [*control_blockers(row["controls"]), *(f"beside control {name} reversed" for name in reversed_beside)]
+    found = [*control_blockers(row["controls"]), *(f"beside control {name} reversed" for name in reversed_beside(row["controls"]))]
     if row["verdict"] == "inconclusive":
         found.append(inconclusive_kind(row))
     if any(row[f"{side}_training"].get("improving_still") for side in ("system", "baseline")):
@@ -508,10 +510,8 @@ def decide(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         row["verdict"], row["why"] = _decide_one(Convention(row["level"], row["paper_test"]), row, row["metric"],
                                                  controls=control_blockers(row["controls"]))
         row["qualifiers"] = qualifiers(row)
-        reversed_beside = [q.split()[2] for q in row["qualifiers"] if q.startswith("beside control ")]
-        if reversed_beside:  # shown, not folded into the verdict: the claim's own comparison stands
-            row["why"] += (f"; the beside control {', '.join(reversed_beside)} is reversed against the baseline, so the "
-                           "result rests on what that control changes")
+        if names := ", ".join(reversed_beside(row["controls"])):  # the claim's own comparison stands
+            row["why"] += f"; the beside control {names} is reversed against the baseline, so the result rests on what that control changes"
     return rows
 
 
