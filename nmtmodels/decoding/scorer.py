@@ -2,7 +2,7 @@
 a search returns, and :class:`HypothesisScorer`, which ranks finished hypotheses by
 ``log P / lp(|Y|) + sum(terms)`` (ESC eq. 1) with the GNMT length penalty (ESC eq. 2), the
 coverage penalty (ESC eq. 3) as a term, and the length limits ``floor(a * |x| + b)`` and
-``floor(gamma * |S|)``.  The conventions (what ``|Y|`` counts, when rows stop) are in
+``floor(gamma * |S|)``; :class:`FinishedHypotheses` keeps each row's best.  The conventions (what ``|Y|`` counts, when rows stop) are in
 :mod:`nmtmodels.decoding.search`.
 """
 from __future__ import annotations
@@ -188,3 +188,21 @@ class HypothesisScorer:
         """Upper bound on the score of any completion of live hypotheses with ``log_probs`` (<= 0)."""
         scores = log_probs if self.length_penalty is None else log_probs / self.length_penalty(max_lengths.to(log_probs.dtype))
         return scores + sum(term.upper_bound for term in self.terms)
+
+
+class FinishedHypotheses:
+    """The ``nbest`` best finished hypotheses of every row of a beam search, best first."""
+
+    def __init__(self, rows: int, nbest: int, device: torch.device):
+        self.nbest = nbest
+        self.lists: list[list[Hypothesis]] = [[] for _ in range(rows)]
+        # Score a new hypothesis must beat: the nbest-th best, -inf while fewer are known.
+        self.worst = torch.full((rows,), -math.inf, dtype=torch.float64, device=device)
+
+    def add(self, row: int, hypothesis: Hypothesis) -> None:
+        kept = self.lists[row]
+        kept.append(hypothesis)
+        kept.sort(key=lambda h: -h.score)  # stable: earlier (shorter) first on ties
+        del kept[self.nbest :]
+        if len(kept) == self.nbest:
+            self.worst[row] = kept[-1].score

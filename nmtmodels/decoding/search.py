@@ -75,6 +75,7 @@ from nmtmodels.compiling import compile_module
 from nmtmodels.data import Batch, ParallelDataset
 from nmtmodels.decoding.scorer import (
     DecodeConfig,
+    FinishedHypotheses,
     Hypothesis,
     HypothesisScorer,
     LengthLimit,
@@ -87,19 +88,26 @@ from nmtmodels.sampler import BucketBatchSampler
 from nmtmodels.symbols import BOS_ID, EOS_ID, PAD_ID
 
 
-def reorder_state(state: State, index: Tensor, *, within_sentences: bool = False) -> State:
+def reorder_state(state: State, index: Tensor, *, within_sentences: bool = False,
+                  sentences: tuple[int, Tensor] | None = None) -> State:
     """Select rows ``index`` (dim 0) of every tensor in a (nested) state dict, in place.
 
     ``within_sentences``: ``index`` keeps every sentence's hypotheses in the rows of that
     sentence (beam reordering, no sentence leaves), so dicts marked ``STATIC_CACHE`` stay.
+    ``sentences`` = (sentences before, the sentence of each of ``index``'s hypotheses, once per
+    sentence): a ``STATIC_CACHE`` dict with one row per sentence takes these rows instead (beam
+    search keeps a sentence's memory once for its hypotheses: :mod:`nmtmodels.modules.attention`).
     """
-    if within_sentences and state.get(STATIC_CACHE):
-        return state
+    if state.get(STATIC_CACHE):
+        if within_sentences:
+            return state
+        rows = next(v.size(0) for v in state.values() if isinstance(v, Tensor))
+        index = sentences[1] if sentences is not None and rows == sentences[0] else index
     for key, value in state.items():
         if isinstance(value, Tensor):
             state[key] = value.index_select(0, index.to(value.device))
         elif isinstance(value, dict):
-            reorder_state(value, index, within_sentences=within_sentences)
+            reorder_state(value, index, within_sentences=within_sentences, sentences=sentences)
         elif isinstance(value, (tuple, list)) and value and all(isinstance(v, Tensor) for v in value):
             state[key] = type(value)(v.index_select(0, index.to(v.device)) for v in value)
     return state
@@ -129,6 +137,7 @@ class _IncrementalDecoder:
         if "memory_pad_mask" not in self.encoder_out:
             raise KeyError(f"{type(model).__name__}.encode must return 'memory_pad_mask'")
         self.cache: State = {}
+        self.sentences = batch.size
 
     @property
     def memory_pad_mask(self) -> Tensor:
@@ -158,10 +167,13 @@ class _IncrementalDecoder:
         it not the parts computed from the source alone)."""
         reorder_state(self.cache, index, within_sentences=True)
 
-    def keep(self, index: Tensor) -> None:
-        """Continue hypotheses ``index`` while finished rows leave (encoder output shrinks too)."""
+    def keep(self, index: Tensor, sentences: Tensor | None = None) -> None:
+        """Continue hypotheses ``index`` as rows leave or are copied to beams (encoder output too);
+        ``sentences``: each continued sentence's row, once (None: one hypothesis each, ``index``)."""
+        sentences = index if sentences is None else sentences
         reorder_state(self.encoder_out, index)
-        reorder_state(self.cache, index)
+        reorder_state(self.cache, index, sentences=(self.sentences, sentences))
+        self.sentences = sentences.numel()  # rows of the per-sentence static caches
 
 
 _COMPILED_DECODE: dict[tuple[type, str], Callable[..., Any]] = {}
@@ -232,24 +244,6 @@ def _trim_attention(attention: Tensor, memory_pad_mask: Tensor) -> Tensor:
 # --- beam search -----------------------------------------------------------------------
 
 
-class _Finished:
-    """The ``nbest`` best finished hypotheses of every row, best first."""
-
-    def __init__(self, rows: int, nbest: int, device: torch.device):
-        self.nbest = nbest
-        self.lists: list[list[Hypothesis]] = [[] for _ in range(rows)]
-        # Score a new hypothesis must beat: the nbest-th best, -inf while fewer are known.
-        self.worst = torch.full((rows,), -math.inf, dtype=torch.float64, device=device)
-
-    def add(self, row: int, hypothesis: Hypothesis) -> None:
-        kept = self.lists[row]
-        kept.append(hypothesis)
-        kept.sort(key=lambda h: -h.score)  # stable: earlier (shorter) first on ties
-        del kept[self.nbest :]
-        if len(kept) == self.nbest:
-            self.worst[row] = kept[-1].score
-
-
 @torch.no_grad()
 def beam_search(
     model: Seq2SeqModel, batch: Batch, cfg: DecodeConfig | None = None, scorer: HypothesisScorer | None = None
@@ -271,7 +265,7 @@ def _beam_search(model: Seq2SeqModel, batch: Batch, cfg: DecodeConfig, scorer: H
     tokens = torch.full((batch.size, 1), BOS_ID, dtype=torch.long, device=device)
     scores = None  # (N, t-1) positional scores of the live hypotheses
     coverage = attention_history = None
-    finished = _Finished(batch.size, cfg.nbest, device)
+    finished = FinishedHypotheses(batch.size, cfg.nbest, device)
     finished_count = torch.zeros(batch.size, dtype=torch.long, device=device)  # per active row, "beam" rule
     top_finished = torch.zeros(batch.size, dtype=torch.bool, device=device)  # per active row, "top" rule
     rank_offsets = torch.arange(2 * k, device=device)
@@ -288,7 +282,7 @@ def _beam_search(model: Seq2SeqModel, batch: Batch, cfg: DecodeConfig, scorer: H
                                               forced if first else forced.repeat_interleave(k))
         if first:  # copy everything to k beams
             copies = torch.arange(n, device=device).repeat_interleave(k)
-            decoder.keep(copies)
+            decoder.keep(copies, sentences=torch.arange(n, device=device))
             tokens, hyp_lprobs, hyp_tokens = tokens[copies], hyp_lprobs[copies], hyp_tokens[copies]
             attention = None if attention is None else attention[copies]
             scores = hyp_lprobs.new_zeros(n * k, 0)
@@ -365,7 +359,7 @@ def _beam_search(model: Seq2SeqModel, batch: Batch, cfg: DecodeConfig, scorer: H
             live_scores, live_tokens, live_lprobs = live_scores[kept_rows], live_tokens[kept_rows], live_lprobs[kept_rows]
             rows, max_len = rows[kept_rows], max_len[kept_rows]
             finished_count, top_finished = finished_count[kept_rows], top_finished[kept_rows]
-            decoder.keep(parents)  # rows leave and beams reorder in one index
+            decoder.keep(parents, sentences=kept_rows)  # rows leave and beams reorder in one index
         else:
             decoder.reorder(parents)
         tokens = torch.cat([tokens[parents], live_tokens.view(-1, 1)], 1)

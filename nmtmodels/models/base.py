@@ -40,7 +40,8 @@ every tensor in it is batch-first too, so :func:`nmtmodels.decoding.search.reord
 family's encoder output and cache for beam search without family-specific code
 (non-tensor values, e.g. a step counter, are left as they are).  A cache dict marked
 :data:`~nmtmodels.modules.attention.STATIC_CACHE` depends on the source sentence only and is
-not reordered when beams move within their sentences.
+not reordered when beams move within their sentences, and beam search keeps it once per
+sentence for all the sentence's hypotheses (:func:`~nmtmodels.decoding.search.reorder_state`).
 """
 from __future__ import annotations
 

@@ -30,6 +30,10 @@ Incremental decoding keeps a per-module ``cache`` dict: self-attention appends t
 keys/values (``cache["k"]``/``cache["v"]``, (B, h, T, d_head)); static (memory)
 attention (``static_kv=True``) projects the memory once and reuses it, and marks its cache
 with ``STATIC_CACHE`` so that beam search need not reorder it between beams of one sentence.
+Beam search keeps that cache once per sentence: when the queries have ``g`` times as many rows as
+the cached keys, rows ``i*g .. i*g+g-1`` (sentence i's hypotheses) attend to key row i as one
+group of ``g`` queries, one matrix product per sentence instead of ``g`` matrix-vector ones
+(benchmarks/HISTORY.md, "Decoding: one memory per sentence").
 """
 from __future__ import annotations
 
@@ -173,10 +177,31 @@ class MultiheadAttention(nn.Module):
                 cache["k"], cache["v"] = k, v
                 if static_kv:
                     cache[STATIC_CACHE] = True
-        num_keys = k.size(2)
+        groups = batch // k.size(0) if static_kv else 1
+        if groups * k.size(0) != batch:
+            raise ValueError(f"{batch} queries cannot share the memory of {k.size(0)} sentences evenly")
+        if groups > 1 and relations is not None:  # relation ids are per hypothesis
+            k, v, groups = k.repeat_interleave(groups, 0), v.repeat_interleave(groups, 0), 1
+        if groups > 1:  # the hypotheses of a sentence share its memory: their queries form one group
+            q = q.view(k.size(0), groups, self.heads, num_queries, self.head_dim).transpose(1, 2)
+            q = q.reshape(k.size(0), self.heads, groups * num_queries, self.head_dim)
+            key_padding_mask = None if key_padding_mask is None else key_padding_mask[::groups]
+        single_query_on_cpu = num_queries == 1 and q.device.type == "cpu"  # per hypothesis, before grouping
+        out, weights = self._attend(q, k, v, key_padding_mask, causal, relations, need_weights, single_query_on_cpu)
+        if groups > 1:
+            out = out.view(k.size(0), self.heads, groups, num_queries, self.head_dim).transpose(1, 2)
+            out = out.reshape(batch, self.heads, num_queries, self.head_dim)
+            weights = None if weights is None else weights.reshape(batch, num_queries, -1)
+        out = out.transpose(1, 2).reshape(batch, num_queries, self.inner_dim)
+        return self.out_proj(out), weights
+
+    def _attend(self, q: Tensor, k: Tensor, v: Tensor, key_padding_mask: Tensor | None, causal: bool,
+                relations: RelationTerms | None, need_weights: bool, explicit: bool) -> tuple[Tensor, Tensor | None]:
+        """Attention output (B, h, Tq, d_head) and head-averaged weights (B, Tq, Tk) if asked for;
+        ``explicit`` takes the explicit path even where the fast one could run (module doc)."""
+        num_queries, num_keys = q.size(2), k.size(2)
         dropout = self.dropout if self.training else 0.0
-        single_query_on_cpu = num_queries == 1 and q.device.type == "cpu"
-        if relations is None and not need_weights and not single_query_on_cpu:
+        if relations is None and not need_weights and not explicit:
             is_causal = causal and num_queries > 1 and key_padding_mask is None and num_queries == num_keys
             mask = None if is_causal else allowed_keys(num_queries, num_keys, key_padding_mask, causal, q.device)
             if q.requires_grad and q.device.type == "cpu" and torch.is_autocast_enabled("cpu"):
@@ -189,8 +214,7 @@ class MultiheadAttention(nn.Module):
         else:
             mask = allowed_keys(num_queries, num_keys, key_padding_mask, causal, q.device)
             out, weights = self._explicit_attention(q, k, v, mask, relations, need_weights, dropout)
-        out = out.transpose(1, 2).reshape(batch, num_queries, self.inner_dim)
-        return self.out_proj(out), weights
+        return out, weights
 
     def _explicit_attention(
         self,

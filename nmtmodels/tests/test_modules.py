@@ -181,6 +181,29 @@ def test_static_memory_is_projected_once() -> None:
     torch.testing.assert_close(first, second)
 
 
+@pytest.mark.parametrize("queries", [1, 2])
+@pytest.mark.parametrize("need_weights", [False, True])
+@torch.no_grad()
+def test_hypotheses_of_a_sentence_share_its_memory_keys(queries: int, need_weights: bool) -> None:
+    """Beam search keeps a sentence's projected memory once for its hypotheses (cache rows = sentences,
+    queries = sentences x hypotheses): each hypothesis attends as if it had its own copy."""
+    torch.manual_seed(8)
+    attn = MultiheadAttention(16, 4).eval()
+    memory, hypotheses = torch.randn(2, 5, 16), 3
+    mask = padding_mask([5, 3], 5).repeat_interleave(hypotheses, 0)
+    query = torch.randn(2 * hypotheses, queries, 16)
+    cache: dict[str, torch.Tensor] = {}
+    attn(query[::hypotheses], memory, key_padding_mask=mask[::hypotheses], cache=cache, static_kv=True)
+    assert cache["k"].size(0) == 2
+    out, weights = attn(query, None, key_padding_mask=mask, need_weights=need_weights, cache=cache, static_kv=True)
+    expected, expected_weights = reference_attention(attn, query, memory.repeat_interleave(hypotheses, 0), mask)
+    torch.testing.assert_close(out, expected, atol=1e-5, rtol=1e-5)
+    if need_weights:
+        torch.testing.assert_close(weights, expected_weights, atol=1e-6, rtol=1e-5)
+    with pytest.raises(ValueError, match="5 queries cannot share the memory of 2 sentences"):
+        attn(query[:5], None, key_padding_mask=mask[:5], cache=cache, static_kv=True)
+
+
 def test_sinusoidal_positions_follow_the_paper_formula() -> None:
     d = 10
     encoder = SinusoidalPositions(d)

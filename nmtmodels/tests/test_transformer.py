@@ -115,6 +115,32 @@ def test_beam_reordering_within_sentences_keeps_the_projected_memory() -> None:
     torch.testing.assert_close(step, expected, atol=1e-5, rtol=1e-5)
 
 
+@torch.no_grad()
+def test_sentences_keep_one_memory_row_while_beams_copy_and_rows_leave() -> None:
+    """Beam search copies each sentence to its beams and later drops finished sentences: the
+    projected memory keeps one row per sentence throughout, and decoding continues like the
+    selected hypotheses decoded from scratch."""
+    torch.manual_seed(3)
+    model = small_model().eval()
+    batch = random_batch([6, 4], tgt_len=3)
+    encoder_out, cache = model.encode(batch), {}
+    model.decode(batch.tgt_in[:, :1], encoder_out, cache)
+    copies = torch.tensor([0, 0, 0, 1, 1, 1])  # three beams per sentence
+    reorder_state(encoder_out, copies)
+    reorder_state(cache, copies, sentences=(2, torch.arange(2)))
+    assert cache["layer0"]["memory"]["k"].size(0) == 2 and cache["layer0"]["self"]["k"].size(0) == 6
+    beams = batch.select(copies)
+    beams.tgt_in[:, 1] = torch.tensor([5, 6, 7, 8, 9, 10])
+    step, _ = model.decode(beams.tgt_in[:, 1:2], encoder_out, cache)
+    torch.testing.assert_close(step, model(beams)[:, 1:2], atol=1e-5, rtol=1e-5)
+    index = torch.tensor([5, 3, 3])  # the first sentence has finished; beams reorder in the same index
+    reorder_state(encoder_out, index)
+    reorder_state(cache, index, sentences=(2, torch.tensor([1])))
+    assert cache["layer1"]["memory"]["v"].size(0) == 1
+    step, _ = model.decode(beams.tgt_in[index, 2:3], encoder_out, cache)
+    torch.testing.assert_close(step, model(beams.select(index))[:, 2:3], atol=1e-5, rtol=1e-5)
+
+
 def test_training_mode_is_stochastic_and_eval_is_not() -> None:
     torch.manual_seed(4)
     model = small_model()
