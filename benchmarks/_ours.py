@@ -182,7 +182,6 @@ def measure_ours(setup: Setup, work: Path, options: OursOptions = OursOptions(),
     bf16, as ``train.amp``)."""
     from nmtmodels.vocab import Vocabulary
 
-    out = work / "ours"
     try:
         speed, _, vocab = train_ours(setup, work, options)
     except SystemExit:
@@ -190,20 +189,24 @@ def measure_ours(setup: Setup, work: Path, options: OursOptions = OursOptions(),
     except Exception as exc:  # noqa: BLE001 - shown in the table like a peer's failure
         error = PeerError(f"{type(exc).__name__}: {exc}")
         return error, {rule: error for rule in OUR_DECODE_RULES}, len(Vocabulary.from_corpus([setup.train_src, setup.train_tgt]))
-    decodes: dict[str, DecodeSpeed | PeerError] = {}
-    for rule in OUR_DECODE_RULES:
-        try:
-            decode = {"beam": setup.beam, "early_stop": rule, **options.decode_settings()}
-            timing = out / f"timing.{rule}.json"
-            run_logged([sys.executable, "-c", OURS_DECODE, out / "train" / "checkpoint_last.pt", setup.test_src,
-                        out / f"test.{rule}.hyp", json.dumps(decode), setup.decode_batch_tokens, setup.threads,
-                        setup.device, options.amp], out / "decode.log", child_env(setup), cwd=ROOT, stdout=timing)
-            decodes[rule] = DecodeSpeed(**json.loads(timing.read_text(encoding="utf-8")))
-        except SystemExit:
-            raise
-        except Exception as exc:  # noqa: BLE001
-            decodes[rule] = PeerError(f"{type(exc).__name__}: {exc}")
-    return speed, decodes, len(vocab)
+    return speed, {rule: decode_ours_rule(setup, work, options, rule) for rule in OUR_DECODE_RULES}, len(vocab)
+
+
+def decode_ours_rule(setup: Setup, work: Path, options: OursOptions, rule: str) -> DecodeSpeed | PeerError:
+    """Decode the test set with the checkpoint :func:`measure_ours` trained, early-stop ``rule``,
+    in a fresh process (:data:`OURS_DECODE`); the speed or the error."""
+    out = work / "ours"
+    try:
+        decode = {"beam": setup.beam, "early_stop": rule, **options.decode_settings()}
+        timing = out / f"timing.{rule}.json"
+        run_logged([sys.executable, "-c", OURS_DECODE, out / "train" / "checkpoint_last.pt", setup.test_src,
+                    out / f"test.{rule}.hyp", json.dumps(decode), setup.decode_batch_tokens, setup.threads,
+                    setup.device, options.amp], out / "decode.log", child_env(setup), cwd=ROOT, stdout=timing)
+        return DecodeSpeed(**json.loads(timing.read_text(encoding="utf-8")))
+    except SystemExit:
+        raise
+    except Exception as exc:  # noqa: BLE001
+        return PeerError(f"{type(exc).__name__}: {exc}")
 
 
 def ours_train_speed(setup: Setup, metrics_csv: Path, counts: list[tuple[int, int, int]]) -> TrainSpeed:

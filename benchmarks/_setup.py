@@ -88,6 +88,13 @@ class DecodeSpeed:
         return self.output_tokens / self.seconds
 
 
+def median_decode(rounds: list[DecodeSpeed | Exception]) -> DecodeSpeed | Exception:
+    """The round with the median time (of an even number, the slower middle one); a failed
+    round (an exception, the benchmarks' ``PeerError``) fails the whole."""
+    failed = [r for r in rounds if not isinstance(r, DecodeSpeed)]
+    return failed[0] if failed else sorted(rounds, key=lambda r: r.seconds)[len(rounds) // 2]
+
+
 def cpu_name() -> str:
     """The CPU's model name, for the machine line of a benchmark table."""
     from nmtmodels.devices import cpu_model

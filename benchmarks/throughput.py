@@ -27,7 +27,9 @@ Measured, in one run, on ``--threads`` CPU threads (or ``--device cuda``):
   exported with ``nmtmodels.decoding.export`` (``nmt-export``) and decoded by CTranslate2 4.x in a
   fresh process (the project's ``export`` extra), unless ``--no-ct2-export``: once with our
   per-sentence length limit (``translate_with_limits``) and once with one ``max_decoding_length``
-  of 250 for every sentence (how the row was measured before issue 33);
+  of 250 for every sentence (how the row was measured before issue 33); after every system has
+  run, each decodes again, all in turn, ``--decode-rounds`` times in all (default 3), and the
+  table gives each system's median round (the machine's speed drifts within a run);
 * the GEMM peak of this machine at the same thread count (best ``torch.mm`` GFLOP/s over
   square sizes 512-2048 on CPU, 2048-8192 on CUDA; measured at the start and the end of the
   run, the best kept) in every precision a row's matmuls run in: fp32, and bf16 for our row
@@ -68,7 +70,7 @@ import os
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -86,11 +88,12 @@ from benchmarks._ours import (  # noqa: E402
     CT2_FIXED_LIMIT,
     OUR_DECODE_RULES,
     OursOptions,
+    decode_ours_rule,
     measure_ours,
     measure_ours_ctranslate2,
 )
 from benchmarks._peers import CTranslate2, Fairseq, JoeyNMT, OpenNMTPy, Peer, Sockeye  # noqa: E402
-from benchmarks._setup import DecodeSpeed, Setup, TrainSpeed, count_output, cpu_name  # noqa: E402
+from benchmarks._setup import DecodeSpeed, Setup, TrainSpeed, count_output, cpu_name, median_decode  # noqa: E402
 from benchmarks._venvs import PeerError  # noqa: E402
 
 CORPUS = "multi30k_en_de"
@@ -223,6 +226,8 @@ class Row:
     load: tuple[float, float] = (0.0, 0.0)
     note: str = ""
     precision: str = "fp32"  # of its training matmuls: the GEMM peak its MFU is against
+    decode_rounds: list[DecodeSpeed | PeerError] = field(default_factory=list)  # ``decode``: their median
+
 
 
 def _fmt(value: float | None, digits: int = 0) -> str:
@@ -279,6 +284,9 @@ def render_table(rows: list[Row], flops: FlopModel, peaks: dict[str, float], dat
                       _ratio(d.sentences_per_s, base_decode.sentences_per_s if base_decode else None),
                       _ratio(d.tokens_per_s, base_decode.tokens_per_s if base_decode else None)]
             notes.append(f"{d.output_tokens / d.sentences:.1f} tok/sent out")
+            if len(row.decode_rounds) > 1:
+                notes.append("decode sent/s by round: " + ", ".join(f"{r.sentences_per_s:.1f}" for r in row.decode_rounds)
+                             + " (the median in the table)")
         else:
             cells += ["—"] * 4
             if isinstance(row.decode, PeerError) and str(row.decode) != str(row.train):
@@ -288,6 +296,16 @@ def render_table(rows: list[Row], flops: FlopModel, peaks: dict[str, float], dat
         cells.append("; ".join(notes).replace("|", "/"))
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
+
+
+def _peer_step(step: Callable[[], Any]) -> Any:
+    """``step()``, or its failure as a :class:`PeerError` (any failure of a peer goes into its row)."""
+    try:
+        return step()
+    except PeerError as exc:
+        return exc
+    except Exception as exc:  # noqa: BLE001
+        return PeerError(f"{type(exc).__name__}: {exc}")
 
 
 def _ctranslate2_version() -> str:
@@ -329,6 +347,8 @@ def main(argv: list[str] | None = None) -> None:
                         help="updates per timing interval; divides --warmup and --updates (default 25; quick 4)")
     parser.add_argument("--decode-sentences", type=int, help="decode only the first N test sentences (default all 1000; quick 100)")
     parser.add_argument("--decode-batch-tokens", type=int, default=4096)
+    parser.add_argument("--decode-rounds", type=int, help="times every system decodes, each time in a fresh process, "
+                        "all systems in turn; the table gives each one's median (default 3; quick 1)")
     parser.add_argument("--data-dir", type=Path, default=default_data_dir(),
                         help="data mirror (default $NMT_DATA_MIRROR or ../shared/data)")
     parser.add_argument("--work-dir", type=Path, default=ROOT / "benchmarks" / "runs" / "throughput")
@@ -345,6 +365,9 @@ def main(argv: list[str] | None = None) -> None:
     if "ctranslate2" in args.peers and BASELINE not in args.peers:
         parser.error(f"ctranslate2 decodes {BASELINE}'s checkpoint: add {BASELINE} to --peers")
     decode_sentences = args.decode_sentences if args.decode_sentences is not None else (100 if args.quick else None)
+    decode_rounds = args.decode_rounds if args.decode_rounds is not None else (1 if args.quick else 3)
+    if decode_rounds < 1:
+        parser.error("--decode-rounds must be at least 1")
 
     work = args.work_dir
     work.mkdir(parents=True, exist_ok=True)
@@ -428,10 +451,18 @@ def main(argv: list[str] | None = None) -> None:
             "datasheet_bf16_tflops": datasheet,
             "rows": [{"system": r.system, "seconds": r.seconds, "load": r.load, "precision": r.precision,
                       "train": dataclasses.asdict(r.train) if isinstance(r.train, TrainSpeed) else str(r.train),
-                      "decode": dataclasses.asdict(r.decode) if isinstance(r.decode, DecodeSpeed) else str(r.decode)}
+                      "decode": dataclasses.asdict(r.decode) if isinstance(r.decode, DecodeSpeed) else str(r.decode),
+                      "decode_rounds": [dataclasses.asdict(d) if isinstance(d, DecodeSpeed) else str(d) for d in r.decode_rounds]}
                      for r in rows],
         }, indent=2), encoding="utf-8")
         return header + "\n\n" + table
+
+    redecode: list[tuple[Row, Callable[[], DecodeSpeed | PeerError]]] = []  # every decode, to run again
+
+    def again(row: Row, decode: Callable[[], DecodeSpeed | PeerError]) -> None:
+        if isinstance(row.decode, DecodeSpeed):
+            row.decode_rounds.append(row.decode)
+            redecode.append((row, decode))
 
     if not args.no_ours:
         decodes: dict[str, Any] = {}
@@ -442,9 +473,11 @@ def main(argv: list[str] | None = None) -> None:
             decodes.update(found)
             return train, found["exact"]
 
-        timed("ours (nmtmodels)" + ours_options.label(), ours, precision=ours_precision)
+        row = timed("ours (nmtmodels)" + ours_options.label(), ours, precision=ours_precision)
+        again(row, lambda: decode_ours_rule(setup, work, ours_options, OUR_DECODE_RULES[0]))
         for rule in OUR_DECODE_RULES[1:]:
             rows.append(Row(f"ours, decode.early_stop: {rule} (OpenNMT-py's stop rule)", None, decodes[rule]))
+            again(rows[-1], lambda rule=rule: decode_ours_rule(setup, work, ours_options, rule))
         if not args.no_ct2_export:
             for fixed_limit, label in ((None, ""), (CT2_FIXED_LIMIT, f", one max_decoding_length {CT2_FIXED_LIMIT}")):
                 note = ""
@@ -456,22 +489,24 @@ def main(argv: list[str] | None = None) -> None:
 
                 row = timed(f"CTranslate2 {_ctranslate2_version()} (our weights, nmt-export{label})", exported)
                 row.note = note
+                again(row, lambda fixed_limit=fixed_limit: measure_ours_ctranslate2(setup, work, fixed_limit)[0])
     for key in [k for k in PEERS if k in args.peers]:
         peer = PEERS[key](setup, work, reinstall=args.reinstall)
 
         def run_peer(peer: Peer = peer) -> tuple[Any, Any]:
-            results = []
-            for step in (peer.train, peer.decode):
-                try:
-                    results.append(step())
-                except PeerError as exc:
-                    results.append(exc)
-                except Exception as exc:  # noqa: BLE001 - any failure of a peer goes into its row
-                    results.append(PeerError(f"{type(exc).__name__}: {exc}"))
-            return results[0], results[1]
+            return _peer_step(peer.train), _peer_step(peer.decode)
 
-        timed(peer.label + (", fp16 mixed precision" if key == BASELINE and onmt_precision == "fp16" else ""), run_peer,
-              precision=onmt_precision if key == BASELINE else "fp32")
+        row = timed(peer.label + (", fp16 mixed precision" if key == BASELINE and onmt_precision == "fp16" else ""),
+                    run_peer, precision=onmt_precision if key == BASELINE else "fp32")
+        again(row, lambda peer=peer: _peer_step(peer.decode))
+
+    # Machine speed drifts within a run: every system decodes again, all in turn, and keeps its median.
+    for round_ in range(2, decode_rounds + 1):
+        for row, decode in redecode:
+            say(f"decoding again (round {round_} of {decode_rounds}): {row.system} ...")
+            row.decode_rounds.append(decode())
+            row.decode = median_decode(row.decode_rounds)
+        write_report()
 
     # The peak depends on what else runs on the machine: measure again at the end, keep the best.
     peaks = {p: max(peaks[p], gemm_peak(args.threads, args.device, seconds=peak_seconds, precision=p)) for p in precisions}

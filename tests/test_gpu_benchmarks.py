@@ -15,9 +15,10 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks._flops import FlopModel, mfu  # noqa: E402
 from benchmarks._ours import OursOptions, our_model_config  # noqa: E402
-from benchmarks._setup import Setup  # noqa: E402
+from benchmarks._setup import DecodeSpeed, Setup, median_decode  # noqa: E402
+from benchmarks._venvs import PeerError  # noqa: E402
 from benchmarks.profile_train import IDLE, OTHER, classify, group_times  # noqa: E402
-from benchmarks.throughput import mfu_cells, shape_fields  # noqa: E402
+from benchmarks.throughput import Row, mfu_cells, render_table, shape_fields  # noqa: E402
 
 
 def _setup(shape: str) -> Setup:
@@ -57,6 +58,17 @@ def test_mfu_against_measured_and_datasheet_peaks() -> None:
     assert cells == ["100,000.0 (20% of bf16)", "10.1%"]
     assert mfu_cells(100e12, "fp32", {"fp32": 50e3}, None) == ["100,000.0 (200% of fp32)"]
     assert mfu_cells(None, "fp32", {"fp32": 50e3}, 989.4) == ["n/a", "n/a"]
+
+
+def test_decode_rounds_give_the_median_round_and_a_failed_round_fails_the_row() -> None:
+    rounds = [DecodeSpeed(100, seconds, 1000, "t") for seconds in (0.5, 0.8, 0.4)]
+    assert median_decode(rounds).seconds == 0.5
+    assert median_decode(rounds[:2]).seconds == 0.8  # of two, the slower
+    failure = PeerError("crashed")
+    assert median_decode([*rounds, failure]) is failure
+    row = Row("ours", None, median_decode(rounds), decode_rounds=rounds)
+    table = render_table([row], FlopModel(1, 1, 1), {"fp32": 1.0})
+    assert "| 200.0 |" in table and "decode sent/s by round: 200.0, 125.0, 250.0 (the median in the table)" in table
 
 
 def test_compile_settings_pass_through_to_the_trainer() -> None:
