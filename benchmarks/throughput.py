@@ -229,7 +229,6 @@ class Row:
     decode_rounds: list[DecodeSpeed | PeerError] = field(default_factory=list)  # ``decode``: their median
 
 
-
 def _fmt(value: float | None, digits: int = 0) -> str:
     return "n/a" if value is None else f"{value:,.{digits}f}"
 
