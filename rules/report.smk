@@ -47,7 +47,9 @@ rule results_table:
 
 rule paper_tables:
     input:
-        paths.RESULTS_TABLE,
+        results=paths.RESULTS_TABLE,
+        # a claim's row takes its verdict's marker (workflow_scripts/evaluation/markers.py with_verdicts)
+        summary=paths.SUMMARY_JSON,
     output:
         markdown=paths.PAPER_TABLE_MARKDOWN,
         latex=paths.PAPER_TABLE_LATEX,
@@ -70,8 +72,8 @@ rule paper_tables:
     resources:
         **cpu_job(mem_mb=1000, runtime=10),
     shell:
-        "python -m workflow_scripts.evaluation.tables render --results {input:q} --paper {wildcards.paper}"
-        " --marker-test {params.marker_test} --markdown {output.markdown:q} --latex {output.latex:q}"
+        "python -m workflow_scripts.evaluation.tables render --results {input.results:q} --summary {input.summary:q}"
+        " --paper {wildcards.paper} --marker-test {params.marker_test} --markdown {output.markdown:q} --latex {output.latex:q}"
         " --html {output.html:q} > {log:q} 2>&1"
 
 

@@ -218,8 +218,8 @@ def run_entry(system: str, baseline: str, metric: str, system_scores: list[float
               interval: tuple[float, float] | None = None) -> dict:
     """One comparison over runs as workflow_scripts.evaluation.run_statistics writes it, from
     hand-made per-run scores (s_sel made up: 0.4 and 0.5; the test over seeds: ASO in
-    ``aso_direction``, by default the direction of most runs; the interval: the difference ± 1
-    unless given)."""
+    ``aso_direction``, by default the direction of most runs, both directions of ASO recorded; the
+    interval: the difference ± 0.25 unless given)."""
     import statistics
 
     n = len(system_scores)
@@ -237,8 +237,9 @@ def run_entry(system: str, baseline: str, metric: str, system_scores: list[float
     if aso_direction is None:
         aso_direction = (stats["runs_better"] > stats["runs_worse"]) - (stats["runs_better"] < stats["runs_worse"])
     stats["seed_test"] = None if n < 2 else {"aso_eps_min": {1: 0.1, -1: 0.9, 0: 0.5}[aso_direction],
+                                             "aso_eps_min_reverse": {1: 0.9, -1: 0.1, 0: 0.5}[aso_direction],
                                              "aso_direction": aso_direction, "p_paired_t": 0.1}
-    low, high = interval or (delta - 1.0, delta + 1.0)
+    low, high = interval or (delta - 0.25, delta + 0.25)
     stats["interval"] = {"low": low, "high": high, "level": 0.95, "sd_seeds": 0.5, "sd_sentences": 0.4,
                          "components": "seeds and sentences", "df": 3.0}
     return {"system": system, "baseline": baseline, "corpus": corpus, "test_set": test_set,

@@ -238,8 +238,8 @@ def test_every_claim_names_a_system_of_gpu_yaml_with_its_papers_metric():
 
 def test_the_gpu_controls_are_the_controls_config_at_the_gpu_size():
     """configs/gpu.yaml's controls are the CPU's definitions (the Graph claim's in config.yaml,
-    ESC's in configs/controls.yaml) with the preset of the systems they control, and each runs
-    in the part of its claim's system."""
+    ESC's in configs/controls.yaml) with the preset and the seeds of the systems they control, and
+    each runs in the part of its claim's system."""
     whole = merged(gpu_parts.BASE_CONFIG)
     defined = yaml.safe_load((ROOT / "configs/controls.yaml").read_text(encoding="utf-8"))
     default = yaml.safe_load((ROOT / "config.yaml").read_text(encoding="utf-8"))["experiments"]
@@ -250,7 +250,10 @@ def test_the_gpu_controls_are_the_controls_config_at_the_gpu_size():
             name = control["experiment"]
             ours, theirs = whole["experiments"][name], defined["experiments"][name]
             assert ours["model"]["preset"] == whole["experiments"][system]["model"]["preset"] == "small", name
-            assert {**ours, "model": {**ours["model"], "preset": None}} == {**theirs, "model": {**theirs["model"], "preset": None}}
+            # the preset and the seeds differ (the GPU plan pins 3 seeds for every system and control)
+            assert ours["seeds"] == whole["experiments"][system]["seeds"], name
+            assert ({**ours, "model": {**ours["model"], "preset": None}, "seeds": None}
+                    == {**theirs, "model": {**theirs["model"], "preset": None}, "seeds": None})
             (part,) = [part for part, systems in active.items() if system in systems]
             assert name in active[part], f"{name} not in part {part}"
     identity = defined["compression"]["compressors"]["esc_identity"]

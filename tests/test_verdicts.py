@@ -17,6 +17,11 @@ ROOT = Path(__file__).resolve().parents[1]
 CLAIM = {"paper": "graph", "metric": "bleu", "claim": "it is better", "paper_delta": 1.0, "controls": [], "deviations": []}
 
 
+def _claim(claim: dict) -> dict:
+    """A claim as claim_files completes it (the smallest difference of interest from paper_delta)."""
+    return claim_files.check_claims({"sys": copy.deepcopy(claim)}, ValueError, own=False)["sys"]
+
+
 @pytest.mark.parametrize(("paper", "facts", "expected"), [
     # both below the floor of 5: nothing measured
     ("char", {"n": 3, "delta": -1.5, "score": 1.1, "baseline_score": 2.6, "p_ar": 1e-4, "p_sign": 1e-6, "runs_better": 0,
@@ -70,7 +75,10 @@ CLAIM = {"paper": "graph", "metric": "bleu", "claim": "it is better", "paper_del
              "runs_worse": 1}, "inconclusive"),
 ])
 def test_the_verdict_rule(paper, facts, expected):
-    facts = {"seed_direction": (facts["delta"] > 0) - (facts["delta"] < 0), **facts}  # ASO agrees unless given
+    # ASO agrees and the interval excludes 0 on the side of the difference unless given
+    half = abs(facts["delta"]) / 2
+    facts = {"seed_direction": (facts["delta"] > 0) - (facts["delta"] < 0),
+             "interval": {"low": facts["delta"] - half, "high": facts["delta"] + half}, **facts}
     assert verdicts.verdict(paper, **facts)[0] == expected
 
 
@@ -102,7 +110,7 @@ def test_claim_row_has_parameters_spreads_and_the_markdown_says_n():
     assert row["score"] == pytest.approx(22.5) and row["score_sd"] == pytest.approx(0.5) and row["s_sel"] == 0.4
     data.update(claims=[row], claims_file="claims.yaml")
     text = "\n".join(verdict_report.claims_markdown(data))
-    assert "| c / t | 3 | +1.40 [+0.40, +2.40] | **reproduced**; still improving |" in text  # the verdict table first
+    assert "| c / t | 3 | +1.40 [+1.15, +1.65] | **reproduced**; still improving |" in text  # the verdict table first
     assert "| 22.50 ± 0.50 (s_sel 0.40) | base: 21.10 ± 0.10 (s_sel 0.50) | 3 of 3 |" in text  # then the evidence
     assert "11,685,376 vs 8,133,376 (+43.7%)" in text and "**reproduced**" in text
 
@@ -143,20 +151,20 @@ def test_controls_must_beat_and_beside():
                run_entry("sys", "same_params", "bleu", [22.0, 22.5, 23.0], [22.4, 22.6, 22.9], p_ar=0.6, p_sign=0.7),
                run_entry("other_bias", "base", "bleu", [21.5, 21.6, 21.4], [21.0, 21.1, 21.2], p_ar=0.04, p_sign=0.1)]
     groups = [training_runs(s, 3) for s in ("sys", "base", "same_params", "other_bias")]
-    rows = verdicts.claim_rows(_summary(entries, groups), {"sys": claim})
+    rows = verdicts.claim_rows(_summary(entries, groups), {"sys": _claim(claim)})
     assert len(rows) == 1  # the control's test is in the claim's row, not a row of its own
     (row,) = rows
     controls = {c["experiment"]: c for c in row["controls"]}
     assert controls["same_params"]["verdict"] == "inconclusive" and controls["same_params"]["score"] == pytest.approx(22.633, abs=1e-3)
-    # p 0.04 is significant alone, but Holm over the summary's three tests makes it 2 x 0.04 = 0.08
-    assert controls["other_bias"]["against"] == "base" and controls["other_bias"]["p_holm"] == pytest.approx(0.08)
-    assert controls["other_bias"]["verdict"] == "inconclusive" and "stratified AR p (Holm) >= 0.05" in controls["other_bias"]["why"]
-    assert row["p_holm"] == pytest.approx(3e-4) and row["holm_family"] == 3
+    # the family is the claim and its must-beat control (2 x 1e-4); the beside control is a family of its own
+    assert controls["other_bias"]["against"] == "base" and controls["other_bias"]["p_holm"] == pytest.approx(0.04)
+    assert controls["other_bias"]["holm_family"] == 1 and controls["other_bias"]["verdict"] == "reproduced"
+    assert row["p_holm"] == pytest.approx(2e-4) and row["holm_family"] == 2
     assert controls["never_ran"]["run"] is False
-    assert row["verdict"] == "inconclusive"
-    assert "must-beat control same_params not beaten" in row["why"] and "must-beat control never_ran not run" in row["why"]
+    # better than the baseline, but against same_params the interval [-0.38, +0.12] lies below the paper's 1.0
+    assert row["verdict"] == "explained by a control" and "same_params" in row["why"]
     assert "must-beat control never_ran not run" in row["qualifiers"]
-    assert "must-beat control same_params not beaten" in row["qualifiers"]  # the cell says what decided it
+    assert not any("same_params" in q for q in row["qualifiers"])  # said once, in the reason
     data = _summary(entries, groups)
     data.update(claims=rows, claims_file="claims.yaml")
     text = "\n".join(verdict_report.claims_markdown(data))
@@ -285,16 +293,20 @@ def test_a_must_beat_control_that_ran_but_is_not_comparable_blocks_reproduced():
 
 
 @pytest.mark.parametrize(("scores", "interval", "kind"), [
-    # per-seed differences 1.0, -0.5, 0.2: sd 0.75, minimum detectable at n = 3 and p < 0.05 is 3.27 sd = 2.45 > 1.0
-    ([22.0, 20.6, 21.4], None, "underpowered (minimum detectable 2.45 > the paper's 1)"),
-    # differences 0.1, 0.12, 0.08: sd 0.02, minimum detectable 0.11; the interval [-0.1, 0.3] excludes 1.0
-    ([21.1, 21.22, 21.28], (-0.1, 0.3), "no effect detected at adequate power (the interval excludes the paper's 1)"),
+    # per-seed differences 1.0, -0.5, 0.2: sd 0.75 over 2 degrees of freedom; the deciding tests cannot see 1.0
+    ([22.0, 20.6, 21.4], (-1.5, 2.0), "underpowered (minimum detectable"),
+    # differences 0.1, 0.12, 0.08: sd 0.02; the interval [-0.1, 0.3] lies below the paper's 1.0: a decided negative
+    ([21.1, 21.22, 21.28], (-0.1, 0.3), None),
 ])
 def test_inconclusive_says_whether_the_study_could_have_seen_the_papers_difference(scores, interval, kind):
     entry = run_entry("sys", "base", "bleu", scores, [21.0, 21.1, 21.2], p_ar=0.3, p_sign=0.3, interval=interval)
-    (row,) = verdicts.claim_rows(_summary([entry], [training_runs("sys", 3), training_runs("base", 3)]), {"sys": CLAIM})
-    assert row["verdict"] == "inconclusive" and row["qualifiers"] == [kind, "still improving"]
-    assert (row["power"]["seeds_needed"] > 3) is kind.startswith("underpowered")
+    entry["metrics"]["bleu"]["stratified_ar"]["null_sd"] = 0.1
+    (row,) = verdicts.claim_rows(_summary([entry], [training_runs("sys", 3), training_runs("base", 3)]), {"sys": _claim(CLAIM)})
+    if kind is None:
+        assert row["verdict"] == "not reproduced at the paper's size" and "[-0.10, +0.30]" in row["why"]
+        return
+    assert row["verdict"] == "inconclusive" and row["qualifiers"][0].startswith(kind)
+    assert row["power"]["seeds_needed"] is None or row["power"]["seeds_needed"] > 3
 
 
 def test_a_gain_that_vanishes_without_the_brevity_penalty_is_length_driven():

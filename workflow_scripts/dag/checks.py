@@ -27,6 +27,7 @@ from workflow_scripts.dag.runs import (
     comparable_settings,
     experiment_runs,
     experiment_settings,
+    is_active,
     shares_embeddings,
 )
 from workflow_scripts.dag.sources import SOURCE_KEYS, source_differences, source_reading
@@ -85,12 +86,13 @@ def check_config(config: dict[str, Any]) -> None:
             raise WorkflowConfigError(
                 f"active_corpora[{i}]: unknown corpus '{name}' (defined: {', '.join(sorted(registry)) or 'none'})"
             )
-    for i, name in enumerate(config.get("active_experiments") or []):
-        if name not in config.get("experiments", {}):
-            raise WorkflowConfigError(
-                f"active_experiments[{i}]: unknown experiment '{name}' "
-                f"(defined: {', '.join(sorted(config.get('experiments', {}))) or 'none'})"
-            )
+    for key in ("active_experiments", "inactive_experiments"):
+        for i, name in enumerate(config.get(key) or []):
+            if name not in config.get("experiments", {}):
+                raise WorkflowConfigError(
+                    f"{key}[{i}]: unknown experiment '{name}' "
+                    f"(defined: {', '.join(sorted(config.get('experiments', {}))) or 'none'})"
+                )
     for name, spec in registry.items():
         where = f"corpora.{name}"
         if spec["src"] == spec["tgt"]:
@@ -133,11 +135,10 @@ def check_experiments(config: dict[str, Any]) -> list[str]:
 
     families = model_families()
     runs = set(experiment_runs(config))
-    active = config.get("active_experiments")
     warnings = []
     for name, spec in config.get("experiments", {}).items():
         where = f"experiments.{name}"
-        if spec["family"] not in families and active is not None and name not in active:
+        if spec["family"] not in families and not is_active(config, name):
             warnings.append(f"{where}.family: unknown model family '{spec['family']}'; not checked, as the experiment "
                             "is not in active_experiments")
             continue

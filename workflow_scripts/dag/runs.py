@@ -23,15 +23,22 @@ def experiment_settings(config: dict[str, Any], experiment: str) -> dict[str, An
     }
 
 
+def is_active(config: dict[str, Any], name: str) -> bool:
+    """Whether `all` trains experiment ``name``: in ``active_experiments`` (every experiment when
+    the key is absent) and not in ``inactive_experiments`` (the embedded default's way to leave
+    experiments defined for overlays, e.g. char2word, out of its own run)."""
+    chosen = config.get("active_experiments")
+    return (chosen is None or name in chosen) and name not in (config.get("inactive_experiments") or [])
+
+
 def experiment_runs(config: dict[str, Any]) -> list[tuple[str, str]]:
     """(experiment, corpus) pairs that `all` trains, in config order: each active experiment
-    (``active_experiments``; all experiments when the key is absent) on its active corpora."""
+    (:func:`is_active`) on its active corpora."""
     active = set(config["active_corpora"])
-    chosen = config.get("active_experiments")
     return [
         (name, corpus)
         for name, spec in config.get("experiments", {}).items()
-        if chosen is None or name in chosen
+        if is_active(config, name)
         for corpus in spec["corpora"]
         if corpus in active
     ]

@@ -115,11 +115,12 @@ def expand_seeds(config: dict[str, Any]) -> dict[str, Any]:
             expanded[run] = member
     experiments.clear()
     experiments.update(expanded)
-    if config.get("active_experiments") is not None:
-        config["active_experiments"] = [
-            run for name in config["active_experiments"]
-            for run in ([name] + [seed_run_name(name, s) for s in (_seeds(expanded.get(name)) or [])[1:]])
-        ]
+    for key in ("active_experiments", "inactive_experiments"):
+        if config.get(key) is not None:
+            config[key] = [
+                run for name in config[key]
+                for run in ([name] + [seed_run_name(name, s) for s in (_seeds(expanded.get(name)) or [])[1:]])
+            ]
     return config
 
 

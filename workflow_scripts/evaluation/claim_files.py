@@ -4,7 +4,11 @@ verdicts are :mod:`.verdicts`'.
 
 A claim, keyed by its system (an experiment with its seeds), has the fields of the papers':
 ``paper`` (a paper of the package, or for your own claims a name of your own), ``metric``,
-``claim`` (the words), optionally ``paper_delta``, ``controls`` (``experiment``, ``role``
+``claim`` (the words), optionally ``paper_delta``, ``smallest_difference`` (``value``: the
+smallest difference of interest, in points of the metric, and ``source``: where it comes from;
+default: ``paper_delta``, the paper's own difference), ``precondition`` (``compressor``: the
+claim rests on a sentence compressor whose quality the summary names beside the verdict),
+``controls`` (``experiment``, ``role``
 ``must_beat`` or ``beside``, ``what``, optionally ``baseline``) and ``deviations`` (``key``,
 ``paper``, ``why``).  Your own claims may also say
 
@@ -35,7 +39,8 @@ from workflow_scripts.evaluation.layouts import LAYOUTS
 CLAIMS_FILE = Path(paths.CLAIMS)  # the papers' claims, spelled once (workflow_scripts/dag/paths.py)
 CONTROL_ROLES = ("must_beat", "beside")
 OWN_TESTS = {"sign": "sign", "ar": None}  # a claim's `test` -> the paper_test of its convention
-CLAIM_KEYS = ("paper", "metric", "claim", "paper_delta", "controls", "deviations")
+CLAIM_KEYS = ("paper", "metric", "claim", "paper_delta", "smallest_difference", "precondition", "controls", "deviations")
+PRECONDITIONS = ("compressor",)  # what a claim rests on that the summary measures beside its verdict
 OWN_KEYS = (*CLAIM_KEYS, "baseline", "test", "level")
 
 
@@ -79,6 +84,9 @@ def check_claims(claims: Any, error: Callable[[str], Exception], own: bool) -> d
         if own and not (isinstance(paper, str) and paper.replace("_", "").replace("-", "").isalnum()):
             raise error(f"{system}.paper: '{paper}' is neither a paper ({', '.join(LAYOUTS)}) nor a name of your own "
                         "(letters, digits, _ and -)")
+        _check_smallest(system, claim, error)
+        if claim.get("precondition") is not None and claim["precondition"] not in PRECONDITIONS:
+            raise error(f"{system}.precondition: '{claim['precondition']}' (known: {', '.join(PRECONDITIONS)})")
         claim["controls"] = claim.get("controls") or []
         claim["deviations"] = claim.get("deviations") or []
         for i, control in enumerate(claim["controls"]):
@@ -92,6 +100,25 @@ def check_claims(claims: Any, error: Callable[[str], Exception], own: bool) -> d
         if own:
             _check_own(system, claim, error)
     return claims
+
+
+def _check_smallest(system: str, claim: dict[str, Any], error: Callable[[str], Exception]) -> None:
+    """``smallest_difference``: {value: a positive number, source: words}; filled from
+    ``paper_delta`` (source: the paper's difference) where the claim declares none."""
+    smallest = claim.get("smallest_difference")
+    if smallest is None:
+        delta = claim.get("paper_delta")
+        claim["smallest_difference"] = ({"value": abs(float(delta)), "source": "the paper's difference"}
+                                        if isinstance(delta, int | float) and delta else None)
+        return
+    if not isinstance(smallest, dict) or set(smallest) != {"value", "source"}:
+        raise error(f"{system}.smallest_difference: needs exactly value and source")
+    value = smallest["value"]
+    if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
+        raise error(f"{system}.smallest_difference.value: {value!r} is not a positive number")
+    if not isinstance(smallest["source"], str) or not smallest["source"].strip():
+        raise error(f"{system}.smallest_difference.source: say where the value comes from")
+    smallest["value"] = float(value)
 
 
 def _check_own(system: str, claim: dict[str, Any], error: Callable[[str], Exception]) -> None:

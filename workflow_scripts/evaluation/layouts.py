@@ -28,6 +28,7 @@ from workflow_scripts.evaluation.markers import (
     significance_mark,
     significance_of,
     verdict_direction,
+    with_verdicts,
 )
 from workflow_scripts.evaluation.results import aggregate_seeds, missing
 
@@ -183,7 +184,7 @@ def _score_cell(rows: pd.DataFrame, experiment: str, corpus: str, test_set: str,
         text += f" ± {row['score_sd']:.2f}"
     marker, words = significance_mark(row, marker_test, markers)
     cell = Cell(text, marker, words=words, value=float(f"{row['score']:.2f}"))
-    if words and words != FLOOR_WORDS:
+    if words and words != FLOOR_WORDS and not row.get("verdict"):
         cell.note = _disagreement_note(rows, row, metric, marker_test, verdict_direction(row, marker_test))
     return cell
 
@@ -362,14 +363,16 @@ def _p_cell(row: pd.Series, test: str) -> Cell:
     return Cell("–" if missing(value) else f"{float(value):.3g}")
 
 
-def comparison_grids(results: pd.DataFrame, name: str, metrics: list[str], marker_test: str = "sign") -> list[Grid]:
+def comparison_grids(results: pd.DataFrame, name: str, metrics: list[str], marker_test: str = "sign",
+                     claims: list[dict[str, Any]] | None = None) -> list[Grid]:
     """The generic comparison table of an experiment outside the five papers (``paper: NAME``,
     any other name): one table per metric of ``metrics`` (those with significance tests) with a
     row per system, corpus and test set: its baseline, both scores (mean ± sd over seeds), the
     difference, the p-value of every test and both parameter counts in full.  Markers in the project's
     convention (:data:`.markers.PROJECT`), with the quality floor; no bold (the rows compare
-    with different baselines)."""
-    results = aggregate_seeds(results)
+    with different baselines); a row of a claim in ``claims`` (the results summary's) takes its
+    verdict's marker (:func:`.markers.with_verdicts`)."""
+    results = with_verdicts(aggregate_seeds(results), claims or [])
     rows = results[(results["paper"] == name) & results["baseline"].fillna("").astype(bool)]
     significance = significance_of(name)
     params = {(r["experiment"], r["corpus"]): r["parameters"] for _, r in results.iterrows()}
@@ -405,10 +408,12 @@ def comparison_grids(results: pd.DataFrame, name: str, metrics: list[str], marke
     return grids
 
 
-def paper_grids(results: pd.DataFrame, paper: str, marker_test: str = "sign") -> list[Grid]:
+def paper_grids(results: pd.DataFrame, paper: str, marker_test: str = "sign",
+                claims: list[dict[str, Any]] | None = None) -> list[Grid]:
     """Every table of ``paper``; its experiments on pairs none of them covers get one more.
-    The runs of a system's seeds are one row (:func:`aggregate_seeds`)."""
-    results = aggregate_seeds(results)
+    The runs of a system's seeds are one row (:func:`aggregate_seeds`); a row of a claim in
+    ``claims`` (the results summary's) takes its verdict's marker (:func:`.markers.with_verdicts`)."""
+    results = with_verdicts(aggregate_seeds(results), claims or [])
     layouts = list(LAYOUTS[paper])
     covered = {pair for layout in layouts for pair in layout.pairs}
     own_pairs = results.loc[results["paper"] == paper, "pair"]

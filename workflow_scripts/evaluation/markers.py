@@ -10,7 +10,9 @@ they disagree (possible with the sign test) the cell says so in words instead ("
 favours the system, score lower") and a note under the table gives both numbers.  Where the
 system or its baseline scores below the quality floor of the metric (:func:`floor_of`, declared
 with the metric: ``MetricSpec.floor``), no marker at all (:data:`FLOOR_WORDS`): every table,
-the summary and the verdicts follow that one rule.
+the summary and the verdicts follow that one rule.  A row of a claim of the results summary carries the claim's verdict
+(:func:`with_verdicts`), and its marker is that verdict's (:func:`verdict_mark`): a marker then
+means what the verdict means, and a table's note says which rows are marked how (:data:`VERDICT_NOTE`).
 """
 from __future__ import annotations
 
@@ -157,6 +159,46 @@ def below_floor(row: pd.Series | dict[str, Any]) -> bool:
     return floor is not None and not missing(score) and not missing(base) and min(float(score), float(base)) < floor
 
 
+VERDICT_NOTE = (
+    "Rows of a claim (the results summary's claims and verdicts): the marker is the claim's verdict, shown only where it "
+    "is reproduced (better) or reversed (worse), at the strictest level that its Holm-adjusted stratified AR p-value "
+    "(and the paper's sign test, where the paper used it) reach; any other verdict is written in the cell instead. "
+    "Other rows: the marker of the test named in the legend alone, without Holm's adjustment, the interval or the "
+    "controls that a verdict needs.")
+NO_VERDICTS_NOTE = ("No results summary was read: every marker is that of the test named in the legend alone, without "
+                    "Holm's adjustment, the interval or the controls that a claim's verdict needs.")
+
+
+def with_verdicts(results: pd.DataFrame, claims: list[dict[str, Any]]) -> pd.DataFrame:
+    """``results`` (one row per system, :func:`.results.aggregate_seeds`) with each claim's
+    ``verdict`` and ``verdict_p`` (the larger of its Holm-adjusted AR p-value and, where the
+    paper used it, its pooled sign test's) on the row of its system, baseline, test set and
+    metric (the results summary's ``claims``); empty elsewhere."""
+    results = results.assign(verdict="", verdict_p=float("nan"))
+    for c in claims:
+        if "corpus" not in c:
+            continue
+        hit = ((results["experiment"] == c["system"]) & (results["baseline"] == c["baseline"]) & (results["corpus"] == c["corpus"])
+               & (results["test_set"] == c["test_set"]) & (results["metric"] == c["metric"]))
+        p_values = [c.get("p_holm", c.get("p_ar"))] + ([c.get("p_sign")] if c.get("paper_test") == "sign" else [])
+        known = [float(p) for p in p_values if p is not None]
+        results.loc[hit, "verdict"] = c["verdict"]
+        results.loc[hit, "verdict_p"] = max(known) if len(known) == len(p_values) else float("nan")
+    return results
+
+
+def verdict_mark(row: pd.Series | dict[str, Any], markers: Markers) -> tuple[str, str] | None:
+    """(marker, words) of a row that carries a claim's verdict (:func:`with_verdicts`): the
+    paper's marker for a reproduced or reversed verdict at the level its ``verdict_p`` reaches,
+    else no marker and the verdict in words; None for a row without a verdict."""
+    verdict = row.get("verdict")
+    if not isinstance(verdict, str) or not verdict:
+        return None
+    if verdict in ("reproduced", "reversed"):
+        return markers.mark(row.get("verdict_p"), 1 if verdict == "reproduced" else -1), ""
+    return "", verdict
+
+
 def significance_mark(row: pd.Series | dict[str, Any], test: str, markers: Markers) -> tuple[str, str]:
     """(marker, words) of one results row: the marker of ``test`` (direction and p-value
     from it, :func:`verdict_direction`) when its direction agrees with the score difference,
@@ -164,9 +206,11 @@ def significance_mark(row: pd.Series | dict[str, Any], test: str, markers: Marke
     row shows (``delta``; the difference of the means over seeds); otherwise no marker and
     :func:`disagreement_words`.  ("", "") when the test is not significant or absent;
     ("", :data:`FLOOR_WORDS`) when either side is below the quality floor (:func:`below_floor`),
-    whatever the test says."""
+    whatever the test says; a row of a claim takes its verdict's marker instead (:func:`verdict_mark`)."""
     if below_floor(row):
         return "", FLOOR_WORDS
+    if (decided := verdict_mark(row, markers)) is not None:
+        return decided
     direction = verdict_direction(row, test)
     marker = markers.mark(row.get(f"p_{test}"), direction)
     if not marker:

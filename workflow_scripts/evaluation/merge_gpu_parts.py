@@ -144,12 +144,13 @@ def to_markdown(merged: dict[str, Any], parts: list[dict[str, Any]], command: st
               "For each system, the paper's claim (its table and test sets, larger models) beside our measurement on the "
               "metric of the paper's table over all the part's runs (workflow_scripts/evaluation/verdicts.py): the "
               "difference of the means with its 95% interval over seeds and test sentences, and the verdict with its kind "
-              "and what a reader must know. Every test of every part is one family for Holm's adjustment. The evidence "
+              "and what a reader must know. The claims of every part and their must-beat controls are one family for Holm's "
+              "adjustment (the beside controls another). The evidence "
               "and the reasons, controls and deviations follow the table. Verdict: "
               f"{verdicts.VERDICT_RULE} **not run** when no part ran the system. Claims: `{merged['claims_file']}`.", ""]
     lines += verdict_report.verdict_table(merged["verdicts"], part=True)
     lines += ["### Evidence", ""] + verdict_report.evidence_table(merged["verdicts"])
-    lines += verdict_report.claim_sections(merged["verdicts"])
+    lines += verdict_report.claim_sections(merged["verdicts"], config_files=["config.yaml", "configs/gpu.yaml"])
     for part in parts:
         files = part["summary"]["workflow"].get("config_files") or []
         lines += [f"## Part {part['part']}", "",

@@ -17,7 +17,9 @@ them), from sacrebleu's per-sentence sufficient statistics:
   output of that run with probability 1/2 (the shuffle never mixes runs: stratified by run),
   and recomputes ``d``.  ``p = (c + 1) / (trials + 1)`` where ``c`` counts trials with
   ``|d_trial| >= |d|`` (two-sided; the +1 as sacrebleu's approximate randomisation).  Identical
-  systems give p = 1; the smallest p is ``1 / (trials + 1)``, the resolution limit;
+  systems give p = 1; the smallest p is ``1 / (trials + 1)``, the resolution limit.  The sd of
+  the trials' ``d`` (``null_sd``) is recorded: the test-sentence noise the test sees, from which
+  the verdicts compute the power of the test (:class:`.uncertainty.Noise`);
 * the **sign test** of Collins et al. (2005) (:func:`.significance.sign_test`), per run and
   **pooled**: each run's sentences replaced into the baseline's run of the same seed, the
   better and worse counts summed over the runs, one exact two-sided binomial test;
@@ -83,7 +85,7 @@ def stratified_ar(metric: Metric, system: Sequence[np.ndarray], baseline: Sequen
     observed = mean_difference(metric, system, baseline)
     rng = np.random.default_rng(seed)
     runs = len(system)
-    count, done = 0, 0
+    count, done, null = 0, 0, []
     while done < trials:
         block = min(_CHUNK, trials - done)
         sys_means = np.zeros(block)
@@ -94,8 +96,10 @@ def stratified_ar(metric: Metric, system: Sequence[np.ndarray], baseline: Sequen
             sys_means += _scores(metric, s.sum(axis=0) - moved) / runs
             base_means += _scores(metric, b.sum(axis=0) + moved) / runs
         count += int(np.sum(np.abs(sys_means - base_means) >= abs(observed) - 1e-9))
+        null.append(sys_means - base_means)
         done += block
-    return {"p_value": (count + 1) / (trials + 1), "trials": trials, "difference": observed, "seed": seed}
+    return {"p_value": (count + 1) / (trials + 1), "trials": trials, "difference": observed, "seed": seed,
+            "null_sd": float(np.std(np.concatenate(null), ddof=1)) if trials > 1 else None}
 
 
 def bootstrap_sd(metric: Metric, stats: np.ndarray, samples: int, rng: np.random.Generator) -> float:

@@ -4,7 +4,7 @@ page the Snakemake report opens from its landing page): from the same ``summary.
 
 * At the top, the machine and commit in one line, then one figure (:mod:`.verdict_figure`, a PNG
   embedded as a data URI): each claim's and each control comparison's difference of the means
-  with its 95% interval, coloured by verdict class, the paper's difference marked;
+  with its 95% interval, coloured by verdict class, the smallest difference of interest marked;
 * a compact verdict table: system, the paper's claim, difference [95% interval], verdict,
   reason and what stands beside it (:func:`.verdicts.qualifiers`);
 * then the sections of ``summary.md`` rendered (Python-Markdown, its ``tables`` extension): the
@@ -79,7 +79,9 @@ def verdict_table(rows: list[dict[str, Any]]) -> str:
     body = []
     for row in rows:
         paper = (f'<div class="detail">the paper\'s difference: {row["paper_delta"]:+g}</div>'
-                 if row.get("paper_delta") is not None else "")
+                 if row.get("paper_delta") is not None else
+                 f'<div class="detail">smallest difference of interest: {row["smallest"]:+g}</div>'
+                 if row.get("smallest") is not None else "")
         difference = interval_cell(row) if row.get("delta") is not None else "–"
         qualifiers = ('<ul class="qualifiers">' + "".join(f"<li>{_e(q)}</li>" for q in row["qualifiers"]) + "</ul>"
                       if row["qualifiers"] else "")
@@ -149,8 +151,9 @@ def provenance(summary: dict[str, Any]) -> str:
 FIGURE_CAPTION = (
     "Each claim (bold) against its baseline, under it its controls (a must-beat control: the system minus the control; "
     "beside: the control minus its baseline). Dot: the difference of the mean scores over the runs; bar: its 95% "
-    "interval; open diamond: the paper's difference. Colour and the words at the right: the verdict. The papers' "
-    "corpora and models are larger, so a verdict compares direction and significance, not size.")
+    "interval; open diamond: the smallest difference of interest (the paper's difference, or one declared with its "
+    "source). Colour and the words at the right: the verdict, one on this training budget: purple where the runs "
+    "decide against the claim (not reproduced at the paper's size, explained by a control).")
 
 
 def page(summary: dict[str, Any], markdown_text: str) -> str:

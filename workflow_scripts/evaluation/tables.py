@@ -9,7 +9,7 @@ experiments (``paper: NAME`` with a name of your own), as Markdown, LaTeX and HT
 
     python -m workflow_scripts.evaluation.tables collect --metadata JSON --output results.csv
     python -m workflow_scripts.evaluation.tables render --results results.csv --paper lattice
-        [--marker-test sign] --markdown lattice.md --latex lattice.tex --html lattice.html
+        [--marker-test sign] [--summary summary.json] --markdown lattice.md --latex lattice.tex --html lattice.html
 """
 from __future__ import annotations
 
@@ -17,14 +17,16 @@ import argparse
 import html
 import json
 import sys
+from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
 from nmtmodels.files import DataError, atomic_output
 from nmtmodels.text.scoring import registered_metrics
 from workflow_scripts.evaluation.layouts import LAYOUTS, Cell, Grid, comparison_grids, paper_grids
-from workflow_scripts.evaluation.markers import TEST_NAMES
-from workflow_scripts.evaluation.results import collect_results, read_results
+from workflow_scripts.evaluation.markers import NO_VERDICTS_NOTE, TEST_NAMES, VERDICT_NOTE
+from workflow_scripts.evaluation.results import collect_results, read_json, read_results
 
 # ----------------------------------------------------------------------------- formats
 _LATEX_MARKERS = {"†": r"$^{\dagger}$", "‡": r"$^{\ddagger}$", "++": "$^{++}$", "+": "$^{+}$", "−−": "$^{--}$", "−": "$^{-}$"}
@@ -99,18 +101,26 @@ def tested_metrics(results: pd.DataFrame, paper: str) -> list[str]:
     return [name for name in registered_metrics() if name in present]
 
 
-def table_grids(results: pd.DataFrame, paper: str, marker_test: str = "sign") -> list[Grid]:
+def table_grids(results: pd.DataFrame, paper: str, marker_test: str = "sign",
+                claims: list[dict[str, Any]] | None = None) -> list[Grid]:
     """The tables of ``paper``: one of the five papers' layouts (:data:`.layouts.LAYOUTS`), or for
     any other name the generic comparison table of its experiments
-    (:func:`.layouts.comparison_grids`, one per tested metric)."""
+    (:func:`.layouts.comparison_grids`, one per tested metric).  ``claims``: the results
+    summary's claims with their verdicts, whose rows take the verdict's marker (None: no summary
+    read, every marker is its test's alone); each table's notes say which."""
     if paper in LAYOUTS:
-        return paper_grids(results, paper, marker_test)
-    return comparison_grids(results, paper, tested_metrics(results, paper), marker_test)
+        grids = paper_grids(results, paper, marker_test, claims)
+    else:
+        grids = comparison_grids(results, paper, tested_metrics(results, paper), marker_test, claims)
+    for grid in grids:
+        grid.notes.append(VERDICT_NOTE if claims is not None else NO_VERDICTS_NOTE)
+    return grids
 
 
-def render_paper(results: pd.DataFrame, paper: str, marker_test: str = "sign") -> dict[str, str]:
+def render_paper(results: pd.DataFrame, paper: str, marker_test: str = "sign",
+                 claims: list[dict[str, Any]] | None = None) -> dict[str, str]:
     """Markdown, LaTeX and HTML documents holding every table of ``paper`` (:func:`table_grids`)."""
-    grids = table_grids(results, paper, marker_test)
+    grids = table_grids(results, paper, marker_test, claims)
     if not grids:
         empty = f"No results of {paper} experiments."
         return {"markdown": empty + "\n", "latex": f"% {empty}\n", "html": f"<p>{html.escape(empty)}</p>\n"}
@@ -133,6 +143,7 @@ def main(argv: list[str] | None = None) -> int:
     render.add_argument("--results", required=True)
     render.add_argument("--paper", required=True, help=f"one of {', '.join(LAYOUTS)}, or the name of your own experiments' table")
     render.add_argument("--marker-test", default="sign", choices=list(TEST_NAMES))
+    render.add_argument("--summary", help="the results summary's JSON: rows of its claims take their verdict's marker")
     render.add_argument("--markdown", required=True)
     render.add_argument("--latex", required=True)
     render.add_argument("--html", required=True)
@@ -143,7 +154,8 @@ def main(argv: list[str] | None = None) -> int:
             with atomic_output(args.output) as handle:
                 frame.to_csv(handle, index=False)
         else:
-            documents = render_paper(read_results(args.results), args.paper, args.marker_test)
+            claims = (read_json(Path(args.summary)).get("claims") or []) if args.summary else None
+            documents = render_paper(read_results(args.results), args.paper, args.marker_test, claims)
             for key in ("markdown", "latex", "html"):
                 with atomic_output(getattr(args, key)) as handle:
                     handle.write(documents[key])

@@ -69,7 +69,7 @@ def precision(train: dict[str, Any]) -> str:
 
 
 def dev_loss_drop(points: list[tuple[float, float]], updates: int) -> float | None:
-    """How much the best dev loss fell over the last fifth of training: the best of the
+    """How much the best dev loss fell after the last validation at or before 80% of training: the best of the
     validations up to 0.8 x ``updates`` minus the best of all (None without a validation
     in the first four fifths)."""
     early = [loss for update, loss in points if update <= 0.8 * updates]

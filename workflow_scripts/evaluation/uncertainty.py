@@ -26,6 +26,12 @@ power of the study and the correction for testing several claims in one summary.
   ``nc = effect sqrt(n)`` (:func:`t_test_power`).  Not statsmodels' ``TTestPower``: it calls
   scipy's noncentral t, which returns NaN at n = 3, alpha = 0.01 near the answer, and its solver
   then gives an effect of 7.17 sd, whose power is 0.787 by simulation (the answer is 7.32).
+* :func:`decision_power` (and :func:`decision_mdd`, :func:`decision_seeds_needed`): the power of
+  the rule that decides a verdict (the stratified AR test at the Holm bound and the interval
+  excluding 0), by simulation from a pilot's noise (:class:`Noise`: the per-seed sd, the
+  test-sentence variance of one run and the share of it that all runs share, identified from
+  the interval's sentence component and the AR null).  The verdicts use it; :func:`power` (the
+  paired t over seeds) is kept for readers of the test over seeds.
 * :func:`holm`: Holm's (1979) step-down adjusted p-values over a family of tests
   (``statsmodels.stats.multitest.multipletests(method="holm")``).
 """
@@ -34,6 +40,7 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -81,23 +88,38 @@ def difference_interval(scores: Scores, system: Sequence[np.ndarray], baseline: 
 
 
 def seed_test(system_scores: Sequence[float], baseline_scores: Sequence[float], seed: int = 12345) -> dict[str, Any] | None:
-    """ASO's ``eps_min`` (system against baseline) and the paired t-test over seeds (module
-    docstring); None with fewer than two runs."""
+    """ASO in both directions and the paired t-test over seeds (module docstring); None with
+    fewer than two runs.  ``aso_eps_min`` is ``aso(system, baseline)``, the bound on the violation
+    of "the system is better"; ``aso_eps_min_reverse`` is ``aso(baseline, system)``.  A value above
+    0.5 in one direction does not say the other side dominates: each direction is its own call.
+    ``aso_direction``: +1 when the system almost dominates (``aso_eps_min`` < 0.5 and the reverse
+    not), -1 when the baseline does, 0 otherwise."""
     n = len(system_scores)
     if n < 2 or n != len(baseline_scores):
         return None
     from deepsig import aso  # imports torch: only where a summary is made, never at DAG build
 
-    eps_min = float(aso(list(map(float, system_scores)), list(map(float, baseline_scores)), confidence_level=0.95,
-                        num_comparisons=1, seed=seed, show_progress=False, num_jobs=1))
+    ours, theirs = list(map(float, system_scores)), list(map(float, baseline_scores))
+    eps = {name: float(aso(a, b, confidence_level=0.95, num_comparisons=1, seed=seed, show_progress=False, num_jobs=1))
+           for name, a, b in (("forward", ours, theirs), ("reverse", theirs, ours))}
     diffs = np.asarray(system_scores, dtype=float) - np.asarray(baseline_scores, dtype=float)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # identical differences: t undefined
         p_t = float(scipy_stats.ttest_rel(system_scores, baseline_scores).pvalue)
-    direction = 1 if eps_min < ASO_THRESHOLD else -1 if 1.0 - eps_min < ASO_THRESHOLD else 0
-    return {"aso_eps_min": eps_min, "aso_direction": direction, "p_paired_t": None if math.isnan(p_t) else p_t,
+    return {"aso_eps_min": eps["forward"], "aso_eps_min_reverse": eps["reverse"],
+            "aso_direction": aso_direction(eps["forward"], eps["reverse"]),
+            "p_paired_t": None if math.isnan(p_t) else p_t,
             "mean_difference": float(np.mean(diffs)), "sd_difference": float(np.std(diffs, ddof=1)), "n": n,
-            "method": "ASO (deepsig, confidence 0.95) and the paired t-test over seeds (scipy)"}
+            "method": "ASO in both directions (deepsig, confidence 0.95) and the paired t-test over seeds (scipy)"}
+
+
+def aso_direction(forward: float, reverse: float | None) -> int:
+    """+1 when ``aso(system, baseline)`` is below :data:`ASO_THRESHOLD` and ``aso(baseline, system)``
+    is not, -1 the other way round, 0 when neither or both (``reverse`` None: a test over seeds
+    recorded before the reverse call was made, which then cannot say -1)."""
+    ours = forward < ASO_THRESHOLD
+    theirs = reverse is not None and reverse < ASO_THRESHOLD
+    return 1 if ours and not theirs else -1 if theirs and not ours else 0
 
 
 def t_test_power(effect: float, n: int, alpha: float) -> float:
@@ -141,6 +163,84 @@ def seeds_needed(effect: float, alpha: float, target: float = POWER) -> int | No
         else:
             low = middle + 1
     return low
+
+
+@dataclass(frozen=True)
+class Noise:
+    """The noise of one comparison that the deciding test sees, estimated from a pilot (module
+    docstring, "the power of the rule that decides"): ``sd_seeds`` the sd of the per-seed
+    differences (n - 1 degrees of freedom: 2 with 3 seeds, so itself uncertain), ``v_run`` the
+    test-sentence variance of one run's difference (what the stratified AR test's null
+    distribution measures, n times its variance over n runs) and ``rho`` the share of it that all
+    runs share (the part that more seeds do not average away: the interval's sentence component at
+    n runs is ``v_run (rho + (1 - rho) / n)``)."""
+
+    sd_seeds: float
+    v_run: float
+    rho: float
+    pilot_runs: int
+
+    @classmethod
+    def of(cls, sd_seeds: float | None, sd_sentences: float | None, ar_null_sd: float | None, n: int) -> Noise | None:
+        """From a pilot of n runs: the sd of its per-seed differences, its interval's sentence sd
+        (:func:`difference_interval`) and the sd of its stratified AR test's null distribution
+        (``run_statistics.stratified_ar``); None where one is missing or n < 2."""
+        if n < 2 or sd_seeds is None or sd_sentences is None or ar_null_sd is None or ar_null_sd <= 0:
+            return None
+        v_run = n * ar_null_sd ** 2
+        share = (sd_sentences ** 2 / v_run - 1.0 / n) / (1.0 - 1.0 / n)
+        return cls(float(sd_seeds), float(v_run), float(min(1.0, max(0.0, share))), n)
+
+    def sentence_variance(self, n: int) -> float:
+        return self.v_run * (self.rho + (1.0 - self.rho) / n)
+
+
+SIMULATIONS = 4000  # draws per power (common random numbers: the power is monotone in the effect)
+
+
+def decision_power(effect: float, n: int, noise: Noise, alpha: float, level: float = INTERVAL_LEVEL,
+                   draws: int = SIMULATIONS, seed: int = 0) -> float:
+    """The probability that a study of n seeds decides the direction of a true difference
+    ``effect`` (> 0) by the rule's two tests (module docstring): the stratified AR test at
+    ``alpha`` (pass the Holm bound, alpha over the family's size) and the interval over seeds and
+    sentences excluding 0, both on the side of ``effect``.  By simulation: the mean difference
+    ``d ~ N(effect, sd_seeds^2 / n + rho v_run)``, the sample variance of the per-seed
+    differences ``sd_seeds^2 chi2(n - 1) / (n - 1)``, the interval as :func:`difference_interval`
+    makes it (Welch-Satterthwaite t) and the AR test as a normal test against its null sd
+    ``sqrt(v_run / n)``.  The paper's sign test, where the convention adds it, is not modelled.
+    tests/test_verdict_rules.py checks this against the interval and a stratified randomisation
+    test run on synthetic studies."""
+    if n < 2:
+        return 0.0
+    rng = np.random.default_rng(seed)
+    v_sentence = noise.sentence_variance(n)
+    # the mean difference varies with training (the per-seed differences on this test set) and with the test
+    # sentences that all runs share; the interval's sentence component also holds each run's own sentence noise,
+    # which the per-seed differences already carry (difference_interval counts it twice, as it is computed here)
+    d = effect + rng.standard_normal(draws) * math.sqrt(noise.sd_seeds ** 2 / n + noise.v_run * noise.rho)
+    v_seed = noise.sd_seeds ** 2 * rng.chisquare(n - 1, draws) / (n - 1) / n
+    total = v_seed + v_sentence
+    df = np.where(total > 0, total ** 2 / np.maximum(v_seed ** 2 / (n - 1), 1e-300), np.inf)
+    half = scipy_stats.t.ppf(0.5 + level / 2, df) * np.sqrt(total)
+    ar = d > float(scipy_stats.norm.ppf(1 - alpha / 2)) * math.sqrt(noise.v_run / n)
+    return float(np.mean((d - half > 0) & ar))
+
+
+def decision_mdd(n: int, noise: Noise, alpha: float, target: float = POWER) -> float:
+    """The smallest difference that n seeds decide with ``target`` power (:func:`decision_power`)."""
+    high = 1.0
+    while decision_power(high, n, noise, alpha) < target:
+        high *= 2
+    return float(optimize.brentq(lambda e: decision_power(e, n, noise, alpha) - target + 1e-9, 0.0, high, xtol=1e-4))
+
+
+def decision_seeds_needed(effect: float, noise: Noise, alpha: float, target: float = POWER,
+                          most: int = MAX_SEEDS) -> int | None:
+    """The fewest seeds (>= 2) that decide ``effect`` with ``target`` power; None when even
+    ``most`` do not (the shared test-sentence noise, ``rho``, is a floor that seeds do not lower)."""
+    if decision_power(abs(effect), most, noise, alpha) < target:
+        return None
+    return next(n for n in range(2, most + 1) if decision_power(abs(effect), n, noise, alpha) >= target)
 
 
 def holm(p_values: Sequence[float]) -> list[float]:

@@ -13,12 +13,15 @@ from typing import Any
 
 NOT_RUN = "not run"
 # One colour per verdict class (verdicts.VERDICTS; tests/test_summary_page.py checks) and for a control that did not run: green
-# for a reproduced difference, red for a reversed one, amber for inconclusive, greys where the
-# comparison says nothing about the methods; the 1-run classes in lighter tones of the same.
+# for a reproduced difference, red for a reversed one, purple for the decided negatives (not reproduced at the paper's
+# size, explained by a control), amber for inconclusive, greys where the comparison says nothing about the methods;
+# the 1-run classes in lighter tones of the same.
 COLOURS = {
     "reproduced": "#1a9850",
     "suggestive (1 run)": "#91cf60",
     "reversed": "#d73027",
+    "not reproduced at the paper's size": "#762a83",
+    "explained by a control": "#9970ab",
     "inconclusive": "#e08214",
     "inconclusive (1 run)": "#fdb863",
     "not comparable": "#6a6a6a",
@@ -36,7 +39,7 @@ def _interval(row: dict[str, Any]) -> tuple[float | None, float | None]:
 def figure_rows(summary: dict[str, Any]) -> list[dict[str, Any]]:
     """One row per claim (against its baseline) and, under it, one per control of the claim:
     ``label``, ``detail``, ``kind`` (claim / control), ``delta``, ``interval`` (``low``, ``high``),
-    ``paper_delta`` (claims only), ``verdict`` (a :data:`.verdicts.VERDICTS` class, or
+    ``paper_delta`` and ``smallest`` (the smallest difference of interest; claims only), ``verdict`` (a :data:`.verdicts.VERDICTS` class, or
     :data:`NOT_RUN`), ``why``, ``qualifiers``.  A must-beat control's difference is the system's
     minus the control's; a beside control's, the control's minus its baseline's."""
     rows = []
@@ -49,13 +52,15 @@ def figure_rows(summary: dict[str, Any]) -> list[dict[str, Any]]:
                      "detail": f"{v['paper']}{' (your claim)' if v.get('own') else ''}, {v['metric']}, "
                                f"{v['corpus']} / {v['test_set']}, {v.get('n', '?')} runs",
                      "claim": v.get("claim", ""), "delta": v.get("delta"), "interval": v.get("interval"), "low": low,
-                     "high": high, "paper_delta": v.get("paper_delta"), "verdict": v["verdict"], "why": v.get("why", ""),
+                     "high": high, "paper_delta": v.get("paper_delta"),
+                     "smallest": (v.get("smallest") or {}).get("value", v.get("paper_delta")),
+                     "verdict": v["verdict"], "why": v.get("why", ""),
                      "qualifiers": list(v.get("qualifiers") or [])})
         for c in v.get("controls") or []:
             role = ROLE_WORDS.get(c["role"], c["role"])
             pair = c.get("pair") or [v["system"], c["experiment"]]
             base = {"kind": "control", "label": f"{role}: {c['experiment']}", "detail": f"{pair[0]} vs {pair[1]}",
-                    "claim": c.get("what", ""), "paper_delta": None, "role": c["role"], "qualifiers": []}
+                    "claim": c.get("what", ""), "paper_delta": None, "smallest": None, "role": c["role"], "qualifiers": []}
             if not c.get("run"):
                 rows.append({**base, "delta": None, "interval": None, "low": None, "high": None, "verdict": NOT_RUN,
                              "why": "no comparison over runs of it in this run"
@@ -70,7 +75,7 @@ def figure_rows(summary: dict[str, Any]) -> list[dict[str, Any]]:
 def verdict_figure(rows: list[dict[str, Any]]):
     """The figure of ``rows`` (:func:`figure_rows`): one horizontal line per row from the
     interval's low to its high end, a dot at the difference of the means, an open diamond at
-    the paper's difference, the verdict in words at the right; a row without numbers (a control
+    the smallest difference of interest, the verdict in words at the right; a row without numbers (a control
     not run, a claim without runs) says so at zero."""
     import matplotlib  # lazy: the Agg backend is chosen before pyplot loads, only where a figure is drawn
 
@@ -92,8 +97,8 @@ def verdict_figure(rows: list[dict[str, Any]]):
         if row["low"] is not None and row["high"] is not None:
             ax.plot([row["low"], row["high"]], [y, y], color=colour, linewidth=4, solid_capstyle="butt", zorder=2)
         ax.plot(row["delta"], y, "o", color=colour, markeredgecolor="black", markersize=7, zorder=3)
-        if row.get("paper_delta") is not None:
-            ax.plot(row["paper_delta"], y, "D", markerfacecolor="none", markeredgecolor="black", markersize=8, zorder=4)
+        if row.get("smallest") is not None:
+            ax.plot(row["smallest"], y, "D", markerfacecolor="none", markeredgecolor="black", markersize=8, zorder=4)
     ax.axvline(0, color="black", linewidth=0.8, linestyle="--", zorder=1)
     ax.set_yticks(ys, [("    " if r["kind"] == "control" else "") + r["label"] for r in rows], fontsize=9)
     for tick, row in zip(ax.get_yticklabels(), rows):
@@ -109,7 +114,7 @@ def verdict_figure(rows: list[dict[str, Any]]):
     present = list(dict.fromkeys(r["verdict"] for r in rows))
     handles = [Line2D([], [], color=COLOURS.get(v, "#000000"), linewidth=4, label=v) for v in present if v != NOT_RUN]
     handles.append(Line2D([], [], linestyle="", marker="D", markerfacecolor="none", markeredgecolor="black",
-                          label="the paper's difference"))
+                          label="smallest difference of interest"))
     fig.legend(handles=handles, loc="outside lower center", ncol=min(len(handles), 4), fontsize=8, frameon=False)
     return fig
 

@@ -9,7 +9,7 @@ import shlex
 from typing import Any
 
 from workflow_scripts.evaluation import markdown as md
-from workflow_scripts.evaluation import uncertainty
+from workflow_scripts.evaluation import uncertainty, verdicts
 from workflow_scripts.evaluation.verdicts import BUDGET_TOLERANCE, VERDICT_RULE, beaten, budget_confounded
 
 
@@ -67,49 +67,78 @@ def _improving(side: dict[str, Any]) -> str:
     if side.get("improving_drop") is None:
         return "no dev loss"
     spread = side.get("improving_spread")
-    return (f"{side['improving_flag']} (best dev loss fell {side['improving_drop']:.3f} in the last fifth"
+    since = side.get("improving_since")
+    return (f"{side['improving_flag']} (best dev loss fell {side['improving_drop']:.3f} "
+            + (f"after update {since}" if since is not None else "over the end of the budget")
             + (f"; sd over runs {spread:.3f})" if spread is not None else ")"))
 
 
 def _seeds_text(seed_test: dict[str, Any] | None) -> str:
     if not seed_test:
         return "no test over seeds (one run)"
-    who = {1: "the system", -1: "the baseline", 0: "neither side"}[seed_test["aso_direction"]]
-    return (f"ASO eps_min {seed_test['aso_eps_min']:.3f} ({who} dominates; < {uncertainty.ASO_THRESHOLD:g} is the "
-            f"system), paired t over seeds p {md.cell(seed_test['p_paired_t'], 4)}")
+    who = {1: "the system almost dominates", -1: "the baseline almost dominates", 0: "neither side dominates"}[
+        seed_test["aso_direction"]]
+    reverse = seed_test.get("aso_eps_min_reverse")
+    return (f"ASO eps_min(system, baseline) {seed_test['aso_eps_min']:.3f}"
+            + (f", eps_min(baseline, system) {reverse:.3f}" if reverse is not None else "")
+            + f" ({who}; each direction below {uncertainty.ASO_THRESHOLD:g} is its own call), paired t over seeds p "
+            f"{md.cell(seed_test['p_paired_t'], 4)}")
 
 
-def more_seeds_command(v: dict[str, Any], seeds: int) -> str:
+def more_seeds_command(v: dict[str, Any], seeds: int, configs: tuple[str, ...] = ("config.yaml",),
+                       target: str = "all", cores: int = 2) -> str:
     """One command line that trains the claim's pair with ``seeds`` seeds (the runs of the
-    existing seeds are kept): an overlay written to ``more_seeds.yaml``, merged over config.yaml
-    (snakemake's ``--config`` reads numbers as strings, so a config file)."""
+    existing seeds are kept): an overlay written to ``more_seeds.yaml``, merged over ``configs``
+    (the config files of the run that made the summary: snakemake's ``--config`` reads numbers as
+    strings, so a config file)."""
     listed = ", ".join(map(str, range(1, seeds + 1)))
     overlay = "experiments: {" + ", ".join(f"{name}: {{seeds: [{listed}]}}" for name in (v["system"], v["baseline"])) + "}"
     return (f"printf '%s\\n' {shlex.quote(overlay)} > more_seeds.yaml && "
-            "snakemake --cores 2 all --configfile config.yaml more_seeds.yaml")
+            f"snakemake --cores {cores} {target} --configfile {' '.join(map(shlex.quote, configs))} more_seeds.yaml")
 
 
-def sureness_line(v: dict[str, Any]) -> str:
+def power_text(v: dict[str, Any], configs: tuple[str, ...] = ("config.yaml",), target: str = "all",
+               cores: int = 2) -> str:
+    """The power of the tests that decide (:func:`.verdicts.power_of`), and what would help: more
+    seeds (with the command), or, below the quality floor, a larger budget, which seeds cannot replace."""
+    power = v.get("power") or {}
+    if v.get("verdict") == "not measurable at this budget":
+        return "; below the quality floor more seeds do not help: a larger training budget does"
+    if power.get("mdd") is None:
+        return ""
+    if "test" not in power:  # a summary made before the power of the deciding tests was computed
+        return (f"; minimum detectable difference at {power['power']:.0%} power (paired t over seeds, as recorded then) "
+                f"with {power['n']} seeds: {power['mdd']:.2f}")
+    text = (f"; power of the tests that decide ({power['test']}, p < {power['alpha']:.2g}: the level over the "
+            f"{v.get('holm_family', 1)} tests of the Holm family): minimum detectable difference at "
+            f"{power['power']:.0%} power with {power['n']} seeds {power['mdd']:.2f}")
+    smallest = power.get("smallest")
+    if smallest is None:
+        return text
+    text += f"; at the smallest difference of interest {smallest:g} ({v['smallest']['source']}) the power is {power['at_smallest']:.2f}"
+    needed = power["seeds_needed"]
+    if needed is None:
+        return text + f"; more than {uncertainty.MAX_SEEDS} seeds would be needed (the test-sentence noise that all runs share)"
+    text += f", {needed} seeds reach 80%"
+    if needed > power["n"] and v.get("verdict") not in verdicts.DECIDED:
+        text += f" (`{more_seeds_command(v, needed, configs, target, cores)}`)"
+    return text
+
+
+def sureness_line(v: dict[str, Any], configs: tuple[str, ...] = ("config.yaml",), target: str = "all",
+                  cores: int = 2) -> str:
     """Interval, test over seeds, Holm and power of one claim (:mod:`.uncertainty`)."""
     interval = v.get("interval")
+    df = f" ({v['n'] - 1} degrees of freedom)" if v.get("n", 0) > 1 else ""
     text = ("- How sure: " + (f"95% interval of the difference [{interval['low']:+.2f}, {interval['high']:+.2f}] "
-                              f"({interval['components']}; sd over seeds {md.cell(interval['sd_seeds'])}, over test "
+                              f"({interval['components']}; sd over seeds {md.cell(interval['sd_seeds'])}{df}, over test "
                               f"sentences {md.cell(interval['sd_sentences'])})" if interval else "no interval recorded "
                               "(a comparison made before intervals were)")
             + f"; {_seeds_text(v.get('seed_test'))}")
     if v.get("p_holm") is not None:
-        text += f"; stratified AR p {md.cell(v['p_ar'], 4)}, Holm-adjusted over {v['holm_family']} tests {md.cell(v['p_holm'], 4)}"
-    power = v["power"]
-    if power["mdd"] is not None:
-        text += (f"; minimum detectable difference at {power['power']:.0%} power and p < {power['alpha']:g} with "
-                 f"{power['n']} seeds: {power['mdd']:.2f}")
-        if v.get("paper_delta") is not None:
-            needed = power["seeds_needed"]
-            text += (f"; the paper's {v['paper_delta']:g} needs {needed} seeds" if needed else
-                     f"; the paper's {v['paper_delta']:g} needs more than {uncertainty.MAX_SEEDS} seeds")
-            if needed and needed > power["n"]:
-                text += f" (`{more_seeds_command(v, needed)}`)"
-    return text + "."
+        text += (f"; stratified AR p {md.cell(v['p_ar'], 4)}, Holm-adjusted over the {v['holm_family']} tests of the "
+                 f"{v.get('holm_family_name', 'summary')} {md.cell(v['p_holm'], 4)}")
+    return text + power_text(v, configs, target, cores) + "."
 
 
 def trajectory_line(v: dict[str, Any]) -> str:
@@ -138,7 +167,7 @@ def lengths_line(v: dict[str, Any]) -> str | None:
             f"without the brevity penalty {facts['delta_without_bp']:+.2f}: {verdict}.")
 
 
-def _control_line(c: dict[str, Any], metric: str, own: bool = False) -> str:
+def _control_line(c: dict[str, Any], metric: str, own: bool = False, claim_runs: int | None = None) -> str:
     what = f"{c['experiment']} ({c['role'].replace('_', '-')}: {c['what']})"
     if not c["run"]:
         where = "no comparison over runs of it in this run: an experiment of your config, with the system's seeds" if own \
@@ -148,7 +177,7 @@ def _control_line(c: dict[str, Any], metric: str, own: bool = False) -> str:
     params = f"; {c['parameters']:,} parameters" if isinstance(c.get("parameters"), int) else ""
     if c["role"] == "must_beat":
         test = "the system against it"
-        outcome = f"**{'beaten' if beaten(c) else 'not beaten'}** ({c['verdict']}: {c['why']})"
+        outcome = f"**{'beaten' if beaten(c, claim_runs) else 'not beaten'}** ({c['verdict']}: {c['why']})"
     else:
         test = f"it against {c['against']}"
         outcome = f"**{c['verdict']}** ({c['why']})"
@@ -185,8 +214,19 @@ def evidence_table(rows: list[dict[str, Any]]) -> list[str]:
          for v in rows if "corpus" in v])
 
 
-def claim_sections(rows: list[dict[str, Any]], level: str = "###") -> list[str]:
-    """Per claim: the reason, how sure, training, length, budget, controls and deviations."""
+def rerun_settings(config_files: list[str] | None) -> dict[str, Any]:
+    """The config files, target and cores of a printed command for the run that made a summary:
+    its own config files (configs/gpu.yaml's runs: the GPU target on 16 cores)."""
+    configs = tuple(config_files or ["config.yaml"])
+    if "configs/gpu.yaml" in configs:
+        return {"configs": configs, "target": "gpu_reproduction", "cores": 16}
+    return {"configs": configs, "target": "all", "cores": 2}
+
+
+def claim_sections(rows: list[dict[str, Any]], level: str = "###", config_files: list[str] | None = None) -> list[str]:
+    """Per claim: the reason, how sure, training, length, budget, controls and deviations;
+    ``config_files``: those of the run, for the printed commands (:func:`rerun_settings`)."""
+    settings = rerun_settings(config_files)
     lines = []
     for v in rows:
         if "corpus" not in v:
@@ -195,14 +235,15 @@ def claim_sections(rows: list[dict[str, Any]], level: str = "###") -> list[str]:
                   f"- Verdict: **{v['verdict']}**: {v['why']}" + (" (1 run)" if v["n"] == 1 and "1 run" not in v["why"] else "")
                   + f"; {v['n']} run(s), seeds {', '.join(map(str, v.get('seeds') or []))}."
                   + (f" Beside it: {'; '.join(v['qualifiers'])}." if v.get("qualifiers") else ""),
-                  sureness_line(v),
+                  sureness_line(v, **settings),
                   f"- Training: ours {_improving(v['system_training'])}; baseline {_improving(v['baseline_training'])}.",
                   trajectory_line(v), budget_line(v)]
         length = lengths_line(v)
         if length:
             lines.append(length)
         if v["controls"]:
-            lines += ["- Controls:"] + ["  " + _control_line(c, v["metric"], v.get("own", False)) for c in v["controls"]]
+            lines += ["- Controls:"] + ["  " + _control_line(c, v["metric"], v.get("own", False), v.get("n"))
+                                        for c in v["controls"]]
         else:
             lines += ["- Controls: none declared."]
         if v["deviations"]:
@@ -231,14 +272,16 @@ def claims_markdown(summary: dict[str, Any]) -> list[str]:
     if not papers:
         lines += ["No system of this run has a paper's claim with runs to compare.", ""]
     else:
-        lines += verdict_table(papers) + ["### Evidence", ""] + evidence_table(papers) + claim_sections(papers)
-    return lines + (own_claims_markdown(own) if own else [])
+        lines += (verdict_table(papers) + ["### Evidence", ""] + evidence_table(papers)
+                  + claim_sections(papers, config_files=(summary.get("workflow") or {}).get("config_files")))
+    return lines + (own_claims_markdown(own, (summary.get("workflow") or {}).get("config_files")) if own else [])
 
 
-def own_claims_markdown(rows: list[dict[str, Any]]) -> list[str]:
+def own_claims_markdown(rows: list[dict[str, Any]], config_files: list[str] | None = None) -> list[str]:
     """Your own claims (the config's ``claims:``) with their verdicts: the same tables and rule."""
     return (["## Your claims", "",
              "The claims of your config (`claims:`), each against its baseline and its controls, by the rule above and "
              "in the same Holm family as the papers' claims of this summary; significance at the claim's declared test "
              "and level (else the project's: the stratified AR test, p < 0.05) and the quality floor of its metric.", ""]
-            + verdict_table(rows) + ["### Evidence of your claims", ""] + evidence_table(rows) + claim_sections(rows))
+            + verdict_table(rows) + ["### Evidence of your claims", ""] + evidence_table(rows)
+            + claim_sections(rows, config_files=config_files))

@@ -54,17 +54,20 @@ from __future__ import annotations
 
 import math
 import statistics
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
+
+from scipy import stats as scipy_stats
 
 from workflow_scripts.evaluation import uncertainty
 from workflow_scripts.evaluation.claim_files import OWN_TESTS
 from workflow_scripts.evaluation.markers import SIGNIFICANCE, TEST_SHORT, floor_of, significance_of
 
-VERDICTS = ("reproduced", "reversed", "inconclusive", "suggestive (1 run)", "inconclusive (1 run)", "not comparable",
-            "not measurable at this budget")
-# "still improving": the mean drop of the best dev loss over the last fifth of the budget is
-# larger than this multiple of the sd over seeds of the final best dev loss.
+VERDICTS = ("reproduced", "reversed", "explained by a control", "not reproduced at the paper's size", "inconclusive",
+            "suggestive (1 run)", "inconclusive (1 run)", "not comparable", "not measurable at this budget")
+DECIDED = ("reproduced", "reversed", "explained by a control", "not reproduced at the paper's size")
+# "still improving": the mean drop of the best dev loss after the last validation at or before 80%
+# of the budget is larger than this multiple of the sd over seeds of the final best dev loss.
 IMPROVING_MULTIPLE = 1.0
 BLEU_METRICS = ("bleu", "tokenized_bleu")
 
@@ -106,19 +109,25 @@ VERDICT_RULE = (
     "points of BLEU, 20 of chrF: declared with the metric, MetricSpec.floor); "
     "**not comparable** when a run of either side did not stop by max_updates or the two sides did different numbers "
     "of updates; with one run, **suggestive (1 run)** when the difference is significant (either direction) and "
-    "**inconclusive (1 run)** otherwise; with n runs, **reproduced** when the difference of the means is positive, "
-    "significant under the paper's convention over all runs with the AR p-value Holm-adjusted over every test of the "
-    "summary (Holm 1979, statsmodels), at least two thirds of the runs (2 of 3) beat their baseline's run of the same "
-    "seed, the test over seeds (Almost Stochastic Order, Dror et al. 2019, deepsig) agrees in direction, and every "
-    "must-beat control of the claim ran, is comparable and is beaten the same way (a control that did not run blocks "
-    "it); **reversed** when it is negative, significant, most runs are worse and ASO agrees; **inconclusive** "
-    "otherwise: **underpowered** when the minimum detectable difference (80% power, paired t over seeds) exceeds the "
-    "paper's difference, **no effect detected at adequate power** when it does not and the 95% interval excludes the "
-    "paper's difference. Significance over all runs (approximate randomisation stratified by run, Clark et al. 2011): "
+    "**inconclusive (1 run)** otherwise. With n runs a direction is **decided** when the difference of the means is "
+    "significant under the paper's convention over all runs, with the stratified AR p-value Holm-adjusted over the "
+    "summary's family (every claim with a test, and each must-beat control of those claims that ran; Holm 1979, "
+    "statsmodels), at least two thirds of the runs (2 of 3) differ from their baseline's run of the same seed in that "
+    "direction, the test over seeds (Almost Stochastic Order, Dror et al. 2019, deepsig, called in each direction) "
+    "agrees, and the 95% interval of the difference over seeds and test sentences excludes 0. Then: **reproduced** when "
+    "the decided direction is better and every must-beat control of the claim ran, is comparable, was compared on at "
+    "least as many runs and is beaten by the same rule (a control that did not run blocks it); **explained by a "
+    "control** when it is better but the interval against a must-beat control lies wholly below the smallest "
+    "difference of interest (the paper's difference, or one declared with its source); **reversed** when it is "
+    "worse. **Not reproduced at the paper's size** when no direction is decided and the interval lies wholly below "
+    "the smallest difference of interest (an interval test against the paper's effect, as in equivalence testing). "
+    "**Inconclusive** otherwise: **underpowered** when the smallest difference that the deciding tests (the Holm-bound "
+    "AR test and the interval) detect with 80% power at these seeds, by simulation from the observed seed and "
+    "sentence variance, exceeds the smallest difference of interest. Significance over all runs (approximate "
+    "randomisation stratified by run, Clark et al. 2011): "
     + "; ".join(_convention(p) for p in SIGNIFICANCE) + "; a claim of your own: its declared test and level, else "
-    "the project's (the stratified AR test, p < 0.05). The papers' corpora and models are larger: the "
-    "verdict compares direction and significance, not the size of the difference (docs/results.md, \"Claims and "
-    "verdicts\").")
+    "the project's (the stratified AR test, p < 0.05). Every verdict is one on this training budget "
+    "(docs/results.md, \"Claims and verdicts\").")
 
 
 # ----------------------------------------------------------------------------- the rule
@@ -159,16 +168,22 @@ def _misses(paper: str | Convention, p_ar: float | None, p_sign: float | None, d
 def verdict(paper: str | Convention, *, n: int, delta: float, score: float, baseline_score: float, p_ar: float | None,
             p_sign: float | None, runs_better: int, runs_worse: int, sign_favours: int | None = None,
             comparable: bool = True, controls: tuple[str, ...] = (), seed_direction: int | None = None,
-            p_adjusted: float | None = None, floor: float | None = floor_of("bleu")) -> tuple[str, str]:
-    """(verdict, why) of one claimed improvement (module docstring): ``delta`` the difference
-    of the mean scores (system minus baseline), ``score``/``baseline_score`` the means,
-    ``p_ar`` the stratified AR p-value and ``p_adjusted`` the same after Holm's adjustment (used
-    in its place when given), ``p_sign`` the pooled sign test's, ``comparable`` whether both
-    sides stopped by max_updates at the same count, ``controls`` what keeps the must-beat
-    controls from counting as beaten (e.g. "must-beat control X not run"; empty: all beaten),
-    ``seed_direction`` the test over seeds' direction (+1 the system, -1 the baseline, 0 or None
-    neither); ``sign_favours`` the pooled sign test's better minus worse sentences; ``floor`` the
-    quality floor of the metric (None: none), which both means must reach."""
+            p_adjusted: float | None = None, floor: float | None = floor_of("bleu"),
+            interval: dict[str, float] | None = None, smallest: float | None = None,
+            explained: tuple[str, ...] = ()) -> tuple[str, str]:
+    """(verdict, why) of one claimed improvement (module docstring, :data:`VERDICT_RULE`):
+    ``delta`` the difference of the mean scores (system minus baseline), ``score``/``baseline_score``
+    the means, ``p_ar`` the stratified AR p-value and ``p_adjusted`` the same after Holm's
+    adjustment (used in its place when given), ``p_sign`` the pooled sign test's, ``comparable``
+    whether both sides stopped by max_updates at the same count, ``controls`` what keeps the
+    must-beat controls from counting as beaten (e.g. "must-beat control X not run"; empty: all
+    beaten), ``explained`` the must-beat controls whose interval against the system lies wholly
+    below ``smallest``, ``seed_direction`` the test over seeds' direction (+1 the system, -1 the
+    baseline, 0 or None neither); ``sign_favours`` the pooled sign test's better minus worse
+    sentences; ``floor`` the quality floor of the metric (None: none), which both means must
+    reach; ``interval`` the 95% interval of the difference over seeds and sentences (low, high;
+    None: not recorded, which decides no direction); ``smallest`` the smallest difference of
+    interest (the paper's difference, or one declared with its source; None: none)."""
     below = [side for side, mean in (("the system", score), ("the baseline", baseline_score)) if floor is not None and mean < floor]
     if below:
         return ("not measurable at this budget",
@@ -182,19 +197,31 @@ def verdict(paper: str | Convention, *, n: int, delta: float, score: float, base
         return ("suggestive (1 run)" if sig and delta != 0 else "inconclusive (1 run)",
                 f"{direction}, {'significant' if sig else 'not significant'}, one run: test-set noise only")
     need, sign = majority(n), (delta > 0) - (delta < 0)
+    agree = runs_better if delta > 0 else runs_worse
     seeds_agree = sign != 0 and seed_direction == sign
-    if delta > 0 and sig and runs_better >= need and seeds_agree and not controls:
-        return "reproduced", f"better, significant over {n} runs, {runs_better} of {n} runs better, ASO agrees"
-    if delta < 0 and sig and runs_worse >= need and seeds_agree:
-        return "reversed", f"worse, significant over {n} runs, {runs_worse} of {n} runs worse, ASO agrees"
+    excludes_zero = interval is not None and (interval["low"] > 0 if sign > 0 else interval["high"] < 0 if sign < 0 else False)
+    decided = sig and agree >= need and seeds_agree and excludes_zero
+    if decided and delta > 0 and not controls:
+        return "reproduced", (f"better, significant over {n} runs, {runs_better} of {n} runs better, ASO agrees, "
+                              "the interval excludes 0")
+    if decided and delta > 0 and explained:
+        return "explained by a control", (f"better than the baseline (significant over {n} runs, the interval excludes 0), "
+                                          f"but the interval against must-beat control {', '.join(explained)} lies "
+                                          f"wholly below the smallest difference of interest ({smallest:g})")
+    if decided and delta < 0:
+        return "reversed", f"worse, significant over {n} runs, {runs_worse} of {n} runs worse, ASO agrees, the interval excludes 0"
+    if not decided and interval is not None and smallest is not None and interval["high"] < smallest:
+        return "not reproduced at the paper's size", (f"the 95% interval [{interval['low']:+.2f}, {interval['high']:+.2f}] lies "
+                                                      f"wholly below the smallest difference of interest ({smallest:g})")
     reasons = [direction, "significant" if sig else
                "not significant (" + "; ".join(_misses(paper, p, p_sign, delta, sign_favours, p_adjusted is not None)) + ")"]
-    agree = runs_better if delta > 0 else runs_worse
     if sign and agree < need:
         reasons.append(f"only {agree} of {n} runs {direction}")
-    if sign and sig and agree >= need and not seeds_agree:
+    if sign and not seeds_agree:
         reasons.append("the test over seeds (ASO) does not agree" if seed_direction is not None else "no test over seeds")
-    if delta > 0 and sig and agree >= need and seeds_agree:
+    if sign and not excludes_zero:
+        reasons.append("the 95% interval includes 0" if interval is not None else "no interval recorded")
+    if decided:
         reasons += list(controls)
     return "inconclusive", ", ".join(reasons)
 
@@ -209,20 +236,22 @@ def _spread(values: list[float]) -> float | None:
 
 
 def improving(runs: list[dict[str, Any]]) -> dict[str, Any]:
-    """Whether a system was still improving at the end: the mean drop of the best dev loss over
-    the last fifth of training (:func:`.training_runs.training_run`'s ``dev_loss_drop``) against
+    """Whether a system was still improving at the end: the mean drop of the best dev loss after
+    the last validation at or before 80% of the budget (:func:`.training_runs.dev_loss_drop`;
+    ``since``: that validation's update, e.g. 400 of 600 with validations every 200) against
     :data:`IMPROVING_MULTIPLE` times the spread of the final best dev loss over its runs; ``flag``
     "still improving at N updates" when the drop is larger (with one run: than zero, said as such)."""
     drops = [r["dev_loss_drop"] for r in runs if r.get("dev_loss_drop") is not None]
     finals = [r["best_dev_loss"] for r in runs if r.get("best_dev_loss") is not None]
     if not drops:
-        return {"drop": None, "spread": None, "flag": "", "still": False}
+        return {"drop": None, "spread": None, "flag": "", "still": False, "since": None}
     drop, spread = sum(drops) / len(drops), _spread(finals)
     updates = max(r["updates"] for r in runs)
     still = drop > IMPROVING_MULTIPLE * (spread if spread is not None else 0.0)
     flag = f"still improving at {updates} updates" if still else "levelled off"
+    since = [max((u for u, _ in r["dev_curve"] if u <= 0.8 * r["updates"]), default=None) for r in runs if r.get("dev_curve")]
     return {"drop": drop, "spread": spread, "flag": flag + ("" if spread is not None else " (1 run: no spread)"),
-            "still": still}
+            "still": still, "since": max((u for u in since if u is not None), default=None)}
 
 
 TRAJECTORY_POINTS = (0.25, 0.5, 0.75, 1.0)
@@ -272,7 +301,12 @@ def trainingside_cell(runs: list[dict[str, Any]]) -> dict[str, Any]:
     return {"updates": [r["updates"] for r in runs], "stopped_by": sorted({r["stop_reason"] for r in runs}),
             "target_tokens": [r.get("target_tokens") for r in runs],
             "parameters": runs[0].get("parameters") if runs else None,
-            "elapsed_s": [r["elapsed_s"] for r in runs], **{f"improving_{k}": v for k, v in improving(runs).items()}}
+            "elapsed_s": [r["elapsed_s"] for r in runs], **_improving_cells(improving(runs))}
+
+
+def _improving_cells(facts: dict[str, Any]) -> dict[str, Any]:
+    return {"improving_drop": facts["drop"], "improving_spread": facts["spread"], "improving_flag": facts["flag"],
+            "improving_still": facts["still"], "improving_since": facts["since"]}
 
 
 def target_tokens_gap(system: dict[str, Any], baseline: dict[str, Any]) -> float | None:
@@ -339,23 +373,44 @@ def length_facts(summary: dict[str, Any], entry: dict[str, Any] | None, metric: 
 
 def _seed_test(stats: dict[str, Any]) -> dict[str, Any] | None:
     """The test over seeds as run_statistics recorded it, else made now from the runs' scores
-    (comparisons written before it was recorded)."""
-    if "seed_test" in stats:
-        return stats["seed_test"]
+    (comparisons written before it was recorded, or before ASO was called in both directions:
+    those read ``eps_min > 0.5`` as the baseline dominating, which it does not say)."""
+    recorded = stats.get("seed_test")
+    if recorded and "aso_eps_min_reverse" in recorded:
+        return recorded
     return uncertainty.seed_test(stats["system_scores"], stats["baseline_scores"])
 
 
-def _evidence(stats: dict[str, Any], convention: Convention, paper_delta: float | None) -> dict[str, Any]:
-    """The numbers of one comparison over runs that every verdict reads."""
+def ar_null_sd(stats: dict[str, Any]) -> float | None:
+    """The sd of the stratified AR test's null distribution of the mean difference: as
+    run_statistics records it, else from the p-value and the difference by the normal
+    approximation (a comparison recorded before it was; None at the resolution limit)."""
+    ar = stats["stratified_ar"]
+    if ar.get("null_sd") is not None:
+        return ar["null_sd"]
+    p, trials = ar["p_value"], ar.get("trials") or 0
+    if p is None or not 0 < p < 1 or p <= 2.0 / (trials + 1) or not stats.get("delta"):
+        return None
+    return abs(stats["delta"]) / float(scipy_stats.norm.ppf(1 - p / 2))
+
+
+def _evidence(stats: dict[str, Any]) -> dict[str, Any]:
+    """The numbers of one comparison over runs that every verdict reads (the power comes with
+    the family's size, in :func:`decide`)."""
     diffs = [a - b for a, b in zip(stats["system_scores"], stats["baseline_scores"])]
-    seeds = _seed_test(stats)
+    interval = stats.get("interval")
     return {"n": stats["n"], "delta": stats["delta"], "p_ar": stats["stratified_ar"]["p_value"],
             "ar_trials": stats["stratified_ar"]["trials"], "p_sign": stats["sign_pooled"]["p_value"],
             "sign_counts": [stats["sign_pooled"][k] for k in ("better", "worse", "ties")],
             "sign_favours": stats["sign_pooled"]["better"] - stats["sign_pooled"]["worse"],
             "runs_better": stats["runs_better"], "runs_worse": stats["runs_worse"],
-            "interval": stats.get("interval"), "seed_test": seeds,
-            "power": uncertainty.power(_spread(diffs), stats["n"], convention.level, paper_delta)}
+            "interval": interval, "seed_test": _seed_test(stats),
+            "noise": _noise(_spread(diffs), interval, stats)}
+
+
+def _noise(sd_seeds: float | None, interval: dict[str, Any] | None, stats: dict[str, Any]) -> dict[str, Any] | None:
+    noise = uncertainty.Noise.of(sd_seeds, (interval or {}).get("sd_sentences"), ar_null_sd(stats), stats["n"])
+    return None if noise is None else asdict(noise)
 
 
 def control_rows(summary: dict[str, Any], claim: dict[str, Any], system: str, baseline: str, corpus: str,
@@ -373,7 +428,7 @@ def control_rows(summary: dict[str, Any], claim: dict[str, Any], system: str, ba
                "against": pair[1] if role == "beside" else None, "pair": list(pair)}
         if stats is not None:
             sides = {s: trainingside_cell(_runs_of(summary, s, corpus)) for s in pair}
-            row.update(_evidence(stats, claim_convention(claim), None),
+            row.update(_evidence(stats),
                        score=stats["baseline_mean"] if role == "must_beat" else stats["system_mean"],
                        score_sd=stats["baseline_sd"] if role == "must_beat" else stats["system_sd"],
                        system_score=stats["system_mean"], baseline_score=stats["baseline_mean"],
@@ -406,7 +461,8 @@ def claim_evidence(summary: dict[str, Any], claims: dict[str, dict[str, Any]]) -
             "own": bool(claim.get("own")), "level": claim_convention(claim).level, "paper_test": claim_convention(claim).test,
             "corpus": corpus, "test_set": test_set, "metric": claim["metric"], "baseline": baseline,
             "signature": stats.get("signature"), "seeds": entry.get("seeds"),
-            **_evidence(stats, claim_convention(claim), claim.get("paper_delta")),
+            "smallest": claim.get("smallest_difference"), "precondition": precondition(summary, claim, corpus),
+            **_evidence(stats),
             "score": stats["system_mean"], "score_sd": stats["system_sd"], "s_sel": stats["system_s_sel"],
             "baseline_score": stats["baseline_mean"], "baseline_sd": stats["baseline_sd"],
             "baseline_s_sel": stats["baseline_s_sel"],
@@ -433,21 +489,22 @@ def _lengths(summary: dict[str, Any], system: str, corpus: str, test_set: str, m
 
 
 # ----------------------------------------------------------------------------- verdicts
-def _decide_one(paper: str | Convention, row: dict[str, Any], metric: str, **extra: Any) -> tuple[str, str]:
+def _decide_one(convention: Convention, row: dict[str, Any], metric: str, **extra: Any) -> tuple[str, str]:
     direction = (row["seed_test"] or {}).get("aso_direction")
-    return verdict(paper, floor=floor_of(metric), n=row["n"], delta=row["delta"], score=row.get("system_score", row.get("score")),
-                   baseline_score=row["baseline_score"], p_ar=row["p_ar"], p_sign=row["p_sign"],
-                   runs_better=row["runs_better"], runs_worse=row["runs_worse"], sign_favours=row["sign_favours"],
-                   comparable=row["comparable"], seed_direction=direction, p_adjusted=row.get("p_holm"), **extra)
+    return verdict(convention, floor=floor_of(metric), n=row["n"], delta=row["delta"],
+                   score=row.get("system_score", row.get("score")), baseline_score=row["baseline_score"], p_ar=row["p_ar"],
+                   p_sign=row["p_sign"], runs_better=row["runs_better"], runs_worse=row["runs_worse"],
+                   sign_favours=row["sign_favours"], comparable=row["comparable"], seed_direction=direction,
+                   p_adjusted=row.get("p_holm"), interval=row.get("interval"), **extra)
 
 
-def beaten(control: dict[str, Any]) -> bool:
-    """A must-beat control that ran and that the system beat (the control test's verdict)."""
-    return control["run"] and (control["verdict"] == "reproduced"
-                               or (control["verdict"].startswith("suggestive") and control["delta"] > 0))
+def beaten(control: dict[str, Any], claim_runs: int | None = None) -> bool:
+    """A must-beat control that ran, on at least the claim's runs (``claim_runs``), and that the
+    system beat by the rule (the control test's verdict "reproduced"; one run never clears it)."""
+    return control["run"] and control["verdict"] == "reproduced" and (claim_runs is None or control["n"] >= claim_runs)
 
 
-def control_blockers(controls: list[dict[str, Any]]) -> tuple[str, ...]:
+def control_blockers(controls: list[dict[str, Any]], claim_runs: int | None = None) -> tuple[str, ...]:
     """Why the must-beat controls do not count as beaten, one phrase each (fail closed)."""
     found = []
     for c in (c for c in controls if c["role"] == "must_beat"):
@@ -455,9 +512,20 @@ def control_blockers(controls: list[dict[str, Any]]) -> tuple[str, ...]:
             found.append(f"must-beat control {c['experiment']} not run")
         elif c["verdict"] in ("not comparable", "not measurable at this budget"):
             found.append(f"must-beat control {c['experiment']} {c['verdict']}")
-        elif not beaten(c):
+        elif claim_runs is not None and c["n"] < claim_runs:
+            found.append(f"must-beat control {c['experiment']} compared on {c['n']} run(s), fewer than the claim's {claim_runs}")
+        elif not beaten(c, claim_runs):
             found.append(f"must-beat control {c['experiment']} not beaten")
     return tuple(found)
+
+
+def explaining(controls: list[dict[str, Any]], smallest: float | None) -> tuple[str, ...]:
+    """The must-beat controls that explain a gain: run, comparable, and the interval of the system
+    against them wholly below the smallest difference of interest."""
+    if smallest is None:
+        return ()
+    return tuple(c["experiment"] for c in controls if c["role"] == "must_beat" and c["run"] and c.get("comparable")
+                 and c.get("interval") and c["interval"]["high"] < smallest)
 
 
 def reversed_beside(controls: list[dict[str, Any]]) -> list[str]:
@@ -465,12 +533,23 @@ def reversed_beside(controls: list[dict[str, Any]]) -> list[str]:
     return [c["experiment"] for c in controls if c["role"] == "beside" and c["run"] and c["verdict"] == "reversed"]
 
 
+def smallest_value(row: dict[str, Any]) -> float | None:
+    return (row.get("smallest") or {}).get("value")
+
+
 def qualifiers(row: dict[str, Any]) -> list[str]:
     """What a reader must know beside the verdict (module docstring), in order of weight."""
-    found = [*control_blockers(row["controls"]), *(f"beside control {name} reversed" for name in reversed_beside(row["controls"]))]
+    said = explaining(row["controls"], smallest_value(row)) if row["verdict"] == "explained by a control" else ()
+    found = [b for b in control_blockers(row["controls"], row["n"]) if not any(f"control {name} " in b for name in said)]
+    found += [f"beside control {name} reversed" for name in reversed_beside(row["controls"])]
+    if row.get("precondition"):
+        found.append(row["precondition"]["words"])
     if row["verdict"] == "inconclusive":
         found.append(inconclusive_kind(row))
-    if any(row[f"{side}_training"].get("improving_still") for side in ("system", "baseline")):
+    smallest, interval = smallest_value(row), row.get("interval")
+    if row["verdict"] == "reproduced" and smallest is not None and interval and interval["high"] < smallest:
+        found.append(f"smaller than the smallest difference of interest ({smallest:g}): the interval lies below it")
+    if row["system_training"].get("improving_still") or row["baseline_training"].get("improving_still"):
         found.append("still improving")
     if (row.get("lengths") or {}).get("length_driven"):
         found.append(f"length-driven (difference without the brevity penalty {row['lengths']['delta_without_bp']:+.2f})")
@@ -480,39 +559,97 @@ def qualifiers(row: dict[str, Any]) -> list[str]:
 
 
 def inconclusive_kind(row: dict[str, Any]) -> str:
-    """underpowered, or no effect detected at adequate power, or neither (module docstring)."""
-    mdd, paper = row["power"]["mdd"], row.get("paper_delta")
+    """underpowered, or adequately powered, by the power of the deciding tests (:func:`power_of`)."""
+    mdd, smallest, interval = row["power"]["mdd"], smallest_value(row), row.get("interval")
     if mdd is None:
-        return "power unknown (no spread over seeds)"
-    if paper is None:
-        return f"power unknown: the paper gives no difference (minimum detectable {mdd:.2f})"
-    if mdd > abs(paper):
-        return f"underpowered (minimum detectable {mdd:.2f} > the paper's {paper:g})"
-    interval = row.get("interval")
-    if interval and not interval["low"] <= paper <= interval["high"]:
-        return f"no effect detected at adequate power (the interval excludes the paper's {paper:g})"
-    return ""
+        return "power unknown (no spread over seeds, or no AR null recorded)"
+    if smallest is None:
+        return f"power unknown: no smallest difference of interest declared (minimum detectable {mdd:.2f})"
+    if mdd > smallest:
+        return f"underpowered (minimum detectable {mdd:.2f} > the smallest difference of interest {smallest:g})"
+    if interval and interval["low"] > smallest:
+        return f"adequately powered; the interval lies above the smallest difference of interest {smallest:g}"
+    return f"adequately powered (minimum detectable {mdd:.2f} <= {smallest:g})"
+
+
+def power_of(row: dict[str, Any], alpha: float) -> dict[str, Any]:
+    """The power of the tests that decide (the stratified AR test at ``alpha``, the Holm bound,
+    and the interval), by simulation from the row's observed noise (:func:`.uncertainty.decision_power`):
+    the minimum detectable difference at 80% power with the row's seeds, the seeds that the
+    smallest difference of interest needs, and the power at it now."""
+    smallest = smallest_value(row)
+    found: dict[str, Any] = {"power": uncertainty.POWER, "alpha": alpha, "n": row["n"], "df": row["n"] - 1, "mdd": None,
+                             "seeds_needed": None, "at_smallest": None, "smallest": smallest,
+                             "test": "the stratified AR test at the Holm bound and the 95% interval excluding 0, by simulation"}
+    if row.get("noise") is None:
+        return found
+    noise = uncertainty.Noise(**row["noise"])
+    found["mdd"] = uncertainty.decision_mdd(row["n"], noise, alpha)
+    if smallest is not None:
+        found["seeds_needed"] = uncertainty.decision_seeds_needed(smallest, noise, alpha)
+        found["at_smallest"] = uncertainty.decision_power(smallest, row["n"], noise, alpha)
+    return found
+
+
+def holm_family(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The tests whose p-values Holm adjusts together: each claim with a test (measurable,
+    comparable, more than one run) and each must-beat control of those claims that ran.  Beside
+    controls, below-floor and not comparable pairs and experiments without a claim are not in it;
+    the beside controls are a family of their own (:func:`decide`)."""
+    def tested(test: dict[str, Any], metric: str) -> bool:
+        floor = floor_of(metric)
+        means = (test.get("system_score", test.get("score")), test["baseline_score"])
+        return (test.get("p_ar") is not None and test["n"] > 1 and test["comparable"]
+                and (floor is None or min(means) >= floor))
+
+    family = [row for row in rows if tested(row, row["metric"])]
+    return family + [c for row in family for c in row["controls"]
+                     if c["role"] == "must_beat" and c["run"] and tested(c, row["metric"])]
 
 
 def decide(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The verdicts of the rows of :func:`claim_evidence` (from one summary, or from every part
-    of a merged result): Holm's adjustment over every test that gets a verdict (each claim, each
-    control that ran), then each control's verdict, then each claim's (module docstring)."""
-    tests = [row for row in rows if row.get("p_ar") is not None]
-    tests += [c for row in rows for c in row["controls"] if c["run"]]
-    for test, adjusted in zip(tests, uncertainty.holm([t["p_ar"] for t in tests])):
-        test["p_holm"], test["holm_family"] = adjusted, len(tests)
+    of a merged result): Holm's adjustment over the family (:func:`holm_family`) and, apart, over
+    the beside controls; then each control's verdict, then each claim's, with the power of the
+    tests that decide at the Holm bound (the level over the family's size)."""
+    family = holm_family(rows)
+    beside = [c for row in rows for c in row["controls"] if c["role"] == "beside" and c["run"] and c.get("p_ar") is not None]
+    for tests, name in ((family, "claims and their must-beat controls"), (beside, "beside controls")):
+        for test, adjusted in zip(tests, uncertainty.holm([t["p_ar"] for t in tests])):
+            test["p_holm"], test["holm_family"], test["holm_family_name"] = adjusted, len(tests), name
     for row in rows:
+        convention = Convention(row["level"], row["paper_test"])
         for control in row["controls"]:
             if control["run"]:
-                control["verdict"], control["why"] = _decide_one(Convention(row["level"], row["paper_test"]), control,
-                                                                 row["metric"])
-        row["verdict"], row["why"] = _decide_one(Convention(row["level"], row["paper_test"]), row, row["metric"],
-                                                 controls=control_blockers(row["controls"]))
+                control["verdict"], control["why"] = _decide_one(convention, control, row["metric"])
+        smallest = smallest_value(row)
+        row["verdict"], row["why"] = _decide_one(convention, row, row["metric"], smallest=smallest,
+                                                 controls=control_blockers(row["controls"], row["n"]),
+                                                 explained=explaining(row["controls"], smallest))
+        row["power"] = power_of(row, row["level"] / max(1, len(family)))
         row["qualifiers"] = qualifiers(row)
         if names := ", ".join(reversed_beside(row["controls"])):  # the claim's own comparison stands
             row["why"] += f"; the beside control {names} is reversed against the baseline, so the result rests on what that control changes"
     return rows
+
+
+def precondition(summary: dict[str, Any], claim: dict[str, Any], corpus: str) -> dict[str, Any] | None:
+    """What a claim rests on, measured beside it (``precondition`` of :mod:`.claim_files`):
+    ``compressor``: each ESC compressor of the corpus with its token F1 against human
+    compressions and its compression ratio (the summary's ``compressors``); None otherwise."""
+    if claim.get("precondition") != "compressor":
+        return None
+    found = [c for c in summary.get("compressors") or [] if c.get("corpus") == corpus]
+    if not found:
+        return {"kind": "compressor", "words": "compressor quality not measured in this run"}
+    words = "; ".join(f"compressor {c['compressor']}: F1 {_number(c.get('eval_f1'))} against human compressions, "
+                      f"keeps {_number(c.get('eval_ratio'))}% (humans {_number(c.get('eval_reference_ratio'))}%)" for c in found)
+    return {"kind": "compressor", "words": words + " (the claim assumes a compressor that compresses)",
+            "compressors": [c["compressor"] for c in found]}
+
+
+def _number(value: Any) -> str:
+    return "–" if value is None else f"{value:.1f}"
 
 
 def claim_rows(summary: dict[str, Any], claims: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
