@@ -148,16 +148,17 @@ def _run(prog: str, body: Callable[[], int], interrupted: Callable[[], str] | No
     status 141.  The modules that
     ``NMT_USER_MODULES`` names are imported first, so a missing or broken one is an error even
     when the command needs none of their families."""
-    from nmtmodels.checkpoint import CheckpointError  # lazy: every command's --help stays free of torch
+    try:  # the import of torch (a second or more) is inside: a signal during it is one line too
+        from nmtmodels.checkpoint import CheckpointError  # lazy: every command's --help stays free of torch
 
-    try:
-        if os.environ.get(USER_MODULES_VARIABLE, "").strip():  # named modules are imported (or named as broken)
-            load_user_modules()  # even when the families used are built in
-        return body()
-    except (ConfigError, DataError, CheckpointError, TrainingError) as exc:
-        return _fail(prog, str(exc))
-    except OSError as exc:  # a full disk while writing metrics or outputs, unreadable files
-        return _fail(prog, _os_error(exc))
+        try:
+            if os.environ.get(USER_MODULES_VARIABLE, "").strip():  # named modules are imported (or named as broken)
+                load_user_modules()  # even when the families used are built in
+            return body()
+        except (ConfigError, DataError, CheckpointError, TrainingError) as exc:
+            return _fail(prog, str(exc))
+        except OSError as exc:  # a full disk while writing metrics or outputs, unreadable files
+            return _fail(prog, _os_error(exc))
     except OutputClosed:
         return _quiet_stdout()
     except KeyboardInterrupt:

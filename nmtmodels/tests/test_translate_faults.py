@@ -69,6 +69,41 @@ def test_a_signal_while_writing_the_output_is_one_line_and_leaves_no_partial_fil
     assert out.exists() == (earlier is not None) and (earlier is None or out.read_text() == earlier)
 
 
+class _SignalOnImport:
+    """A finder that sends ``signum`` to this process when ``module`` is imported: the signal
+    arrives while the command imports torch (a second or more of its start)."""
+
+    def __init__(self, module: str, signum: int):
+        self.module, self.signum = module, signum
+
+    def find_spec(self, name, path=None, target=None):
+        if name == self.module:
+            os.kill(os.getpid(), self.signum)
+        return None
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_a_signal_while_torch_is_imported_is_one_line(files, tmp_path, monkeypatch, capsys, signum):
+    """Before: ``timeout -s TERM 0.5 nmt-translate ... --output out.txt`` printed a 46-line
+    traceback ending ``Interrupted: 15`` with exit status 1 (SIGINT: a traceback inside
+    ``import torch``): the command imported the checkpoint module (and torch) before it caught
+    signals.  A real signal, sent when that import starts."""
+    directory = bpe_package(files)
+    out = tmp_path / "out.txt"
+    monkeypatch.delitem(sys.modules, "nmtmodels.checkpoint")
+    monkeypatch.setattr(sys, "meta_path", [_SignalOnImport("nmtmodels.checkpoint", signum), *sys.meta_path])
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)  # Ctrl-C's KeyboardInterrupt, as in a shell
+    try:
+        status = cli.main(["translate", "--checkpoint", str(directory), "--input", str(files / "raw.en"),
+                           "--output", str(out)])
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert status == 128 + signum
+    assert capsys.readouterr().err.splitlines() == [
+        f"nmt-translate: error: interrupted by {signal.Signals(signum).name}; {out} was not written (no partial file is left)"]
+    assert not out.exists() and temporary_files(tmp_path) == []
+
+
 def test_temporary_files_of_killed_runs_are_removed_or_named(files, tmp_path, capsys):
     """A run killed with SIGKILL leaves its temporary file: the next one removes those of
     processes no longer running (the PID is in the name) and names an earlier version's."""
