@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from nmtmodels.config import ConfigError
 from nmtmodels.devices import resolve_device
-from nmtmodels.files import DataError, os_error_message, unowned_temporary_files
+from nmtmodels.files import DataError, os_error_message, stream_lines, unowned_temporary_files
 from nmtmodels.plugins import USER_MODULES_VARIABLE, load_user_modules
 from nmtmodels.training.errors import TrainingError
 
@@ -191,11 +191,12 @@ def _device(name: str) -> torch.device:
     return resolve_device(name)
 
 
-def stdin_lines() -> Iterator[bytes]:
-    """Standard input's lines as bytes (UTF-8 is decoded by the reader, whatever the locale)."""
+def stdin_lines(name: str) -> Iterator[bytes]:
+    """Standard input's lines as bytes (UTF-8 is decoded by the reader, whatever the locale),
+    gzip decompressed as a file's are (:func:`nmtmodels.files.stream_lines`; errors name ``name``)."""
     binary = getattr(sys.stdin, "buffer", None)
     if binary is not None:
-        yield from binary
+        yield from stream_lines(binary, name)
     else:  # a text stream without bytes underneath (tests, embedding)
         for line in sys.stdin:
             yield line.encode("utf-8", "surrogateescape")

@@ -162,6 +162,30 @@ def test_a_gzip_input_is_read_and_a_corrupt_one_is_one_line(files, tmp_path, cap
     assert not (tmp_path / "cut.de").exists() and temporary_files(tmp_path) == []
 
 
+def test_a_gzip_standard_input_is_read_as_a_gzip_input_is(files, tmp_path):
+    """``nmt-translate --checkpoint M < test.en.gz``.  Before: an ``<stdin>:N: invalid UTF-8``
+    error and an empty output line for each line of the compressed bytes, exit status 2, no word
+    of gzip (only ``--input`` looked at the magic bytes).  A cut one is one line, as ``--input``'s."""
+    directory = bpe_package(files)
+    plain = lines_of(tmp_path / "test.en", 98)
+    packed = tmp_path / "test.en.gz"
+    packed.write_bytes(gzip.compress(plain.read_bytes()))
+    cut = tmp_path / "cut.en.gz"
+    cut.write_bytes(packed.read_bytes()[:-20])
+    runs = {}
+    for source in (plain, packed, cut):
+        with source.open("rb") as stdin:
+            runs[source.name] = subprocess.run(translate_command(directory), stdin=stdin, cwd=REPO, capture_output=True,
+                                               timeout=300, check=False)
+    assert runs["test.en"].returncode == 0 and len(runs["test.en"].stdout.splitlines()) == 98
+    assert runs["test.en.gz"].returncode == 0, runs["test.en.gz"].stderr
+    assert runs["test.en.gz"].stdout == runs["test.en"].stdout
+    assert runs["cut.en.gz"].returncode == 2
+    said = [line for line in runs["cut.en.gz"].stderr.decode().splitlines() if "warning:" not in line
+            and not line.startswith("nmt-translate: translated ")]
+    assert len(said) == 1 and said[0].startswith("nmt-translate: error: <stdin>: corrupt or truncated gzip file ("), said
+
+
 # ---------------------------------------------------------------------- a full disk
 def test_a_full_disk_names_the_output_and_the_free_space(files, tmp_path):
     """A real full file system (a 16 KiB tmpfs, no fault injected into Python).  Before:
