@@ -113,6 +113,19 @@ def _decoded_lines(handle: BinaryIO, name: str) -> Iterator[tuple[int, str]]:
         yield number, decode_line(raw, number, name)
 
 
+class _CheckedTarInfo(tarfile.TarInfo):
+    """A tar member header that does not parse is damage, wherever it is: tarfile takes a bad
+    header after the first for the archive's end, so that a flipped byte in a header gave "no
+    such member" (or a silently shorter archive) instead of an error."""
+
+    @classmethod
+    def fromtarfile(cls, archive: tarfile.TarFile) -> tarfile.TarInfo:
+        try:
+            return super().fromtarfile(archive)
+        except (tarfile.InvalidHeaderError, tarfile.TruncatedHeaderError) as exc:
+            raise tarfile.ReadError(f"damaged tar archive: the member header at byte {archive.offset:,} is invalid ({exc})") from None
+
+
 class _Downloads:
     """Opens file references (``NAME`` or ``NAME:member``) below one corpus's download dir."""
 
@@ -150,7 +163,7 @@ class _Downloads:
                     with archive.open(info) as handle:
                         yield display, _maybe_gunzip(handle)
             else:
-                with tarfile.open(path, mode="r|*") as archive:
+                with tarfile.open(path, mode="r|*", tarinfo=_CheckedTarInfo) as archive:
                     seen = []
                     for info in archive:
                         if info.name.removeprefix("./") == member.removeprefix("./"):
