@@ -55,6 +55,7 @@ import gzip
 import html
 import io
 import json
+import os
 import re
 import tarfile
 import zipfile
@@ -124,6 +125,24 @@ class _CheckedTarInfo(tarfile.TarInfo):
             return super().fromtarfile(archive)
         except (tarfile.InvalidHeaderError, tarfile.TruncatedHeaderError) as exc:
             raise tarfile.ReadError(f"damaged tar archive: the member header at byte {archive.offset:,} is invalid ({exc})") from None
+
+
+def check_archive(path: str | os.PathLike, kind: str, source: str) -> None:
+    """DataError naming ``source`` unless ``path`` reads through as a ``kind`` archive (a
+    download's ``archive``): for ``tar`` every member header and the data they announce (gzip,
+    bzip2 or xz around it decompressed), for ``zip`` its directory and every member's CRC."""
+    try:
+        if kind == "zip":
+            with zipfile.ZipFile(path) as archive:
+                bad = archive.testzip()
+            if bad is not None:
+                raise DataError(source, f"damaged zip archive: member {bad!r} fails its CRC check")
+        else:
+            with tarfile.open(path, mode="r|*", tarinfo=_CheckedTarInfo) as archive:
+                for _ in archive:  # each step reads the member's data up to the next header
+                    pass
+    except (EOFError, OSError, zlib.error, tarfile.TarError, zipfile.BadZipFile) as exc:
+        raise DataError(source, f"not a readable {kind} archive ({type(exc).__name__}: {exc})") from None
 
 
 class _Downloads:
