@@ -361,6 +361,26 @@ def test_resume_refuses_other_training_settings_or_data_but_not_a_longer_budget(
     assert make_trainer(corpus, tmp_path, max_updates=5, patience=0, log_interval=7).train().update == 5
 
 
+def test_a_budget_below_the_checkpoint_s_updates_trains_to_it_or_is_refused(corpus, tmp_path):
+    """A finished run of 6 updates, then ``max_updates: 4``.  Before: the trainer resumed from
+    checkpoint_last.pt, stopped at once ("finished: max_updates") with 6 updates, and the
+    summary paired budget 4 with 6 updates.  Now refused in one line without
+    ``restart_on_change``; with it (the workflow's rules) the run starts over and is the run of
+    4 updates from an empty directory."""
+    make_trainer(corpus, tmp_path / "rerun", max_updates=6, save_interval_updates=2).train()
+    with pytest.raises(ConfigError, match=r"belongs to a different run: train.max_updates is 4 now, fewer than the 6 "
+                                          r"updates it has made\..*--restart-on-change"):
+        make_trainer(corpus, tmp_path / "rerun", max_updates=4).train()
+    assert load_checkpoint(tmp_path / "rerun" / "checkpoint_last.pt")["update"] == 6  # refusing touched nothing
+    restarted = make_trainer(corpus, tmp_path / "rerun", max_updates=4, restart_on_change=True)
+    assert restarted.train().update == 4
+    fresh = make_trainer(corpus, tmp_path / "fresh", max_updates=4)
+    fresh.train()
+    assert_bitwise_equal(params(fresh), params(restarted))
+    assert load_checkpoint(tmp_path / "rerun" / "checkpoint_last.pt")["update"] == 4
+    assert make_trainer(corpus, tmp_path / "rerun", max_updates=4).train().update == 4  # the same budget resumes
+
+
 def test_restart_on_change_starts_over_as_in_an_empty_directory(corpus, tmp_path):
     """A workflow rerunning a job whose settings changed must get the new run's model, not
     the old checkpoint; the old run's numbered checkpoints and metrics rows are gone."""
