@@ -755,6 +755,35 @@ def test_huge_learning_rate_diverges_instead_of_saving_a_nan_model(corpus, tmp_p
     assert not (tmp_path / "checkpoint_best.pt").exists()
 
 
+def test_an_exploding_training_loss_stops_as_diverged(corpus, tmp_path):
+    """``train.lr: 100``.  Before: the loss went from 3.2 to 78,764 per token at update 5 (and
+    a dev loss of 152,397 was the "best"), yet the run finished with ``max_updates`` and a
+    checkpoint_best.pt; only non-finite losses were caught.  The copy task's target vocabulary
+    has 14 tokens: the bound is 100 x ln 14 = 263.9 per token."""
+    trainer = make_trainer(corpus, tmp_path, lr=100.0, warmup_updates=4, max_updates=40, validate_interval_updates=10,
+                           log_interval=5)
+    with pytest.raises(TrainingDiverged, match=r"^training diverged: the training loss per target token is [\d,.]+ at "
+                                               r"update \d, over 100 x ln\(target vocabulary size 14\) = 263\.9; nothing "
+                                               r"was saved; lower train\.lr"):
+        trainer.train()
+    assert not (tmp_path / "checkpoint_best.pt").exists() and not (tmp_path / "checkpoint_last.pt").exists()
+
+
+def test_an_exploding_dev_loss_stops_as_diverged_and_saves_nothing_of_it(corpus, tmp_path, monkeypatch):
+    """The dev loss of the issue's run (134,374 per token) at the second validation: the first
+    one's checkpoint stays, the diverged model is not saved."""
+    trainer = make_trainer(corpus, tmp_path, max_updates=8, validate_interval_updates=2, save_interval_updates=2)
+    real = trainer.validate
+    losses = iter([None, 134374.0])
+    monkeypatch.setattr(trainer, "validate", lambda: real() if (loss := next(losses)) is None
+                        else {"valid_loss": loss, "valid_nll": loss})
+    with pytest.raises(TrainingDiverged, match=r"the dev loss per target token is 134,374\.0 at update 4, over 100 x ln"
+                                               rf".*; {re.escape(str(tmp_path / 'checkpoint_last.pt'))} \(update 2\) is "
+                                               "left as it was"):
+        trainer.train()
+    assert load_checkpoint(tmp_path / "checkpoint_last.pt")["update"] == 2
+
+
 def test_a_nan_validation_is_never_the_best(corpus, tmp_path):
     bleu = iter([float("nan"), 10.0, 20.0, float("nan"), 15.0])
     trainer = make_trainer(corpus, tmp_path, bleu_fn=lambda model: next(bleu), max_tokens=24, valid_bleu=True,
