@@ -33,6 +33,10 @@ from nmtmodels.experiment import check_extras, parse_extras
 from nmtmodels.files import DataError, atomic_output, raw_lines
 
 STDIN = "<stdin>"
+# Standard output's first chunk (then 32, 64, ... up to CHUNK_LINES): `nmt-translate | head -n 2`
+# gets its lines after one short search, not after the first 5,000 lines; --output (the
+# workflow's) is written at the end anyway and keeps whole chunks.
+FIRST_STDOUT_CHUNK_LINES = 16
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -78,6 +82,7 @@ def _translate(args: argparse.Namespace) -> int:
             raw_lines(args.input) if args.input else stdin_lines(STDIN), name=name, decode=decode, extras=extras,
             split_sentences=args.split_sentences, too_long="truncate" if args.truncate else "error",
             max_tokens=args.batch_tokens, amp=args.amp, progress=progress.update, interactive=interactive,
+            first_chunk_lines=None if args.output else FIRST_STDOUT_CHUNK_LINES,
             errors="raise" if translator.pretokenized and args.input else "keep", stats=stats)
         for line in stream:
             if line.error is not None:

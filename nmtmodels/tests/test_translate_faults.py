@@ -5,6 +5,7 @@ model is the untrained tiny Transformer package of test_model_package.py."""
 from __future__ import annotations
 
 import gzip
+import io
 import os
 import re
 import signal
@@ -14,7 +15,9 @@ from pathlib import Path
 
 import pytest
 
+import nmtmodels.decoding.search
 from nmtmodels import cli
+from nmtmodels.cli import translate as translate_cli
 from nmtmodels.tests.test_cli import in_small_tmpfs
 from nmtmodels.tests.test_model_package import WORDS, bpe_package
 from nmtmodels.tests.test_model_package import files as package_files
@@ -138,6 +141,30 @@ def test_a_closed_standard_output_ends_quietly(files, tmp_path):
         proc.kill()
     assert all(line.endswith(b"\n") for line in head)
     assert "error" not in err and "Traceback" not in err and "Broken pipe" not in err
+
+
+def test_standard_output_gets_the_first_lines_after_a_short_search(files, tmp_path, monkeypatch, capsys):
+    """``nmt-translate | head -n 2``: before, the first line came only once the first chunk of
+    5,000 lines was searched.  Now standard output's chunks are 16, 32, ... lines, each written
+    before the next is read; ``--output`` keeps whole chunks.  Counted as the searches made."""
+    directory = bpe_package(files)
+    text = lines_of(tmp_path / "in.en", 60).read_text(encoding="utf-8")
+    searched: list[int] = []
+    real = nmtmodels.decoding.search.translate_dataset
+    monkeypatch.setattr(nmtmodels.decoding.search, "translate_dataset",
+                        lambda model, data, cfg, **kw: searched.append(len(data)) or real(model, data, cfg, **kw))
+    written = []  # searches made when each chunk's last line was written
+    real_write = translate_cli._Writer.write
+    monkeypatch.setattr(translate_cli._Writer, "write", lambda self, lines, chunk_done=False:
+                        (chunk_done and written.append(len(searched))) or real_write(self, lines, chunk_done=chunk_done))
+    monkeypatch.setattr(sys, "stdin", io.StringIO(text))
+    assert cli.main(["translate", "--checkpoint", str(directory), "--log-interval", "0"]) == 0
+    assert searched == [16, 32, 12] and written == [1, 2, 3]
+    assert len(capsys.readouterr().out.splitlines()) == 60
+    searched.clear()
+    monkeypatch.setattr(sys, "stdin", io.StringIO(text))
+    assert cli.main(["translate", "--checkpoint", str(directory), "--output", str(tmp_path / "out.de")]) == 0
+    assert searched == [60]
 
 
 # ---------------------------------------------------------------------- gzip input
