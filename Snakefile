@@ -116,8 +116,14 @@ onstart:
 
 
 onsuccess:
-    # Kept blank dev/test lines are only in the preprocess jobs' logs otherwise (docs/faults.md).
-    for line in corpus_data.blank_reference_warnings(config):
+    # Kept blank dev/test lines, and downloads put back because fetching them again failed (a
+    # sha256 mismatch on --forcerun), are only in the jobs' logs otherwise (docs/faults.md).
+    for line in corpus_data.blank_reference_warnings(config) + corpus_data.kept_download_warnings(config):
+        print(f"warning: {line}", file=sys.stderr)
+
+
+onerror:
+    for line in corpus_data.kept_download_warnings(config):
         print(f"warning: {line}", file=sys.stderr)
 
 

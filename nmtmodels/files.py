@@ -68,11 +68,24 @@ def raw_lines(path: str | os.PathLike) -> Iterator[bytes]:
         handle = open_binary(path)
     except OSError as exc:
         raise DataError(path, f"cannot open ({exc.strerror or exc})") from None
+    with handle:
+        yield from _lines(handle, path)
+
+
+def stream_lines(stream: io.BufferedReader, name: str) -> Iterator[bytes]:
+    """The lines of a binary stream (standard input) as bytes, as :func:`raw_lines` reads a
+    file: gzip is decompressed (by its magic bytes, looked at without reading them; a stream
+    whose writer has sent only ``\x1f`` so far is taken for gzip too, as no text starts with
+    that control character), a corrupt or cut gzip stream is a DataError naming ``name``."""
+    head = stream.peek(2)[:2]
+    yield from _lines(gzip.GzipFile(fileobj=stream, mode="rb") if head and GZIP_MAGIC.startswith(head) else stream, name)
+
+
+def _lines(handle: Iterable[bytes], name: str | os.PathLike) -> Iterator[bytes]:
     try:
-        with handle:
-            yield from handle
+        yield from handle
     except (EOFError, gzip.BadGzipFile, zlib.error) as exc:
-        raise DataError(path, f"corrupt or truncated gzip file ({exc or type(exc).__name__})") from None
+        raise DataError(name, f"corrupt or truncated gzip file ({exc or type(exc).__name__})") from None
 
 
 def read_lines(path: str | os.PathLike, *, strip_bom: bool = True) -> Iterator[str]:

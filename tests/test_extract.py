@@ -387,6 +387,21 @@ def test_missing_archive_member_lists_what_is_there(tmp_path, capsys):
     assert_fails(capsys, spec, "train", "en", downloads, tmp_path / "out.en", f"{downloads / 'z.zip'}:b.en", "no such member")
 
 
+@pytest.mark.parametrize("mode", ["w", "w:gz"])
+def test_a_damaged_member_header_says_the_archive_is_damaged(tmp_path, capsys, mode):
+    """A flipped byte in the second member's header (its name).  Before: tarfile took the bad
+    header for the archive's end and extract said "no such member in the tar archive (it has 1
+    members: dev/a.en)", as if the config named a member the archive lacks."""
+    data = bytearray(tar_bytes({"dev/a.en": b"x\n", "dev/a.de": b"y\n"}, mode="w"))
+    data[2 * tarfile.BLOCKSIZE + 5] ^= 0x20  # header, data block, then the second header: 'dev/a.de' -> 'dev/A.de'
+    archive = bytes(data) if mode == "w" else gz(bytes(data))
+    spec, downloads = make_corpus(tmp_path, {"t.tgz": archive},
+                                  {"train": [{"format": "plain", "files": {"en": "t.tgz:dev/a.en", "de": "t.tgz:dev/a.de"}}]})
+    message = assert_fails(capsys, spec, "train", "de", downloads, tmp_path / "out.de", f"{downloads / 't.tgz'}:dev/a.de: ",
+                           "corrupt or truncated file", "damaged tar archive: the member header at byte 1,024 is invalid")
+    assert "no such member" not in message and len(message.strip().splitlines()) == 1
+
+
 def test_download_not_fetched_is_an_error(tmp_path, capsys):
     spec, downloads = make_corpus(tmp_path, {"a.en": b"x\n"}, {"train": [PLAIN]})
     spec["downloads"]["a.de"] = {"url": "https://example.org/a.de"}

@@ -140,6 +140,19 @@ def test_a_schema_error_is_one_line_naming_the_key(capsys):
     assert capsys.readouterr().err == "error: x: y\n"
 
 
+def test_a_download_with_only_a_mirror_path_says_it_needs_url_or_local(capsys):
+    """Before: ``error: corpora.multi30k_en_de.downloads.train.en: {'mirror': ...} is not valid
+    under any of the given schemas``, which does not say what is missing."""
+    from snakemake.utils import validate  # as the test above: Snakemake's, where the schema is checked
+
+    config = yaml.safe_load((ROOT / "config.yaml").read_text())
+    download = config["corpora"]["multi30k_en_de"]["downloads"]["train.en"]
+    config["corpora"]["multi30k_en_de"]["downloads"]["train.en"] = {"mirror": download["mirror"]}
+    with pytest.raises(SystemExit), startup.one_line_errors():
+        validate(config, str(ROOT / "schemas/config.schema.yaml"))
+    assert capsys.readouterr().err == "error: corpora.multi30k_en_de.downloads.train.en: needs url or local (it has mirror)\n"
+
+
 # ---------------------------------------------------------------------- unwritable directories
 def test_the_nearest_existing_directory_of_each_planned_file_is_checked(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)

@@ -251,6 +251,25 @@ def test_rules_run_the_interpreter_that_runs_snakemake(tmp_path):
     assert path_with_interpreter(str(tmp_path / "python3"), {"PATH": bare}, False) == bare  # no `python` beside it
 
 
+def test_a_forced_refetch_with_a_wrong_checksum_is_said_on_the_console(tmp_path):
+    """``--forcerun`` of a fetch whose mirror copy changed since (so its sha256 no longer
+    matches): the kept download is put back and the run succeeds.  Before, the warning was only
+    in logs/fetch and the console said nothing; now the run ends with it."""
+    mirror = tmp_path / "mirror" / "multi30k"
+    mirror.mkdir(parents=True)
+    shutil.copy(MIRROR / "multi30k" / "val.en.gz", mirror / "val.en.gz")
+    target = "resources/downloads/multi30k_en_de/val.en"
+    environment = {"NMT_DATA_MIRROR": str(mirror.parent)}
+    snakemake(tmp_path / "work", "--cores", "1", target, extra_env=environment)
+    good = (tmp_path / "work" / target).read_bytes()
+    (mirror / "val.en.gz").write_bytes(gzip.compress(gzip.decompress(good) + b"one line more\n"))
+    proc = snakemake(tmp_path / "work", "--cores", "1", target, "--forcerun", target, extra_env=environment)
+    [line] = [line for line in proc.stderr.splitlines() if line.startswith("warning: fetch: warning: ")]
+    assert f"{mirror / 'val.en.gz'}: sha256 mismatch for download 'val.en'" in line
+    assert "; kept the previous download of 'val.en' (resources/downloads/.kept/multi30k_en_de/val.en: " in line
+    assert (tmp_path / "work" / target).read_bytes() == good
+
+
 def test_kept_blank_lines_are_repeated_when_the_run_ends(tmp_path):
     """``blank_references: warn``: the preprocess jobs' warnings, read back from their logs for
     the active corpora (the Snakefile's onsuccess prints them); other corpora's logs are not read."""

@@ -4,7 +4,9 @@ from __future__ import annotations
 import gzip
 import hashlib
 import http.server
+import io
 import json
+import tarfile
 import threading
 from pathlib import Path
 
@@ -417,3 +419,36 @@ def test_a_new_download_replaces_the_kept_one(tmp_path, serve):
     server, output = fetched_then_forced(tmp_path, serve, b"new content\n", 200)
     fetch({"url": server.url("/a")}, "a", output, retry_delay=0)
     assert output.read_bytes() == fetch_module.kept_path(output).read_bytes() == b"new content\n"
+
+
+def tar_archive(members: dict[str, bytes]) -> bytes:
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as archive:
+        for name, data in members.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            archive.addfile(info, io.BytesIO(data))
+    return buffer.getvalue()
+
+
+def test_a_damaged_archive_never_replaces_a_good_download(tmp_path, serve):
+    """An ``archive: tar`` entry without ``sha256`` fetched once; a forced refetch then gets the
+    tar with a flipped byte in its second member header.  Before: the damaged tar replaced the
+    output and the kept copy, the next extract failed and Snakemake deleted the good raw files.
+    Now the refetch puts the kept copy back, and without one it fails, writing nothing."""
+    good = tar_archive({"a.en": TEXT, "a.de": TEXT})
+    damaged = bytearray(good)
+    damaged[2 * tarfile.BLOCKSIZE + 1] ^= 0x01  # the second header's name
+    server = serve({"/t.tar": [(200, good), (200, bytes(damaged))]})
+    spec = {"url": server.url("/t.tar"), "archive": "tar"}
+    output = tmp_path / "downloads" / "c" / "t.tar"
+    assert fetch(spec, "t.tar", output, retry_delay=0) == "url"
+    forced_rerun(output)
+    assert fetch(spec, "t.tar", output, retry_delay=0) == "kept"
+    assert output.read_bytes() == fetch_module.kept_path(output).read_bytes() == good
+    assert server.requests == ["/t.tar", "/t.tar"]
+    fresh = tmp_path / "other" / "c" / "t.tar"
+    with pytest.raises(DataError, match=r"t\.tar: not a readable tar archive \(ReadError: damaged tar archive: the member "
+                                        r"header at byte 1,024 is invalid \(bad checksum\)\)"):
+        fetch(spec, "t.tar", fresh, retry_delay=0)
+    assert_nothing_written(fresh)

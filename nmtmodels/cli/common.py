@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from nmtmodels.config import ConfigError
 from nmtmodels.devices import resolve_device
-from nmtmodels.files import DataError, os_error_message, unowned_temporary_files
+from nmtmodels.files import DataError, os_error_message, stream_lines, unowned_temporary_files
 from nmtmodels.plugins import USER_MODULES_VARIABLE, load_user_modules
 from nmtmodels.training.errors import TrainingError
 
@@ -148,16 +148,17 @@ def _run(prog: str, body: Callable[[], int], interrupted: Callable[[], str] | No
     status 141.  The modules that
     ``NMT_USER_MODULES`` names are imported first, so a missing or broken one is an error even
     when the command needs none of their families."""
-    from nmtmodels.checkpoint import CheckpointError  # lazy: every command's --help stays free of torch
+    try:  # the import of torch (a second or more) is inside: a signal during it is one line too
+        from nmtmodels.checkpoint import CheckpointError  # lazy: every command's --help stays free of torch
 
-    try:
-        if os.environ.get(USER_MODULES_VARIABLE, "").strip():  # named modules are imported (or named as broken)
-            load_user_modules()  # even when the families used are built in
-        return body()
-    except (ConfigError, DataError, CheckpointError, TrainingError) as exc:
-        return _fail(prog, str(exc))
-    except OSError as exc:  # a full disk while writing metrics or outputs, unreadable files
-        return _fail(prog, _os_error(exc))
+        try:
+            if os.environ.get(USER_MODULES_VARIABLE, "").strip():  # named modules are imported (or named as broken)
+                load_user_modules()  # even when the families used are built in
+            return body()
+        except (ConfigError, DataError, CheckpointError, TrainingError) as exc:
+            return _fail(prog, str(exc))
+        except OSError as exc:  # a full disk while writing metrics or outputs, unreadable files
+            return _fail(prog, _os_error(exc))
     except OutputClosed:
         return _quiet_stdout()
     except KeyboardInterrupt:
@@ -190,11 +191,12 @@ def _device(name: str) -> torch.device:
     return resolve_device(name)
 
 
-def stdin_lines() -> Iterator[bytes]:
-    """Standard input's lines as bytes (UTF-8 is decoded by the reader, whatever the locale)."""
+def stdin_lines(name: str) -> Iterator[bytes]:
+    """Standard input's lines as bytes (UTF-8 is decoded by the reader, whatever the locale),
+    gzip decompressed as a file's are (:func:`nmtmodels.files.stream_lines`; errors name ``name``)."""
     binary = getattr(sys.stdin, "buffer", None)
     if binary is not None:
-        yield from binary
+        yield from stream_lines(binary, name)
     else:  # a text stream without bytes underneath (tests, embedding)
         for line in sys.stdin:
             yield line.encode("utf-8", "surrogateescape")

@@ -5,7 +5,7 @@ ESC package's compressed source and a tab before each translation), or with ``--
 encoded text with any checkpoint (``--postprocess LANG`` makes plain text of the model's tokens).
 Options: :mod:`nmtmodels.cli.translate_args`; exit codes: :mod:`nmtmodels.cli.common`.
 
-Standard input or ``--input`` (gzip decompressed, read as bytes) feeds the library's one
+Standard input or ``--input`` (either gzip decompressed, read as bytes) feeds the library's one
 stream, :meth:`nmtmodels.decoding.translator.Translator.stream`, which reads, encodes and
 searches it a chunk at a time (a terminal's standard input or ``--interactive``: line by line),
 so memory does not grow with the input.  This module formats each result, writes it (one
@@ -33,6 +33,10 @@ from nmtmodels.experiment import check_extras, parse_extras
 from nmtmodels.files import DataError, atomic_output, raw_lines
 
 STDIN = "<stdin>"
+# Standard output's first chunk (then 32, 64, ... up to CHUNK_LINES): `nmt-translate | head -n 2`
+# gets its lines after one short search, not after the first 5,000 lines; --output (the
+# workflow's) is written at the end anyway and keeps whole chunks.
+FIRST_STDOUT_CHUNK_LINES = 16
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -75,9 +79,10 @@ def _translate(args: argparse.Namespace) -> int:
     progress = _Progress(args.log_interval, stats, shown=not interactive)
     with _Writer(args.output, flush_each=interactive) as writer, progress:  # the output opened before the input is read
         stream = translator.stream(
-            raw_lines(args.input) if args.input else stdin_lines(), name=name, decode=decode, extras=extras,
+            raw_lines(args.input) if args.input else stdin_lines(STDIN), name=name, decode=decode, extras=extras,
             split_sentences=args.split_sentences, too_long="truncate" if args.truncate else "error",
             max_tokens=args.batch_tokens, amp=args.amp, progress=progress.update, interactive=interactive,
+            first_chunk_lines=None if args.output else FIRST_STDOUT_CHUNK_LINES,
             errors="raise" if translator.pretokenized and args.input else "keep", stats=stats)
         for line in stream:
             if line.error is not None:

@@ -238,13 +238,16 @@ class Translator:
                max_tokens: int = 4096, amp: Literal["bf16", "none"] = "none",
                progress: Callable[[int], None] | None = None, errors: Literal["keep", "raise"] = "keep",
                interactive: bool = False, extras: Mapping[str, ExtraInput] | None = None,
-               chunk_lines: int | None = None, stats: TranslationStats | None = None) -> TranslationStream:
+               chunk_lines: int | None = None, first_chunk_lines: int | None = None,
+               stats: TranslationStats | None = None) -> TranslationStream:
         """The one translation loop: raw lines in, a :class:`LineTranslation` per line out, in order.
 
         ``lines`` are lines ``first_line``, ... of ``name`` (for messages): text, or bytes as read
         from a file or a pipe (UTF-8, :func:`nmtmodels.files.decode_line`: a byte-order mark on line
         1 and the line end dropped), any iterable (a file, ``sys.stdin.buffer``, a generator).  They
-        are read :data:`CHUNK_LINES` (``chunk_lines``) at a time, encoded like the training source
+        are read :data:`CHUNK_LINES` (``chunk_lines``) at a time (``first_chunk_lines``: the first
+        chunk that many, each next one twice the last, up to that: the first lines come out
+        after a short search, as a reader of standard output wants), encoded like the training source
         (:meth:`encode_line`; as they are with ``pretokenized``), with ``split_sentences`` sentence
         by sentence, and searched in batches of ``max_tokens`` tokens sorted by length within the
         chunk; a chunk's lines are yielded before the next chunk is read, so memory does not grow
@@ -271,7 +274,7 @@ class Translator:
                   for key, spec in (extras or {}).items()}
         lines_in = numbered(lines, name, first_line, {key: spec.lines for key, spec in (extras or {}).items()}, fields)
         size = 1 if interactive else max(1, chunk_lines or CHUNK_LINES)
-        read = chunks(lines_in, size, stats, first_line, read_ahead=not interactive)
+        read = chunks(lines_in, size, stats, first_line, read_ahead=not interactive, first=first_chunk_lines)
         split = self._sentence_splitter() if split_sentences else None
         detect = None if split_sentences else self._detect
         return TranslationStream((line for chunk in read for line in self._translate_chunk(chunk, name, split, detect, fields, **run)),
@@ -424,18 +427,21 @@ def numbered(lines: Iterable[str | bytes], name: str, first_line: int, extras: M
 
 
 def chunks(lines: Iterator[Any], size: int, stats: TranslationStats, first_line: int, *,
-            read_ahead: bool) -> Iterator[list[Any]]:
-    """``lines`` in lists of ``size``; ``stats.lines_read`` and ``stats.input_done`` kept up to
-    date (``read_ahead``: one line read past each list, so that a single list knows it is the last)."""
+            read_ahead: bool, first: int | None = None) -> Iterator[list[Any]]:
+    """``lines`` in lists of ``size`` (``first``: the first list that many, each next one twice
+    the last, up to ``size``); ``stats.lines_read`` and ``stats.input_done`` kept up to date
+    (``read_ahead``: one line read past each list, so that a single list knows it is the last)."""
     pending: list[Any] = []
+    now = max(1, min(first or size, size))
     while True:
-        chunk = pending + list(itertools.islice(lines, size - len(pending)))
+        chunk = pending + list(itertools.islice(lines, now - len(pending)))
         pending = list(itertools.islice(lines, 1)) if read_ahead and chunk else []
         stats.input_done = not pending if read_ahead else not chunk
         if not chunk:
             return
         stats.lines_read = chunk[-1][0] - first_line + 1
         yield chunk
+        now = min(2 * now, size)
 
 
 _INNER_END = re.compile(r"[.!?。！？]\W*\w")  # a sentence mark with more words after it

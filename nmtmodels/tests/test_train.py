@@ -361,6 +361,26 @@ def test_resume_refuses_other_training_settings_or_data_but_not_a_longer_budget(
     assert make_trainer(corpus, tmp_path, max_updates=5, patience=0, log_interval=7).train().update == 5
 
 
+def test_a_budget_below_the_checkpoint_s_updates_trains_to_it_or_is_refused(corpus, tmp_path):
+    """A finished run of 6 updates, then ``max_updates: 4``.  Before: the trainer resumed from
+    checkpoint_last.pt, stopped at once ("finished: max_updates") with 6 updates, and the
+    summary paired budget 4 with 6 updates.  Now refused in one line without
+    ``restart_on_change``; with it (the workflow's rules) the run starts over and is the run of
+    4 updates from an empty directory."""
+    make_trainer(corpus, tmp_path / "rerun", max_updates=6, save_interval_updates=2).train()
+    with pytest.raises(ConfigError, match=r"belongs to a different run: train.max_updates is 4 now, fewer than the 6 "
+                                          r"updates it has made\..*--restart-on-change"):
+        make_trainer(corpus, tmp_path / "rerun", max_updates=4).train()
+    assert load_checkpoint(tmp_path / "rerun" / "checkpoint_last.pt")["update"] == 6  # refusing touched nothing
+    restarted = make_trainer(corpus, tmp_path / "rerun", max_updates=4, restart_on_change=True)
+    assert restarted.train().update == 4
+    fresh = make_trainer(corpus, tmp_path / "fresh", max_updates=4)
+    fresh.train()
+    assert_bitwise_equal(params(fresh), params(restarted))
+    assert load_checkpoint(tmp_path / "rerun" / "checkpoint_last.pt")["update"] == 4
+    assert make_trainer(corpus, tmp_path / "rerun", max_updates=4).train().update == 4  # the same budget resumes
+
+
 def test_restart_on_change_starts_over_as_in_an_empty_directory(corpus, tmp_path):
     """A workflow rerunning a job whose settings changed must get the new run's model, not
     the old checkpoint; the old run's numbered checkpoints and metrics rows are gone."""
@@ -733,6 +753,35 @@ def test_huge_learning_rate_diverges_instead_of_saving_a_nan_model(corpus, tmp_p
     with pytest.raises(TrainingDiverged, match="training diverged"):
         trainer.train()
     assert not (tmp_path / "checkpoint_best.pt").exists()
+
+
+def test_an_exploding_training_loss_stops_as_diverged(corpus, tmp_path):
+    """``train.lr: 100``.  Before: the loss went from 3.2 to 78,764 per token at update 5 (and
+    a dev loss of 152,397 was the "best"), yet the run finished with ``max_updates`` and a
+    checkpoint_best.pt; only non-finite losses were caught.  The copy task's target vocabulary
+    has 14 tokens: the bound is 100 x ln 14 = 263.9 per token."""
+    trainer = make_trainer(corpus, tmp_path, lr=100.0, warmup_updates=4, max_updates=40, validate_interval_updates=10,
+                           log_interval=5)
+    with pytest.raises(TrainingDiverged, match=r"^training diverged: the training loss per target token is [\d,.]+ at "
+                                               r"update \d, over 100 x ln\(target vocabulary size 14\) = 263\.9; nothing "
+                                               r"was saved; lower train\.lr"):
+        trainer.train()
+    assert not (tmp_path / "checkpoint_best.pt").exists() and not (tmp_path / "checkpoint_last.pt").exists()
+
+
+def test_an_exploding_dev_loss_stops_as_diverged_and_saves_nothing_of_it(corpus, tmp_path, monkeypatch):
+    """The dev loss of the issue's run (134,374 per token) at the second validation: the first
+    one's checkpoint stays, the diverged model is not saved."""
+    trainer = make_trainer(corpus, tmp_path, max_updates=8, validate_interval_updates=2, save_interval_updates=2)
+    real = trainer.validate
+    losses = iter([None, 134374.0])
+    monkeypatch.setattr(trainer, "validate", lambda: real() if (loss := next(losses)) is None
+                        else {"valid_loss": loss, "valid_nll": loss})
+    with pytest.raises(TrainingDiverged, match=r"the dev loss per target token is 134,374\.0 at update 4, over 100 x ln"
+                                               rf".*; {re.escape(str(tmp_path / 'checkpoint_last.pt'))} \(update 2\) is "
+                                               "left as it was"):
+        trainer.train()
+    assert load_checkpoint(tmp_path / "checkpoint_last.pt")["update"] == 2
 
 
 def test_a_nan_validation_is_never_the_best(corpus, tmp_path):

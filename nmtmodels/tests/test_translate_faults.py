@@ -5,6 +5,7 @@ model is the untrained tiny Transformer package of test_model_package.py."""
 from __future__ import annotations
 
 import gzip
+import io
 import os
 import re
 import signal
@@ -14,7 +15,9 @@ from pathlib import Path
 
 import pytest
 
+import nmtmodels.decoding.search
 from nmtmodels import cli
+from nmtmodels.cli import translate as translate_cli
 from nmtmodels.tests.test_cli import in_small_tmpfs
 from nmtmodels.tests.test_model_package import WORDS, bpe_package
 from nmtmodels.tests.test_model_package import files as package_files
@@ -69,6 +72,41 @@ def test_a_signal_while_writing_the_output_is_one_line_and_leaves_no_partial_fil
     assert out.exists() == (earlier is not None) and (earlier is None or out.read_text() == earlier)
 
 
+class _SignalOnImport:
+    """A finder that sends ``signum`` to this process when ``module`` is imported: the signal
+    arrives while the command imports torch (a second or more of its start)."""
+
+    def __init__(self, module: str, signum: int):
+        self.module, self.signum = module, signum
+
+    def find_spec(self, name, path=None, target=None):
+        if name == self.module:
+            os.kill(os.getpid(), self.signum)
+        return None
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_a_signal_while_torch_is_imported_is_one_line(files, tmp_path, monkeypatch, capsys, signum):
+    """Before: ``timeout -s TERM 0.5 nmt-translate ... --output out.txt`` printed a 46-line
+    traceback ending ``Interrupted: 15`` with exit status 1 (SIGINT: a traceback inside
+    ``import torch``): the command imported the checkpoint module (and torch) before it caught
+    signals.  A real signal, sent when that import starts."""
+    directory = bpe_package(files)
+    out = tmp_path / "out.txt"
+    monkeypatch.delitem(sys.modules, "nmtmodels.checkpoint")
+    monkeypatch.setattr(sys, "meta_path", [_SignalOnImport("nmtmodels.checkpoint", signum), *sys.meta_path])
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)  # Ctrl-C's KeyboardInterrupt, as in a shell
+    try:
+        status = cli.main(["translate", "--checkpoint", str(directory), "--input", str(files / "raw.en"),
+                           "--output", str(out)])
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert status == 128 + signum
+    assert capsys.readouterr().err.splitlines() == [
+        f"nmt-translate: error: interrupted by {signal.Signals(signum).name}; {out} was not written (no partial file is left)"]
+    assert not out.exists() and temporary_files(tmp_path) == []
+
+
 def test_temporary_files_of_killed_runs_are_removed_or_named(files, tmp_path, capsys):
     """A run killed with SIGKILL leaves its temporary file: the next one removes those of
     processes no longer running (the PID is in the name) and names an earlier version's."""
@@ -105,6 +143,30 @@ def test_a_closed_standard_output_ends_quietly(files, tmp_path):
     assert "error" not in err and "Traceback" not in err and "Broken pipe" not in err
 
 
+def test_standard_output_gets_the_first_lines_after_a_short_search(files, tmp_path, monkeypatch, capsys):
+    """``nmt-translate | head -n 2``: before, the first line came only once the first chunk of
+    5,000 lines was searched.  Now standard output's chunks are 16, 32, ... lines, each written
+    before the next is read; ``--output`` keeps whole chunks.  Counted as the searches made."""
+    directory = bpe_package(files)
+    text = lines_of(tmp_path / "in.en", 60).read_text(encoding="utf-8")
+    searched: list[int] = []
+    real = nmtmodels.decoding.search.translate_dataset
+    monkeypatch.setattr(nmtmodels.decoding.search, "translate_dataset",
+                        lambda model, data, cfg, **kw: searched.append(len(data)) or real(model, data, cfg, **kw))
+    written = []  # searches made when each chunk's last line was written
+    real_write = translate_cli._Writer.write
+    monkeypatch.setattr(translate_cli._Writer, "write", lambda self, lines, chunk_done=False:
+                        (chunk_done and written.append(len(searched))) or real_write(self, lines, chunk_done=chunk_done))
+    monkeypatch.setattr(sys, "stdin", io.StringIO(text))
+    assert cli.main(["translate", "--checkpoint", str(directory), "--log-interval", "0"]) == 0
+    assert searched == [16, 32, 12] and written == [1, 2, 3]
+    assert len(capsys.readouterr().out.splitlines()) == 60
+    searched.clear()
+    monkeypatch.setattr(sys, "stdin", io.StringIO(text))
+    assert cli.main(["translate", "--checkpoint", str(directory), "--output", str(tmp_path / "out.de")]) == 0
+    assert searched == [60]
+
+
 # ---------------------------------------------------------------------- gzip input
 def test_a_gzip_input_is_read_and_a_corrupt_one_is_one_line(files, tmp_path, capsys):
     """Before: 98 'invalid UTF-8' errors and 98 empty lines, with no mention of gzip."""
@@ -125,6 +187,30 @@ def test_a_gzip_input_is_read_and_a_corrupt_one_is_one_line(files, tmp_path, cap
     [line] = capsys.readouterr().err.strip().splitlines()
     assert line.startswith(f"nmt-translate: error: {cut}: corrupt or truncated gzip file (")
     assert not (tmp_path / "cut.de").exists() and temporary_files(tmp_path) == []
+
+
+def test_a_gzip_standard_input_is_read_as_a_gzip_input_is(files, tmp_path):
+    """``nmt-translate --checkpoint M < test.en.gz``.  Before: an ``<stdin>:N: invalid UTF-8``
+    error and an empty output line for each line of the compressed bytes, exit status 2, no word
+    of gzip (only ``--input`` looked at the magic bytes).  A cut one is one line, as ``--input``'s."""
+    directory = bpe_package(files)
+    plain = lines_of(tmp_path / "test.en", 98)
+    packed = tmp_path / "test.en.gz"
+    packed.write_bytes(gzip.compress(plain.read_bytes()))
+    cut = tmp_path / "cut.en.gz"
+    cut.write_bytes(packed.read_bytes()[:-20])
+    runs = {}
+    for source in (plain, packed, cut):
+        with source.open("rb") as stdin:
+            runs[source.name] = subprocess.run(translate_command(directory), stdin=stdin, cwd=REPO, capture_output=True,
+                                               timeout=300, check=False)
+    assert runs["test.en"].returncode == 0 and len(runs["test.en"].stdout.splitlines()) == 98
+    assert runs["test.en.gz"].returncode == 0, runs["test.en.gz"].stderr
+    assert runs["test.en.gz"].stdout == runs["test.en"].stdout
+    assert runs["cut.en.gz"].returncode == 2
+    said = [line for line in runs["cut.en.gz"].stderr.decode().splitlines() if "warning:" not in line
+            and not line.startswith("nmt-translate: translated ")]
+    assert len(said) == 1 and said[0].startswith("nmt-translate: error: <stdin>: corrupt or truncated gzip file ("), said
 
 
 # ---------------------------------------------------------------------- a full disk

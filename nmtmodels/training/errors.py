@@ -1,7 +1,14 @@
 """Why training stops with an error: :class:`TrainingError` and its kinds (docs/training.md,
-sections "Non-finite updates" and "Output-directory lock"); the CLI prints the message (one
+sections "Non-finite updates", "Diverging loss" and "Output-directory lock"), and
+:func:`check_loss`, the bound of a diverging loss; the CLI prints the message (one
 line) and exits 2."""
 from __future__ import annotations
+
+import math
+
+# A loss per target token over this many times ln(target vocabulary size), the loss of a uniform
+# guess, is divergence (docs/training.md, "Diverging loss"): a healthy run starts near ln(V).
+DIVERGED_LOSS_FACTOR = 100
 
 
 class TrainingError(RuntimeError):
@@ -9,8 +16,22 @@ class TrainingError(RuntimeError):
 
 
 class TrainingDiverged(TrainingError):
-    """Too many consecutive non-finite updates, or no finite validation at all."""
+    """Too many consecutive non-finite updates, no finite validation at all, or a training or
+    dev loss over ``DIVERGED_LOSS_FACTOR`` x ln(target vocabulary size) (docs/training.md,
+    "Diverging loss")."""
 
 
 class OutputDirLocked(TrainingError):
     """Another trainer holds the lock of the output directory."""
+
+
+def check_loss(what: str, loss: float | None, vocab_size: int, update: int, saved: str) -> None:
+    """TrainingDiverged when ``loss`` (the ``what``, per target token, at ``update``; None: no
+    such loss, a non-finite one is handled apart) is over :data:`DIVERGED_LOSS_FACTOR` x
+    ln(``vocab_size``); ``saved`` says what is left on disk."""
+    bound = DIVERGED_LOSS_FACTOR * math.log(max(vocab_size, 2))
+    if loss is not None and math.isfinite(loss) and loss > bound:
+        raise TrainingDiverged(
+            f"training diverged: the {what} per target token is {loss:,.1f} at update {update}, over "
+            f"{DIVERGED_LOSS_FACTOR} x ln(target vocabulary size {vocab_size:,}) = {bound:,.1f}; {saved}; lower train.lr, "
+            "set train.clip_norm or check the training data")

@@ -241,6 +241,9 @@ def changes_since(run: RunSpec, objects: TrainingObjects, state: dict[str, Any])
     then, now = {**to_dict(TrainConfig()), **state.get("train_config", {})}, to_dict(run.train_config)
     changes += [f"train.{k} was {then.get(k)!r} and is {now.get(k)!r} now" for k in sorted(set(then) | set(now))
                 if k not in CHANGEABLE_ON_RESUME and then.get(k) != now.get(k)]
+    budget, done = run.train_config.max_updates, state["trainer"].get("update", 0)
+    if budget and done > budget:  # resumed, it would stop at once with done updates, not budget
+        changes.append(f"train.max_updates is {budget} now, fewer than the {done} updates it has made")
     saved_data = state["trainer"].get("data_fingerprint")
     if saved_data is not None and saved_data != run.data_fingerprint:
         changes.append("the training data differs")

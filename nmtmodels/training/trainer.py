@@ -34,7 +34,7 @@ from nmtmodels.precision import bf16_autocast
 from nmtmodels.sampler import BucketBatchSampler
 from nmtmodels.training.config import TrainConfig
 from nmtmodels.training.distributed import DistributedContext, all_reduce_sum, broadcast_object
-from nmtmodels.training.errors import TrainingDiverged
+from nmtmodels.training.errors import TrainingDiverged, check_loss
 from nmtmodels.training.loss import label_smoothed_nll_loss
 from nmtmodels.training.metrics import Interval, TensorBoardLog, append_metrics, early_line, train_line, valid_line
 from nmtmodels.training.optim import InverseSqrtSchedule, build_optimizer
@@ -292,12 +292,13 @@ class Trainer:
                      f"{self.dist.rank}) or gradient norm ({float(grad_norm):.4g}); {progress.nonfinite_run} in a row "
                      f"(train.max_nonfinite_updates: {limit})")
         if progress.nonfinite_run > limit:
-            saved = (f"{self.checkpoint_last} (update {self.saved_at}) is left as it was"
-                     if self.saved_at >= 0 else "nothing was saved")
             raise TrainingDiverged(
                 f"training diverged: {progress.nonfinite_run} consecutive updates after update {progress.update} had a "
-                f"non-finite loss or gradient (train.max_nonfinite_updates: {limit}); {saved}; lower train.lr, "
-                "set train.clip_norm or check the training data")
+                f"non-finite loss or gradient (train.max_nonfinite_updates: {limit}); {self._saved_note()}; lower "
+                "train.lr, set train.clip_norm or check the training data")
+
+    def _saved_note(self) -> str:
+        return f"{self.checkpoint_last} (update {self.saved_at}) is left as it was" if self.saved_at >= 0 else "nothing was saved"
 
     def _train_step(self, group: Sequence[np.ndarray]) -> tuple[Tensor, int, float | None]:
         """One optimizer update over the batches ``group`` (gradient accumulation).
@@ -388,6 +389,8 @@ class Trainer:
         }
         if self.dist.is_main:
             self.log(train_line(values, self.cfg.max_updates, self.cfg.max_minutes))
+        # all-reduced, as the dev loss is broadcast: every rank stops together
+        check_loss("training loss", values["loss"], len(self.run.tgt_vocab), self.progress.update, self._saved_note())
         if row:
             self._loss_sum = self._nll_sum = None
             interval.reset()
@@ -465,6 +468,7 @@ class Trainer:
                    "target_tokens": self.seen_target_tokens(), **metrics}
             self.log(valid_line(progress.update, metrics, improved))
             self._write_metrics(row)
+        check_loss("dev loss", metrics.get("valid_loss"), len(self.run.tgt_vocab), progress.update, self._saved_note())
         self._save(numbered=numbered, metrics=metrics, improved=improved, value=value)
         if self.cfg.patience and progress.bad_validations >= self.cfg.patience:
             self.log(f"early stop: no {self.cfg.best_metric} improvement in {progress.bad_validations} validations")

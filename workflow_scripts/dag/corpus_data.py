@@ -104,20 +104,35 @@ def tokenized_references(config: dict[str, Any], corpus: str, test_set: str) -> 
 
 
 BLANK_WARNING = "(blank_references: warn)"
+KEPT_WARNING = "; kept the previous download of "  # workflow_scripts.data.fetch's warning
 
 
 def blank_reference_warnings(config: dict[str, Any], root: str = ".") -> list[str]:
     """The ``preprocess`` jobs' warnings about blank dev or test lines that ``blank_references:
     warn`` kept, for the active corpora, from their logs below ``root`` (the Snakefile repeats
     them on the console when a run ends)."""
-    logs: set[str] = set()
+    patterns = []
     for corpus in config["active_corpora"]:
         spec = config["corpora"][corpus]
         for rule in ("preprocess", "preprocess_reference"):
             pattern = paths.log(rule).replace("{corpus}", corpus).replace("{src}", spec["src"]).replace("{tgt}", spec["tgt"])
-            logs.update(glob.glob(os.path.join(root, pattern.replace("{split}", "*").replace("{ref}", "*"))))
+            patterns.append(pattern.replace("{split}", "*").replace("{ref}", "*"))
+    return _logged(patterns, BLANK_WARNING, root)
+
+
+def kept_download_warnings(config: dict[str, Any], root: str = ".") -> list[str]:
+    """The ``fetch`` jobs' warnings that fetching a download again failed (a sha256 mismatch, a
+    damaged archive, a missing mirror copy and an unreachable URL) and its kept copy was put
+    back, for the active corpora, from their logs below ``root`` (the Snakefile repeats them on
+    the console when a run ends, on every run until that fetch runs again and its log says otherwise)."""
+    patterns = [paths.log("fetch").replace("{corpus}", corpus).replace("{download}", "*") for corpus in config["active_corpora"]]
+    return _logged(patterns, KEPT_WARNING, root)
+
+
+def _logged(patterns: list[str], marker: str, root: str) -> list[str]:
+    """The lines holding ``marker`` of the logs that the glob ``patterns`` find below ``root``."""
     found = []
-    for log in sorted(logs):
+    for log in sorted({log for pattern in patterns for log in glob.glob(os.path.join(root, pattern))}):
         with open(log, encoding="utf-8", errors="replace") as handle:
-            found += [line.strip() for line in handle if BLANK_WARNING in line]
+            found += [line.strip() for line in handle if marker in line]
     return found

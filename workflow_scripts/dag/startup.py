@@ -64,7 +64,19 @@ def schema_error(exc: BaseException) -> str | None:
     if not isinstance(cause, ValidationError):
         return None
     where = "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in cause.absolute_path).lstrip(".")
-    return f"{where or 'config'}: {cause.message}"
+    return f"{where or 'config'}: {_required_one_of(cause) or cause.message}"
+
+
+def _required_one_of(error: Any) -> str | None:
+    """``needs url or local (it has mirror)`` for an ``anyOf`` of ``required`` lists that the
+    value meets none of (a download entry with only ``mirror``), whose own message says only
+    ``is not valid under any of the given schemas``; None for any other error."""
+    if error.validator != "anyOf" or not isinstance(error.instance, dict):
+        return None
+    if not all(isinstance(option, dict) and set(option) == {"required"} for option in error.validator_value):
+        return None
+    needed = " or ".join(" and ".join(option["required"]) for option in error.validator_value)
+    return f"needs {needed} (it has {', '.join(error.instance) or 'no key'})"
 
 
 # ---------------------------------------------------------------------- writable outputs

@@ -23,7 +23,8 @@ gzip by magic bytes).  ``sha256`` is the digest of the content after gzip decomp
 a gzipped mirror copy and the plain upstream file share one digest (for .tgz it is the
 digest of the tar stream, for .zip and plain files of the file itself).  A mismatch is an
 error naming the source and both digests; a corrupt or truncated gzip stream is an error
-naming the source, with or without ``sha256``.  Files are written to a temporary file
+naming the source, with or without ``sha256``, and so is an entry with ``archive`` whose file
+does not read through as that archive (a damaged tar header, a zip CRC).  Files are written to a temporary file
 beside the output and renamed at the end; a failure leaves nothing.  A ``local`` entry may
 be a directory (a licensed corpus tree): the output is then a symlink to its absolute
 path, so large licensed trees are not copied.
@@ -65,6 +66,7 @@ from typing import Any, BinaryIO
 
 from nmtmodels.config import ConfigError
 from nmtmodels.files import DataError, atomic_output, atomic_write_text, open_binary
+from workflow_scripts.data.formats import check_archive
 from workflow_scripts.data.locations import LICENSED_ENV, MIRROR_ENV, directory_setting, licensed_hint
 
 USER_AGENT = "structnmt-fetch/0.1 (+urllib)"
@@ -269,12 +271,16 @@ def origin_note(path: str | os.PathLike, downloads_dir: str | os.PathLike) -> st
 
 
 # ----------------------------------------------------------------------------- fetching
-def _verify(written: str, expected: str | None, source: str, name: str) -> str:
+def _verify(written: str, expected: str | None, archive: str | None, source: str, name: str) -> str:
     """The content digest of ``written`` (a corrupt gzip stream is an error naming ``source``);
-    a mismatch with ``expected`` is an error naming ``source``."""
+    a mismatch with ``expected``, or a declared ``archive`` that does not read through as one
+    (:func:`workflow_scripts.data.formats.check_archive`), is an error naming ``source``.  It
+    runs before the atomic rename: a damaged download never replaces the output."""
     actual = content_sha256(written, display=source)
     if expected is not None and actual != expected:
         raise DataError(source, f"sha256 mismatch for download {name!r}: expected {expected}, got {actual}")
+    if archive is not None:
+        check_archive(written, archive, source)
     return actual
 
 
@@ -286,13 +292,13 @@ def _copy_hashing(source: BinaryIO, handle: BinaryIO) -> str:
     return digest.hexdigest()
 
 
-def _copy_file(source: Path, output: Path, expected: str | None, name: str) -> tuple[str, str]:
+def _copy_file(source: Path, output: Path, expected: str | None, archive: str | None, name: str) -> tuple[str, str]:
     """Copy ``source`` to ``output``; return (sha256 of its bytes, content digest)."""
     with atomic_output(output, "wb") as handle:
         with open(source, "rb") as original:
             raw = _copy_hashing(original, handle)
         handle.flush()
-        content = _verify(handle.name, expected, str(source), name)
+        content = _verify(handle.name, expected, archive, str(source), name)
     return raw, content
 
 
@@ -309,7 +315,7 @@ def _link_directory(source: Path, output: Path) -> None:
         raise
 
 
-def _download(url: str, output: Path, expected: str | None, name: str, *, timeout: float, attempts: int,
+def _download(url: str, output: Path, expected: str | None, archive: str | None, name: str, *, timeout: float, attempts: int,
               retry_delay: float) -> tuple[str, str]:
     failure: Exception | None = None
     for attempt in range(1, attempts + 1):
@@ -319,7 +325,7 @@ def _download(url: str, output: Path, expected: str | None, name: str, *, timeou
                 with urllib.request.urlopen(request, timeout=timeout) as response:
                     raw = _copy_hashing(response, handle)
                 handle.flush()
-                content = _verify(handle.name, expected, url, name)
+                content = _verify(handle.name, expected, archive, url, name)
             return raw, content
         except urllib.error.HTTPError as exc:
             if exc.code < 500 and exc.code != 429:
@@ -394,6 +400,7 @@ def fetch(
     failed and the last complete download was put back (module docstring; a warning on stderr)."""
     output = Path(output)
     expected = spec.get("sha256") if isinstance(spec, Mapping) else None
+    archive = spec.get("archive") if isinstance(spec, Mapping) else None
     try:
         source = resolve_source(spec, name, mirror_dir=mirror_dir, licensed_dir=licensed_dir)
         with contextlib.suppress(FileNotFoundError):
@@ -406,7 +413,7 @@ def fetch(
             raw = content = None
         elif source.kind == "url":
             try:
-                raw, content = _download(source.location, output, expected, name, timeout=timeout, attempts=attempts,
+                raw, content = _download(source.location, output, expected, archive, name, timeout=timeout, attempts=attempts,
                                          retry_delay=retry_delay)
             except DataError as exc:
                 mirror_root = directory_setting(mirror_dir, MIRROR_ENV)
@@ -415,7 +422,7 @@ def fetch(
                                                      f"{mirror_root / spec['mirror']} is missing") from None
                 raise
         else:
-            raw, content = _copy_file(Path(source.location), output, expected, name)
+            raw, content = _copy_file(Path(source.location), output, expected, archive, name)
     except DataError as exc:
         record = _restore(output, spec)
         if record is None:

@@ -55,6 +55,7 @@ import gzip
 import html
 import io
 import json
+import os
 import re
 import tarfile
 import zipfile
@@ -113,6 +114,37 @@ def _decoded_lines(handle: BinaryIO, name: str) -> Iterator[tuple[int, str]]:
         yield number, decode_line(raw, number, name)
 
 
+class _CheckedTarInfo(tarfile.TarInfo):
+    """A tar member header that does not parse is damage, wherever it is: tarfile takes a bad
+    header after the first for the archive's end, so that a flipped byte in a header gave "no
+    such member" (or a silently shorter archive) instead of an error."""
+
+    @classmethod
+    def fromtarfile(cls, archive: tarfile.TarFile) -> tarfile.TarInfo:
+        try:
+            return super().fromtarfile(archive)
+        except (tarfile.InvalidHeaderError, tarfile.TruncatedHeaderError) as exc:
+            raise tarfile.ReadError(f"damaged tar archive: the member header at byte {archive.offset:,} is invalid ({exc})") from None
+
+
+def check_archive(path: str | os.PathLike, kind: str, source: str) -> None:
+    """DataError naming ``source`` unless ``path`` reads through as a ``kind`` archive (a
+    download's ``archive``): for ``tar`` every member header and the data they announce (gzip,
+    bzip2 or xz around it decompressed), for ``zip`` its directory and every member's CRC."""
+    try:
+        if kind == "zip":
+            with zipfile.ZipFile(path) as archive:
+                bad = archive.testzip()
+            if bad is not None:
+                raise DataError(source, f"damaged zip archive: member {bad!r} fails its CRC check")
+        else:
+            with tarfile.open(path, mode="r|*", tarinfo=_CheckedTarInfo) as archive:
+                for _ in archive:  # each step reads the member's data up to the next header
+                    pass
+    except (EOFError, OSError, zlib.error, tarfile.TarError, zipfile.BadZipFile) as exc:
+        raise DataError(source, f"not a readable {kind} archive ({type(exc).__name__}: {exc})") from None
+
+
 class _Downloads:
     """Opens file references (``NAME`` or ``NAME:member``) below one corpus's download dir."""
 
@@ -150,7 +182,7 @@ class _Downloads:
                     with archive.open(info) as handle:
                         yield display, _maybe_gunzip(handle)
             else:
-                with tarfile.open(path, mode="r|*") as archive:
+                with tarfile.open(path, mode="r|*", tarinfo=_CheckedTarInfo) as archive:
                     seen = []
                     for info in archive:
                         if info.name.removeprefix("./") == member.removeprefix("./"):
