@@ -47,6 +47,12 @@ def test_your_own_paper_name_is_accepted_for_your_claims_only(tmp_path):
     ({"colour": "red"}, r"claims: mine\.colour: unknown key \(known: paper, "),
     ({"paper": "two words"}, r"claims: mine\.paper: 'two words' is neither a paper"),
     ({"controls": [{"experiment": "gamma1", "role": "must_beat"}]}, r"claims: mine\.controls\[0\]: needs experiment, role"),
+    # a typo inside a control was silently ignored (issue 69)
+    ({"controls": [{"experiment": "gamma1", "role": "beside", "what": "w", "baselin": "base"}]},
+     r"claims: mine\.controls\[0\]\.baselin: unknown key \(known: experiment, role, what, baseline\)"),
+    ({"smallest_difference": {"value": -1, "source": "s"}}, r"claims: mine\.smallest_difference\.value: -1 is not a positive"),
+    ({"smallest_difference": {"value": 0.5}}, r"claims: mine\.smallest_difference: needs exactly value and source"),
+    ({"precondition": "parser"}, r"claims: mine\.precondition: 'parser' \(known: compressor\)"),
 ])
 def test_a_bad_claim_of_your_own_is_one_line_naming_the_key(change, message):
     with pytest.raises(DataError, match=message):
@@ -59,9 +65,15 @@ def test_your_claims_are_checked_against_the_config():
     for change, message in [({"metric": "chrf"}, "mine.metric: 'chrf' is not tested"),
                             ({"baseline": "gamma1"}, "mine.baseline[0]: 'gamma1' is not a baseline of experiments.mine"),
                             ({"controls": [{"experiment": "gamma2", "role": "must_beat", "what": "w"}]},
-                             "mine.controls[0].experiment: unknown experiment 'gamma2'")]:
+                             "mine.controls[0].experiment: unknown experiment 'gamma2'"),
+                            # a beside control whose baseline names no experiment passed start-up (issue 69)
+                            ({"controls": [{"experiment": "gamma1", "role": "beside", "what": "w", "baseline": "ghost"}]},
+                             "mine.controls[0].baseline: unknown experiment 'ghost'")]:
         with pytest.raises(DataError, match=f"^claims: {message}".replace("[", r"\[").replace("]", r"\]").replace(".", r"\.")):
             claim_files.check_against_config(own({"mine": {**OWN["mine"], **change}}), config, PAPERS, ["bleu"])
+    # a claim keyed to a system without a baseline passed start-up, and the summary had no section for it (issue 69)
+    with pytest.raises(DataError, match=r"^claims: gamma1: experiments\.gamma1 has no baseline"):
+        claim_files.check_against_config(own({"gamma1": OWN["mine"]}), config, PAPERS, ["bleu"])
     with pytest.raises(DataError, match="the papers' claims .* have a claim for sys already"):
         claim_files.check_against_config(own({"sys": OWN["mine"]}), {"experiments": {"sys": {}, "gamma1": {}}}, PAPERS,
                                          ["bleu"])

@@ -136,6 +136,20 @@ def test_a_runs_precision_is_what_its_checkpoint_recorded_where_it_did(tree, tmp
     assert training_runs.training_run(experiment, corpus, copy)["devices"] == ["GPU B"]  # passed on as recorded
 
 
+def test_the_oov_column_lists_only_the_configured_test_sets(tree, tmp_path):
+    """A test set removed from the config keeps its old ``T.oov.json`` on disk; the summary reads
+    the configured ones only (it listed every file it found)."""
+    root, config = tree
+    copy = tmp_path / "tree"
+    shutil.copytree(root, copy)
+    experiment, corpus = runs.experiment_runs(config)[0]
+    folder = (copy / ev.run_files(experiment, corpus)["experiment"]).parent
+    for name in ("kept", "removed"):
+        (folder / f"{name}.oov.json").write_text(json.dumps({"unit": "bpe", "oov_rate": 0.01}), encoding="utf-8")
+    assert set(training_runs.training_run(experiment, corpus, copy, test_sets=["kept"])["source_oov"]) == {"kept"}
+    assert {"kept", "removed"} <= set(training_runs.training_run(experiment, corpus, copy)["source_oov"])
+
+
 def test_stop_reason_rule():
     budget = {"max_updates": 100, "max_epochs": 3, "max_minutes": 1}
     assert training_runs.stop_reason(100, 10.0, budget) == "max_updates"

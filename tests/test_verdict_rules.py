@@ -264,3 +264,8 @@ def test_the_references_table_markers_agree_with_its_verdicts():
             assert claim["verdict"] in words, (claim["system"], words)
         checked += 1
     assert checked >= 3
+
+
+def test_the_docs_quote_the_verdict_rule_as_the_code_states_it():
+    text = (ROOT / "docs" / "results.md").read_text(encoding="utf-8")
+    assert f"> {verdicts.VERDICT_RULE}\n" in text, "docs/results.md: quote verdicts.VERDICT_RULE again"

@@ -38,6 +38,7 @@ from workflow_scripts.evaluation.layouts import LAYOUTS
 
 CLAIMS_FILE = Path(paths.CLAIMS)  # the papers' claims, spelled once (workflow_scripts/dag/paths.py)
 CONTROL_ROLES = ("must_beat", "beside")
+CONTROL_KEYS = ("experiment", "role", "what", "baseline")
 OWN_TESTS = {"sign": "sign", "ar": None}  # a claim's `test` -> the paper_test of its convention
 CLAIM_KEYS = ("paper", "metric", "claim", "paper_delta", "smallest_difference", "precondition", "controls", "deviations")
 PRECONDITIONS = ("compressor",)  # what a claim rests on that the summary measures beside its verdict
@@ -92,6 +93,9 @@ def check_claims(claims: Any, error: Callable[[str], Exception], own: bool) -> d
         for i, control in enumerate(claim["controls"]):
             if not isinstance(control, dict) or not {"experiment", "role", "what"} <= set(control):
                 raise error(f"{system}.controls[{i}]: needs experiment, role and what")
+            unknown = sorted(set(control) - set(CONTROL_KEYS))
+            if unknown:
+                raise error(f"{system}.controls[{i}].{unknown[0]}: unknown key (known: {', '.join(CONTROL_KEYS)})")
             if control["role"] not in CONTROL_ROLES:
                 raise error(f"{system}.controls[{i}].role: '{control['role']}' (known: {', '.join(CONTROL_ROLES)})")
         for i, deviation in enumerate(claim["deviations"]):
@@ -177,9 +181,14 @@ def check_against_config(claims: dict[str, dict[str, Any]], config: dict[str, An
             if baseline not in declared:
                 raise DataError(source, f"{system}.baseline[{i}]: '{baseline}' is not a baseline of experiments.{system} "
                                           f"({', '.join(declared) or 'none'})")
+        if not declared:
+            raise DataError(source, f"{system}: experiments.{system} has no baseline, so the claim has nothing to be "
+                                      "tested against (give the experiment a baseline)")
         for i, control in enumerate(claim["controls"]):
             if control["experiment"] not in experiments:
                 raise DataError(source, f"{system}.controls[{i}].experiment: unknown experiment '{control['experiment']}'")
+            if control.get("baseline") is not None and control["baseline"] not in experiments:
+                raise DataError(source, f"{system}.controls[{i}].baseline: unknown experiment '{control['baseline']}'")
 
 
 def checked_own_claims(config: dict[str, Any], papers_claims: dict[str, Any], directory: str, workflow_dir: str | None,

@@ -194,7 +194,9 @@ def make_summary(metadata: dict[str, Any], results_csv: str | Path, marker_test:
     the comparisons over runs in ``run_statistics``, the ESC compressors' files in ``compressors``
     (:func:`compressor_rows`)."""
     claims = {**claim_files.read_claims(claims_file), **(own_claims or {})}
-    runs = {(name, corpus): training_run(name, corpus, root, exp.get("seed_group"), exp.get("seed"))
+    # the OOV rates of the configured test sets only (a test set removed from the config keeps its old file)
+    runs = {(name, corpus): training_run(name, corpus, root, exp.get("seed_group"), exp.get("seed"),
+                                         (metadata.get("corpora") or {}).get(corpus, {}).get("test_sets"))
             for name, exp in metadata["experiments"].items() for corpus in exp["corpora"]}
     comparisons = [fair_comparison(name, baseline, corpus, runs, root)
                    for name, exp in metadata["experiments"].items() for corpus in exp["corpora"]

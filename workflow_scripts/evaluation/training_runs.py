@@ -77,9 +77,10 @@ def dev_loss_drop(points: list[tuple[float, float]], updates: int) -> float | No
 
 
 def training_run(experiment: str, corpus: str, root: str | Path = ".", system: str | None = None,
-                 seed: int | None = None) -> dict[str, Any]:
+                 seed: int | None = None, test_sets: list[str] | None = None) -> dict[str, Any]:
     """Budget, updates, time, stop reason, parameters and speed of one run (files below
-    ``root``); ``system`` and ``seed``: the system (seed group) the run belongs to and its seed."""
+    ``root``); ``system`` and ``seed``: the system (seed group) the run belongs to and its seed;
+    ``test_sets``: the test sets whose source OOV rates it reports (None: every one on disk)."""
     root = Path(root)
     files = ev.run_files(experiment, corpus)
     settings = _read_yaml(root / files["experiment"])
@@ -98,8 +99,9 @@ def training_run(experiment: str, corpus: str, root: str | Path = ".", system: s
     series = curve_series(metrics_path)
     dev_loss = min(zip(*series["dev loss"]), key=lambda point: point[1]) if "dev loss" in series else None
     dev_bleu = max(series["dev BLEU"][1]) if "dev BLEU" in series else None
-    oov = {path.name.removesuffix(".oov.json"): read_json(path)
-           for path in sorted((root / files["experiment"]).parent.glob("*.oov.json"))}
+    found = sorted((root / files["experiment"]).parent.glob("*.oov.json"))
+    oov = {path.name.removesuffix(".oov.json"): read_json(path) for path in found
+           if test_sets is None or path.name.removesuffix(".oov.json") in test_sets}
     return {
         "experiment": experiment, "corpus": corpus, "system": system or experiment, "seed": seed,
         "dev_loss_drop": dev_loss_drop(list(zip(*series["dev loss"])), updates) if "dev loss" in series else None,
