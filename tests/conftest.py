@@ -6,6 +6,8 @@ import os
 
 import pytest
 
+from tools.module_sizes import MEASURED, WARN_LINES, long_modules, own_modules
+
 # Marks of the longest tests (pyproject.toml `markers`), in the order their modules start.
 LONG_FIRST = ("slurm", "configs", "slow")
 # SLURM client configuration of the tests' processes (see pytest_configure).
@@ -57,8 +59,14 @@ def _recorded(terminalreporter, name: str) -> list[tuple[str, int]]:
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
-    """Report how many trainings the shipped-config tests covered (tests/test_configs.py
-    records them with ``record_property``; the reports carry them back from xdist workers)."""
+    """List the modules over tools/module_sizes.py's length (a warning, never a failure), and
+    report how many trainings the shipped-config tests covered (tests/test_configs.py records
+    them with ``record_property``; the reports carry them back from xdist workers)."""
+    long = long_modules(own_modules(MEASURED))
+    if long:
+        terminalreporter.section(f"modules over {WARN_LINES} lines: split one by idea when you work on it")
+        for line in long:
+            terminalreporter.write_line(line)
     covered = _recorded(terminalreporter, "trainings")
     if covered:
         terminalreporter.section("trainings covered by pytest -m configs")

@@ -93,6 +93,28 @@ def named_paths_exist(section: str) -> None:
         assert "NAME" in path or (ROOT / path).exists(), path
 
 
+def unknown_homes(section: str) -> list[str]:
+    """The modules a "home | what" table row names that do not exist: each ``NAME.py`` in
+    backticks, in the folder of the row's first home (``nmtmodels/decoding/``: its modules;
+    ``nmtmodels/data.py``, ``sampler.py``: beside it); rows with a pattern for a home aside."""
+    missing = []
+    for home, rest in re.findall(r"^\| `([^`*{}]+)`(.*)$", section, flags=re.MULTILINE):
+        folder = home if home.endswith("/") else home.rpartition("/")[0] + "/"
+        for name in re.findall(r"`([\w/]+\.py)`", home + rest):
+            path = name if "/" in name else folder + name
+            if not (ROOT / path).exists():
+                missing.append(path)
+    return missing
+
+
+def test_where_things_live_names_modules_that_exist():
+    """docs/howto.md, "Where things live": every module its table names exists (a module
+    that moved or went is taken off the map), and the check finds one that does not."""
+    assert not unknown_homes(howto_section("Where things live"))
+    gone = "| `nmtmodels/decoding/` | `search.py` (beam), `corpus.py` (a whole data set) |\n| `rules/*.smk` | `paths.py` |\n"
+    assert unknown_homes(gone) == ["nmtmodels/decoding/corpus.py"]
+
+
 def test_the_family_checklist_names_the_files_new_family_writes(tmp_path):
     """docs/howto.md, "Your own model family": its files are those `new-family` writes, and the
     names it gives (entry point group, environment variable, paths) are the code's."""

@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.test_module_sizes import own_modules
+from tools.module_sizes import own_modules
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -156,8 +156,7 @@ def test_each_model_package_module_keeps_to_its_idea() -> None:
 
 
 def test_commands_live_in_cli() -> None:
-    """Every ``main()`` in cli/.  (The modules' length is measured, with the workflow's scripts and
-    the benchmarks, by tests/test_module_sizes.py.)"""
+    """Every ``main()`` in cli/.  (Long modules are listed, as a warning, by tools/module_sizes.py.)"""
     mains = []
     for path in sorted(PACKAGE.rglob("*.py")):
         relative = path.relative_to(PACKAGE)
