@@ -188,6 +188,7 @@ def write_part(folder: Path, data: dict) -> str:
     return str(folder / "summary.json")
 
 
+@pytest.mark.heavy
 def test_merge_writes_claims_verdicts_and_every_part(tmp_path, capsys):
     for part, system, paper, metric, deltas in (
             ("reordering", "reorder_both", "reordering", "bleu", [0.4, 0.6, 0.8]),

@@ -92,6 +92,7 @@ def test_a_model_sharing_embeddings_is_counted_against_its_joint_vocabulary():
         "results/data/multi30k_en_de/bpe8000/vocab.en-de.joint")
 
 
+@pytest.mark.heavy
 def test_all_plans_the_records(tmp_path):
     from tests.snakemake_output import planned_jobs
     from tests.test_workflow import snakemake

@@ -198,6 +198,7 @@ def test_summary_scores_over_seeds(tmp_path):
 
 
 # ----------------------------------------------------------------------------- the DAG
+@pytest.mark.heavy
 def test_a_seeded_config_plans_one_training_per_seed(tmp_path):
     """Dry run of the GPU reproduction's target with two seeded systems: a training, decoding and
     score per seed, and each seed's significance test against the baseline of its seed."""

@@ -32,6 +32,7 @@ def snakemake(workdir: Path, *args: str, check: bool = True, extra_env: dict | N
     return proc
 
 
+@pytest.mark.heavy
 def test_dry_run_full_scale_plans_every_corpus_without_data(tmp_path):
     full = yaml.safe_load((ROOT / "configs/full.yaml").read_text())
     proc = snakemake(tmp_path, "-n", "all", "--cores", "1", "--configfile", str(ROOT / "configs/full.yaml"),
@@ -47,6 +48,7 @@ def test_dry_run_full_scale_plans_every_corpus_without_data(tmp_path):
     assert not list(tmp_path.glob("results/*")), "a dry run must not create outputs"
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("name", ["quality.yaml", "gpu_quality.yaml"])
 def test_the_readme_quality_configs_plan_their_documented_target(tmp_path, name):
     """configs/quality.yaml and configs/gpu_quality.yaml pass the config checks and plan the one
@@ -75,6 +77,7 @@ def flag_values(command: str, flag: str) -> list[str]:
     return values
 
 
+@pytest.mark.heavy
 def test_dry_run_multi_reference_tokenised_bleu_gets_every_tokenised_reference(tmp_path):
     """NIST zh-en (configs/full.yaml) has four references per test set: scoring a test set,
     the ALL concatenation and a significance test all take four tokenised references, and
@@ -114,12 +117,14 @@ def test_dry_run_multi_reference_tokenised_bleu_gets_every_tokenised_reference(t
     assert concatenated["input"] == [f"{data}/tok/{m}.ref2.zh-en.en" for m in members]
 
 
+@pytest.mark.heavy
 def test_lint_has_no_findings(tmp_path):
     proc = snakemake(tmp_path, "--lint", check=False)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "Lints for" not in proc.stdout + proc.stderr, proc.stdout + proc.stderr
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize(
     "override, message",
     [
@@ -134,6 +139,7 @@ def test_bad_config_is_rejected_naming_the_key(tmp_path, override, message):
     assert message in proc.stdout + proc.stderr
 
 
+@pytest.mark.heavy
 def test_bad_model_key_in_an_experiment_names_the_key(tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text("experiments:\n  baseline:\n    model: {preset: tiny, d_modle: 64}\n")
@@ -145,6 +151,7 @@ def test_bad_model_key_in_an_experiment_names_the_key(tmp_path):
 QUICKSTART = re.compile(r"`snakemake --cores 2 (\S+) && nmt-translate --checkpoint (\S+) <<< \"A man is riding a bike\.\"`")
 
 
+@pytest.mark.heavy
 def test_the_readme_quickstart_trains_one_baseline_and_packages_it(tmp_path):
     """README's quickstart (docs/translate.md, "Quickstart"): its target plans one training,
     the baseline's first seed, and that run's package, nothing else of `all` (a dry run with
