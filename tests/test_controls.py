@@ -8,6 +8,7 @@ import copy
 import pytest
 
 from tests.snakemake_output import planned_job_details
+from tests.snakemake_runs import snakemake
 from workflow_scripts.dag import WorkflowConfigError, compression
 
 ESC_RUNS = ["baseline", "esc_bbf", "esc_bbf_source_as_compressed"]
@@ -15,8 +16,6 @@ ESC_RUNS = ["baseline", "esc_bbf", "esc_bbf_source_as_compressed"]
 
 @pytest.fixture(scope="module")
 def plans(tmp_path_factory):
-    from tests.test_workflow import snakemake
-
     tmp = tmp_path_factory.mktemp("controls")
     env = {"NMT_DATA_MIRROR": str(tmp / "no-mirror")}
     default = snakemake(tmp, "-n", "-p", "all", "--cores", "1", extra_env=env)

@@ -21,7 +21,7 @@ import pytest
 import yaml
 
 from nmtmodels.tests.filesystem import read_only
-from tests.test_workflow import ROOT, snakemake
+from tests.snakemake_runs import ROOT, snakemake
 from workflow_scripts.dag import WorkflowConfigError, startup
 
 NO_MIRROR = {"NMT_DATA_MIRROR": "/nonexistent/mirror"}

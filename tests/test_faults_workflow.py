@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from tests.snakemake_output import planned_job_details
-from tests.test_workflow import MIRROR, ROOT, snakemake
+from tests.snakemake_runs import MIRROR, ROOT, snakemake
 from workflow_scripts.dag import corpus_data
 
 CI = ["--configfile", str(ROOT / "configs/ci.yaml")]

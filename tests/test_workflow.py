@@ -15,21 +15,9 @@ import pytest
 import yaml
 
 from tests.snakemake_output import planned_job_details, planned_jobs
+from tests.snakemake_runs import MIRROR, ROOT, snakemake
 
-ROOT = Path(__file__).resolve().parents[1]
-MIRROR = Path(os.environ.get("NMT_DATA_MIRROR", ROOT.parent / "shared" / "data"))
-SNAKEMAKE = [sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile")]
 RELPOS = ROOT / "examples/relpos_transformer/relpos.py"  # configs/ci.yaml's family from outside the package
-
-
-def snakemake(workdir: Path, *args: str, check: bool = True, extra_env: dict | None = None) -> subprocess.CompletedProcess:
-    env = {**os.environ, "NMT_DATA_MIRROR": str(MIRROR), **(extra_env or {})}
-    proc = subprocess.run(
-        [*SNAKEMAKE, "-d", str(workdir), *args], capture_output=True, text=True, env=env, cwd=ROOT
-    )
-    if check and proc.returncode != 0:
-        raise AssertionError(f"snakemake {' '.join(args)} failed:\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}")
-    return proc
 
 
 @pytest.mark.heavy
