@@ -21,6 +21,10 @@ rule translate:
     threads: config["train_resources"]["cpus"]
     resources:
         **decode_job(),
+    # --tgt-format does nothing here: nmt-translate reads it only with --postprocess, and the
+    # postprocess rule undoes the subwords. It stays because a changed command reruns every
+    # finished translation (and all after it) for every user: drop it (and the param) together
+    # with the next change that must touch this command, and say so in docs/faults.md.
     shell:
         "OMP_NUM_THREADS={threads} python -m nmtmodels.cli translate --pretokenized --checkpoint {input.checkpoint:q}"
         " --input {input.source:q} --output {output:q} --beam {params.decode[beam]}"

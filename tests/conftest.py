@@ -9,6 +9,7 @@ import pytest
 from tools.module_sizes import MEASURED, WARN_LINES, long_modules, own_modules
 
 # Marks of the longest tests (pyproject.toml `markers`), in the order their modules start.
+# (`heavy` marks tests of seconds, which the fast loop leaves out; their modules keep their place.)
 LONG_FIRST = ("slurm", "configs", "slow")
 # SLURM client configuration of the tests' processes (see pytest_configure).
 NO_SLURM = "/dev/null"

@@ -55,6 +55,7 @@ def test_a_system_must_average_as_its_baseline_does():
     checks.check_fair_comparisons(config)
 
 
+@pytest.mark.heavy
 def test_dry_run_averages_before_translating(tmp_path):
     overlay = tmp_path / "average.yaml"
     # every experiment averages: systems and their baselines alike (the fairness check)

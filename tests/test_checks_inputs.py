@@ -161,6 +161,7 @@ def test_every_shipped_config_reads_like_with_like(files):
                                               source_reading(config, baseline, corpus))) <= declared, (name, baseline)
 
 
+@pytest.mark.heavy
 def test_snakemake_stops_at_start_up_on_the_bpe_baseline_pair(tmp_path):
     overlay = {"experiments": {"baseline": {"corpora": ["multi30k_en_de", TATOEBA]},
                                "lattice_lpe_lsa_zh": {"baseline": "baseline", "train": {"batch_cost": "longer_side"}}}}

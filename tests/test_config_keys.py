@@ -57,6 +57,7 @@ def test_a_key_like_nothing_lists_the_known_keys() -> None:
     assert str(caught.value) == f"zzzz: unknown key (known keys: {', '.join(sorted(schema['properties']))})"
 
 
+@pytest.mark.heavy
 def test_snakemake_prints_one_line_for_a_top_level_typo(tmp_path: Path) -> None:
     """Without the key check, Snakemake's schema validation prints the whole schema (1,200 lines)."""
     (tmp_path / "typo.yaml").write_text("active_corpra: [multi30k_en_de]\n", encoding="utf-8")

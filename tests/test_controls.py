@@ -8,6 +8,7 @@ import copy
 import pytest
 
 from tests.snakemake_output import planned_job_details
+from tests.snakemake_runs import snakemake
 from workflow_scripts.dag import WorkflowConfigError, compression
 
 ESC_RUNS = ["baseline", "esc_bbf", "esc_bbf_source_as_compressed"]
@@ -15,8 +16,6 @@ ESC_RUNS = ["baseline", "esc_bbf", "esc_bbf_source_as_compressed"]
 
 @pytest.fixture(scope="module")
 def plans(tmp_path_factory):
-    from tests.test_workflow import snakemake
-
     tmp = tmp_path_factory.mktemp("controls")
     env = {"NMT_DATA_MIRROR": str(tmp / "no-mirror")}
     default = snakemake(tmp, "-n", "-p", "all", "--cores", "1", extra_env=env)
@@ -25,6 +24,7 @@ def plans(tmp_path_factory):
     return planned_job_details(default.stdout), planned_job_details(controls.stdout)
 
 
+@pytest.mark.heavy
 def test_the_controls_change_no_run_of_the_default(plans):
     default, controls = plans
     shells = {job["output"][0]: job["shell"] for job in controls if job["rule"] in ("experiment_config", "compress")}
@@ -38,6 +38,7 @@ def test_the_controls_change_no_run_of_the_default(plans):
                    for suffix in ("", "_seed2", "_seed3", "_seed4", "_seed5")}
 
 
+@pytest.mark.heavy
 def test_the_default_runs_the_graph_claims_controls(plans):
     """The Graph claim's must-beat and beside controls are the default's own runs, tested as the
     summary's verdict needs them: the headline against the carry-gated Transformer, the bias-0
@@ -52,6 +53,7 @@ def test_the_default_runs_the_graph_claims_controls(plans):
             f"{runs}/graph_half_dim_gate_bias0.vs.baseline.json"} <= stats
 
 
+@pytest.mark.heavy
 def test_the_identity_compressor_trains_nothing_and_feeds_the_source(plans):
     _, controls = plans
     assert not [job for job in controls if "esc_identity" in " ".join(job["output"])]
@@ -66,6 +68,7 @@ def test_the_identity_compressor_trains_nothing_and_feeds_the_source(plans):
             f"{runs}/graph_half_dim_gate.vs.transformer_carry_gate.json"} <= stats  # must beat
 
 
+@pytest.mark.heavy
 def test_the_lattice_headline_pair_sees_equal_target_tokens_per_update(plans):
     default, _ = plans
     # both sides count the padded target alone (train.batch_cost: target)
@@ -75,6 +78,7 @@ def test_the_lattice_headline_pair_sees_equal_target_tokens_per_update(plans):
         assert '"batch_cost": "target"' in config_job["shell"]
 
 
+@pytest.mark.heavy
 def test_the_random_deletion_control_copies_the_compressors_lengths(plans):
     default, controls = plans
     deletions = {job["output"][0]: job for job in controls if job["rule"] == "random_delete"}

@@ -145,6 +145,7 @@ def installed_closure(names: set[str]) -> set[str]:
     return seen
 
 
+@pytest.mark.heavy
 def test_every_nmtmodels_module_imports_without_the_workflow_and_the_extras():
     """In a fresh interpreter with the workflow's packages, the repository's other code and
     every extra's packages made unimportable (``sys.modules[name] = None``)."""

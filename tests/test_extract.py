@@ -620,6 +620,7 @@ def test_embedded_corpora_extract_to_the_mirror_text(tmp_path, corpus, sizes):
             assert output.read_bytes().count(b"\n") == size
 
 
+@pytest.mark.heavy
 @needs_mirror
 def test_tatoeba_holdout_on_the_mirror(tmp_path):
     spec = load_config("config.yaml")["corpora"]["tatoeba_zh_en"]

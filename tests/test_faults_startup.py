@@ -21,7 +21,7 @@ import pytest
 import yaml
 
 from nmtmodels.tests.filesystem import read_only
-from tests.test_workflow import ROOT, snakemake
+from tests.snakemake_runs import ROOT, snakemake
 from workflow_scripts.dag import WorkflowConfigError, startup
 
 NO_MIRROR = {"NMT_DATA_MIRROR": "/nonexistent/mirror"}
@@ -32,6 +32,7 @@ def error_lines(proc) -> list[str]:
     return [line for line in (proc.stdout + proc.stderr).splitlines() if line.startswith(("error:", "hint:"))]
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("overlay, message", [
     ({"active_corpora": ["nope"]},
      "active_corpora[0]: unknown corpus 'nope' (defined: multi30k_de_en, multi30k_en_de, tanaka_ja_en, tatoeba_zh_en)"),
@@ -64,6 +65,7 @@ USER_MODULES = {
 }
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("name, problem", [
     ("missing.py", "no such file ({work}/missing.py)"),
     ("syntax.py", "cannot be imported (SyntaxError: "),
@@ -104,6 +106,7 @@ def workflow_with_claims(tmp_path: Path, text: str) -> Path:
     return copy
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("change, problem", [
     (lambda text: text.replace("    - experiment: ", "    - experment: ", 1),
      "graph_half_dim_gate.controls[0]: needs experiment, role and what"),
@@ -173,6 +176,7 @@ def test_the_nearest_existing_directory_of_each_planned_file_is_checked(tmp_path
     assert startup.unwritable_directory(["new.txt"], access=writable_but(".")) == (".", "directory is not writable", "new.txt")
 
 
+@pytest.mark.heavy
 def test_a_read_only_results_directory_stops_the_run_before_its_first_job(tmp_path):
     """Before, the first job started and Snakemake failed creating its benchmark directory
     (``WorkflowError: Failed to create output directory ... PermissionError``)."""
@@ -203,6 +207,7 @@ def leave_killed_run_state(work: Path, partial: str, lock: bool = True) -> None:
         (work / ".snakemake" / "locks" / "0.output.lock").write_text(f"{partial}\n")
 
 
+@pytest.mark.heavy
 def test_a_killed_run_gets_one_hint_with_both_steps(tmp_path):
     """Before, Snakemake asked for --rerun-incomplete; rerun with it, it asked for --unlock."""
     work = tmp_path / "work"
@@ -227,6 +232,7 @@ def test_the_hint_needs_both_a_lock_and_an_incomplete_file(tmp_path):
     assert not startup.killed_run_left_state(tmp_path / "fresh" / ".snakemake")
 
 
+@pytest.mark.heavy
 def test_a_lock_held_by_a_live_run_names_its_pid_instead_of_suggesting_unlock(tmp_path):
     work = tmp_path / "work"
     (work / ".snakemake" / "locks").mkdir(parents=True)

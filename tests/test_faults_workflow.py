@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from tests.snakemake_output import planned_job_details
-from tests.test_workflow import MIRROR, ROOT, snakemake
+from tests.snakemake_runs import MIRROR, ROOT, snakemake
 from workflow_scripts.dag import corpus_data
 
 CI = ["--configfile", str(ROOT / "configs/ci.yaml")]
@@ -86,6 +86,7 @@ def fetch_target(workdir: Path, name: str, entry: dict, mirror: Path, *args: str
                      "--configfile", str(overlay), check=check, extra_env={"NMT_DATA_MIRROR": str(mirror)})
 
 
+@pytest.mark.heavy
 def test_a_repaired_mirror_file_without_checksum_is_fetched_again(tmp_path):
     mirror, workdir = tmp_path / "mirror", tmp_path / "work"
     (mirror / "multi30k").mkdir(parents=True)
@@ -101,6 +102,7 @@ def test_a_repaired_mirror_file_without_checksum_is_fetched_again(tmp_path):
     assert gzip.decompress((workdir / "resources/downloads/multi30k_en_de/val_unchecked.en").read_bytes()) == b"good text\n"
 
 
+@pytest.mark.heavy
 def test_a_download_dated_in_the_future_reruns_nothing_or_rebuilds_the_same_files(tmp_path):
     """Issue 34: Tatoeba's cmn.txt (over snakemake's 1 MB checksum limit) dated a day ahead.
     Its bytes are those fetched: the start-up dates it back and warns, nothing is planned.
@@ -140,6 +142,7 @@ def test_a_download_dated_in_the_future_reruns_nothing_or_rebuilds_the_same_file
     assert any("cmn.txt was dated in the future (clock skew?); dated now" in log for log in logs), logs  # the first job
 
 
+@pytest.mark.heavy
 def test_a_failed_local_job_shows_its_log_on_the_console(tmp_path):
     """The default workflow profile (profiles/default) sets show-failed-logs: the console
     carries the job's own error (here a checksum mismatch naming the mirror file)."""
@@ -168,6 +171,7 @@ def full_config() -> dict:
     return config
 
 
+@pytest.mark.heavy
 def test_missing_licensed_files_stop_even_a_dry_run_with_one_list(tmp_path):
     full = ["-n", "all", "--cores", "1", "--configfile", str(ROOT / "configs/full.yaml")]
     no_mirror = {"NMT_DATA_MIRROR": str(tmp_path / "no-mirror"), "NMT_LICENSED_DATA": ""}
@@ -210,6 +214,7 @@ def fetch_compression_target(workdir: Path, name: str, entry: dict, mirror: Path
                      "--configfile", str(overlay), extra_env={"NMT_DATA_MIRROR": str(mirror)})
 
 
+@pytest.mark.heavy
 def test_moving_the_mirror_refetches_no_compression_set_but_a_repaired_one_is(tmp_path):
     """fetch_compression_set (rules/compression.smk) as fetch: the mirror directory is no rule
     parameter, so another mirror with the same bytes plans nothing; changed bytes of a set
@@ -228,6 +233,7 @@ def test_moving_the_mirror_refetches_no_compression_set_but_a_repaired_one_is(tm
     assert [job["rule"] for job in planned] == ["fetch_compression_set"]
 
 
+@pytest.mark.heavy
 @needs_mirror
 def test_rules_run_the_interpreter_that_runs_snakemake(tmp_path):
     """``/path/to/venv/bin/snakemake`` without the venv on PATH: the jobs' ``python`` is still

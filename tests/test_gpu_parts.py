@@ -17,6 +17,7 @@ import pytest
 import yaml
 
 from tests.snakemake_output import planned_jobs
+from tests.snakemake_runs import snakemake
 from tests.test_gpu_carry import carry
 from workflow_scripts.dag import WorkflowConfigError, checks, gpu_parts, runs, seeds
 from workflow_scripts.data import segment
@@ -99,8 +100,6 @@ def test_the_target_needs_the_parts_config_files():
 @pytest.mark.configs
 @pytest.mark.parametrize("part", gpu_parts.PARTS)
 def test_each_part_target_plans_its_systems_seeds_and_summary(part, tmp_path):
-    from tests.test_workflow import snakemake
-
     config = merged(*gpu_parts.part_configfiles(part))
     seeds.expand_seeds(config)
     files = [str(ROOT / f) for f in gpu_parts.part_configfiles(part)]
@@ -113,8 +112,6 @@ def test_each_part_target_plans_its_systems_seeds_and_summary(part, tmp_path):
 
 @pytest.mark.configs
 def test_a_part_target_without_its_config_files_stops_naming_them(tmp_path):
-    from tests.test_workflow import snakemake
-
     wrong = snakemake(tmp_path, "-n", "gpu_part_char", "--cores", "1", "--configfile", str(ROOT / "configs/gpu.yaml"), check=False)
     assert wrong.returncode != 0
     assert "gpu_part_char --configfile configs/gpu.yaml configs/gpu_parts/char.yaml" in wrong.stdout + wrong.stderr
@@ -188,6 +185,7 @@ def write_part(folder: Path, data: dict) -> str:
     return str(folder / "summary.json")
 
 
+@pytest.mark.heavy
 def test_merge_writes_claims_verdicts_and_every_part(tmp_path, capsys):
     for part, system, paper, metric, deltas in (
             ("reordering", "reorder_both", "reordering", "bleu", [0.4, 0.6, 0.8]),

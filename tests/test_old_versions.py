@@ -26,6 +26,7 @@ from nmtmodels import cli
 REPO = Path(__file__).resolve().parents[1]
 MIRROR = Path(os.environ.get("NMT_DATA_MIRROR") or REPO.parent / "shared" / "data")
 OLD = "9b82f30"
+pytestmark = pytest.mark.heavy  # the old tree is archived, and its code trains and translates in a process of its own
 SENTENCES = ["Two dogs are playing in the snow.", "A man rides a bicycle down the street.", "",
              "Eine Frau liest.", "A group of children are sitting on the grass near a tree."]
 

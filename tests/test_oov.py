@@ -12,6 +12,8 @@ import yaml
 from nmtmodels.data import ParallelDataset
 from nmtmodels.symbols import UNK_ID
 from nmtmodels.vocab import Vocabulary
+from tests.snakemake_output import planned_jobs
+from tests.snakemake_runs import snakemake
 from workflow_scripts.dag import paths, runs, seeds, sources
 from workflow_scripts.evaluation import oov
 
@@ -92,10 +94,8 @@ def test_a_model_sharing_embeddings_is_counted_against_its_joint_vocabulary():
         "results/data/multi30k_en_de/bpe8000/vocab.en-de.joint")
 
 
+@pytest.mark.heavy
 def test_all_plans_the_records(tmp_path):
-    from tests.snakemake_output import planned_jobs
-    from tests.test_workflow import snakemake
-
     jobs = planned_jobs(snakemake(tmp_path, "-n", "all", "--cores", "1").stdout)
     expanded = seeds.expand_seeds(copy.deepcopy(CONFIG))  # one record per run: every seed of a system
     assert jobs["oov_rate"] == len(sources.oov_targets(expanded)) == jobs["score"] == len(runs.experiment_runs(expanded))

@@ -120,6 +120,7 @@ def package_command(*args: str) -> subprocess.CompletedProcess:
                           check=False)
 
 
+@pytest.mark.heavy
 def test_the_rule_command_writes_a_package_that_reads_back(tmp_path):
     experiment = next(e for e, spec in CONFIG["experiments"].items() if spec["family"] == "transformer" and not spec.get("lattice"))
     settings = packages.package_settings_json(CONFIG, experiment, "multi30k_en_de")
@@ -150,6 +151,7 @@ def test_the_rule_command_writes_a_package_that_reads_back(tmp_path):
     assert not (tmp_path / "x").exists()
 
 
+@pytest.mark.heavy
 def test_the_rule_writes_a_package_without_snakemake_s_timestamp_file(tmp_path):
     """Snakemake marks the time of a directory output with a .snakemake_timestamp inside it; the
     rule's outputs are files of the package, so the package holds its own files only, and a
@@ -182,6 +184,7 @@ PACKAGE_OPTIONS = ("--checkpoint", "--settings", "--codes", "--vocab", "--spm-mo
                    "--out-dir")
 
 
+@pytest.mark.heavy
 def test_nmt_package_is_a_command_whose_help_is_plain_text_with_every_option():
     scripts = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]
     assert scripts["nmt-package"] == "nmtmodels.cli.package:main"
@@ -199,6 +202,7 @@ def test_nmt_package_is_a_command_whose_help_is_plain_text_with_every_option():
     assert all(len(words) >= 3 for words in described.values()), described
 
 
+@pytest.mark.heavy
 def test_settings_is_a_file_such_as_a_package_s_own_preprocess_json(tmp_path):
     experiment = next(e for e, spec in CONFIG["experiments"].items() if spec["family"] == "transformer" and not spec.get("lattice"))
     settings = packages.package_settings_json(CONFIG, experiment, "multi30k_en_de")
@@ -232,6 +236,7 @@ def test_settings_is_a_file_such_as_a_package_s_own_preprocess_json(tmp_path):
     assert not (tmp_path / "x").exists()
 
 
+@pytest.mark.heavy
 def test_the_rule_command_refuses_codes_with_fewer_merges_than_bpe_n_in_one_line(tmp_path):
     """bpe600 with 299 merges: refused unless the codes record that the corpus ran out of pairs."""
     from nmtmodels.text.bpe_codes import ran_out_line

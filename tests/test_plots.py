@@ -1,14 +1,35 @@
-"""Scores by source-length bucket and their plot (workflow_scripts.evaluation.plots)."""
+"""Scores by source-length bucket and their plot (workflow_scripts.evaluation.plots), and the
+pyplot every figure of the workflow draws with (workflow_scripts.evaluation.agg)."""
 from __future__ import annotations
 
+import os
 import random
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from sacrebleu.metrics import BLEU
 
 from workflow_scripts.evaluation import plots
 
+ROOT = Path(__file__).resolve().parents[1]
 WORDS = [f"w{i}" for i in range(30)]
+
+
+def test_figures_are_drawn_on_agg_and_only_drawing_loads_matplotlib():
+    """The modules that draw load no matplotlib when imported; agg.pyplot() is pyplot on the Agg
+    backend even where the environment names another (MPLBACKEND=pdf)."""
+    probe = ("import sys\n"
+             "import workflow_scripts.analyses.attention_plots, workflow_scripts.evaluation.curves\n"
+             "import workflow_scripts.evaluation.plots, workflow_scripts.evaluation.verdict_figure\n"
+             "print('matplotlib' in sys.modules)\n"
+             "from workflow_scripts.evaluation import agg\n"
+             "print(agg.pyplot().get_backend().lower(), agg.pyplot() is sys.modules['matplotlib.pyplot'])\n")
+    run = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, check=False,
+                         env={**os.environ, "MPLBACKEND": "pdf"})
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.split() == ["False", "agg", "True"], run.stdout
 
 
 def test_bucket_labels_and_boundaries():

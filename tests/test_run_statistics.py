@@ -94,6 +94,7 @@ def test_one_run_has_no_spread_over_runs():
     assert result["n"] == 1 and result["system_sd"] is None and result["baseline_sd"] is None
 
 
+@pytest.mark.heavy
 def test_cli_writes_every_metric_and_refuses_unequal_runs(tmp_path, capsys):
     files = {}
     for name, lines in {"ref": REFS, "s1": REFS, "s2": ["the cat", *REFS[1:]], "b1": ["a"] * 4, "b2": ["the"] * 4}.items():

@@ -12,6 +12,7 @@ import yaml
 
 from tests.report_fixtures import SEEDED_EXPECTED, SEEDED_SCORES, seeded_results
 from tests.snakemake_output import planned_job_details, planned_jobs
+from tests.snakemake_runs import snakemake
 from tests.test_dag import compared_config
 from workflow_scripts.dag import WorkflowConfigError, checks, evaluation, runs, seeds
 from workflow_scripts.evaluation import results, summary, tables
@@ -198,11 +199,10 @@ def test_summary_scores_over_seeds(tmp_path):
 
 
 # ----------------------------------------------------------------------------- the DAG
+@pytest.mark.heavy
 def test_a_seeded_config_plans_one_training_per_seed(tmp_path):
     """Dry run of the GPU reproduction's target with two seeded systems: a training, decoding and
     score per seed, and each seed's significance test against the baseline of its seed."""
-    from tests.test_workflow import snakemake
-
     overlay = tmp_path / "seeds.yaml"
     overlay.write_text(yaml.safe_dump({"active_corpora": ["multi30k_en_de"], "active_experiments": ["baseline", "reorder_both"],
                                        "experiments": {"baseline": {"seeds": [1, 2]}, "reorder_both": {"seeds": [1, 2]}}}))

@@ -93,6 +93,7 @@ def test_cli_unknown_segmenter_exits_with_the_list(tmp_path, capsys):
     assert "known: jieba, thulac, snownlp" in capsys.readouterr().err
 
 
+@pytest.mark.heavy
 def test_two_processes_give_the_same_file_as_one(tmp_path, monkeypatch):
     texts = list(itertools.islice(itertools.cycle(CHINESE + mirror_lines("zh-en/cmn.txt.gz", 1, 100)), 300))
     source = tmp_path / "norm.zh"

@@ -273,6 +273,7 @@ def workflow(cluster, tmp_path_factory):
 
 
 # ----------------------------------------------------------------------------- without a cluster
+@pytest.mark.heavy
 def test_profile_options_are_accepted_by_snakemake(tmp_path):
     """A dry run with the profile: snakemake rejects unknown or mistyped profile keys."""
     proc = subprocess.run(
@@ -283,6 +284,7 @@ def test_profile_options_are_accepted_by_snakemake(tmp_path):
     assert "This was a dry-run" in proc.stdout + proc.stderr
 
 
+@pytest.mark.heavy
 def test_config_cluster_places_gpu_and_cpu_jobs(tmp_path):
     """Partitions, account and GPU requests of a dry run follow config `cluster` and `train_resources`."""
     overlay = tmp_path / "cluster.yaml"

@@ -142,6 +142,7 @@ def test_an_spm_run_must_be_prepared_joint_when_shared_and_compared_on_the_same_
     assert str(error.value) == message
 
 
+@pytest.mark.heavy
 def test_snakemake_stops_on_a_bad_model_type_with_one_line(tmp_path):
     (tmp_path / "bad.yaml").write_text(yaml.safe_dump(
         {"corpora": {CORPUS: {"sentencepiece": {"vocab_sizes": [4000], "model_type": "char"}}}}), encoding="utf-8")
@@ -170,6 +171,7 @@ def test_runs_read_the_spm_files_with_the_roles_of_the_bpe_ones():
                                                                 "--input-sentence-size 0")
 
 
+@pytest.mark.heavy
 def test_dry_run_trains_on_spm_rules_output(tmp_path):
     """`snakemake -n -p` of one spm system's package and hypotheses: the spm rules make its
     inputs, training and decoding read them, postprocessing undoes pieces."""

@@ -175,6 +175,7 @@ rule train:
 """
 
 
+@pytest.mark.heavy
 def test_snakemake_prints_the_progress_at_the_start_and_after_each_training(tmp_path):
     """The same with Snakemake itself: its log file has the Finished line when the handler reads it."""
     (tmp_path / "Snakefile").write_text(SNAKEFILE)

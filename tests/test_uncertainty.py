@@ -32,6 +32,7 @@ def _runs(rng, n, sentences, delta, sd_seed, sd_interaction, sd_noise):
     return sides
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize(("sd_seed", "sd_interaction", "sd_noise"), [
     (1.0, 0.5, 3.0),   # training variance dominates (the percentile bootstrap covers about 78% here)
     (0.05, 3.0, 10.0),  # test-set sampling dominates
@@ -90,6 +91,7 @@ def test_seeds_needed_for_the_papers_difference():
         "power": 0.8, "alpha": 0.05, "n": 1, "mdd": None, "seeds_needed": None}
 
 
+@pytest.mark.heavy
 def test_the_test_over_seeds_says_the_direction():
     better = uncertainty.seed_test([22.0, 22.5, 23.0], [21.0, 21.1, 21.2])
     assert better["aso_direction"] == 1 and better["aso_eps_min"] < 0.2

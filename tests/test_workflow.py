@@ -15,23 +15,12 @@ import pytest
 import yaml
 
 from tests.snakemake_output import planned_job_details, planned_jobs
+from tests.snakemake_runs import MIRROR, ROOT, snakemake
 
-ROOT = Path(__file__).resolve().parents[1]
-MIRROR = Path(os.environ.get("NMT_DATA_MIRROR", ROOT.parent / "shared" / "data"))
-SNAKEMAKE = [sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile")]
 RELPOS = ROOT / "examples/relpos_transformer/relpos.py"  # configs/ci.yaml's family from outside the package
 
 
-def snakemake(workdir: Path, *args: str, check: bool = True, extra_env: dict | None = None) -> subprocess.CompletedProcess:
-    env = {**os.environ, "NMT_DATA_MIRROR": str(MIRROR), **(extra_env or {})}
-    proc = subprocess.run(
-        [*SNAKEMAKE, "-d", str(workdir), *args], capture_output=True, text=True, env=env, cwd=ROOT
-    )
-    if check and proc.returncode != 0:
-        raise AssertionError(f"snakemake {' '.join(args)} failed:\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}")
-    return proc
-
-
+@pytest.mark.heavy
 def test_dry_run_full_scale_plans_every_corpus_without_data(tmp_path):
     full = yaml.safe_load((ROOT / "configs/full.yaml").read_text())
     proc = snakemake(tmp_path, "-n", "all", "--cores", "1", "--configfile", str(ROOT / "configs/full.yaml"),
@@ -47,6 +36,7 @@ def test_dry_run_full_scale_plans_every_corpus_without_data(tmp_path):
     assert not list(tmp_path.glob("results/*")), "a dry run must not create outputs"
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("name", ["quality.yaml", "gpu_quality.yaml"])
 def test_the_readme_quality_configs_plan_their_documented_target(tmp_path, name):
     """configs/quality.yaml and configs/gpu_quality.yaml pass the config checks and plan the one
@@ -75,6 +65,7 @@ def flag_values(command: str, flag: str) -> list[str]:
     return values
 
 
+@pytest.mark.heavy
 def test_dry_run_multi_reference_tokenised_bleu_gets_every_tokenised_reference(tmp_path):
     """NIST zh-en (configs/full.yaml) has four references per test set: scoring a test set,
     the ALL concatenation and a significance test all take four tokenised references, and
@@ -114,12 +105,14 @@ def test_dry_run_multi_reference_tokenised_bleu_gets_every_tokenised_reference(t
     assert concatenated["input"] == [f"{data}/tok/{m}.ref2.zh-en.en" for m in members]
 
 
+@pytest.mark.heavy
 def test_lint_has_no_findings(tmp_path):
     proc = snakemake(tmp_path, "--lint", check=False)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "Lints for" not in proc.stdout + proc.stderr, proc.stdout + proc.stderr
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize(
     "override, message",
     [
@@ -134,6 +127,7 @@ def test_bad_config_is_rejected_naming_the_key(tmp_path, override, message):
     assert message in proc.stdout + proc.stderr
 
 
+@pytest.mark.heavy
 def test_bad_model_key_in_an_experiment_names_the_key(tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text("experiments:\n  baseline:\n    model: {preset: tiny, d_modle: 64}\n")
@@ -145,6 +139,7 @@ def test_bad_model_key_in_an_experiment_names_the_key(tmp_path):
 QUICKSTART = re.compile(r"`snakemake --cores 2 (\S+) && nmt-translate --checkpoint (\S+) <<< \"A man is riding a bike\.\"`")
 
 
+@pytest.mark.heavy
 def test_the_readme_quickstart_trains_one_baseline_and_packages_it(tmp_path):
     """README's quickstart (docs/translate.md, "Quickstart"): its target plans one training,
     the baseline's first seed, and that run's package, nothing else of `all` (a dry run with

@@ -196,6 +196,7 @@ def test_beam_scores_equal_full_forward_rescoring(family):
         assert g.tokens == greedy_search(m, make_batch([SOURCES[row]]), 1.0, 3)[0].tokens
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("family", ["char2char", "char2word"])
 def test_model_learns_a_copy_task(family):
     """A few hundred Adam steps fit three pairs: the gradients reach every part."""

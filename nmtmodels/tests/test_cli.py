@@ -82,6 +82,7 @@ def translate(args: list[str], capsys) -> tuple[int, str, str]:
     return rc, captured.out, captured.err
 
 
+@pytest.mark.heavy
 def test_trained_model_translates_held_out_copies(copy_run, capsys):
     d = copy_run
     rc, _, _ = translate(["--checkpoint", str(d / "out/checkpoint_last.pt"), "--input", str(d / "test.src"),
@@ -94,6 +95,7 @@ def test_trained_model_translates_held_out_copies(copy_run, capsys):
     assert (d / "out" / "config.resolved.yaml").exists()
 
 
+@pytest.mark.heavy
 def test_postprocess_option_applies_postprocess(copy_run, capsys):
     d = copy_run
     args = ["--checkpoint", str(d / "out/checkpoint_last.pt"), "--input", str(d / "test.src"), "--beam", "1"]
@@ -103,6 +105,7 @@ def test_postprocess_option_applies_postprocess(copy_run, capsys):
     assert processed.splitlines() == [postprocess(line, "en") for line in plain.splitlines()]
 
 
+@pytest.mark.heavy
 def test_an_output_that_is_a_symlink_is_written_through_and_stays_a_link(copy_run, tmp_path, capsys):
     d = copy_run
     write_lines(d / "two.src", ["a b c", "d e f g"])
@@ -115,6 +118,7 @@ def test_an_output_that_is_a_symlink_is_written_through_and_stays_a_link(copy_ru
     assert len((tmp_path / "store" / "hyp.txt").read_text().splitlines()) == 2
 
 
+@pytest.mark.heavy
 def test_nbest_output_format(copy_run, capsys):
     d = copy_run
     write_lines(d / "three.src", ["a b c", "j", "d e f g"])
@@ -130,6 +134,7 @@ def test_nbest_output_format(copy_run, capsys):
         assert len({m.group(2) for m in rows[3 * i: 3 * i + 3]}) == 3
 
 
+@pytest.mark.heavy
 def test_early_stop_flag_reaches_the_search(copy_run, capsys, monkeypatch):
     import nmtmodels.decoding.search
 
@@ -148,6 +153,7 @@ def test_early_stop_flag_reaches_the_search(copy_run, capsys, monkeypatch):
     assert "--early-stop: invalid choice: 'soon'" in capsys.readouterr().err
 
 
+@pytest.mark.heavy
 def test_interactive_stdin_answers_line_by_line(copy_run):
     d = copy_run
     proc = subprocess.Popen([sys.executable, "-m", "nmtmodels.cli", "translate", "--pretokenized", "--interactive",
@@ -170,6 +176,7 @@ def test_interactive_stdin_answers_line_by_line(copy_run):
     assert err.splitlines()[-1] == "nmt-translate: error: 1 of 3 input lines could not be translated (their output lines are empty)"
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("env", [{"LC_ALL": "C.UTF-8"}, {"LC_ALL": "C.UTF-8", "PYTHONIOENCODING": "utf-8:strict"},
                                  {"LC_ALL": "C", "PYTHONUTF8": "0", "PYTHONCOERCECLOCALE": "0", "PYTHONIOENCODING": "ascii"}])
 def test_stdin_bytes_that_are_not_utf8_are_an_error_naming_the_line_whatever_the_locale(copy_run, env):
@@ -185,6 +192,7 @@ def test_stdin_bytes_that_are_not_utf8_are_an_error_naming_the_line_whatever_the
     assert "Traceback" not in err
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("side", ["src", "tgt"])
 def test_vocabulary_mismatch_is_an_error(copy_run, capsys, tmp_path, side):
     d = copy_run
@@ -194,6 +202,7 @@ def test_vocabulary_mismatch_is_an_error(copy_run, capsys, tmp_path, side):
     assert rc == 2 and f"{side} vocabulary ({tmp_path / 'other.vocab'}) does not match the checkpoint's" in err
 
 
+@pytest.mark.heavy
 def test_checkpoint_whose_parameters_do_not_fit_its_config_is_an_error(copy_run, capsys, tmp_path):
     state = load_checkpoint(copy_run / "out/checkpoint_last.pt")
     del state["model"]["decoder.layers.0.ffn_residual.norm.weight"]
@@ -204,6 +213,7 @@ def test_checkpoint_whose_parameters_do_not_fit_its_config_is_an_error(copy_run,
     assert not (tmp_path / "out.txt").exists()
 
 
+@pytest.mark.heavy
 def test_empty_input_is_an_error_and_writes_nothing(copy_run, capsys, tmp_path):
     d = copy_run
     (tmp_path / "empty.src").write_text("")
@@ -213,6 +223,7 @@ def test_empty_input_is_an_error_and_writes_nothing(copy_run, capsys, tmp_path):
     assert list(tmp_path.iterdir()) == [tmp_path / "empty.src"]
 
 
+@pytest.mark.heavy
 def test_over_long_sentence_is_an_error_unless_truncating(copy_run, capsys, tmp_path):
     d = copy_run
     write_lines(tmp_path / "long.src", ["a b", " ".join(["c"] * 80), "d"])
@@ -223,6 +234,7 @@ def test_over_long_sentence_is_an_error_unless_truncating(copy_run, capsys, tmp_
     assert rc == 0 and len(out.splitlines()) == 3
 
 
+@pytest.mark.heavy
 def test_average_cli_equals_the_mean_of_the_newest(copy_run, tmp_path):
     d = copy_run
     newest = [path for _, path in numbered_checkpoints(d / "out")][-2:]
@@ -234,6 +246,7 @@ def test_average_cli_equals_the_mean_of_the_newest(copy_run, tmp_path):
     assert average_checkpoints(newest)["averaged_from"] == [str(p) for p in newest]
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize(
     "yaml_text, sets, message",
     [
@@ -261,6 +274,7 @@ def test_bad_configuration_names_the_key(copy_run, tmp_path, capsys, yaml_text, 
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.heavy
 def test_sigterm_exits_for_requeue_and_resume_matches_uninterrupted(copy_run, tmp_path):
     d = copy_run
     (tmp_path / "exp.yaml").write_text(EXPERIMENT.replace("max_updates: 300", "max_updates: 100000")
@@ -290,6 +304,7 @@ def test_sigterm_exits_for_requeue_and_resume_matches_uninterrupted(copy_run, tm
     assert all(torch.equal(resumed["model"][k], reference["model"][k]) for k in reference["model"])
 
 
+@pytest.mark.heavy
 def test_rerun_with_other_settings_fails_or_starts_over_on_request(copy_run, tmp_path, capsys):
     args = train_args(copy_run, out=str(tmp_path / "out")) + ["--set", "train.max_updates=3"]
     assert cli.train_main(args) == 0
@@ -318,6 +333,7 @@ def test_module_entry_points_list_commands(monkeypatch, capsys):
     assert all(f"  {name} " in err for name in ("train", "translate", "average", "vocab")), err
 
 
+@pytest.mark.heavy
 def test_validation_bleu_equals_sacrebleu_on_the_translations(copy_run, capsys, tmp_path):
     d = copy_run
     write_lines(tmp_path / "dev.src", (d / "test.src").read_text().splitlines()[:40])
@@ -348,6 +364,7 @@ def test_validation_bleu_equals_sacrebleu_on_the_translations(copy_run, capsys, 
         make_bleu_fn(valid, tgt_vocab, DecodeConfig(beam=1), tokenized_references=refs, references=[raw_refs, raw_refs[:39]])
 
 
+@pytest.mark.heavy
 def test_training_with_validation_bleu(copy_run, tmp_path):
     d = copy_run
     write_lines(tmp_path / "valid.src", (d / "test.src").read_text().splitlines()[:20])
@@ -385,6 +402,7 @@ def test_extra_input_options_are_checked_against_the_family():
 
 
 
+@pytest.mark.heavy
 def test_high_unknown_token_rate_on_stdin_is_one_warning(copy_run, capsys, monkeypatch):
     """Interactive input (another language, say): one warning once 100 tokens are read."""
     import io
@@ -450,6 +468,7 @@ def test_an_output_that_cannot_be_written_fails_before_decoding(tmp_path, capsys
     assert sorted(p.name for p in tmp_path.iterdir()) == ["file.txt", "in.txt", "ro"] and not any((tmp_path / "ro").iterdir())
 
 
+@pytest.mark.heavy
 def test_training_that_diverges_fails_in_one_line(copy_run, tmp_path, capsys):
     args = train_args(copy_run, out=str(tmp_path / "out")) + ["--set", "train.lr=1e9", "--set", "train.warmup_updates=1"]
     assert cli.train_main(args) == 2
@@ -458,6 +477,7 @@ def test_training_that_diverges_fails_in_one_line(copy_run, tmp_path, capsys):
     assert not (tmp_path / "out" / "checkpoint_best.pt").exists()
 
 
+@pytest.mark.heavy
 def test_full_disk_while_saving_is_one_line_naming_the_file(copy_run, tmp_path, capsys, monkeypatch):
     from nmtmodels import checkpoint as ckpt
     from nmtmodels.tests.test_checkpoint import FullDisk
@@ -486,6 +506,7 @@ def in_small_tmpfs(directory: Path, kib: int, command: str) -> list[str]:
     return ["unshare", "-rm", "sh", "-c", f"{mount} && {command}"]
 
 
+@pytest.mark.heavy
 def test_a_full_tmpfs_while_saving_is_one_line_and_leaves_no_partial_file(copy_run, tmp_path):
     """A real full file system (no fault injected into Python): torch.save fails midway
     through the first checkpoint; the CLI names the file and the free space, no traceback."""
@@ -505,6 +526,7 @@ def test_a_full_tmpfs_while_saving_is_one_line_and_leaves_no_partial_file(copy_r
     assert not {name for name in left if name.endswith((".pt", ".tmp"))}, left
 
 
+@pytest.mark.heavy
 def test_second_trainer_on_a_directory_is_refused_in_one_line(copy_run, tmp_path, capsys):
     import fcntl
 
@@ -516,6 +538,7 @@ def test_second_trainer_on_a_directory_is_refused_in_one_line(copy_run, tmp_path
     assert capsys.readouterr().err.splitlines()[-1].startswith(f"nmt-train: error: {out}: another nmt-train is training")
 
 
+@pytest.mark.heavy
 def test_a_trainer_told_to_wait_adopts_the_run_of_the_one_before(copy_run, tmp_path, capsys, monkeypatch):
     """A workflow rerun after Snakemake was killed while its training ran on: the new job waits
     for the old trainer (here: a held lock, released after a while) and then resumes from its
@@ -551,6 +574,7 @@ def test_a_trainer_told_to_wait_adopts_the_run_of_the_one_before(copy_run, tmp_p
     assert len((out / "metrics.csv").read_text().splitlines()) > 1
 
 
+@pytest.mark.heavy
 def test_checkpoint_with_nan_parameters_is_refused(copy_run, capsys, tmp_path):
     state = load_checkpoint(copy_run / "out/checkpoint_last.pt")
     name = next(iter(state["model"]))
@@ -561,6 +585,7 @@ def test_checkpoint_with_nan_parameters_is_refused(copy_run, capsys, tmp_path):
     assert f"nan.pt: 1 parameter tensors hold NaN or inf (first: {name}); the training run diverged" in err
 
 
+@pytest.mark.heavy
 def test_sentences_whose_beams_never_finish_still_get_a_line(copy_run, capsys, tmp_path):
     """Finite but huge output weights overflow to inf logits, so every log-probability is NaN
     and no beam can end: every input line still gets exactly one output line, with a warning."""
@@ -581,6 +606,7 @@ def test_sentences_whose_beams_never_finish_still_get_a_line(copy_run, capsys, t
             assert f"test.src: {count} sentence(s) (line 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, ...) had no hypothesis" in err
 
 
+@pytest.mark.heavy
 def test_high_unknown_token_rate_is_a_warning(copy_run, capsys, tmp_path):
     write_lines(tmp_path / "raw.src", ["a b Zürich c", "München x y d"])  # 4 of 8 tokens unknown
     rc, out, err = translate(["--checkpoint", str(copy_run / "out/checkpoint_last.pt"), "--input",
@@ -634,6 +660,7 @@ def test_no_command_takes_an_abbreviated_option(command, capsys):
     assert exit_info.value.code == 2 and captured.out == "" and "error:" in captured.err
 
 
+@pytest.mark.heavy
 def test_a_device_torch_cannot_use_is_one_line(copy_run, capsys):
     """``--device cuda`` on a CPU-only torch (or without a visible GPU) and a misspelt device:
     exit 2 and one line, for nmt-translate and nmt-train (before: a 43-line traceback)."""

@@ -80,6 +80,7 @@ def corpus(tmp_path_factory):
     return copy_task_corpus(tmp_path_factory.mktemp("corpus"), train_size=60, valid_size=12)
 
 
+@pytest.mark.heavy
 def test_compiled_padded_training_logs_the_eager_numbers_and_saves_plain_weights(corpus, tmp_path, tracing_backend):
     eager = _trainer(corpus, tmp_path / "eager", log_interval=1)
     eager.train()
@@ -116,6 +117,7 @@ def test_compile_and_padding_settings_are_checked_and_may_change_on_resume(corpu
     assert resumed.train().update == 6  # went on from update 3 (a changed setting that shapes the run is an error)
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("search", ["beam", "greedy"])
 def test_compiled_decoder_step_finds_the_eager_hypotheses(search, tracing_backend):
     model, batch = family_case("transformer")

@@ -106,6 +106,7 @@ def test_the_template_encoder_has_its_options_when_it_builds_layers(tmp_path) ->
         testing.check_page_names_options("early_options", page.replace("`example_size`", "`size`"))
 
 
+@pytest.mark.heavy
 def test_a_family_from_the_template_passes_the_suite_and_trains_one_update(tmp_path) -> None:
     """``python -m nmtmodels new-family`` writes a family that nmt-train finds through
     NMT_USER_MODULES and trains, and whose own test file runs the conformance suite green."""

@@ -70,6 +70,7 @@ def _write_corpus(root) -> None:
     Vocabulary.from_corpus([root / "train.src"]).save(root / "vocab.txt")
 
 
+@pytest.mark.heavy
 def test_two_gloo_ranks_equal_single_process_with_accumulation(tmp_path):
     _write_corpus(tmp_path)
     mp.spawn(_worker, args=(2, _free_port(), str(tmp_path)), nprocs=2, join=True)
@@ -97,6 +98,7 @@ def test_two_gloo_ranks_equal_single_process_with_accumulation(tmp_path):
     assert written["metrics"]["valid_loss"] == pytest.approx(single_metrics["valid_loss"], rel=1e-5)
 
 
+@pytest.mark.heavy
 def test_two_gloo_ranks_resume_exactly_and_start_over_together_when_the_settings_changed(tmp_path):
     """A two-rank run stopped at update 3 resumes to the same parameters as a straight run;
     rerun with another lr and restart_on_change, both ranks read the old checkpoint, rank 0

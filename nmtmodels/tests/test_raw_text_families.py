@@ -143,6 +143,7 @@ def word_lattice(zh, tmp_path_factory):
     return write_package(d / "model", d / "lattice.pt", settings), expected, settings
 
 
+@pytest.mark.heavy
 def test_word_lattice_package_encodes_raw_text_as_the_hand_made_lattice(zh, word_lattice):
     sentences, _, _, _ = zh
     directory, expected, _ = word_lattice
@@ -151,6 +152,7 @@ def test_word_lattice_package_encodes_raw_text_as_the_hand_made_lattice(zh, word
     assert any(len(e.tokens.split()) > len(w) for e, w in zip(expected, zh[1]["jieba"]))  # segmenters disagree somewhere
 
 
+@pytest.mark.heavy
 def test_word_lattice_translation_equals_the_workflow_files_path(zh, word_lattice, tmp_path, monkeypatch, capsys):
     sentences, _, _, _ = zh
     directory, expected, _ = word_lattice
@@ -174,6 +176,7 @@ def test_word_lattice_translation_equals_the_workflow_files_path(zh, word_lattic
     assert from_file == capsys.readouterr().out.splitlines() == [r.text for r in results]
 
 
+@pytest.mark.heavy
 def test_subword_lattice_package_encodes_raw_text_as_the_hand_made_lattice(zh, tmp_path):
     sentences, _, words, rows = zh
     train = [" ".join(words("jieba", row[1])) for row in rows[2000:2400]]  # the TOK text apply_bpe reads
@@ -210,6 +213,7 @@ def one_best(zh, tmp_path_factory):
     return write_package(d / "model", d / "t.pt", settings)
 
 
+@pytest.mark.heavy
 def test_a_one_best_transformer_reads_the_jieba_words(zh, one_best, tmp_path):
     sentences, words, _, _ = zh
     results = Translator.from_checkpoint(one_best).translate(sentences)
@@ -311,6 +315,7 @@ def test_an_identity_esc_package_reads_the_source_as_its_compressed_input(esc, t
     assert capsys.readouterr().out.splitlines() == [f"{r.compressed}\t{r.text}" for r in results[:2]]
 
 
+@pytest.mark.heavy
 def test_show_compressed_on_another_package_is_one_line(one_best, tmp_path, capsys):
     directory = one_best
     raw = write_lines(tmp_path / "raw.zh", ["我很好。"])
@@ -336,6 +341,7 @@ def test_a_package_that_lacks_the_model_inputs_is_refused_in_one_line(tmp_path, 
     assert capsys.readouterr().err == f"nmt-translate: error: {caught.value}\n"
 
 
+@pytest.mark.heavy
 def test_a_missing_segmenter_names_the_extra_to_install(word_lattice, monkeypatch, tmp_path, capsys):
     def not_installed():
         raise ModuleNotFoundError("No module named 'thulac'", name="thulac")

@@ -310,6 +310,7 @@ def test_additional_pe_control_adds_the_original_pe_in_every_layer(normalize_bef
         assert not torch.allclose(c, without_pe, atol=1e-3)  # the PE made a difference here
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("control", CONTROLS)
 def test_a_few_updates_fit_a_reversal_batch_and_every_parameter_learns(control: str) -> None:
     """Gradients reach W, W', V (and a^K, a^V) of every layer; a small model memorises reversals."""

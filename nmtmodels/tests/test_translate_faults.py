@@ -41,6 +41,7 @@ def temporary_files(directory: Path) -> list[str]:
 
 
 # ---------------------------------------------------------------------- signals
+@pytest.mark.heavy
 @pytest.mark.parametrize("signum, earlier", [(signal.SIGTERM, None), (signal.SIGINT, None), (signal.SIGTERM, "old\n")])
 def test_a_signal_while_writing_the_output_is_one_line_and_leaves_no_partial_file(files, tmp_path, signum, earlier):
     """Before: SIGTERM exited 143 without a word and left .out.de.XXXXXXXX.tmp; SIGINT printed a
@@ -126,6 +127,7 @@ def test_temporary_files_of_killed_runs_are_removed_or_named(files, tmp_path, ca
 
 
 # ---------------------------------------------------------------------- a closed pipe
+@pytest.mark.heavy
 def test_a_closed_standard_output_ends_quietly(files, tmp_path):
     """``nmt-translate ... | head -n 2``: before, a further chunk was translated, then
     ``error: Broken pipe``.  Now no word on stderr and exit status 141, as a Unix tool's."""
@@ -214,6 +216,7 @@ def test_a_gzip_standard_input_is_read_as_a_gzip_input_is(files, tmp_path):
 
 
 # ---------------------------------------------------------------------- a full disk
+@pytest.mark.heavy
 def test_a_full_disk_names_the_output_and_the_free_space(files, tmp_path):
     """A real full file system (a 16 KiB tmpfs, no fault injected into Python).  Before:
     ``nmt-translate: error: No space left on device``, no file named (a write's OSError has no

@@ -53,6 +53,7 @@ def peak_bytes(translator: Translator, lines: list[str], progress: list[int]) ->
     return peak, stream.stats, count
 
 
+@pytest.mark.heavy
 def test_streaming_12000_lines_has_bounded_memory_progress_and_the_clis_warnings(files, tmp_path, capsys):
     """Before: no stream; translate_lines took a list and kept every result, so memory grew with
     the input.  Now the peak for 12,000 lines is that for 3,000 (chunks of 500), the progress

@@ -154,6 +154,7 @@ def test_translate_returns_scored_nbest_lists_and_attention(package):
         translator.translate(SENTENCE)
 
 
+@pytest.mark.heavy
 def test_cli_raw_output_is_the_pretokenized_output_of_the_hand_pipeline_postprocessed(package, tmp_path):
     directory, bpe, _ = package
     sentences = head(MIRROR / "multi30k" / "val.en.gz", 12) + [SENTENCE]
@@ -168,6 +169,7 @@ def test_cli_raw_output_is_the_pretokenized_output_of_the_hand_pipeline_postproc
     assert "@@" not in raw.stdout
 
 
+@pytest.mark.heavy
 def test_pretokenized_output_is_what_the_search_returns_as_before(package, tmp_path):
     """--pretokenized writes the search's best tokens joined by spaces, as nmt-translate always did."""
     _, _, d = package
@@ -184,6 +186,7 @@ def test_pretokenized_output_is_what_the_search_returns_as_before(package, tmp_p
     assert out.stdout.splitlines() == expected and len(expected) == 60
 
 
+@pytest.mark.heavy
 def test_piped_stdin_is_batched_and_equals_input_line_by_line_with_progress(package, tmp_path):
     directory, _, _ = package
     sentences = head(MIRROR / "multi30k" / "val.en.gz", 40)
@@ -199,6 +202,7 @@ def test_piped_stdin_is_batched_and_equals_input_line_by_line_with_progress(pack
         assert re.search(r"nmt-translate: translated 40 sentences in [\d.]+ s \([\d.]+ sentences/s\)\n$", err), err
 
 
+@pytest.mark.heavy
 def test_a_bad_line_in_input_and_on_stdin_gives_the_same_output_and_exit_status(package, tmp_path):
     # invalid UTF-8 on line 2, a line over the model's 1024 positions on line 4: each costs its
     # own output line only, with an error naming the line, in both; the exit status is 2
@@ -272,6 +276,7 @@ def test_large_input_is_translated_in_bounded_chunks_in_order(package, monkeypat
     assert calls == [4, 4, 3] and (tmp_path / "out.de").read_text(encoding="utf-8").splitlines() == whole.stdout.splitlines()
 
 
+@pytest.mark.heavy
 def test_split_sentences_translates_each_sentence_and_joins_them(package, tmp_path):
     directory, _, _ = package
     sentences = [s.rstrip(".") + "." for s in head(MIRROR / "multi30k" / "val.en.gz", 6)]  # some end without a period
@@ -401,6 +406,7 @@ def test_an_ensemble_of_one_model_twice_equals_the_model_in_beam_search(package)
         assert [h.score for h in one.hypotheses] == pytest.approx([h.score for h in two.hypotheses], abs=1e-4)
 
 
+@pytest.mark.heavy
 def test_cli_takes_several_checkpoints_and_refuses_other_vocabularies(package, second_model, tmp_path, capsys):
     directory, _, _ = package
     (tmp_path / "in.en").write_text("A dog runs.\nTwo men.\n")

@@ -41,6 +41,7 @@ from nmtmodels.decoding.scorer import DecodeConfig
 from nmtmodels.decoding.search import beam_search
 from nmtmodels.files import DataError, atomic_output, read_lines
 from nmtmodels.symbols import EOS, SPACE_SYMBOL
+from workflow_scripts.evaluation import agg
 
 
 def choose_sentences(lines: Sequence[str], count: int, min_chars: int, max_chars: int, path: str = "<input>") -> list[int]:
@@ -95,10 +96,7 @@ def figure(plots: Sequence[dict], title: str) -> Any:
     rows the memory positions: source characters (char2char) or words (char2word's word
     encoder), ▁ shown as ␣, every position a labelled tick.  The colour scale
     of each runs from 0 to its largest weight, with a colour bar that says so."""
-    import matplotlib  # lazy: the Agg backend is chosen before pyplot is first imported
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt  # lazy: after matplotlib.use("Agg")
+    plt = agg.pyplot()
 
     heights = [max(2.2, 0.17 * len(p["source"]) + 1.2) for p in plots]
     width = max(6.5, 0.17 * max(len(p["target"]) for p in plots) + 3.0)
@@ -125,12 +123,10 @@ def figure(plots: Sequence[dict], title: str) -> Any:
 
 def plot(plots: Sequence[dict], title: str, path: str) -> None:
     """:func:`figure` as a PNG at ``path`` (written atomically)."""
-    import matplotlib.pyplot as plt  # lazy: figure() chooses the Agg backend first
-
     fig = figure(plots, title)
     with atomic_output(path, "wb") as handle:
         fig.savefig(handle, format="png", dpi=120)
-    plt.close(fig)
+    agg.pyplot().close(fig)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -13,9 +13,12 @@ whole source side; the start-up checks name the family's declaration when one is
 from __future__ import annotations
 
 import importlib
+import os
 from collections.abc import Callable
 from typing import Any
 
+from nmtmodels.config import ConfigError
+from nmtmodels.family_needs import USER_MODULES_VARIABLE, check_class, needs_of
 from workflow_scripts.dag import WorkflowConfigError
 from workflow_scripts.dag.runs import SourceInputs, experiment_runs
 
@@ -30,10 +33,6 @@ Provider = Callable[[dict[str, Any], str, str, str], SourceInputs]
 def family_needs(config: dict[str, Any], family: str):  # -> nmtmodels.family_needs.FamilyNeeds
     """The declaration of ``family`` among the built-in families, the entry points and the
     modules of ``NMT_USER_MODULES`` and the config's ``user_modules``."""
-    import os
-
-    from nmtmodels.family_needs import USER_MODULES_VARIABLE, needs_of
-
     modules = [*os.environ.get(USER_MODULES_VARIABLE, "").split(os.pathsep), *(config.get("user_modules") or [])]
     return needs_of(family, [m for m in modules if isinstance(m, str)])
 
@@ -91,9 +90,7 @@ def check_family_needs(config: dict[str, Any]) -> None:
 def check_declarations(config: dict[str, Any]) -> None:
     """Each run's family class reads the extra inputs its module declares (imports the
     families, so torch: the Snakefile's main process only)."""
-    from nmtmodels.config import ConfigError
-    from nmtmodels.family_needs import check_class
-    from nmtmodels.registry import get_model_class
+    from nmtmodels.registry import get_model_class  # lazy: it imports the families, so torch, which planning does not
 
     running = {name for name, _ in experiment_runs(config)}
     for family in sorted({config["experiments"][name]["family"] for name in running}):

@@ -19,6 +19,7 @@ import textwrap
 from pathlib import Path
 
 from nmtmodels.files import DataError, atomic_output
+from workflow_scripts.evaluation import agg
 
 # Series of a plot: (label, metrics.csv column), drawn in this order; the dev BLEU panel
 # appears only when some run logged it.
@@ -96,12 +97,9 @@ def figure(data: dict[str, dict[str, tuple[list[float], list[float]]]], title: s
     on the dev BLEU (a line style of its own in the legend when it is drawn).  A run
     that stopped before the longest run of its panel (a minutes cap, a failure) ends in a
     cross, and the legend names it with its updates."""
-    import matplotlib  # lazy: the Agg backend is chosen before pyplot loads, only where a figure is drawn
+    from matplotlib.lines import Line2D  # lazy: matplotlib only where a figure is drawn
 
-    matplotlib.use("Agg")
-    # lazy: pyplot after matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    from matplotlib.lines import Line2D
+    plt = agg.pyplot()
 
     units = [unit for unit in ("token", "char") if any((name in char_runs) == (unit == "char") for name in data)]
     has_bleu = any("dev BLEU" in series for series in data.values())
@@ -166,13 +164,11 @@ def plot_curves(runs: dict[str, str | Path], png: str | Path, title: str,
                 char_runs: set[str] | frozenset[str] = frozenset()) -> dict[str, dict[str, tuple[list[float], list[float]]]]:
     """One PNG of :func:`figure` for ``runs`` (name -> metrics.csv; ``char_runs``: the names
     of character-level runs).  Returns the plotted series (run -> :func:`curve_series`)."""
-    import matplotlib.pyplot as plt  # lazy: after figure() chose the Agg backend; only a run that draws loads pyplot
-
     data = {name: curve_series(path) for name, path in runs.items()}
     fig = figure(data, title, char_runs)
     with atomic_output(png, mode="wb") as handle:
         fig.savefig(handle, format="png", dpi=120, bbox_inches="tight")
-    plt.close(fig)
+    agg.pyplot().close(fig)
     return data
 
 

@@ -25,6 +25,7 @@ import pandas as pd
 
 from nmtmodels.files import DataError, atomic_output, read_lines
 from nmtmodels.text.scoring import metric_spec, significance_metrics
+from workflow_scripts.evaluation import agg
 from workflow_scripts.evaluation.significance import make_metric, sentence_statistics
 
 
@@ -85,12 +86,9 @@ def line_plot(
     """The analyses' line plot: one line per name in ``lines`` (name -> (x values, y values);
     a NaN y leaves a gap), markers, grid and legend, written atomically as PNG to ``path``.
     ``xticks`` (positions, labels) names the x axis; ``integer_x`` puts ticks on integers only."""
-    import matplotlib  # lazy: the Agg backend is chosen before pyplot loads, only where a figure is drawn
+    from matplotlib.ticker import MaxNLocator  # lazy: matplotlib only where a figure is drawn
 
-    matplotlib.use("Agg")
-    # lazy: pyplot after matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    from matplotlib.ticker import MaxNLocator
+    plt = agg.pyplot()
 
     fig, ax = plt.subplots(figsize=(6.4, 4.0))
     for name, (xs, ys) in lines.items():

@@ -11,6 +11,8 @@ from __future__ import annotations
 import io
 from typing import Any
 
+from workflow_scripts.evaluation import agg
+
 NOT_RUN = "not run"
 # One colour per verdict class (verdicts.VERDICTS; tests/test_summary_page.py checks) and for a control that did not run: green
 # for a reproduced difference, red for a reversed one, purple for the decided negatives (not reproduced at the paper's
@@ -77,12 +79,9 @@ def verdict_figure(rows: list[dict[str, Any]]):
     interval's low to its high end, a dot at the difference of the means, an open diamond at
     the smallest difference of interest, the verdict in words at the right; a row without numbers (a control
     not run, a claim without runs) says so at zero."""
-    import matplotlib  # lazy: the Agg backend is chosen before pyplot loads, only where a figure is drawn
+    from matplotlib.lines import Line2D  # lazy: matplotlib only where a figure is drawn
 
-    matplotlib.use("Agg")
-    # lazy: pyplot after matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    from matplotlib.lines import Line2D
+    plt = agg.pyplot()
 
     height = 1.3 + 0.34 * max(len(rows), 1)
     fig, ax = plt.subplots(figsize=(10.0, height), layout="constrained")
@@ -127,12 +126,10 @@ def _darker(colour: str | None) -> str:
 
 def figure_png(summary: dict[str, Any], dpi: int = 100) -> bytes:
     """The PNG of the figure of ``summary``'s claims (:func:`figure_rows`, :func:`verdict_figure`)."""
-    import matplotlib.pyplot as plt  # lazy: after figure() chose the Agg backend; only a run that draws loads pyplot
-
     fig = verdict_figure(figure_rows(summary))
     buffer = io.BytesIO()
     try:
         fig.savefig(buffer, format="png", dpi=dpi, bbox_inches="tight", metadata={"Software": None})
     finally:
-        plt.close(fig)
+        agg.pyplot().close(fig)
     return buffer.getvalue()
