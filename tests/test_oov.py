@@ -65,8 +65,12 @@ def test_one_record_per_trained_run_and_test_set():
     assert "results/experiments/lattice_1best_zh/tatoeba_zh_en/test.oov.json" in expected
     assert paths.oov_path("e", "c", "t") == "results/experiments/e/c/t.oov.json"
     config = copy.deepcopy(CONFIG)
-    config["active_experiments"] = ["char2char"]
-    assert sources.oov_targets(config) == ["results/experiments/char2char/multi30k_en_de/test_2016_flickr.oov.json"]
+    config["active_experiments"] = ["baseline"]
+    assert sources.oov_targets(config) == ["results/experiments/baseline/multi30k_en_de/test_2016_flickr.oov.json"]
+    # the embedded default leaves its char2word pair out (inactive_experiments): no OOV record of it
+    assert not any("/char2" in path for path in expected)
+    config = {**copy.deepcopy(CONFIG), "inactive_experiments": []}
+    assert "results/experiments/char2char/multi30k_en_de/test_2016_flickr.oov.json" in sources.oov_targets(config)
 
 
 @pytest.mark.parametrize(("experiment", "corpus", "unit", "source", "vocab"), [

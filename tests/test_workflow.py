@@ -360,7 +360,9 @@ def test_every_package_translates_raw_test_sources_as_the_workflow_did(miniature
     from nmtmodels.decoding.translator import Translator
     from nmtmodels.plugins import load_user_modules
 
-    load_user_modules(str(RELPOS))  # the CI miniature's outside family, as NMT_USER_MODULES loads it
+    ci = yaml.safe_load((ROOT / "configs/ci.yaml").read_text(encoding="utf-8"))
+    for module in ci["user_modules"]:  # the CI miniature's outside families, as NMT_USER_MODULES loads them
+        load_user_modules(str(ROOT / module))
     config = yaml.safe_load((ROOT / "config.yaml").read_text())
     families = set()
     for package in sorted(miniature.glob("results/experiments/*/*/model")):
