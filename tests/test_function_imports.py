@@ -20,7 +20,6 @@ HEAVY = ("torch", "numpy", "pandas", "sacrebleu", "sacremoses", "subword_nmt", "
          "deepsig", "tensorboard", "sentence_splitter", "tqdm")
 # Modules another change is rewriting (issue 71's evaluation work): until it lands only their
 # imports of a heavy library need a reason.  Remove a module once its imports all say why.
-REWRITTEN = {"workflow_scripts/evaluation/summary.py", "workflow_scripts/evaluation/summary_page.py"}
 
 
 def imported(node: ast.Import | ast.ImportFrom) -> list[str]:
@@ -88,9 +87,7 @@ def test_every_function_level_import_of_the_package_says_why() -> None:
 
 def test_every_function_level_import_of_the_workflow_says_why() -> None:
     found = offenders("workflow_scripts", heavy_only=False)
-    assert {path: lines for path, lines in found.items() if path not in REWRITTEN} == {}
-    assert {path: lines for path, lines in offenders("workflow_scripts", heavy_only=True).items() if path in REWRITTEN} == {}
-    assert REWRITTEN <= set(found), f"reasons given: remove {sorted(REWRITTEN - set(found))} from REWRITTEN"
+    assert found == {}
 
 
 def test_the_planning_modules_import_no_torch() -> None:

@@ -47,6 +47,7 @@ from typing import Any
 
 from nmtmodels.files import DataError, atomic_outputs, read_lines
 from nmtmodels.text.scoring import registered_metrics
+from workflow_scripts.data.compression import compression_scores, remove_bpe
 from workflow_scripts.evaluation import claim_files, markdown, tables, verdict_report, verdicts
 from workflow_scripts.evaluation.layouts import LAYOUTS
 from workflow_scripts.evaluation.machine import machine_facts, workflow_commit
@@ -131,8 +132,6 @@ def compressor_rows(reports: list[list[str]]) -> list[dict[str, Any]]:
     ``compression_eval.scores.json``) and on a test set, how close its compression x^c is to
     the source x (mean compression ratio |x^c| / |x| and token F1 of x^c against x, in words
     after removing BPE).  ``reports``: [compressor, corpus, test set, scores, source, compressed]."""
-    from workflow_scripts.data.compression import compression_scores, remove_bpe
-
     found = []
     for compressor, corpus, test_set, scores, source, compressed in reports:
         quality = read_json(Path(scores))

@@ -27,8 +27,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import markdown
+
 from nmtmodels.files import DataError, atomic_write_text
 from workflow_scripts.evaluation import verdict_figure
+from workflow_scripts.evaluation.summary import to_markdown
 from workflow_scripts.evaluation.verdict_report import interval_cell
 
 # Sections of summary.md shown open, in this order, before the others; the rest keep the
@@ -107,8 +110,6 @@ def sections(markdown_text: str) -> list[tuple[str, str]]:
 def render_markdown(text: str) -> str:
     """Markdown to HTML (Python-Markdown with tables), every table in a horizontally scrolling box, and
     a pipe that summary.md escapes for GitHub inside a code span (:func:`.markdown.code`) as a pipe."""
-    import markdown
-
     rendered = markdown.markdown(text, extensions=["tables"], output_format="html")
     # summary.md escapes a pipe inside backticks for GitHub's tables; a code span keeps the backslash
     rendered = re.sub(r"<code>(.*?)</code>", lambda m: "<code>" + m.group(1).replace("\\|", "|") + "</code>", rendered,
@@ -191,8 +192,6 @@ def write_page(json_path: str | Path, html_path: str | Path, markdown_path: str 
     """``html_path`` from a summary's JSON and its Markdown (without one: made from the JSON)."""
     summary = read_summary(json_path)
     if markdown_path is None:
-        from workflow_scripts.evaluation.summary import to_markdown
-
         text = to_markdown(summary)
     else:
         if not Path(markdown_path).is_file():
