@@ -121,7 +121,8 @@ def power_text(v: dict[str, Any], configs: tuple[str, ...] = ("config.yaml",), t
         return text + f"; more than {uncertainty.MAX_SEEDS} seeds would be needed (the test-sentence noise that all runs share)"
     text += f", {needed} seeds reach 80%"
     if needed > power["n"] and v.get("verdict") not in verdicts.DECIDED:
-        text += f" (`{more_seeds_command(v, needed, configs, target, cores)}`)"
+        text += (f" (`{more_seeds_command(v, needed, configs, target, cores)}`; name more_seeds.yaml in every later "
+                 "run's --configfile, or its summary goes back to the config's seeds)")
     return text
 
 
