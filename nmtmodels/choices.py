@@ -16,3 +16,8 @@ EARLY_STOP_RULES: tuple[str, ...] = ("exact", "beam", "top")
 # How target tokens are encoded (nmt-train / nmt-translate --tgt-format): subword-nmt BPE,
 # SentencePiece pieces, characters, or words as they are.
 TEXT_FORMATS: tuple[str, ...] = ("bpe", "spm", "char", "plain")
+# CTranslate2's weight types (nmt-export --quantization): ctranslate2.specs.model_spec.ACCEPTED_MODEL_TYPES
+# of ctranslate2 4.x (nmtmodels/tests/test_export.py checks they agree), here so that the command
+# line offers them without importing ctranslate2 or torch (nmtmodels.decoding.export).
+QUANTIZATIONS: tuple[str, ...] = ("int8", "int8_float32", "int8_float16", "int8_bfloat16", "int16", "float16", "bfloat16",
+                                  "float32")

@@ -13,7 +13,6 @@ from pathlib import Path
 import pytest
 import yaml
 
-from nmtmodels.config import ConfigError
 from nmtmodels.files import DataError
 from workflow_scripts.data import fetch as fetch_module
 from workflow_scripts.data.fetch import content_sha256, fetch
@@ -142,13 +141,37 @@ def test_licensed_file_directory_and_environment(tmp_path, monkeypatch):
     assert link.is_symlink() and link.resolve() == (licensed / "ASPEC" / "ASPEC-JE").resolve()
 
 
-def test_licensed_directory_not_set_says_which_key_and_path(tmp_path):
+def test_licensed_directory_not_set_says_which_key_path_and_directory(tmp_path, monkeypatch):
+    monkeypatch.delenv(fetch_module.LICENSED_ENV, raising=False)
+    monkeypatch.chdir(tmp_path)
     output = tmp_path / "d" / "train.zh"
-    with pytest.raises(ConfigError) as error:
+    with pytest.raises(DataError) as error:
         fetch({"local": "nist_zh_en/train.zh"}, "train.zh", output, licensed_dir="")
     message = str(error.value)
-    assert "licensed_data_dir" in message and "NMT_LICENSED_DATA" in message and "nist_zh_en/train.zh" in message
+    assert message.startswith(f"{tmp_path / 'nist_zh_en' / 'train.zh'}: not found")
+    assert f"licensed_data_dir is not set: relative local paths are looked for in the working directory {tmp_path}" in message
+    assert "NMT_LICENSED_DATA" in message
     assert_nothing_written(output)
+
+
+def test_relative_local_path_without_licensed_directory_is_below_the_working_directory(tmp_path, monkeypatch):
+    """Issue 70: ``local: my-corpus/train.tsv`` with no licensed_data_dir is read from the
+    directory Snakemake runs in (its --directory), as the start-up check finds it there."""
+    monkeypatch.delenv(fetch_module.LICENSED_ENV, raising=False)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "my-corpus").mkdir()
+    (tmp_path / "my-corpus" / "train.tsv").write_bytes(TEXT)
+    spec = {"local": "my-corpus/train.tsv", "sha256": TEXT_SHA}
+    output = tmp_path / "resources" / "train.tsv"
+    assert missing_licensed([("corpora.c.downloads.train.tsv", spec, output)], licensed_dir="") is None
+    assert fetch(spec, "train.tsv", output, licensed_dir="") == "licensed"
+    assert output.read_bytes() == TEXT
+    assert json.loads(fetch_module.record_path(output).read_text())["source"] == str(tmp_path / "my-corpus" / "train.tsv")
+    # a licensed-data directory, once set, is where relative paths are looked for (NIST, ASPEC)
+    (tmp_path / "licensed").mkdir()
+    message = missing_licensed([("corpora.c.downloads.train.tsv", spec, tmp_path / "other")], licensed_dir="licensed")
+    assert f"licensed_data_dir is licensed ({tmp_path / 'licensed'})" in message
+    assert message.splitlines()[1:] == [f"  {Path('licensed') / 'my-corpus' / 'train.tsv'}  (corpora.c.downloads.train.tsv)"]
 
 
 def test_licensed_file_missing_names_expected_path(tmp_path):
@@ -295,7 +318,8 @@ def test_missing_licensed_lists_every_missing_file_once_with_its_keys(tmp_path):
     assert lines[1:] == [f"  {licensed / 'nist' / 'x.zh'}  (corpora.a.downloads.x, corpora.b.downloads.x)",
                          f"  {tmp_path / 'abs.zh'}  (corpora.a.downloads.abs)"]
     unset = missing_licensed(downloads[2:3], mirror_dir=mirror, licensed_dir="")
-    assert "licensed_data_dir is not set" in unset and "<licensed_data_dir>/nist/there.zh" in unset
+    assert f"licensed_data_dir is not set: relative local paths are looked for in the working directory {Path.cwd()}" in unset
+    assert unset.splitlines()[1:] == [f"  {Path.cwd() / 'nist' / 'there.zh'}  (corpora.a.downloads.there)"]
     assert missing_licensed(downloads[2:5] + downloads[6:], mirror_dir=mirror, licensed_dir=licensed) is None
 
 

@@ -1,12 +1,13 @@
 """``nmt-export`` (``python -m nmtmodels.cli export``): write a Transformer baseline as a
-CTranslate2 model (:mod:`nmtmodels.decoding.export`)."""
+CTranslate2 model (:mod:`nmtmodels.decoding.export`).  Its ``--help`` and argument errors import
+no torch (the export module is imported when the export starts)."""
 from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
 
+from nmtmodels.choices import QUANTIZATIONS
 from nmtmodels.cli.common import _run, make_parser
-from nmtmodels.decoding.export import QUANTIZATIONS, export_ctranslate2
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -20,6 +21,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     def body() -> int:
+        # lazy: nmt-export --help and its argument errors stay free of torch (seconds to import)
+        from nmtmodels.decoding.export import export_ctranslate2
+
         out = export_ctranslate2(args.checkpoint, args.output_dir, args.quantization, force=args.force)
         print(f"exported {args.checkpoint} to {out} (CTranslate2, {args.quantization or 'float32'})", file=sys.stderr)
         return 0

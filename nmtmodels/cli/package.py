@@ -1,5 +1,7 @@
 """``nmt-package`` (``python -m nmtmodels.cli package``, the workflow's ``model_package`` rule):
-write a model package (:mod:`nmtmodels.model_package`); its ``--help`` is :data:`DESCRIPTION`."""
+write a model package (:mod:`nmtmodels.model_package`); its ``--help`` is :data:`DESCRIPTION`.
+Its ``--help`` and the checks of its arguments and settings import no torch: the writer, which
+loads the checkpoint, is imported once they pass."""
 from __future__ import annotations
 
 import json
@@ -12,7 +14,6 @@ from nmtmodels.cli.common import make_parser
 from nmtmodels.config import ConfigError
 from nmtmodels.files import DataError
 from nmtmodels.model_package.settings import PackageSettings
-from nmtmodels.model_package.writer import write_package
 
 DESCRIPTION = (
     "Write a model package: a checkpoint with the settings and subword files that turn raw text into its input, "
@@ -81,6 +82,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if compresses != bool(args.compressor):
         parser.error("--compressor: " + ("required by the settings' compression" if compresses
                                          else "only an ESC package with a compressor (settings' compression) takes one"))
+    # lazy: nmt-package --help and its argument errors stay free of torch (seconds to import)
+    from nmtmodels.model_package.writer import write_package
+
     try:
         write_package(args.out_dir, args.checkpoint, settings, args.codes, args.vocab, args.spm_model,
                       lattice_bpe=lattice_bpe, compressor=args.compressor,

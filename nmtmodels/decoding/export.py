@@ -71,6 +71,7 @@ import torch
 from torch import nn
 
 from nmtmodels.checkpoint import load_checkpoint, load_model_from_checkpoint
+from nmtmodels.choices import QUANTIZATIONS
 from nmtmodels.config import ConfigError, from_dict
 from nmtmodels.decoding.scorer import DecodeConfig, HypothesisScorer
 from nmtmodels.family_needs import needs_of
@@ -85,9 +86,6 @@ from nmtmodels.symbols import BOS, EOS, PAD, UNK
 FAMILY = "transformer"
 LAYER_NORM_EPSILON = 1e-5
 EXPORT_FILE = "export.json"
-# ctranslate2.specs.model_spec.ACCEPTED_MODEL_TYPES of ctranslate2 4.x (a test checks they agree),
-# here so that the command line can offer them without importing ctranslate2.
-QUANTIZATIONS = ("int8", "int8_float32", "int8_float16", "int8_bfloat16", "int16", "float16", "bfloat16", "float32")
 # What our search never emits: CTranslate2 needs to be told (suppress_sequences).
 SUPPRESSED = [[PAD], [BOS]]
 
@@ -99,7 +97,7 @@ def export_ctranslate2(checkpoint_or_package: str | os.PathLike, out_dir: str | 
                        quantization: str | None = None, *, force: bool = False) -> Path:
     """Write the CTranslate2 model of a ``transformer`` checkpoint or model package to ``out_dir``.
 
-    ``quantization``: one of :data:`QUANTIZATIONS` (CTranslate2's weight types), or None for
+    ``quantization``: one of :data:`nmtmodels.choices.QUANTIZATIONS` (CTranslate2's weight types), or None for
     float32. An existing non-empty ``out_dir`` is replaced only with ``force``; the directory
     appears whole or not at all. ExportError (a ConfigError) for a model that cannot be
     exported, CheckpointError for an unreadable checkpoint. Returns ``out_dir``."""

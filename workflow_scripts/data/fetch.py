@@ -11,12 +11,14 @@ JSON is the download's entry of ``corpora.CORPUS.downloads`` in config.yaml::
 
 Order: (1) the mirror (``--mirror-dir``, else env ``NMT_DATA_MIRROR``) when the entry has
 ``mirror`` and that file exists there; (2) else ``local``: an absolute path as it is, a
-relative one below ``--licensed-dir`` (else env ``NMT_LICENSED_DATA``), an error naming
-``licensed_data_dir`` / ``NMT_LICENSED_DATA`` and the expected path when it is unset or
-the file is missing; (3) else the URL (urllib, a timeout, a few attempts with back-off;
-HTTP 4xx is not retried).  The workflow passes neither directory: it exports both
-variables (:func:`workflow_scripts.dag.corpus_data.input_dir_environment`), so that moving
-the data is no rule parameter and reruns nothing.
+relative one below ``--licensed-dir`` (else env ``NMT_LICENSED_DATA``) or, when neither is
+set, below the working directory (the job's: Snakemake's working directory,
+:func:`workflow_scripts.data.locations.local_path`); a missing file is an error naming the
+path, the directory looked in and ``licensed_data_dir`` / ``NMT_LICENSED_DATA``; (3) else
+the URL (urllib, a timeout, a few attempts with back-off; HTTP 4xx is not retried).  The
+workflow passes neither directory: it exports both variables
+(:func:`workflow_scripts.dag.corpus_data.input_dir_environment`), so that moving the data is
+no rule parameter and reruns nothing.
 
 The output keeps the bytes as obtained (a gzipped mirror copy stays gzipped; readers detect
 gzip by magic bytes).  ``sha256`` is the digest of the content after gzip decompression, so
@@ -67,7 +69,7 @@ from typing import Any, BinaryIO
 from nmtmodels.config import ConfigError
 from nmtmodels.files import DataError, atomic_output, atomic_write_text, open_binary
 from workflow_scripts.data.formats import check_archive
-from workflow_scripts.data.locations import LICENSED_ENV, MIRROR_ENV, directory_setting, licensed_hint
+from workflow_scripts.data.locations import LICENSED_ENV, MIRROR_ENV, directory_setting, licensed_hint, local_path
 
 USER_AGENT = "structnmt-fetch/0.1 (+urllib)"
 RECORD_SUFFIX = ".origin.json"
@@ -104,15 +106,10 @@ class Source:
 
 
 def licensed_path(spec: Mapping[str, Any], name: str, licensed_dir: str | os.PathLike | None = None) -> Path:
-    """Where the ``local`` file of a download is: an absolute path as it is, a relative one
-    below the licensed-data directory (ConfigError naming the key and variable when unset)."""
-    local = Path(spec["local"])
-    if local.is_absolute():
-        return local
-    licensed_root = directory_setting(licensed_dir, LICENSED_ENV)
-    if licensed_root is None:
-        raise ConfigError(f"licensed_data_dir: not set; {licensed_hint(spec, name)}")
-    return licensed_root / local
+    """Where the ``local`` file of download ``name`` is (:func:`~workflow_scripts.data.locations.local_path`):
+    an absolute path as it is, a relative one below the licensed-data directory, or below the
+    working directory when that is not set."""
+    return local_path(spec, directory_setting(licensed_dir, LICENSED_ENV))
 
 
 def resolve_source(
@@ -129,7 +126,7 @@ def resolve_source(
     if spec.get("local"):
         source = licensed_path(spec, name, licensed_dir)
         if not (source.is_dir() or source.is_file()):
-            raise DataError(source, f"not found; {licensed_hint(spec, name)}")
+            raise DataError(source, f"not found; {licensed_hint(spec, name, directory_setting(licensed_dir, LICENSED_ENV))}")
         return Source("licensed", str(source))
     if spec.get("url"):
         return Source("url", spec["url"])
