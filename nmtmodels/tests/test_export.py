@@ -26,8 +26,8 @@ from nmtmodels.vocab import Vocabulary
 
 ctranslate2 = pytest.importorskip("ctranslate2")
 
+from nmtmodels.choices import QUANTIZATIONS  # noqa: E402
 from nmtmodels.decoding.export import (  # noqa: E402
-    QUANTIZATIONS,
     SUPPRESSED,
     ExportError,
     TargetLengthLimit,
