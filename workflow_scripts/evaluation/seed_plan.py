@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from nmtmodels.files import DataError
-from workflow_scripts.evaluation import claim_files, uncertainty, verdicts
+from workflow_scripts.evaluation import claim_files, uncertainty, verdict_report, verdicts
 
 PLANNING_POWER = 0.9
 
@@ -56,8 +56,7 @@ def overlay(rows: list[dict[str, Any]]) -> str:
         if row["seeds"]:
             for name in (row["system"], row["baseline"]):
                 names[name] = max(names.get(name, 0), row["seeds"])
-    listed = ", ".join(f"{name}: {{seeds: [{', '.join(map(str, range(1, n + 1)))}]}}" for name, n in names.items())
-    return "experiments: {" + listed + "}"
+    return verdict_report.seeds_overlay(names)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -85,14 +85,19 @@ def _seeds_text(seed_test: dict[str, Any] | None) -> str:
             f"{md.cell(seed_test['p_paired_t'], 4)}")
 
 
+def seeds_overlay(seeds: dict[str, int]) -> str:
+    """A config overlay (YAML flow style, one line) giving each experiment seeds 1..N."""
+    return "experiments: {" + ", ".join(f"{name}: {{seeds: [{', '.join(map(str, range(1, n + 1)))}]}}"
+                                        for name, n in seeds.items()) + "}"
+
+
 def more_seeds_command(v: dict[str, Any], seeds: int, configs: tuple[str, ...] = ("config.yaml",),
                        target: str = "all", cores: int = 2) -> str:
     """One command line that trains the claim's pair with ``seeds`` seeds (the runs of the
     existing seeds are kept): an overlay written to ``more_seeds.yaml``, merged over ``configs``
     (the config files of the run that made the summary: snakemake's ``--config`` reads numbers as
     strings, so a config file)."""
-    listed = ", ".join(map(str, range(1, seeds + 1)))
-    overlay = "experiments: {" + ", ".join(f"{name}: {{seeds: [{listed}]}}" for name in (v["system"], v["baseline"])) + "}"
+    overlay = seeds_overlay({v["system"]: seeds, v["baseline"]: seeds})
     return (f"printf '%s\\n' {shlex.quote(overlay)} > more_seeds.yaml && "
             f"snakemake --cores {cores} {target} --configfile {' '.join(map(shlex.quote, configs))} more_seeds.yaml")
 
