@@ -194,11 +194,13 @@ def test_merge_writes_claims_verdicts_and_every_part(tmp_path, capsys):
     out = tmp_path / "summary.md"
     paths = [str(p) for p in sorted((tmp_path / "parts").glob("*/summary.json"))]
     assert merging.main([*paths, "-o", str(out)]) == 0
-    assert "2 parts, 11 claims: 1 reproduced, 1 reversed, 9 not run" in capsys.readouterr().out
+    assert "2 parts, 11 claims: 1 reversed, 1 inconclusive, 9 not run" in capsys.readouterr().out
     data = json.loads(out.with_suffix(".json").read_text())
     both = next(v for v in data["verdicts"] if v["system"] == "reorder_both")
-    # seeds 30.4, 30.6, 30.8 against 30.0, 30.25, 29.75: all three runs better, both tests at 0.001
-    assert (both["verdict"], both["runs_better"], both["n"], both["baseline_sd"]) == ("reproduced", 3, 3, 0.25)
+    # seeds 30.4, 30.6, 30.8 against 30.0, 30.25, 29.75: all three runs better, both tests at 0.001; but its
+    # must-beat control (+Additional PEs) is in no part, so the claim stays open (fail closed) and says why
+    assert (both["verdict"], both["runs_better"], both["n"], both["baseline_sd"]) == ("inconclusive", 3, 3, 0.25)
+    assert "must-beat control reorder_additional_pe not run" in both["qualifiers"]
     assert both["signature"] == "nrefs:1|case:mixed"
     gate = next(v for v in data["verdicts"] if v["system"] == "graph_half_dim_gate")
     # 29.6, 29.4, 30.1 against 30.0, 30.25, 29.75: two of three runs worse
@@ -210,8 +212,8 @@ def test_merge_writes_claims_verdicts_and_every_part(tmp_path, capsys):
                          key=lambda row: row["system"])
     assert merged_rows == sorted(verdicts.decide(evidence), key=lambda row: row["system"])
     assert {row["holm_family"] for row in data["verdicts"] if "part" in row} == {2}
-    # the graph claim's must-beat control is in no part: it cannot be reproduced, and the row says why
-    assert "must-beat control transformer_carry_gate not run" in gate["qualifiers"]
+    # the graph claim's must-beat control is in no part: it could only take a gain away, and the row says so
+    assert "must-beat control transformer_carry_gate not run (it cannot change a verdict against the claim)" in gate["qualifiers"]
     assert {p["part"]: p["wall_minutes"] for p in data["parts"]} == {"graph": 6.4, "reordering": 6.4}
     text = out.read_text()
     assert "## Part graph" in text and "### Results summary" in text  # each part's summary, headings two levels down

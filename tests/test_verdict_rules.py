@@ -119,6 +119,21 @@ def test_the_graph_claim_is_explained_by_its_must_beat_control():
     assert row["verdict"] == "inconclusive" and "must-beat control carry_gate not beaten" in row["qualifiers"]
 
 
+def test_a_control_not_run_is_named_as_unable_to_change_a_verdict_against_the_claim():
+    # the default's ESC row: not reproduced at the paper's size, its must-beat controls not part of the run
+    entries = [run_entry("sys", "base", "tokenized_bleu", [22.2, 22.4, 22.1], [22.0, 22.1, 22.0], p_ar=0.3, p_sign=0.4,
+                         interval=(-0.3, 0.5))]
+    groups = [training_runs(s, 3) for s in ("sys", "base")]
+    (row,) = verdicts.claim_rows(_summary(entries, groups), _claims(sys=GRAPH))
+    assert row["verdict"] == "not reproduced at the paper's size"
+    assert "must-beat control carry_gate not run (it cannot change a verdict against the claim)" in row["qualifiers"]
+    # undecided, the same missing control blocks the claim without that reassurance
+    entries[0] = run_entry("sys", "base", "tokenized_bleu", [22.2, 22.4, 22.1], [22.0, 22.1, 22.0], p_ar=0.3, p_sign=0.4,
+                           interval=(-0.3, 1.5))
+    (row,) = verdicts.claim_rows(_summary(entries, groups), _claims(sys=GRAPH))
+    assert row["verdict"] == "inconclusive" and "must-beat control carry_gate not run" in row["qualifiers"]
+
+
 def test_a_must_beat_control_on_fewer_runs_than_its_claim_is_not_beaten():
     one = {"experiment": "c", "role": "must_beat", "run": True, "n": 1, "verdict": "suggestive (1 run)", "delta": 2.0}
     assert not verdicts.beaten(one, 3)  # 04d8260 counted a significant single run as beaten

@@ -541,6 +541,9 @@ def qualifiers(row: dict[str, Any]) -> list[str]:
     """What a reader must know beside the verdict (module docstring), in order of weight."""
     said = explaining(row["controls"], smallest_value(row)) if row["verdict"] == "explained by a control" else ()
     found = [b for b in control_blockers(row["controls"], row["n"]) if not any(f"control {name} " in b for name in said)]
+    if row["verdict"] in ("reversed", "not reproduced at the paper's size"):
+        # A must-beat control only ever takes a gain away: it cannot change a verdict against the claim.
+        found = [f"{b} (it cannot change a verdict against the claim)" for b in found]
     found += [f"beside control {name} reversed" for name in reversed_beside(row["controls"])]
     if row.get("precondition"):
         found.append(row["precondition"]["words"])
