@@ -76,11 +76,14 @@ def test_an_esc_run_s_package_takes_the_compressor_and_the_compress_rule_s_searc
     compressor = CONFIG["experiments"][experiment]["compressor"]
     settings = json.loads(packages.package_settings_json(CONFIG, experiment, corpus))["compression"]
     flags = compression.compressor_decode_flags(CONFIG, compressor).split()
+    switches = {flag for flag in flags if flag == "--subsequence"}  # the one option without a value
+    flags = [flag for flag in flags if flag not in switches]
     given = dict(zip(flags[::2], flags[1::2]))  # the compress rule's options
     names = {"--beam": "beam", "--lenpen": "length_penalty", "--coverage-penalty": "coverage_penalty",
              "--max-len-a": "max_len_a", "--max-len-b": "max_len_b", "--min-len": "min_len", "--max-len-ratio": "max_len_ratio"}
     assert {names[flag]: float(value) for flag, value in given.items() if flag in names} == {
-        key: float(value) for key, value in settings["decode"].items() if value is not None}
+        key: float(value) for key, value in settings["decode"].items() if value is not None and key != "subsequence"}
+    assert settings["decode"]["subsequence"] == ("--subsequence" in switches)
     assert settings["batch_tokens"] == int(given["--batch-tokens"])
     inputs = packages.package_inputs(CONFIG, experiment, corpus)
     assert inputs["compressor"] == f"results/compression/{compressor}/{corpus}/train/checkpoint_best.pt"

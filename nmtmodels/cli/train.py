@@ -121,7 +121,7 @@ def _train(args: argparse.Namespace) -> int:
             bleu_fn = make_bleu_fn(valid_data, tgt_vocab, decode_cfg, tokenized_references=list(read_lines(args.valid_tgt)),
                                    references=references, lang=args.tgt_lang,
                                    max_tokens=train_cfg.valid_max_tokens or train_cfg.max_tokens,
-                                   device=device, amp=train_cfg.amp, text_format=args.tgt_format)
+                                   device=device, amp=train_cfg.amp, text_format=args.tgt_format, src_vocab=src_vocab)
     out_dir = Path(args.out_dir)
     if dist.is_main:
         log(f"model {model_cfg.family}: {model.num_parameters():,} parameters; vocab {len(src_vocab)}/{len(tgt_vocab)}; "

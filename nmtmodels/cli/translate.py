@@ -74,7 +74,7 @@ def _translate(args: argparse.Namespace) -> int:
     decode = translator.decode_config(
         beam=args.beam, length_penalty=args.lenpen, max_len_a=args.max_len_a, max_len_b=args.max_len_b,
         min_len=args.min_len, coverage_penalty=args.coverage_penalty, nbest=args.nbest,
-        max_len_ratio=args.max_len_ratio, early_stop=args.early_stop, compile=args.compile)
+        max_len_ratio=args.max_len_ratio, early_stop=args.early_stop, compile=args.compile, subsequence=args.subsequence)
     stats, warned = TranslationStats(), False  # filled by the stream, read here
     progress = _Progress(args.log_interval, stats, shown=not interactive)
     with _Writer(args.output, flush_each=interactive) as writer, progress:  # the output opened before the input is read

@@ -44,6 +44,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--max-len-ratio", type=float,
                         help="hard stop at floor(RATIO * source length) tokens (ESC gamma; default: the checkpoint's "
                              "decode.max_len_ratio, none unless set)")
+    parser.add_argument("--subsequence", action=argparse.BooleanOptionalAction, default=None,
+                        help="only outputs that keep some of the source's words, whole and in order (deletion-based "
+                             "sentence compression, docs/models/esc.md; default: the checkpoint's decode.subsequence)")
     parser.add_argument("--nbest", type=int,
                         help="hypotheses per sentence: 'i ||| hyp ||| score' lines when > 1 (default: the checkpoint's "
                              "decode.nbest, 1 unless set)")

@@ -17,6 +17,7 @@ from torch import Tensor
 
 from nmtmodels.choices import DECODE_COMPILE_MODES, EARLY_STOP_RULES
 from nmtmodels.config import ConfigError
+from nmtmodels.decoding.constraints import SourceSubsequence
 
 # Guards floor(a * x + b) against float error (0.7 * 30 = 20.999999999999996).
 _LIMIT_EPSILON = 1e-6
@@ -37,6 +38,7 @@ class DecodeConfig:
     return_attention: bool = False  # keep each hypothesis' (T, S) attention
     early_stop: str = "exact"  # when a row ends: exact | beam (fairseq) | top (OpenNMT-py); module doc
     compile: str = "none"  # none | default: the decoder step through torch.compile (docs/compilation.md)
+    subsequence: bool = False  # only subsequences of the source's words (deletion-based compression; constraints.py)
 
     def validate(self, where: str = "decode") -> None:
         if self.beam < 1:
@@ -156,15 +158,22 @@ class HypothesisScorer:
     length_penalty: GNMTLengthPenalty | None = None
     terms: Sequence[ScoreTerm] = ()
     length_limits: Sequence[LengthLimit] = field(default_factory=lambda: (LinearLengthLimit(1.2, 10),))
+    constraint: SourceSubsequence | None = None  # which tokens a hypothesis may choose next (None: all)
 
     @classmethod
-    def from_config(cls, cfg: DecodeConfig) -> HypothesisScorer:
+    def from_config(cls, cfg: DecodeConfig, constraint: SourceSubsequence | None = None) -> HypothesisScorer:
+        """The scorer of ``cfg``; ``constraint``: the source-subsequence constraint, which
+        ``cfg.subsequence`` needs (it is built from the vocabularies: ``SourceSubsequence.from_vocabs``)."""
+        if cfg.subsequence and constraint is None:
+            raise ValueError("decode.subsequence needs the vocabularies: pass SourceSubsequence.from_vocabs(...) "
+                             "(nmtmodels.decoding.translator.Translator does)")
         limits: list[LengthLimit] = [LinearLengthLimit(cfg.max_len_a, cfg.max_len_b)]
         if cfg.max_len_ratio is not None:
             limits.append(RatioLengthLimit(cfg.max_len_ratio))
         terms: list[ScoreTerm] = [CoveragePenalty(cfg.coverage_penalty)] if cfg.coverage_penalty > 0 else []
         penalty = GNMTLengthPenalty(cfg.length_penalty) if cfg.length_penalty != 0 else None
-        return cls(length_penalty=penalty, terms=tuple(terms), length_limits=tuple(limits))
+        return cls(length_penalty=penalty, terms=tuple(terms), length_limits=tuple(limits),
+                   constraint=constraint if cfg.subsequence else None)
 
     @property
     def needs_attention(self) -> bool:

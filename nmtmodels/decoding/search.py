@@ -73,6 +73,7 @@ from torch import Tensor
 from nmtmodels.choices import DECODE_COMPILE_MODES
 from nmtmodels.compiling import compile_module
 from nmtmodels.data import Batch, ParallelDataset
+from nmtmodels.decoding.constraints import SourceSubsequence
 from nmtmodels.decoding.scorer import (
     DecodeConfig,
     FinishedHypotheses,
@@ -200,13 +201,16 @@ def _max_lengths(model: Seq2SeqModel, batch: Batch, scorer: HypothesisScorer) ->
     return limits.clamp(max=model.max_positions()[1] - 1)
 
 
-def _constrain_(lprobs: Tensor, step: int, min_len: int, forced: Tensor) -> None:
-    """In place, at ``step`` (1-based): no PAD/BOS, no EOS before min_len, only EOS where forced.
+def _constrain_(lprobs: Tensor, step: int, min_len: int, forced: Tensor, allowed: Tensor | None = None) -> None:
+    """In place, at ``step`` (1-based): no PAD/BOS, no EOS before min_len, only EOS where forced,
+    and where ``allowed`` (N, V) is given only its tokens (the scorer's ``constraint``).
 
     Allowed tokens keep their log-probabilities, so the values of chosen tokens stay the model's.
     """
     any_forced = bool(forced.any())
-    forced_eos = lprobs[forced, EOS_ID] if any_forced else None  # before min_len blocks EOS
+    forced_eos = lprobs[forced, EOS_ID] if any_forced else None  # before min_len or a constraint blocks EOS
+    if allowed is not None:
+        lprobs.masked_fill_(~allowed, -math.inf)
     lprobs[:, PAD_ID] = -math.inf
     lprobs[:, BOS_ID] = -math.inf
     if step <= min_len:
@@ -220,7 +224,8 @@ def _constrain_(lprobs: Tensor, step: int, min_len: int, forced: Tensor) -> None
 ROWS_PER_CHUNK = 64
 
 
-def _best_tokens(logits: Tensor, width: int, step: int, min_len: int, forced: Tensor) -> tuple[Tensor, Tensor]:
+def _best_tokens(logits: Tensor, width: int, step: int, min_len: int, forced: Tensor,
+                 allowed: Tensor | None = None) -> tuple[Tensor, Tensor]:
     """The ``width`` best allowed next tokens of every row, best first: log-probabilities (N, width),
     at least fp32, and ids (N, width); ``width`` 1 takes the first of equal ones, as ``argmax``.
     The log-softmax (of whole rows) runs over :data:`ROWS_PER_CHUNK` rows at a time: a batch's
@@ -230,7 +235,8 @@ def _best_tokens(logits: Tensor, width: int, step: int, min_len: int, forced: Te
     values, tokens = [], []
     for start in range(0, logits.size(0), ROWS_PER_CHUNK):
         lprobs = torch.log_softmax(logits[start:start + ROWS_PER_CHUNK], dim=-1, dtype=dtype)
-        _constrain_(lprobs, step, min_len, forced[start:start + ROWS_PER_CHUNK])
+        _constrain_(lprobs, step, min_len, forced[start:start + ROWS_PER_CHUNK],
+                    None if allowed is None else allowed[start:start + ROWS_PER_CHUNK])
         best = lprobs.topk(width, dim=1) if width > 1 else lprobs.max(dim=1, keepdim=True)
         values.append(best[0])
         tokens.append(best[1])
@@ -269,21 +275,31 @@ def _beam_search(model: Seq2SeqModel, batch: Batch, cfg: DecodeConfig, scorer: H
     finished_count = torch.zeros(batch.size, dtype=torch.long, device=device)  # per active row, "beam" rule
     top_finished = torch.zeros(batch.size, dtype=torch.bool, device=device)  # per active row, "top" rule
     rank_offsets = torch.arange(2 * k, device=device)
+    constraint = scorer.constraint
+    if constraint is not None:  # the source of each active row, the positions each hypothesis may have copied last
+        row_src = batch.src
+        copied = constraint.start(row_src)
 
     for step in itertools.count(1):
         n = rows.numel()
         logits, attention = decoder.step(tokens[:, -1:])
         first = scores is None  # the first step ran once per row
         forced = max_len < step
+        allowed = None
+        if constraint is not None:
+            hyp_src = row_src if first else row_src.repeat_interleave(k, 0)
+            allowed = constraint.allowed_tokens(hyp_src, copied, logits.size(-1))
         # A row's 2k best candidates are among the 2k best tokens of each of its hypotheses (a
         # hypothesis adds one running score to all its tokens), so only those get a running score.
         width = min(2 * k, logits.size(-1))
         hyp_lprobs, hyp_tokens = _best_tokens(logits, width, step, cfg.min_len,
-                                              forced if first else forced.repeat_interleave(k))
+                                              forced if first else forced.repeat_interleave(k), allowed)
         if first:  # copy everything to k beams
             copies = torch.arange(n, device=device).repeat_interleave(k)
             decoder.keep(copies, sentences=torch.arange(n, device=device))
             tokens, hyp_lprobs, hyp_tokens = tokens[copies], hyp_lprobs[copies], hyp_tokens[copies]
+            if constraint is not None:
+                copied = copied[copies]
             attention = None if attention is None else attention[copies]
             scores = hyp_lprobs.new_zeros(n * k, 0)
             cumulative = hyp_lprobs.new_full((n, k), -math.inf)
@@ -336,6 +352,8 @@ def _beam_search(model: Seq2SeqModel, batch: Batch, cfg: DecodeConfig, scorer: H
         live_tokens = top_tokens.gather(1, live)
         live_lprobs = top_lprobs.gather(1, live)
         parents = (torch.arange(n, device=device).unsqueeze(1) * k + top_beams.gather(1, live)).view(-1)
+        if constraint is not None:
+            copied = constraint.advance(row_src.repeat_interleave(k, 0)[parents], copied[parents], live_tokens.view(-1))
 
         # A row is done at its length limit or by its early-stop rule (module doc).
         if cfg.early_stop == "exact":
@@ -358,6 +376,8 @@ def _beam_search(model: Seq2SeqModel, batch: Batch, cfg: DecodeConfig, scorer: H
             parents = parents.view(n, k)[kept_rows].view(-1)
             live_scores, live_tokens, live_lprobs = live_scores[kept_rows], live_tokens[kept_rows], live_lprobs[kept_rows]
             rows, max_len = rows[kept_rows], max_len[kept_rows]
+            if constraint is not None:
+                row_src, copied = row_src[kept_rows], copied.view(n, k, -1)[kept_rows].flatten(0, 1)
             finished_count, top_finished = finished_count[kept_rows], top_finished[kept_rows]
             decoder.keep(parents, sentences=kept_rows)  # rows leave and beams reorder in one index
         else:
@@ -462,6 +482,7 @@ def translate_dataset(
     device: torch.device | str = "cpu",
     amp: Literal["bf16", "none"] = "none",
     progress: Callable[[int], None] | None = None,
+    constraint: SourceSubsequence | None = None,
 ) -> list[list[Any]]:
     """Hypotheses (``nmtmodels.decoding.scorer.Hypothesis``, best first) for every example of
     ``dataset``, in dataset order.  Beam 1 with nbest 1 runs greedy search when that gives what
@@ -472,7 +493,8 @@ def translate_dataset(
     token (an empty input line) is not decoded: its one hypothesis is empty, with score 0.
     ``amp="bf16"``: the model runs under bf16 autocast on CUDA or on a CPU with native bf16
     (log-probabilities and scores stay fp32); elsewhere fp32, with a warning once
-    (:mod:`nmtmodels.precision`)."""
+    (:mod:`nmtmodels.precision`).  ``constraint``: the source-subsequence constraint that
+    ``decode_cfg.subsequence`` needs (beam search, also at beam 1)."""
     device = torch.device(device)
     if device.type == "cuda":
         avoid_per_shape_attention_kernels()
@@ -484,8 +506,9 @@ def translate_dataset(
     empty = lengths[:, 0] <= 1  # no token but </s>: an empty line gets an empty translation, as in CTranslate2
     for row in np.flatnonzero(empty):
         results[row] = [Hypothesis(tokens=[], score=0.0, positional_scores=[])]
-    scorer = HypothesisScorer.from_config(decode_cfg)
-    greedy = decode_cfg.beam == 1 and decode_cfg.nbest == 1 and scorer.length_penalty is None and not scorer.terms
+    scorer = HypothesisScorer.from_config(decode_cfg, constraint)
+    greedy = (decode_cfg.beam == 1 and decode_cfg.nbest == 1 and scorer.length_penalty is None and not scorer.terms
+              and scorer.constraint is None)
     was_training = model.training
     model.eval()
     try:

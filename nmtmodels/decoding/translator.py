@@ -55,6 +55,7 @@ from nmtmodels.config import ConfigError, from_dict
 from nmtmodels.data import ExtraField, ParallelDataset, TooLong
 from nmtmodels.decoding import search
 from nmtmodels.decoding.compression import Compressor
+from nmtmodels.decoding.constraints import SourceSubsequence
 from nmtmodels.decoding.loading import load, raw_text_refusal
 from nmtmodels.decoding.scorer import DecodeConfig
 from nmtmodels.decoding.scorer import Hypothesis as SearchHypothesis
@@ -216,8 +217,9 @@ class Translator:
                amp: Literal["bf16", "none"] = "none", progress: Callable[[int], None] | None = None) -> list[list[SearchHypothesis]]:
         """Search hypotheses (token ids) for every example of ``dataset``, in order;
         ``progress`` is called with the number of sentences of each finished batch."""
+        constraint = SourceSubsequence.from_vocabs(self.src_vocab, self.tgt_vocab) if decode_cfg.subsequence else None
         return search.translate_dataset(self.model, dataset, decode_cfg, max_tokens=max_tokens, device=self.device,
-                                        amp=amp, progress=progress)
+                                        amp=amp, progress=progress, constraint=constraint)
 
     # ------------------------------------------------------------------ target side
     def _target_tokens(self, hypothesis: SearchHypothesis) -> list[str]:

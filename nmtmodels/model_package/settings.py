@@ -21,7 +21,8 @@ SPM_MODEL_FILE = "spm.model"
 COMPRESSOR_FILE = "compressor.pt"
 MODEL_FILES = (CHECKPOINT_FILE, COMPRESSOR_FILE)
 # The compressor's search settings a package records (the compress rule's options).
-COMPRESSION_DECODE_KEYS = ("beam", "length_penalty", "coverage_penalty", "max_len_a", "max_len_b", "min_len", "max_len_ratio")
+COMPRESSION_DECODE_KEYS = ("beam", "length_penalty", "coverage_penalty", "max_len_a", "max_len_b", "min_len", "max_len_ratio",
+                           "subsequence")
 FORMAT = 1
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 

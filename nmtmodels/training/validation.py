@@ -8,6 +8,7 @@ from typing import Any, Literal
 import torch
 
 from nmtmodels.data import ParallelDataset
+from nmtmodels.decoding.constraints import SourceSubsequence
 from nmtmodels.decoding.search import translate_dataset
 from nmtmodels.models.base import Seq2SeqModel
 from nmtmodels.vocab import Vocabulary
@@ -25,6 +26,7 @@ def make_bleu_fn(
     device: torch.device | str = "cpu",
     amp: Literal["bf16", "none"] = "none",
     text_format: Literal["bpe", "spm", "char", "plain"] = "bpe",
+    src_vocab: Vocabulary | None = None,
 ) -> Callable[[Seq2SeqModel], float]:
     """A ``bleu_fn`` for :class:`nmtmodels.training.trainer.Trainer`: decode the dev set with ``decode_cfg`` and score it.
 
@@ -33,7 +35,8 @@ def make_bleu_fn(
     ``text_format``, then detokenisation in ``lang``) and scored with sacreBLEU against all
     of them; otherwise the BLEU of the BPE-removed hypotheses against
     ``tokenized_references`` (the dev targets, BPE removed the same way) with no further
-    tokenisation (multi-bleu.perl style) is returned.
+    tokenisation (multi-bleu.perl style) is returned.  ``src_vocab`` builds the
+    source-subsequence constraint where ``decode_cfg.subsequence`` asks for it (a compressor's search).
     """
     # lazy: sacremoses and sacrebleu (seconds to import) only when BLEU is scored
     from nmtmodels.text.postprocess import (
@@ -47,6 +50,11 @@ def make_bleu_fn(
         raise ValueError(f"the dev set has {len(valid_data)} examples but the tokenised reference and the "
                          f"{len(references or ())} raw reference streams have {counts}")
     options = format_options(text_format)
+    constraint = None
+    if decode_cfg.subsequence:
+        if src_vocab is None:
+            raise ValueError("decode.subsequence needs the source vocabulary (make_bleu_fn's src_vocab)")
+        constraint = SourceSubsequence.from_vocabs(src_vocab, tgt_vocab)
     detokenize = references is not None
     if detokenize:
         metric, reference_streams = detokenized_bleu(lang), [list(stream) for stream in references]
@@ -55,7 +63,8 @@ def make_bleu_fn(
         reference_streams = [[postprocess(line, lang, detokenize=False, **options) for line in tokenized_references]]
 
     def bleu(model: Seq2SeqModel) -> float:
-        hyps = translate_dataset(model, valid_data, decode_cfg, max_tokens=max_tokens, device=device, amp=amp)
+        hyps = translate_dataset(model, valid_data, decode_cfg, max_tokens=max_tokens, device=device, amp=amp,
+                                 constraint=constraint)
         encoded = (" ".join(tgt_vocab.decode(row[0].tokens, keep_unk=True)) for row in hyps)
         hypotheses = [postprocess(line, lang, detokenize=detokenize, **options) for line in encoded]
         return float(metric.corpus_score(hypotheses, reference_streams).score)

@@ -109,13 +109,14 @@ def compression_source(config: dict[str, Any], compressor: str, corpus: str, spl
 def compressor_decode_settings(config: dict[str, Any], compressor: str) -> dict[str, Any]:
     """A compressor's length-controlled search (ESC eq. 1-3): beam, alpha (``length_penalty``),
     beta (``coverage_penalty``), gamma (``max_len_ratio``, None: no hard stop) and the length
-    limits, as the ``compress`` rule passes them and a model package records them."""
+    limits, and ``subsequence`` (deletion-based: only the source's words, in order), as the
+    ``compress`` rule passes them and a model package records them."""
     from nmtmodels.decoding.scorer import DecodeConfig  # lazy: scorer imports torch, planning none (every job re-reads the Snakefile)
 
     decode = from_dict(DecodeConfig, compressor_settings(config, compressor)["decode"], where="decode")
     return {"beam": decode.beam, "length_penalty": decode.length_penalty, "coverage_penalty": decode.coverage_penalty,
             "max_len_a": decode.max_len_a, "max_len_b": decode.max_len_b, "min_len": decode.min_len,
-            "max_len_ratio": decode.max_len_ratio}
+            "max_len_ratio": decode.max_len_ratio, "subsequence": decode.subsequence}
 
 
 def compressor_decode_flags(config: dict[str, Any], compressor: str) -> str:
@@ -126,6 +127,8 @@ def compressor_decode_flags(config: dict[str, Any], compressor: str) -> str:
              f"--max-len-b {decode['max_len_b']}", f"--min-len {decode['min_len']}"]
     if decode["max_len_ratio"] is not None:
         flags.append(f"--max-len-ratio {decode['max_len_ratio']}")
+    if decode["subsequence"]:
+        flags.append("--subsequence")
     flags.append(f"--batch-tokens {compressor_spec(config, compressor).get('batch_tokens', 4096)}")
     return " ".join(flags)
 
