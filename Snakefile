@@ -55,6 +55,9 @@ with startup.one_line_errors():
                                                       workflow.basedir, ev.evaluation_settings(config)["significance_metrics"])
 if workflow.is_main_process:  # after a killed run: `--unlock`, then `--rerun-incomplete`, said at once
     startup.show_killed_run_hint(".snakemake")
+    # `--report FILE` in a directory it cannot write (a read-only results/): one line now, not
+    # Snakemake's traceback after the whole report was built
+    startup.check_report_path(sys.argv[1:])
 # Downloads and raw files dated in the future (clock skew): unchanged downloads dated back, a warning for the rest.
 future_dates.check_future_dates(unchanged_fetch_time, main_process=workflow.is_main_process)
 
