@@ -55,6 +55,9 @@ with startup.one_line_errors():
                                                       workflow.basedir, ev.evaluation_settings(config)["significance_metrics"])
 if workflow.is_main_process:  # after a killed run: `--unlock`, then `--rerun-incomplete`, said at once
     startup.show_killed_run_hint(".snakemake")
+    # `--report FILE` in a directory it cannot write (a read-only results/): one line now, not
+    # Snakemake's traceback after the whole report was built
+    startup.check_report_path(sys.argv[1:])
 # Downloads and raw files dated in the future (clock skew): unchanged downloads dated back, a warning for the rest.
 future_dates.check_future_dates(unchanged_fetch_time, main_process=workflow.is_main_process)
 
@@ -75,6 +78,10 @@ os.environ.update(PATH=cluster.path_with_interpreter(sys.executable, os.environ,
 # A training still running from a killed Snakemake holds its directory's lock: the rerun's job
 # waits for it and resumes from its checkpoints instead of failing (nmt-train --wait-for-lock).
 os.environ.update(NMT_TRAIN_WAIT_FOR_LOCK="1")
+# A diverged training ends as diverged instead of failing its job (nmt-train --on-divergence stop):
+# its best checkpoint is marked, the summary is still made and says so, and the line that says why
+# is repeated on the console when the run ends (docs/faults.md, "Runs that collide or stop").
+os.environ.update(NMT_TRAIN_ON_DIVERGENCE="stop")
 
 
 wildcard_constraints:
@@ -116,14 +123,16 @@ onstart:
 
 
 onsuccess:
-    # Kept blank dev/test lines, and downloads put back because fetching them again failed (a
-    # sha256 mismatch on --forcerun), are only in the jobs' logs otherwise (docs/faults.md).
-    for line in corpus_data.blank_reference_warnings(config) + corpus_data.kept_download_warnings(config):
+    # Kept blank dev/test lines, downloads put back because fetching them again failed (a sha256
+    # mismatch on --forcerun) and trainings that stopped as diverged are only in the jobs' logs
+    # otherwise (docs/faults.md).
+    for line in (corpus_data.blank_reference_warnings(config) + corpus_data.kept_download_warnings(config)
+                 + runs.diverged_training_lines(config)):
         print(f"warning: {line}", file=sys.stderr)
 
 
 onerror:
-    for line in corpus_data.kept_download_warnings(config):
+    for line in corpus_data.kept_download_warnings(config) + runs.diverged_training_lines(config):
         print(f"warning: {line}", file=sys.stderr)
 
 

@@ -15,6 +15,9 @@ A checkpoint is a dict written with ``torch.save`` and read back with
                     ``progress_version`` (absent in checkpoints written before it)
 ``metrics``         the latest validation metrics
 ``update``          number of optimizer updates
+``diverged``        only in the ``checkpoint_best.pt`` of a run that ended as diverged
+                    (``nmt-train --on-divergence stop``, nmtmodels.training.divergence):
+                    ``{"reason", "update", "message"}``; :func:`diverged_note` says so
 
 An averaged checkpoint keeps the newest input's entries except ``trainer`` (so it cannot
 be resumed), with the mean parameters and ``averaged_from`` (the input paths).
@@ -402,3 +405,13 @@ def load_model_from_checkpoint(
         raise CheckpointError(f"{path}: its parameters do not fit its own model_config ({first})") from None
     model.to(device).eval()
     return model, vocabs[0], vocabs[1], state
+
+
+def diverged_note(path: str | os.PathLike, state: dict[str, Any]) -> str | None:
+    """What a reader of checkpoint ``path`` (its loaded ``state``) says when the model comes
+    from a training run that ended as diverged (the entry ``diverged``); None otherwise."""
+    entry = state.get("diverged")
+    if not entry:
+        return None
+    return (f"{path}: its training run diverged and was stopped ({entry['reason']}); this is the model of update "
+            f"{state.get('update')}, whose translations are not those of a trained model")

@@ -193,6 +193,37 @@ def test_a_read_only_results_directory_stops_the_run_before_its_first_job(tmp_pa
     assert not list((work / ".snakemake" / "locks").glob("*"))  # the lock is released
 
 
+@pytest.mark.parametrize(("argv", "path"), [
+    (["--report", "results/report.html", "--configfile", "c.yaml"], "results/report.html"),
+    (["--report=out/r.zip"], "out/r.zip"),
+    (["--report", "--configfile", "c.yaml"], "report.html"),  # no FILE: Snakemake's default
+    (["all", "--report"], "report.html"),
+    (["--cores", "2", "all"], None),
+    (["--report-stylesheet", "s.css", "--report", "a.html"], "a.html"),
+])
+def test_the_report_path_is_read_as_snakemake_reads_it(argv, path):
+    assert startup.report_path(argv) == path
+
+
+@pytest.mark.heavy
+def test_a_report_into_a_read_only_results_directory_is_one_line_before_the_dag(tmp_path):
+    """``snakemake --report results/report.html`` with results/ read-only (root: chattr +i; a
+    read-only mount answers os.access the same).  Before, Snakemake built the DAG and the whole
+    report, then failed writing it: a traceback of 8 frames ending in ``OSError: [Errno 30]
+    Read-only file system: 'results/report.html'``.  A report outside results/ is not stopped
+    (the report itself needs a finished run: checked here by the function the Snakefile calls)."""
+    work = tmp_path / "work"
+    with read_only(work / "results"):
+        proc = snakemake(work, "--report", "results/report.html", check=False, extra_env=NO_MIRROR)
+        startup.check_report_path(["--report", str(work / "report.html")])  # beside results/: no error
+    assert proc.returncode == 1
+    assert error_lines(proc) == [
+        "error: results: directory is not writable, but snakemake --report writes results/report.html there; write the "
+        "report elsewhere (e.g. snakemake --report report.html, in the working directory, or --report /tmp/report.html) "
+        "or make results writable"]
+    assert "Traceback" not in proc.stdout + proc.stderr and "Building DAG" not in proc.stdout + proc.stderr
+
+
 # ---------------------------------------------------------------------- after a killed run
 def leave_killed_run_state(work: Path, partial: str, lock: bool = True) -> None:
     """What a run killed while a job wrote ``partial`` leaves: the file, its incomplete marker

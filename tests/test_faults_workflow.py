@@ -1,10 +1,12 @@
 """Workflow faults (docs/faults.md, "Workflow"): moving the data or adding a test set reruns
 nothing upstream, a repaired mirror file is fetched again, missing licensed files stop the
-DAG build with one list, and a failed job shows its log on the console."""
+DAG build with one list, a failed job shows its log on the console, and a diverging training
+ends in one line and a summary that says so."""
 from __future__ import annotations
 
 import gzip
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -289,3 +291,66 @@ def test_kept_blank_lines_are_repeated_when_the_run_ends(tmp_path):
     (logs / "tatoeba_zh_en").mkdir()
     (logs / "tatoeba_zh_en" / "dev.zh-en.log").write_text(warned.replace("a.en", "other") + "\n")
     assert corpus_data.blank_reference_warnings(config, str(tmp_path)) == [warned]
+
+
+def test_trainings_that_stopped_as_diverged_are_repeated_when_the_run_ends(tmp_path):
+    """The train logs' line of a run that ended as diverged (nmt-train --on-divergence stop), for
+    the active runs and every compressor, each named (the Snakefile's onsuccess and onerror print
+    them); a log without it, or of an inactive run, gives nothing."""
+    from nmtmodels.training.divergence import LINE_PREFIX
+    from workflow_scripts.dag import runs
+
+    assert runs.DIVERGED_LINE == f"{LINE_PREFIX}training diverged: "
+    config = {"active_corpora": ["c"], "active_experiments": ["a", "b"],
+              "experiments": {name: {"corpora": ["c"]} for name in ("a", "b", "inactive")}}
+    line = "stopped: training diverged: the training loss per target token is 29,068.3 at update 10, over ...; ..."
+    for rule, run, text in (("train", "a", f"update 10/20 | loss 29068.3\n{line}\n"), ("train", "b", "finished: max_updates\n"),
+                            ("train", "inactive", f"{line}\n"), ("train_compressor", "esc", f"{line}\n")):
+        (tmp_path / "logs" / rule / run).mkdir(parents=True)
+        (tmp_path / "logs" / rule / run / "c.log").write_text(text)
+    assert runs.diverged_training_lines(config, str(tmp_path)) == [f"train a on c {line}", f"train_compressor esc on c {line}"]
+
+
+@pytest.mark.slow
+@needs_mirror
+def test_a_diverging_experiment_ends_in_one_line_and_a_summary_that_says_so(tmp_path):
+    """Issue 69: ``train: {lr: 100}`` on the claim's system (relpos, one seed, against the
+    baseline).  Before, its train job failed (``nmt-train: error: training diverged: ...``) and
+    ``snakemake all`` stopped with no summary.  Now the run ends with exit status 0, the console
+    says which training diverged, where and at what loss, and the summary gives its stop reason
+    "diverged", a warning, and the claim "not comparable" naming the run; its package is built
+    and says so (its log, and the mark in its checkpoint)."""
+    from nmtmodels.checkpoint import load_checkpoint
+
+    overlay = tmp_path / "lr100.yaml"
+    overlay.write_text(yaml.safe_dump({"experiments": {
+        "baseline": {"seeds": [1]},
+        "relpos": {"seeds": [1], "train": {"lr": 100},
+                   "differs_from_baseline": {"train.lr": "a learning rate that diverges (docs/faults.md)"}}}}))
+    work = tmp_path / "work"
+    proc = snakemake(work, "all", "--cores", "2", *CI, str(overlay), "--config", "active_corpora=[multi30k_en_de]",
+                     "active_experiments=[baseline,relpos]")
+    [line] = [line for line in proc.stderr.splitlines() if "diverged" in line and line.startswith("warning: ")]
+    assert re.fullmatch(r"warning: train relpos on multi30k_en_de stopped: training diverged: the training loss per target "
+                        r"token is [\d,.]+ at update \d+, over 100 x ln\(target vocabulary size \d+\) = [\d.]+; "
+                        r"results/experiments/relpos/multi30k_en_de/train/checkpoint_best\.pt is the model at the stop "
+                        r"\(update \d+; none was validated before it\), marked as diverged; lower train\.lr, .*", line), line
+
+    markdown = (work / "results/report/summary.md").read_text(encoding="utf-8")
+    table = markdown.split("## Training runs")[1].split("\n## ")[0]
+    rows = {cells[0]: cells for cells in ([c.strip() for c in line.strip("|").split("|")] for line in table.splitlines()
+                                          if line.startswith("| ") and "| multi30k_en_de |" in line)}
+    assert rows["relpos"][10] == "diverged" and rows["baseline"][10] == "max_updates", rows
+    warnings = markdown.split("## Warnings")[1].split("\n## ")[0]
+    assert f"- relpos on multi30k_en_de: {line.split(' stopped: ')[1]}. Its scores and model package" in warnings
+    yours = markdown.split("## Your claims")[1].split("\n## ")[0]
+    assert "| **not comparable**; relpos (seed 1) diverged" in yours
+    data = json.loads((work / "results/report/summary.json").read_text(encoding="utf-8"))
+    [claim] = [row for row in data["claims"] if row["system"] == "relpos"]
+    assert (claim["verdict"], claim["why"]) == ("not comparable", "relpos (seed 1) diverged (training stopped as diverged)")
+
+    package_log = (work / "logs/model_package/relpos/multi30k_en_de.log").read_text(encoding="utf-8")
+    assert "nmt-package: warning: results/experiments/relpos/multi30k_en_de/train/checkpoint_best.pt: its training run " \
+           "diverged and was stopped" in package_log
+    assert load_checkpoint(work / "results/experiments/relpos/multi30k_en_de/model/checkpoint.pt")["diverged"]
+    assert "diverged" not in load_checkpoint(work / "results/experiments/baseline/multi30k_en_de/model/checkpoint.pt")

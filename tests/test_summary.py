@@ -136,6 +136,32 @@ def test_a_runs_precision_is_what_its_checkpoint_recorded_where_it_did(tree, tmp
     assert training_runs.training_run(experiment, corpus, copy)["devices"] == ["GPU B"]  # passed on as recorded
 
 
+def test_a_run_whose_checkpoint_records_a_divergence_stopped_as_diverged_and_is_a_warning(tree, made, tmp_path):
+    """Issue 69: the run's model_info.json carries its checkpoint's record of an end as diverged
+    (workflow_scripts/analyses/model_info.py); the stop reason is "diverged" whatever its budget
+    says, and the summary's Warnings give the trainer's line; without the record, as before."""
+    root, config = tree
+    copy = tmp_path / "tree"
+    shutil.copytree(root, copy)
+    experiment, corpus = runs.experiment_runs(config)[0]
+    before = training_runs.training_run(experiment, corpus, copy)
+    assert before["stop_reason"] != "diverged" and before["diverged"] is None
+    info_path = copy / ev.model_info_path(experiment, corpus)
+    line = ("stopped: training diverged: the training loss per target token is 29,068.3 at update 10, over 100 x "
+            "ln(target vocabulary size 611) = 641.5; X/checkpoint_best.pt is the model at the stop (update 10; none was "
+            "validated before it), marked as diverged; lower train.lr, set train.clip_norm or check the training data")
+    info = json.loads(info_path.read_text(encoding="utf-8"))
+    info_path.write_text(json.dumps({**info, "diverged": {"reason": "r", "update": 10, "message": line}}), encoding="utf-8")
+    run = training_runs.training_run(experiment, corpus, copy)
+    assert (run["stop_reason"], run["diverged"], run["updates"]) == ("diverged", line, before["updates"])
+    _, data = made
+    markdown = summary.to_markdown({**data, "runs": [run, *data["runs"][1:]]})
+    warnings = markdown.split("## Warnings")[1].split("\n## ")[0]
+    assert f"- {experiment} on {corpus}: {line.removeprefix('stopped: ')}. Its scores and model package" in warnings
+    assert f"| {experiment} | {corpus} | " in markdown and " | diverged | " in markdown
+    assert training_runs.stop_reason(700, 1.0, {"max_updates": 700}, diverged=True) == "diverged"
+
+
 def test_the_oov_column_lists_only_the_configured_test_sets(tree, tmp_path):
     """A test set removed from the config keeps its old ``T.oov.json`` on disk; the summary reads
     the configured ones only (it listed every file it found)."""

@@ -292,6 +292,33 @@ def test_a_must_beat_control_that_ran_but_is_not_comparable_blocks_reproduced():
     assert row["qualifiers"] == ["still improving"]  # the fixture's runs fell 1.0 in the last fifth
 
 
+def test_a_pair_with_a_diverged_run_is_not_comparable_first_and_names_it():
+    """Issue 69: a run that stopped as diverged (stop reason "diverged", model_info.json's record)
+    makes its claim "not comparable", naming the run, before anything else: on evidence that is
+    otherwise decisive (never reproduced: fail closed), below the quality floor (not "not
+    measurable"), on the baseline's side too, and as a must-beat control, which then blocks the
+    claim. The same runs without the divergence: reproduced (the test can fail)."""
+    entry = run_entry("sys", "base", "bleu", [22.0, 22.5, 23.0], [21.0, 21.1, 21.2], p_ar=1e-4, p_sign=1e-4)
+    diverged = training_runs("sys", 3, stops=["max_updates", "diverged", "max_updates"])
+    (row,) = verdicts.claim_rows(_summary([entry], [diverged, training_runs("base", 3)]), {"sys": CLAIM})
+    assert (row["verdict"], row["why"]) == ("not comparable", "sys (seed 2) diverged (training stopped as diverged)")
+    assert verdict_report.verdict_cell(row).startswith("**not comparable**; sys (seed 2) diverged")
+    (row,) = verdicts.claim_rows(_summary([entry], [training_runs("sys", 3), training_runs("base", 3)]), {"sys": CLAIM})
+    assert row["verdict"] == "reproduced"
+
+    low = run_entry("sys", "base", "bleu", [1.0, 1.2, 1.1], [0.5, 0.6, 0.4], p_ar=1e-4, p_sign=1e-4)
+    base = training_runs("base", 3, stops=["diverged", "diverged", "max_updates"])
+    (row,) = verdicts.claim_rows(_summary([low], [training_runs("sys", 3), base]), {"sys": CLAIM})
+    assert (row["verdict"], row["why"]) == ("not comparable", "base (seed 1), base (seed 2) diverged (training stopped as diverged)")
+
+    entries = [entry, run_entry("sys", "carry_gate", "bleu", [22.0, 22.5, 23.0], [20.0, 20.1, 20.2], p_ar=1e-4, p_sign=1e-4)]
+    control = training_runs("carry_gate", 3, stops=["max_updates", "max_updates", "diverged"])
+    (row,) = verdicts.claim_rows(_summary(entries, [training_runs("sys", 3), training_runs("base", 3), control]),
+                                 {"sys": MUST_BEAT})
+    assert row["controls"][0]["verdict"] == "not comparable" and "carry_gate (seed 3) diverged" in row["controls"][0]["why"]
+    assert row["verdict"] == "inconclusive" and "must-beat control carry_gate not comparable" in row["qualifiers"]
+
+
 @pytest.mark.parametrize(("scores", "interval", "kind"), [
     # per-seed differences 1.0, -0.5, 0.2: sd 0.75 over 2 degrees of freedom; the deciding tests cannot see 1.0
     ([22.0, 20.6, 21.4], (-1.5, 2.0), "underpowered (minimum detectable"),

@@ -88,7 +88,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         write_package(args.out_dir, args.checkpoint, settings, args.codes, args.vocab, args.spm_model,
                       lattice_bpe=lattice_bpe, compressor=args.compressor,
-                      note=lambda message: print(f"{parser.prog}: note: {message}", file=sys.stderr))
+                      note=lambda message: print(f"{parser.prog}: note: {message}", file=sys.stderr),
+                      warn=lambda message: print(f"{parser.prog}: warning: {message}", file=sys.stderr))
     except (OSError, DataError) as exc:
         parser.exit(1, f"{parser.prog}: error: {exc}\n")
     source = f"lattice {'+'.join(settings.lattice.segmentations)}" if settings.lattice is not None else settings.subwords

@@ -2,7 +2,8 @@
 ``torchrun --nproc_per_node=N -m nmtmodels.cli train ...``): train a model from text that is
 already tokenised and BPE-encoded (or character-separated), resuming from
 ``OUT_DIR/checkpoint_last.pt``.  Exit codes: :mod:`nmtmodels.cli.common`; 75
-(:data:`nmtmodels.training.trainer.EXIT_REQUEUE`) when interrupted by SIGTERM/SIGUSR1."""
+(:data:`nmtmodels.training.trainer.EXIT_REQUEUE`) when interrupted by SIGTERM/SIGUSR1; 0 for a
+run that ended as diverged with ``--on-divergence stop`` (2 with the default ``fail``)."""
 from __future__ import annotations
 
 import argparse
@@ -25,6 +26,9 @@ from nmtmodels.vocab import Vocabulary
 # The workflow's jobs set it (Snakefile): a training left running by a killed Snakemake is
 # waited for and adopted by the rerun's job instead of refused (docs/faults.md).
 WAIT_ENV = "NMT_TRAIN_WAIT_FOR_LOCK"
+# ... and this one to "stop": a diverged training ends as diverged (exit 0, its best checkpoint
+# marked) and the results summary is still made, saying so (docs/faults.md).
+DIVERGENCE_ENV = "NMT_TRAIN_ON_DIVERGENCE"
 
 def main(argv: Sequence[str] | None = None) -> int:
     if "--list-families" in (sys.argv[1:] if argv is None else argv):
@@ -63,8 +67,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--wait-for-lock", action="store_true", default=os.environ.get(WAIT_ENV) == "1",
                         help="when another nmt-train trains in OUT_DIR, wait for it to end and resume from its checkpoints "
                              f"instead of failing (default when the environment has {WAIT_ENV}=1, as the workflow's jobs do)")
+    parser.add_argument("--on-divergence", choices=("fail", "stop"), default=os.environ.get(DIVERGENCE_ENV) or "fail",
+                        help="a diverged run (docs/training.md, 'Diverging loss'): fail, exit status 2 with one line "
+                             "(default); stop: end it with exit status 0 and one line in the log, checkpoint_best.pt "
+                             "the best model before the divergence (else the model at the stop) marked as diverged, "
+                             "OUT_DIR/diverged.json saying why (default when the environment has "
+                             f"{DIVERGENCE_ENV}=stop, as the workflow's jobs do)")
     parser.add_argument("--device", default="auto", help="auto, cpu, cuda (under torchrun: cuda:LOCAL_RANK)")
     args = parser.parse_args(argv)
+    if args.on_divergence not in ("fail", "stop"):  # a default from the environment is not checked by argparse
+        parser.error(f"{DIVERGENCE_ENV}={args.on_divergence!r} in the environment: expected fail or stop")
     if bool(args.valid_src) != bool(args.valid_tgt):
         parser.error("--valid-src and --valid-tgt go together")
     return _run("nmt-train", lambda: _train(args))
@@ -129,6 +141,7 @@ def _train(args: argparse.Namespace) -> int:
     trainer = Trainer(model, train_cfg, train_data, valid_data, out_dir, model_config=model_cfg.to_dict(),
                       src_vocab=src_vocab, tgt_vocab=tgt_vocab, bleu_fn=bleu_fn, decode_config=plain_dict(decode_cfg),
                       device=device, dist=dist, log=log, restart_on_change=args.restart_on_change,
-                      init_fingerprint=init_fingerprint, wait_for_lock=args.wait_for_lock)
+                      init_fingerprint=init_fingerprint, wait_for_lock=args.wait_for_lock,
+                      on_divergence=args.on_divergence)
     result = trainer.train()
     return EXIT_REQUEUE if result.status == "interrupted" else 0

@@ -46,6 +46,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _translate(args: argparse.Namespace) -> int:
     # lazy: nmt-translate --help stays free of torch
+    from nmtmodels.checkpoint import diverged_note
     from nmtmodels.decoding.translator import Translator
 
     prepare_output(PROG, args.output)  # before loading and decoding, not when the translation is done
@@ -59,6 +60,8 @@ def _translate(args: argparse.Namespace) -> int:
         uses_bf16(args.amp, translator.device, report=lambda message: _warn(PROG, message))
     if translator.package is not None and translator.package.unchecked_model:
         _warn(PROG, translator.package.unchecked_model)
+    if note := diverged_note(translator.name, translator.state):  # the model of a run stopped as diverged
+        _warn(PROG, note)
     if args.show_compressed and not translator.compresses:
         raise ConfigError(f"--show-compressed: {args.checkpoint[0]} is no ESC model package (model family "
                           f"{translator.family!r}): it compresses nothing")

@@ -10,7 +10,7 @@ import shutil
 from collections.abc import Callable
 from pathlib import Path
 
-from nmtmodels.checkpoint import load_checkpoint, save_checkpoint
+from nmtmodels.checkpoint import diverged_note, load_checkpoint, save_checkpoint
 from nmtmodels.files import current_umask, temporary_directory_beside
 from nmtmodels.model_package.digests import with_digests
 from nmtmodels.model_package.settings import (
@@ -29,13 +29,15 @@ def write_package(out_dir: str | os.PathLike, checkpoint: str | os.PathLike, set
                   codes: str | os.PathLike | None = None, vocab: str | os.PathLike | None = None,
                   spm_model: str | os.PathLike | None = None, *,
                   lattice_bpe: dict[str, tuple[str | os.PathLike, str | os.PathLike]] | None = None,
-                  compressor: str | os.PathLike | None = None, note: Callable[[str], None] | None = None) -> Path:
+                  compressor: str | os.PathLike | None = None, note: Callable[[str], None] | None = None,
+                  warn: Callable[[str], None] | None = None) -> Path:
     """Write a package directory (it replaces ``out_dir`` whole, or leaves it as it was on failure).
     ``lattice_bpe``: ``bpeN`` -> (codes, vocabulary) of each BPE size ``settings.lattice`` packs;
     ``compressor``: the ESC compressor's checkpoint (``settings.compression``).  BPE codes are
     checked against ``bpeN`` first (DataError naming them; a note for codes accepted on their
     vocabulary goes to ``note``); ``preprocess.json`` records the sha256 of each subword file
-    copied (``settings.digests`` given are replaced)."""
+    copied (``settings.digests`` given are replaced).  A model from a run that ended as diverged
+    is packaged with its mark, and said to ``warn``."""
     plain = settings.lattice is None
     if (settings.is_bpe and plain) != (codes is not None and vocab is not None):
         raise ValueError(f"subwords {settings.subwords}: " + ("need" if settings.is_bpe and plain else "take no")
@@ -68,6 +70,8 @@ def write_package(out_dir: str | os.PathLike, checkpoint: str | os.PathLike, set
         for name, source in models.items():  # what translation needs: no optimizer moments or other training state
             state = load_checkpoint(source)
             state.pop("trainer", None)
+            if warn and (diverged := diverged_note(source, state)):  # its entry "diverged" goes into the package
+                warn(f"{diverged}; the package holds it all the same, and nmt-translate says so on every use")
             save_checkpoint(tmp / name, state)
         for name, source in copies.items():
             if source is not None:

@@ -479,6 +479,32 @@ def test_training_that_diverges_fails_in_one_line(copy_run, tmp_path, capsys):
 
 
 @pytest.mark.heavy
+def test_training_that_diverges_with_on_divergence_stop_ends_in_one_line_and_says_so_on_translation(
+        copy_run, tmp_path, capsys, monkeypatch):
+    """What the workflow's jobs do (NMT_TRAIN_ON_DIVERGENCE=stop, the Snakefile): exit status 0,
+    one line, the model at the stop as checkpoint_best.pt; nmt-translate warns on every use of it.
+    A value of the variable that is neither fail nor stop is one line and exit status 2."""
+    monkeypatch.setenv("NMT_TRAIN_ON_DIVERGENCE", "stop")
+    out = tmp_path / "out"
+    args = train_args(copy_run, out=str(out)) + ["--set", "train.lr=100", "--set", "train.log_interval=5"]
+    assert cli.train_main(args) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert [line for line in err if "diverged" in line] == [err[-1]]
+    assert err[-1].startswith("stopped: training diverged: the training loss per target token is ")
+    assert f"{out / 'checkpoint_best.pt'} is the model at the stop (update " in err[-1]
+    rc, _, err = translate(["--checkpoint", str(out / "checkpoint_best.pt"), "--input", str(copy_run / "test.src"),
+                            "--output", str(tmp_path / "hyp.txt"), "--src-vocab", str(copy_run / "vocab.txt")], capsys)
+    assert rc == 0 and f"nmt-translate: warning: {out / 'checkpoint_best.pt'}: its training run diverged and was stopped " \
+                       "(the training loss per target token is " in err
+    monkeypatch.setenv("NMT_TRAIN_ON_DIVERGENCE", "Stop")
+    with pytest.raises(SystemExit) as caught:
+        cli.train_main(args)
+    assert caught.value.code == 2
+    assert capsys.readouterr().err.splitlines()[-1] == ("nmt-train: error: NMT_TRAIN_ON_DIVERGENCE='Stop' in the "
+                                                        "environment: expected fail or stop")
+
+
+@pytest.mark.heavy
 def test_full_disk_while_saving_is_one_line_naming_the_file(copy_run, tmp_path, capsys, monkeypatch):
     from nmtmodels import checkpoint as ckpt
     from nmtmodels.tests.test_checkpoint import FullDisk

@@ -4,6 +4,7 @@ import csv
 import errno
 import fcntl
 import hashlib
+import json
 import math
 import os
 import re
@@ -39,7 +40,7 @@ from nmtmodels.tests.copy_task_fixtures import (
 from nmtmodels.text.preprocessing import LanguageSettings
 from nmtmodels.training import trainer as train_module
 from nmtmodels.training.config import TrainConfig
-from nmtmodels.training.errors import OutputDirLocked, TrainingDiverged
+from nmtmodels.training.errors import OutputDirLocked, TrainingDiverged, check_loss
 from nmtmodels.training.loss import _ProjectedLabelSmoothedCrossEntropy, label_smoothed_nll_loss
 from nmtmodels.training.metrics import early_line, seconds_left
 from nmtmodels.training.optim import InverseSqrtSchedule, build_optimizer
@@ -59,12 +60,13 @@ def corpus(tmp_path_factory):
 
 
 def make_trainer(corpus, out_dir, *, model_seed=0, dropout=0.0, log=None, bleu_fn=None, train=None,
-                 restart_on_change=False, **cfg):
+                 restart_on_change=False, on_divergence="fail", **cfg):
     vocab, train_data, valid = corpus
     model, model_cfg = tiny_model(len(vocab), len(vocab), seed=model_seed, dropout=dropout)
     return Trainer(model, train_config(**cfg), train or train_data, valid, out_dir, model_config=model_cfg.to_dict(),
                    src_vocab=vocab, tgt_vocab=vocab, bleu_fn=bleu_fn, log=log or (lambda msg: None),
-                   restart_on_change=restart_on_change, device="cpu")  # these tests mean the CPU, also on a GPU host
+                   restart_on_change=restart_on_change, device="cpu",  # these tests mean the CPU, also on a GPU host
+                   on_divergence=on_divergence)
 
 
 def test_the_trainer_chooses_its_device_with_resolve_device(corpus, tmp_path, monkeypatch):
@@ -782,6 +784,92 @@ def test_an_exploding_dev_loss_stops_as_diverged_and_saves_nothing_of_it(corpus,
                                                "left as it was"):
         trainer.train()
     assert load_checkpoint(tmp_path / "checkpoint_last.pt")["update"] == 2
+
+
+@pytest.mark.parametrize(("vocab_size", "loss", "diverged"), [
+    # 100 x ln 611 = 641.5097 (the workflow's Multi30k bpe600 target vocabulary)
+    (611, 641.50, False), (611, 641.52, True),
+    # 100 x ln 14 = 263.9057 (the copy task)
+    (14, 263.90, False), (14, 263.91, True),
+    # a vocabulary of one token: ln 2, never ln 1 = 0, which would stop every run
+    (1, 69.31, False), (1, 69.32, True),
+    # a non-finite loss is the skipped-update rule's, never this one's
+    (14, float("inf"), False), (14, float("nan"), False), (14, None, False),
+])
+def test_the_divergence_bound_is_100_times_the_loss_of_a_uniform_guess(vocab_size, loss, diverged):
+    """check_loss, the rule itself: a loss per target token over 100 x ln(V) is divergence (the
+    bounds above are computed by hand from ln); the error carries what was seen and where."""
+    if not diverged:
+        check_loss("training loss", loss, vocab_size, 7, "nothing was saved")
+        return
+    with pytest.raises(TrainingDiverged) as caught:
+        check_loss("training loss", loss, vocab_size, 7, "nothing was saved")
+    assert (caught.value.update, caught.value.advice) == (7, "lower train.lr, set train.clip_norm or check the training data")
+    assert caught.value.reason.startswith(f"the training loss per target token is {loss:,.1f} at update 7, over 100 x ln")
+    assert str(caught.value) == f"training diverged: {caught.value.reason}; nothing was saved; {caught.value.advice}"
+
+
+def test_an_exploding_training_loss_with_on_divergence_stop_ends_the_run_as_diverged(corpus, tmp_path):
+    """``on_divergence="stop"`` (the workflow's trainings): the lr-100 run of the test above ends
+    instead of raising: one line in the log, the model at the stop as checkpoint_best.pt marked
+    as diverged (no validation came before), diverged.json, a last metrics.csv row at the
+    stop, and checkpoint_last.pt left as it was (none)."""
+    logs: list[str] = []
+    trainer = make_trainer(corpus, tmp_path, lr=100.0, warmup_updates=4, max_updates=40, validate_interval_updates=10,
+                           log_interval=5, log=logs.append, on_divergence="stop")
+    result = trainer.train()
+    assert (result.status, result.reason, result.update) == ("diverged", "diverged", 5)
+    [line] = [line for line in logs if "diverged" in line]
+    assert re.fullmatch(r"stopped: training diverged: the training loss per target token is [\d,.]+ at update 5, over "
+                        r"100 x ln\(target vocabulary size 14\) = 263\.9; .*checkpoint_best\.pt is the model at the stop "
+                        r"\(update 5; none was validated before it\), marked as diverged; lower train\.lr, set "
+                        r"train\.clip_norm or check the training data", line), line
+    best = load_checkpoint(tmp_path / "checkpoint_best.pt")
+    assert best["update"] == 5 and best["diverged"]["update"] == 5 and best["diverged"]["message"] == line
+    assert_bitwise_equal(best["model"], {k: v.cpu() for k, v in trainer.model.state_dict().items()})
+    assert not (tmp_path / "checkpoint_last.pt").exists() and not numbered_checkpoints(tmp_path)
+    record = json.loads((tmp_path / "diverged.json").read_text())
+    assert (record["stop_reason"], record["update"], record["message"]) == ("diverged", 5, line)
+    with open(tmp_path / "metrics.csv", encoding="utf-8", newline="") as handle:
+        assert int(list(csv.DictReader(handle))[-1]["update"]) == 5
+
+
+def test_an_exploding_dev_loss_with_on_divergence_stop_keeps_the_best_model_before_it(corpus, tmp_path, monkeypatch):
+    """The dev loss of the issue's run at the second validation: the first validation's model
+    (update 2) stays checkpoint_best.pt, now marked; checkpoint_last.pt is left as it was."""
+    trainer = make_trainer(corpus, tmp_path, max_updates=8, validate_interval_updates=2, save_interval_updates=2,
+                           on_divergence="stop")
+    real = trainer.validate
+    losses = iter([None, 134374.0])
+    monkeypatch.setattr(trainer, "validate", lambda: real() if (loss := next(losses)) is None
+                        else {"valid_loss": loss, "valid_nll": loss})
+    assert trainer.train().status == "diverged"
+    best, numbered = load_checkpoint(tmp_path / "checkpoint_best.pt"), load_checkpoint(tmp_path / "checkpoint_2.pt")
+    assert best["update"] == 2 and best["diverged"]["update"] == 4
+    assert "the dev loss per target token is 134,374.0 at update 4" in best["diverged"]["reason"]
+    assert "checkpoint_best.pt is the best model before it (update 2), marked as diverged" in best["diverged"]["message"]
+    assert_bitwise_equal(best["model"], numbered["model"])
+    assert load_checkpoint(tmp_path / "checkpoint_last.pt")["update"] == 2 and "diverged" not in numbered
+
+
+def test_the_next_run_in_the_directory_undoes_an_end_as_diverged(corpus, tmp_path):
+    make_trainer(corpus, tmp_path, lr=100.0, warmup_updates=4, max_updates=40, log_interval=5,
+                 on_divergence="stop").train()
+    assert (tmp_path / "diverged.json").exists()
+    result = make_trainer(corpus, tmp_path, max_updates=6, on_divergence="stop").train()
+    assert result.status == "finished" and not (tmp_path / "diverged.json").exists()
+    best = load_checkpoint(tmp_path / "checkpoint_best.pt")
+    assert best["update"] == 6 and "diverged" not in best
+
+
+def test_on_divergence_stop_with_a_model_that_is_not_finite_fails_as_before(corpus, tmp_path, monkeypatch):
+    """Nothing finite to keep (no validated model, parameters not finite): the error, as with fail."""
+    monkeypatch.setattr(train_module.divergence, "finite_parameters", lambda model: False)
+    trainer = make_trainer(corpus, tmp_path, lr=100.0, warmup_updates=4, max_updates=40, log_interval=5,
+                           on_divergence="stop")
+    with pytest.raises(TrainingDiverged, match="^training diverged: the training loss per target token"):
+        trainer.train()
+    assert not (tmp_path / "checkpoint_best.pt").exists() and not (tmp_path / "diverged.json").exists()
 
 
 def test_a_nan_validation_is_never_the_best(corpus, tmp_path):

@@ -259,9 +259,9 @@ def changes_since(run: RunSpec, objects: TrainingObjects, state: dict[str, Any])
 
 
 def delete_previous_run(out_dir: Path) -> None:
-    """Delete the checkpoints, ``metrics.csv`` and TensorBoard logs of the run in ``out_dir``."""
+    """Delete the checkpoints, ``metrics.csv``, ``diverged.json`` and TensorBoard logs of the run in ``out_dir``."""
     for path in [out_dir / "checkpoint_last.pt", out_dir / "checkpoint_best.pt", out_dir / "metrics.csv",
-                 *(path for _, path in numbered_checkpoints(out_dir))]:
+                 out_dir / "diverged.json", *(path for _, path in numbered_checkpoints(out_dir))]:
         path.unlink(missing_ok=True)
     shutil.rmtree(out_dir / "tensorboard", ignore_errors=True)
 

@@ -32,6 +32,7 @@ from nmtmodels.models.base import Seq2SeqModel
 from nmtmodels.modules.attention import avoid_per_shape_attention_kernels
 from nmtmodels.precision import bf16_autocast
 from nmtmodels.sampler import BucketBatchSampler
+from nmtmodels.training import divergence
 from nmtmodels.training.config import TrainConfig
 from nmtmodels.training.distributed import DistributedContext, all_reduce_sum, broadcast_object
 from nmtmodels.training.errors import TrainingDiverged, check_loss
@@ -57,7 +58,7 @@ EXIT_REQUEUE = 75  # sysexits.h EX_TEMPFAIL: interrupted by SIGTERM/SIGUSR1, res
 
 @dataclass
 class TrainResult:
-    status: Literal["finished", "interrupted"]
+    status: Literal["finished", "interrupted", "diverged"]
     reason: str
     update: int
     best: float | None = None
@@ -79,6 +80,8 @@ class Trainer:
     --init-from``); a checkpoint of a run started from other parameters is another run.
     ``device`` goes through :func:`nmtmodels.devices.resolve_device` (None: ``"auto"``), as every
     command's does: a device torch cannot use here is a ConfigError in one line.
+    ``on_divergence``: ``"fail"`` raises TrainingDiverged; ``"stop"`` ends the run as diverged
+    instead, its result's status "diverged" (:mod:`nmtmodels.training.divergence`).
 
     ``run`` (:class:`nmtmodels.training.state.RunSpec`; ``cfg`` is its ``train_config``) is what
     the run is, ``progress`` (:class:`nmtmodels.training.progress.TrainingProgress`) how far it
@@ -104,6 +107,7 @@ class Trainer:
         restart_on_change: bool = False,
         init_fingerprint: str | None = None,
         wait_for_lock: bool = False,
+        on_divergence: str = "fail",
     ):
         if cfg.valid_bleu and bleu_fn is None:
             raise ConfigError("train.valid_bleu: no BLEU scorer was given (validation references missing?)")
@@ -111,6 +115,9 @@ class Trainer:
             raise ConfigError("train.patience / train.best_metric: need a validation set")
         if not train_data.has_target:
             raise ValueError("training data has no target side")
+        if on_divergence not in divergence.ON_DIVERGENCE:
+            raise ValueError(f"on_divergence: {on_divergence!r} is not one of {', '.join(divergence.ON_DIVERGENCE)}")
+        self.on_divergence = on_divergence
         self.run = RunSpec(model_config, cfg, src_vocab, tgt_vocab, train_data.fingerprint(),
                            init_fingerprint=init_fingerprint, decode_config=decode_config)
         self.dist = dist or DistributedContext()
@@ -186,6 +193,8 @@ class Trainer:
                 if resumed is not None:
                     self.progress, self.saved_at = resumed, resumed.update
             self.progress.record_device(device_name(self.device, self.dist.world_size))  # the checkpoints record it
+            if self.dist.is_main:  # an earlier end as diverged in out_dir is undone: this run ends on its own
+                divergence.clear_record(self.out_dir)
             if self.dist.is_main:  # only once the run is known to start or to resume
                 resolved = {"model": self.run.model_config, "train": plain_dict(self.cfg),
                             "decode": self.run.decode_config}
@@ -194,6 +203,10 @@ class Trainer:
             with stop_signal_handlers(self.request_stop):
                 try:
                     return self._train_loop()
+                except TrainingDiverged as exc:
+                    if self.on_divergence != "stop":
+                        raise
+                    return self._stop_diverged(exc)
                 finally:
                     self._tensorboard.close()
 
@@ -207,7 +220,7 @@ class Trainer:
 
     def _train_updates(self, bar: Any) -> TrainResult:
         cfg, progress = self.cfg, self.progress
-        started = time.monotonic() - progress.elapsed
+        started = self._started = time.monotonic() - progress.elapsed
         interval, first = Interval(), progress.update
         reason = self._stop_reason(started)
         while not reason:
@@ -249,9 +262,8 @@ class Trainer:
             self._validate_and_save(numbered=True, started=started)
         if self.valid_data is not None and progress.best is None:
             raise TrainingDiverged(
-                f"training diverged: every validation gave a non-finite valid_{self.cfg.best_metric} "
-                f"(update {progress.update}); no {self.out_dir / 'checkpoint_best.pt'} written; lower train.lr or set "
-                "train.clip_norm")
+                f"every validation gave a non-finite valid_{self.cfg.best_metric} (update {progress.update})",
+                progress.update, f"no {self.out_dir / 'checkpoint_best.pt'} written", "lower train.lr or set train.clip_norm")
         if self.dist.is_main:
             restore_best_checkpoint(self.out_dir, progress.kept, self.cfg.best_metric, log=self.log)
         self.log(f"finished: {reason} at update {progress.update}"
@@ -278,6 +290,28 @@ class Trainer:
             return "max_epochs"
         return "max_minutes" if time_stop else ""
 
+    def _stop_diverged(self, exc: TrainingDiverged) -> TrainResult:
+        """``on_divergence="stop"``: end the run as diverged (:mod:`nmtmodels.training.divergence`):
+        the best validated model, else the model at the stop, as ``checkpoint_best.pt``, marked;
+        ``exc`` raised after all when that model's parameters are not finite."""
+        progress = self.progress
+        progress.elapsed = time.monotonic() - self._started
+        state = None
+        if not divergence.has_best(self.out_dir, progress.kept):
+            if not divergence.finite_parameters(self.model):
+                raise exc
+            self.seen_target_tokens()
+            state = checkpoint_state(progress, self.run, self._objects(), self.dist)  # collective: every rank calls it
+        if self.dist.is_main:
+            if state is None:
+                restore_best_checkpoint(self.out_dir, progress.kept, self.cfg.best_metric, log=self.log)
+            last = progress.metrics_history[-1] if progress.metrics_history else {}
+            if str(last.get("update")) != str(progress.update):  # the last row: where the run stopped
+                self._write_metrics({"update": progress.update, "epoch": self.sampler.epoch, "elapsed": progress.elapsed,
+                                     "target_tokens": self.seen_target_tokens()})
+            divergence.end_run(self.out_dir, exc, state, self.log)
+        return TrainResult("diverged", "diverged", progress.update, progress.best, progress.last_metrics)
+
     def _collective_device(self) -> torch.device:
         return self.device if self.device.type == "cuda" else torch.device("cpu")
 
@@ -293,9 +327,8 @@ class Trainer:
                      f"(train.max_nonfinite_updates: {limit})")
         if progress.nonfinite_run > limit:
             raise TrainingDiverged(
-                f"training diverged: {progress.nonfinite_run} consecutive updates after update {progress.update} had a "
-                f"non-finite loss or gradient (train.max_nonfinite_updates: {limit}); {self._saved_note()}; lower "
-                "train.lr, set train.clip_norm or check the training data")
+                f"{progress.nonfinite_run} consecutive updates after update {progress.update} had a "
+                f"non-finite loss or gradient (train.max_nonfinite_updates: {limit})", progress.update, self._saved_note())
 
     def _saved_note(self) -> str:
         return f"{self.checkpoint_last} (update {self.saved_at}) is left as it was" if self.saved_at >= 0 else "nothing was saved"

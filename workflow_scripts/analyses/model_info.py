@@ -8,6 +8,8 @@
   interval); ``null`` when no interval was logged (fewer updates than ``log_interval``).
 * ``updates``: the checkpoint's update count; ``family``: the model family; ``precision`` and
   ``devices``: what its steps computed in and on (``TrainingProgress.devices``).
+* ``diverged``: the checkpoint's entry of a run that ended as diverged (``{"reason", "update",
+  "message"}``, nmtmodels.training.divergence), else ``null``; the results summary's stop reason.
 
     python -m workflow_scripts.analyses.model_info --checkpoint checkpoint_best.pt --metrics metrics.csv --output model_info.json
 """
@@ -62,6 +64,7 @@ def model_info(checkpoint: str | Path, metrics_csv: str | Path) -> dict[str, Any
         # what the run trained on, one entry per device it (re)started on (None: not recorded, or an averaged checkpoint)
         "devices": (state.get("trainer") or {}).get("devices") or None,
         "train_tokens_per_s": training_speed(metrics_csv),
+        "diverged": state.get("diverged"),  # the run ended as diverged: what, where, and which model this is
     }
 
 

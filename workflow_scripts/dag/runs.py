@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from nmtmodels.config import ConfigError, ModelConfig
@@ -51,6 +52,28 @@ def model_targets(config: dict[str, Any]) -> list[str]:
         for test_set in config["corpora"][corpus]["test_sets"]:
             targets.append(paths.fill(paths.SCORES, experiment=experiment, corpus=corpus, test_set=test_set))
     return targets
+
+
+# The first words of the train log's line of a run that ended as diverged (nmt-train --on-divergence
+# stop, which the Snakefile sets): nmtmodels.training.divergence.LINE_PREFIX + "training diverged:".
+DIVERGED_LINE = "stopped: training diverged: "
+
+
+def diverged_training_lines(config: dict[str, Any], root: str = ".") -> list[str]:
+    """One line per training that ended as diverged, from the train logs below ``root``: the
+    active runs', then every ESC compressor's (``train_compressor``), each naming the run
+    (``train EXPERIMENT on CORPUS stopped: training diverged: ...``); the Snakefile repeats them
+    on the console when a run ends, successfully or not."""
+    logs = [(f"train {experiment} on {corpus}", Path(root, paths.fill(paths.log("train"), experiment=experiment, corpus=corpus)))
+            for experiment, corpus in experiment_runs(config)]
+    pattern = paths.fill(paths.log("train_compressor"), compressor="*", corpus="*")
+    logs += [(f"train_compressor {path.parent.name} on {path.stem}", path) for path in sorted(Path(root).glob(pattern))]
+    found = []
+    for run, log in logs:
+        if log.is_file():
+            with open(log, encoding="utf-8", errors="replace") as handle:
+                found += [f"{run} {line.strip()}" for line in handle if line.startswith(DIVERGED_LINE)]
+    return found
 
 
 def check_run_sections(settings: dict[str, Any], where: str) -> None:

@@ -9,6 +9,10 @@ failure it can foresee is one line on stderr, not a traceback.
     check_writable        ``onstart`` (jobs are about to run; not on ``-n``): every directory
                           that a planned job writes below must be writable or creatable, else
                           ``error: DIR: ...`` naming it, before any job starts
+    check_report_path     ``snakemake --report [FILE]``: FILE's directory must be writable, else
+                          ``error: DIR: ...`` before the DAG is built (Snakemake wrote the report
+                          last and failed with its traceback, ``OSError: [Errno 30] Read-only
+                          file system: 'results/report.html'``)
     show_killed_run_hint  a killed run leaves a lock and incomplete files in ``.snakemake``;
                           Snakemake then asks for ``--rerun-incomplete`` and, on the next call,
                           for ``--unlock``.  At the first of the two errors, one line names both;
@@ -22,7 +26,7 @@ import contextlib
 import logging
 import os
 import sys
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -99,6 +103,36 @@ def unwritable_directory(paths: Iterable[str], access: Callable[[str, int], bool
         if verdicts[directory] is not None:
             return directory, verdicts[directory], str(path)
     return None
+
+
+def report_path(argv: Sequence[str]) -> str | None:
+    """The file that ``snakemake --report [FILE]`` (or ``--report=FILE``) writes, read from its
+    command line ``argv`` as Snakemake's parser reads it: the next argument unless it is an
+    option, else ``report.html``; None without ``--report``."""
+    found = None
+    for i, arg in enumerate(argv):
+        if arg == "--report":
+            value = argv[i + 1] if i + 1 < len(argv) else None
+            found = value if value and not value.startswith("-") else "report.html"
+        elif arg.startswith("--report="):
+            found = arg.removeprefix("--report=")
+    return found
+
+
+def check_report_path(argv: Sequence[str], access: Callable[[str, int], bool] = os.access) -> None:
+    """:func:`fail` when the report that ``argv`` asks for (:func:`report_path`) cannot be written:
+    its directory (the nearest that exists) or the file itself is not writable."""
+    path = report_path(argv)
+    if path is None:
+        return
+    found = unwritable_directory([path], access)
+    if found is None and os.path.isfile(path) and not access(path, os.W_OK):
+        found = path, "file is not writable", path
+    if found:
+        directory, reason, _ = found
+        fail(f"{directory}: {reason}, but snakemake --report writes {path} there; write the report elsewhere "
+             "(e.g. snakemake --report report.html, in the working directory, or --report /tmp/report.html) or make "
+             f"{directory} writable")
 
 
 def planned_files(workflow: Any) -> Iterator[str]:

@@ -274,7 +274,8 @@ def to_markdown(summary: dict[str, Any]) -> str:
              "", "## Training runs", "",
              "Budget from each run's experiment.yaml (0: no limit); updates and time from the last row of "
              "train/metrics.csv, with the target tokens of all its updates (the budget two runs compare by); "
-             "stop reason: max_updates if updates >= max_updates, else the minutes cap if "
+             "stop reason: diverged if the training stopped as diverged (under Warnings: why, and which model was "
+             "kept), else max_updates if updates >= max_updates, else the minutes cap if "
              "elapsed >= max_minutes, else max_epochs if set, else other. Precision: `train.amp` (bf16 autocast on "
              "CUDA or on a CPU with native bf16, where a CPU without it trains in fp32 and says so in the train log; "
              "else fp32). Best dev loss (and dev BLEU where a run "
@@ -296,11 +297,15 @@ def to_markdown(summary: dict[str, Any]) -> str:
                       f"{r['best_dev_loss']:.3f} ({r['best_dev_loss_update']})" if r["best_dev_loss"] is not None else ""]
                      + ([_cell(r["best_dev_bleu"])] if dev_bleu else []) + [_oov_cell(r.get("source_oov") or {})]
                      for r in summary["runs"]])
-    if summary.get("blank_references"):
+    diverged = [r for r in summary["runs"] if r.get("diverged")]
+    if summary.get("blank_references") or diverged:
         lines += ["## Warnings", ""]
+        lines += [f"- {r['experiment']} on {r['corpus']}: {r['diverged'].removeprefix('stopped: ')}. Its scores and "
+                  "model package are those of that model, and a claim it takes part in is not comparable"
+                  for r in diverged]
         lines += [f"- {b['corpus']} / {b['test_set']}: {b['lines']} reference line(s) are blank; they were kept and scored "
                   "(`blank_references: warn`; the `preprocess` job's log names the lines, `fail` stops at them)"
-                  for b in summary["blank_references"]] + [""]
+                  for b in summary.get("blank_references") or []] + [""]
     if summary.get("claims") is not None:  # a summary made before claims had none
         lines += verdict_report.claims_markdown(summary)
     if summary.get("own_tables"):

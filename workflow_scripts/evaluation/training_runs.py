@@ -8,7 +8,9 @@ validation's dev loss (``dev_curve``) and dev BLEU (when ``train.valid_bleu`` is
 validations in ``metrics.csv``: the numbers to
 choose settings by, never the test scores; the precision it trained in (:func:`precision`).
 Why it stopped is derived by :func:`stop_reason`,
-in this order: ``updates >= max_updates`` (max_updates set) -> "max_updates"; else
+in this order: the run ended as diverged (``model_info.json``'s ``diverged``, the record its
+checkpoint carries: nmtmodels.training.divergence) -> "diverged", with the trainer's line in
+``diverged``; ``updates >= max_updates`` (max_updates set) -> "max_updates"; else
 ``max_minutes`` set and ``elapsed >= 60 * max_minutes`` -> "max_minutes (cap fired)"; else
 ``max_epochs`` set -> "max_epochs"; else "other" (e.g. early stopping).  The trainer validates
 once more when it stops, so the last row holds its final update and elapsed time (summed
@@ -49,8 +51,11 @@ def _read_yaml(path: Path) -> dict[str, Any]:
     return data
 
 
-def stop_reason(updates: int, elapsed_s: float, budget: dict[str, Any]) -> str:
-    """Why a run stopped, from its budget and its last metrics row (module docstring)."""
+def stop_reason(updates: int, elapsed_s: float, budget: dict[str, Any], diverged: bool = False) -> str:
+    """Why a run stopped, from whether it ended as diverged, its budget and its last metrics row
+    (module docstring)."""
+    if diverged:
+        return "diverged"
     if budget.get("max_updates") and updates >= budget["max_updates"]:
         return "max_updates"
     if budget.get("max_minutes") and elapsed_s >= 60 * float(budget["max_minutes"]):
@@ -107,7 +112,9 @@ def training_run(experiment: str, corpus: str, root: str | Path = ".", system: s
         "dev_loss_drop": dev_loss_drop(list(zip(*series["dev loss"])), updates) if "dev loss" in series else None,
         "family": (settings.get("model") or {}).get("family") or info.get("family"),
         "budget": budget, "updates": updates, "elapsed_s": elapsed, "target_tokens": target_tokens,
-        "stop_reason": stop_reason(updates, elapsed, budget), "precision": info.get("precision") or precision(settings["train"]),
+        "stop_reason": stop_reason(updates, elapsed, budget, bool(info.get("diverged"))),
+        "diverged": (info.get("diverged") or {}).get("message"),
+        "precision": info.get("precision") or precision(settings["train"]),
         "devices": info.get("devices") or [],
         "parameters": info.get("parameters"), "train_tokens_per_s": info.get("train_tokens_per_s"),
         "best_dev_loss": dev_loss[1] if dev_loss else None,

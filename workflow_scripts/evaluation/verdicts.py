@@ -27,6 +27,8 @@ test; the papers' claims and your own alike) is one family: their stratified AR 
 
 :func:`verdict`, in this order (:data:`VERDICT_RULE`):
 
+0. **not comparable**, first of all, when a run of either side stopped as diverged (its
+   ``stop_reason`` "diverged"): the why names the runs (fail closed: never a verdict on them);
 1. **not measurable at this budget**: either mean score below the quality floor of the claim's
    metric (``MetricSpec.floor``, :func:`.markers.floor_of`: 5 points of BLEU, 20 of chrF);
 2. **not comparable**: a run of either system did not stop by ``max_updates``, or the two
@@ -105,6 +107,7 @@ def _convention(paper: str) -> str:
 
 
 VERDICT_RULE = (
+    "**not comparable** first when a run of either side stopped as diverged; "
     "**not measurable at this budget** when either mean score is below the quality floor of the claim's metric (5 "
     "points of BLEU, 20 of chrF: declared with the metric, MetricSpec.floor); "
     "**not comparable** when a run of either side did not stop by max_updates or the two sides did different numbers "
@@ -170,7 +173,7 @@ def verdict(paper: str | Convention, *, n: int, delta: float, score: float, base
             comparable: bool = True, controls: tuple[str, ...] = (), seed_direction: int | None = None,
             p_adjusted: float | None = None, floor: float | None = floor_of("bleu"),
             interval: dict[str, float] | None = None, smallest: float | None = None,
-            explained: tuple[str, ...] = ()) -> tuple[str, str]:
+            explained: tuple[str, ...] = (), diverged: tuple[str, ...] = ()) -> tuple[str, str]:
     """(verdict, why) of one claimed improvement (module docstring, :data:`VERDICT_RULE`):
     ``delta`` the difference of the mean scores (system minus baseline), ``score``/``baseline_score``
     the means, ``p_ar`` the stratified AR p-value and ``p_adjusted`` the same after Holm's
@@ -183,7 +186,10 @@ def verdict(paper: str | Convention, *, n: int, delta: float, score: float, base
     sentences; ``floor`` the quality floor of the metric (None: none), which both means must
     reach; ``interval`` the 95% interval of the difference over seeds and sentences (low, high;
     None: not recorded, which decides no direction); ``smallest`` the smallest difference of
-    interest (the paper's difference, or one declared with its source; None: none)."""
+    interest (the paper's difference, or one declared with its source; None: none); ``diverged``
+    the runs of either side that stopped as diverged, which make it "not comparable" first."""
+    if diverged:
+        return "not comparable", f"{', '.join(diverged)} diverged (training stopped as diverged)"
     below = [side for side, mean in (("the system", score), ("the baseline", baseline_score)) if floor is not None and mean < floor]
     if below:
         return ("not measurable at this budget",
@@ -299,9 +305,14 @@ BUDGET_TOLERANCE = 0.05
 def trainingside_cell(runs: list[dict[str, Any]]) -> dict[str, Any]:
     """Updates, stop reasons, target tokens, parameters and the improving flag of one side's runs."""
     return {"updates": [r["updates"] for r in runs], "stopped_by": sorted({r["stop_reason"] for r in runs}),
+            "diverged": [_run_name(r) for r in runs if r["stop_reason"] == "diverged"],
             "target_tokens": [r.get("target_tokens") for r in runs],
             "parameters": runs[0].get("parameters") if runs else None,
             "elapsed_s": [r["elapsed_s"] for r in runs], **_improving_cells(improving(runs))}
+
+
+def _run_name(run: dict[str, Any]) -> str:
+    return f"{run['system']} (seed {run['seed']})" if run.get("seed") is not None else run["experiment"]
 
 
 def _improving_cells(facts: dict[str, Any]) -> dict[str, Any]:
@@ -433,7 +444,7 @@ def control_rows(summary: dict[str, Any], claim: dict[str, Any], system: str, ba
                        score_sd=stats["baseline_sd"] if role == "must_beat" else stats["system_sd"],
                        system_score=stats["system_mean"], baseline_score=stats["baseline_mean"],
                        parameters=sides[name]["parameters"], target_tokens_gap=target_tokens_gap(*sides.values()),
-                       comparable=comparable(*sides.values()))
+                       comparable=comparable(*sides.values()), diverged=[d for s in sides.values() for d in s["diverged"]])
         found.append(row)
     return found
 
@@ -469,6 +480,7 @@ def claim_evidence(summary: dict[str, Any], claims: dict[str, dict[str, Any]]) -
             "parameters": params[0], "baseline_parameters": params[1],
             "parameters_diff_pct": 100.0 * (params[0] - params[1]) / params[1] if all(isinstance(p, int) for p in params) else None,
             "system_training": ours, "baseline_training": theirs, "comparable": comparable(ours, theirs),
+            "diverged": ours["diverged"] + theirs["diverged"],
             "target_tokens_gap": target_tokens_gap(ours, theirs),
             "budget_confounded": budget_confounded(target_tokens_gap(ours, theirs)),
             "trajectory": gap_trajectory(system_runs, baseline_runs),
@@ -495,7 +507,8 @@ def _decide_one(convention: Convention, row: dict[str, Any], metric: str, **extr
                    score=row.get("system_score", row.get("score")), baseline_score=row["baseline_score"], p_ar=row["p_ar"],
                    p_sign=row["p_sign"], runs_better=row["runs_better"], runs_worse=row["runs_worse"],
                    sign_favours=row["sign_favours"], comparable=row["comparable"], seed_direction=direction,
-                   p_adjusted=row.get("p_holm"), interval=row.get("interval"), **extra)
+                   p_adjusted=row.get("p_holm"), interval=row.get("interval"), diverged=tuple(row.get("diverged") or ()),
+                   **extra)
 
 
 def beaten(control: dict[str, Any], claim_runs: int | None = None) -> bool:
@@ -540,10 +553,12 @@ def smallest_value(row: dict[str, Any]) -> float | None:
 def qualifiers(row: dict[str, Any]) -> list[str]:
     """What a reader must know beside the verdict (module docstring), in order of weight."""
     said = explaining(row["controls"], smallest_value(row)) if row["verdict"] == "explained by a control" else ()
-    found = [b for b in control_blockers(row["controls"], row["n"]) if not any(f"control {name} " in b for name in said)]
+    blockers = [b for b in control_blockers(row["controls"], row["n"]) if not any(f"control {name} " in b for name in said)]
     if row["verdict"] in ("reversed", "not reproduced at the paper's size"):
         # A must-beat control only ever takes a gain away: it cannot change a verdict against the claim.
-        found = [f"{b} (it cannot change a verdict against the claim)" for b in found]
+        blockers = [f"{b} (it cannot change a verdict against the claim)" for b in blockers]
+    found = [f"{', '.join(row['diverged'])} diverged"] if row.get("diverged") else []
+    found += blockers
     found += [f"beside control {name} reversed" for name in reversed_beside(row["controls"])]
     if row.get("precondition"):
         found.append(row["precondition"]["words"])
