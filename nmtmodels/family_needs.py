@@ -18,10 +18,6 @@ Keys of an entry (all optional):
     the names of the family's ``extra_inputs`` (the class attribute gives their pad values).
     The workflow makes the ones it knows: ``compressed`` (a compressor's output, so the
     experiment names ``compressor``), ``starts`` and ``ends`` (lattice spans: ``lattice``).
-``provider``
-    ``"module:function"``, a torch-free function ``(config, experiment, corpus, split) ->
-    SourceInputs`` (:mod:`workflow_scripts.dag.runs`) that gives the run's source side and its
-    extra inputs: for inputs no workflow stage makes (your own rules make them).
 ``export``
     the formats ``nmt-export`` writes for the family (``["ctranslate2"]``); absent or empty:
     export is refused in one line naming the family and this key.
@@ -55,7 +51,7 @@ from pathlib import Path
 from nmtmodels.config import ConfigError
 
 DECLARATION = "FAMILY_NEEDS"
-KEYS = ("inputs", "provider", "export", "not_exported")
+KEYS = ("inputs", "export", "not_exported")
 EXPORT_FORMATS = ("ctranslate2",)
 BUILT_IN = Path(__file__).resolve().parent / "models"
 FAMILIES_GROUP = "nmtmodels.families"
@@ -70,7 +66,6 @@ class FamilyNeeds:
     family: str
     module: str = ""
     inputs: tuple[str, ...] = ()
-    provider: str | None = None
     export: tuple[str, ...] = ()
     not_exported: str = ""
 
@@ -126,13 +121,10 @@ def _needs(family: object, spec: object, path: str, where: str) -> FamilyNeeds:
     bad = sorted(set(export) - set(EXPORT_FORMATS))
     if bad:
         raise ConfigError(f"{where}['export']: unknown format {bad[0]!r} (known: {', '.join(EXPORT_FORMATS)})")
-    provider = spec.get("provider")
-    if provider is not None and (not isinstance(provider, str) or provider.count(":") != 1):
-        raise ConfigError(f"{where}['provider']: must be 'module:function'")
     not_exported = spec.get("not_exported", "")
     if not isinstance(not_exported, str):
         raise ConfigError(f"{where}['not_exported']: must be a string")
-    return FamilyNeeds(family, path, tuple(inputs), provider, tuple(export), not_exported)
+    return FamilyNeeds(family, path, tuple(inputs), tuple(export), not_exported)
 
 
 def module_files(module: str) -> list[Path]:

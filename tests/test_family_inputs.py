@@ -1,7 +1,7 @@
 """Family-specific source inputs reach the train and translate rules' files and flags, from
 what each family's module declares (``FAMILY_NEEDS``, nmtmodels/family_needs.py), never from
-its name: an outside family that reads ``compressed`` gets a compressor's output, one with
-inputs of its own gets its provider's files, and planning imports no torch."""
+its name: an outside family that reads ``compressed`` gets a compressor's output, one that reads
+an input no stage makes is refused, and planning imports no torch."""
 from __future__ import annotations
 
 import copy
@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from workflow_scripts.dag import WorkflowConfigError, families, runs, sources
+from workflow_scripts.dag import WorkflowConfigError, families, sources
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -34,17 +34,6 @@ def outside(tmp_path: Path, needs: str, family: str = "mine", **spec) -> dict:
     config = with_experiment(family, **spec)
     config["user_modules"] = [str(module)]
     return config
-
-
-def provider(config, experiment, corpus, split):
-    """A provider of one's own (declared as tests.test_family_inputs:provider)."""
-    root = f"results/data/{corpus}/fake"
-    return runs.SourceInputs(
-        source=f"{root}/{split}.tokens",
-        vocab=f"{root}/vocab",
-        extras={"start": f"{root}/{split}.start"},
-        extra_tokens={"backbone": f"{root}/{split}.backbone"},
-    )
 
 
 def test_plain_family_reads_its_subword_files_and_takes_no_flags():
@@ -84,8 +73,7 @@ def test_the_same_family_undeclared_reads_plain_subwords(tmp_path):
                                         "(FAMILY_NEEDS['mine']['inputs'] (in "),
     ('{"inputs": ["starts", "ends"]}', {}, "experiments.probe.lattice: family 'mine' needs the segmentations its lattice packs"),
     ('{"inputs": ["graph"]}', {}, "experiments.probe.family: family 'mine' reads the extra input 'graph', which no workflow "
-                                  "stage makes (made: compressed, ends, starts); declare a 'provider' in FAMILY_NEEDS['mine']"),
-    ('{"inputs": ["graph"], "provider": "no_such_module:f"}', {}, "FAMILY_NEEDS['mine']['provider'] (in "),
+                                  "stage makes (made: compressed, ends, starts; FAMILY_NEEDS['mine']['inputs'] (in "),
 ])
 def test_a_run_that_cannot_give_its_family_what_it_declares_is_refused_in_one_line(tmp_path, needs, spec, message):
     config = outside(tmp_path, needs, **spec)
@@ -104,25 +92,6 @@ def test_a_built_in_family_is_checked_by_what_it_declares():
     assert set(sources.source_inputs(lattice, "probe", "multi30k_en_de", "train").extras) == {"starts", "ends"}
     one_best = with_experiment("transformer", lattice=["jieba"])
     assert sources.source_inputs(one_best, "probe", "multi30k_en_de", "train").extras == {}
-
-
-def test_a_declared_provider_replaces_source_and_vocab_and_adds_extras(tmp_path):
-    config = outside(tmp_path, '{"inputs": ["start", "backbone"], "provider": "tests.test_family_inputs:provider"}')
-    families.check_family_needs(config)
-    inputs = sources.model_inputs(config, "probe", "multi30k_en_de")
-    root = "results/data/multi30k_en_de/fake"
-    assert inputs["train_src"] == f"{root}/train.tokens"
-    assert inputs["valid_src"] == f"{root}/dev.tokens"
-    assert inputs["src_vocab"] == f"{root}/vocab"
-    assert inputs["train_tgt"] == "results/data/multi30k_en_de/bpe8000/train.en-de.de"
-    assert inputs["extra_start_train"] == f"{root}/train.start"
-    assert inputs["extra_backbone_valid"] == f"{root}/dev.backbone"
-    flags = sources.extra_input_flags(config, "probe", "multi30k_en_de", ("train", "dev"))
-    assert flags == (f"--extra start={root}/train.start:{root}/dev.start "
-                     f"--extra-tokens backbone={root}/train.backbone:{root}/dev.backbone")
-    assert sources.source_of_test_set(config, "probe", "multi30k_en_de", "test_2016_flickr") == f"{root}/test_2016_flickr.tokens"
-    assert sources.extra_inputs_of_test_set(config, "probe", "multi30k_en_de", "test_2016_flickr") == [
-        f"{root}/test_2016_flickr.start", f"{root}/test_2016_flickr.backbone"]
 
 
 def test_planning_an_outside_compressed_family_imports_no_torch(tmp_path):

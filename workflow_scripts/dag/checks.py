@@ -47,7 +47,7 @@ def check(config: dict[str, Any], environ: Mapping[str, str], *, main_process: b
         for warning in check_experiments(config):
             print(f"warning: {warning}", file=sys.stderr)
         check_declarations(config)  # each family reads what its module declares (FAMILY_NEEDS)
-        check_family_needs(config)  # ... and each run gives it that: a compressor, a lattice, a provider
+        check_family_needs(config)  # ... and each run gives it that: a compressor, a lattice
         check_compression(config)
         check_lattices(config)
         check_licensed_inputs(config, environ)  # every missing licensed file, in one error
