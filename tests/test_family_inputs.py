@@ -47,7 +47,7 @@ def test_plain_family_reads_its_subword_files_and_takes_no_flags():
 
 
 def test_an_outside_family_that_reads_compressed_gets_its_compressor_output(tmp_path):
-    config = outside(tmp_path, '{"inputs": ["compressed"]}', compressor="esc_unsup")
+    config = outside(tmp_path, '{"inputs": {"compressed": 0}}', compressor="esc_unsup")
     families.check_family_needs(config)
     inputs = sources.model_inputs(config, "probe", "multi30k_en_de")
     assert inputs["train_src"] == "results/data/multi30k_en_de/bpe8000/train.en-de.en"
@@ -66,14 +66,14 @@ def test_the_same_family_undeclared_reads_plain_subwords(tmp_path):
 
 
 @pytest.mark.parametrize("needs, spec, message", [
-    ('{"inputs": ["compressed"]}', {}, "experiments.probe.compressor: family 'mine' needs a compressor (a key of "
+    ('{"inputs": {"compressed": 0}}', {}, "experiments.probe.compressor: family 'mine' needs a compressor (a key of "
                                        "compression.compressors): it reads the extra input 'compressed' "
                                        "(FAMILY_NEEDS['mine']['inputs'] (in "),
     ("{}", {"compressor": "esc_unsup"}, "experiments.probe.compressor: family 'mine' reads no compressed source "
                                         "(FAMILY_NEEDS['mine']['inputs'] (in "),
-    ('{"inputs": ["starts", "ends"]}', {}, "experiments.probe.lattice: family 'mine' needs the segmentations its lattice packs"),
-    ('{"inputs": ["graph"]}', {}, "experiments.probe.family: family 'mine' reads the extra input 'graph', which no workflow "
-                                  "stage makes (made: compressed, ends, starts; FAMILY_NEEDS['mine']['inputs'] (in "),
+    ('{"inputs": {"starts": -1, "ends": -1}}', {}, "experiments.probe.lattice: family 'mine' needs the segmentations its lattice packs"),
+    ('{"inputs": {"graph": 0}}', {}, "experiments.probe.family: family 'mine' reads the extra input 'graph', which no "
+                                     "workflow stage makes (made: compressed, ends, starts; FAMILY_NEEDS['mine']['inputs'] (in "),
 ])
 def test_a_run_that_cannot_give_its_family_what_it_declares_is_refused_in_one_line(tmp_path, needs, spec, message):
     config = outside(tmp_path, needs, **spec)
@@ -98,7 +98,7 @@ def test_planning_an_outside_compressed_family_imports_no_torch(tmp_path):
     """Every job re-reads the Snakefile: the declarations are read, never run (the module
     written by :func:`outside` imports torch first)."""
     module = tmp_path / "mine_family.py"
-    outside(tmp_path, '{"inputs": ["compressed"]}')
+    outside(tmp_path, '{"inputs": {"compressed": 0}}')
     code = ("import sys, yaml\n"
             "from workflow_scripts.dag import families, sources\n"
             f"config = yaml.safe_load(open({str(ROOT / 'config.yaml')!r}))\n"
@@ -110,20 +110,3 @@ def test_planning_an_outside_compressed_family_imports_no_torch(tmp_path):
             "print(sorted(m for m in ('torch', 'nmtmodels.models') if m in sys.modules))\n")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True).stdout
     assert "--extra-tokens compressed=" in out and out.splitlines()[-1] == "[]"
-
-
-def test_the_start_up_check_compares_a_declaration_with_the_class(tmp_path, monkeypatch):
-    """A family class that reads an input its module does not declare: one line at start-up."""
-    module = tmp_path / "undeclared_family.py"
-    module.write_text("from nmtmodels.models.transformer import TransformerModel\n"
-                      "from nmtmodels.registry import register_model\n\n"
-                      "FAMILY_NEEDS = {'undeclared_reader': {}}\n\n\n"
-                      "@register_model('undeclared_reader')\nclass Reader(TransformerModel):\n"
-                      "    extra_inputs = {'compressed': 0}\n")
-    config = with_experiment("undeclared_reader")
-    config["user_modules"] = [str(module)]
-    monkeypatch.setenv("NMT_USER_MODULES", str(module))
-    with pytest.raises(WorkflowConfigError, match=re.escape(
-            "FAMILY_NEEDS['undeclared_reader']['inputs'] (in ")) as error:
-        families.check_declarations(config)
-    assert "declares none, but the class Reader of family 'undeclared_reader' reads the extra inputs compressed" in str(error.value)

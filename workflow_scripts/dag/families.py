@@ -14,8 +14,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from nmtmodels.config import ConfigError
-from nmtmodels.family_needs import USER_MODULES_VARIABLE, check_class, needs_of
+from nmtmodels.family_needs import USER_MODULES_VARIABLE, FamilyNeeds, needs_of
 from workflow_scripts.dag import WorkflowConfigError
 from workflow_scripts.dag.runs import experiment_runs
 
@@ -25,14 +24,14 @@ WHAT_KEY_NAMES = {"compressor": "a compressor (a key of compression.compressors)
                   "lattice": "the segmentations its lattice packs"}
 
 
-def family_needs(config: dict[str, Any], family: str):  # -> nmtmodels.family_needs.FamilyNeeds
+def family_needs(config: dict[str, Any], family: str) -> FamilyNeeds:
     """The declaration of ``family`` among the built-in families, the entry points and the
     modules of ``NMT_USER_MODULES`` and the config's ``user_modules``."""
     modules = [*os.environ.get(USER_MODULES_VARIABLE, "").split(os.pathsep), *(config.get("user_modules") or [])]
     return needs_of(family, [m for m in modules if isinstance(m, str)])
 
 
-def experiment_needs(config: dict[str, Any], experiment: str):
+def experiment_needs(config: dict[str, Any], experiment: str) -> FamilyNeeds:
     return family_needs(config, config["experiments"][experiment]["family"])
 
 
@@ -64,16 +63,3 @@ def check_family_needs(config: dict[str, Any]) -> None:
             raise WorkflowConfigError(
                 f"{where}.compressor: family {spec['family']!r} reads no compressed source ({needs.where('inputs')}: "
                 f"{', '.join(needs.inputs) or 'none'}); only a family that reads 'compressed' takes a compressor")
-
-
-def check_declarations(config: dict[str, Any]) -> None:
-    """Each run's family class reads the extra inputs its module declares (imports the
-    families, so torch: the Snakefile's main process only)."""
-    from nmtmodels.registry import get_model_class  # lazy: it imports the families, so torch, which planning does not
-
-    running = {name for name, _ in experiment_runs(config)}
-    for family in sorted({config["experiments"][name]["family"] for name in running}):
-        try:
-            check_class(family, get_model_class(family), family_needs(config, family))
-        except ConfigError as exc:
-            raise WorkflowConfigError(str(exc)) from None
