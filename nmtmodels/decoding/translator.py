@@ -258,7 +258,8 @@ class Translator:
         too long unless ``too_long="truncate"``, a bad extra input) gets its DataError in its
         :class:`LineTranslation` (``errors="keep"``) or raises it (``"raise"``) before its chunk is
         searched.  ``progress``: called with the sentences of each search batch.  ``decode``: the
-        search settings (default: the checkpoint's).  The iterator's ``stats`` (``stats``, or a new
+        search settings (default: the checkpoint's), checked before the first line is read.  The
+        iterator's ``stats`` (``stats``, or a new
         :class:`~nmtmodels.decoding.translation_stats.TranslationStats`) count and flag the lines as
         they go by, and give their warnings (``stats.messages()``)."""
         stats = stats if stats is not None else TranslationStats()
@@ -268,6 +269,8 @@ class Translator:
                            f"or spelling than its training data ({self.source_lang}; e.g. traditional against simplified "
                            "characters, mixed scripts), or words it never saw, become <unk> and are dropped from the "
                            "translation")
+        if decode is not None:
+            decode.validate()  # once, before the first line: the search takes checked settings
         run = dict(decode=decode if decode is not None else self.decode_config(), too_long=too_long, max_tokens=max_tokens,
                    amp=amp, progress=progress, errors=errors, stats=stats)
         fields = {key: ExtraField(spec.name or f"{name} ({key})", self.model.extra_inputs.get(key, 0), spec.tokens)

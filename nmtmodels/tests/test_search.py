@@ -475,6 +475,8 @@ def test_decode_config_validation_names_the_key():
         from_dict(DecodeConfig, {"bem": 4}, "decode")
     with pytest.raises(ConfigError, match=r"decode\.early_stop: must be one of exact, beam, top, got 'fast'"):
         from_dict(DecodeConfig, {"early_stop": "fast"}, "decode")
+    with pytest.raises(ConfigError, match=r"decode\.nbest"):  # beam_search on its own checks what it is given
+        beam_search(ToyModel(seed=0), make_batch(SOURCES), DecodeConfig(beam=2, nbest=3))
 
 
 def test_gnmt_length_penalty_values():

@@ -154,6 +154,24 @@ def test_translate_returns_scored_nbest_lists_and_attention(package):
         translator.translate(SENTENCE)
 
 
+def test_search_settings_of_ones_own_are_checked_before_the_first_line_is_read(package):
+    """The search takes checked settings (it no longer checks them batch by batch): a
+    DecodeConfig made by hand is checked as the stream starts, greedy (beam 1) included."""
+    directory, _, _ = package
+    translator = Translator.from_checkpoint(directory)
+    read: list[str] = []
+
+    def lines():
+        read.append(SENTENCE)
+        yield SENTENCE
+
+    for bad, key in ((DecodeConfig(beam=1, length_penalty=-1.0), "length_penalty"), (DecodeConfig(beam=2, nbest=3), "nbest")):
+        with pytest.raises(ConfigError, match=rf"^decode\.{key}: "):
+            translator.stream(lines(), decode=bad)
+    assert read == []
+    assert translator.translate_lines([SENTENCE], decode=DecodeConfig(beam=2))[0].text
+
+
 @pytest.mark.heavy
 def test_cli_raw_output_is_the_pretokenized_output_of_the_hand_pipeline_postprocessed(package, tmp_path):
     directory, bpe, _ = package
@@ -620,10 +638,11 @@ def test_a_raw_sentence_goes_one_way_through_at_most_twelve_files(package, monke
     real_lines = Translator.stream
 
     def lines_from_here(self, *args, **kwargs):  # the sentence's path: from the library's loop to the output line
+        stream = real_lines(self, *args, **kwargs)
         if not started:
-            files.clear()  # argument parsing, loading and the run's search settings came before
+            files.clear()  # argument parsing, loading and the run's search settings (checked as the stream starts) came before
             started.append(True)
-        return real_lines(self, *args, **kwargs)
+        return stream
 
     started: list[bool] = []
 
