@@ -44,7 +44,7 @@ import torch
 
 from nmtmodels.config import ConfigError, ModelConfig
 from nmtmodels.data import Batch, pad_to_buckets
-from nmtmodels.decoding.scorer import DecodeConfig
+from nmtmodels.decoding.config import DecodeConfig
 from nmtmodels.decoding.search import beam_search
 from nmtmodels.family_needs import DECLARATION, FamilyNeeds, read_declaration
 from nmtmodels.models.base import Seq2SeqModel, check_encoder_output

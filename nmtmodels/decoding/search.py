@@ -73,8 +73,8 @@ from torch import Tensor
 from nmtmodels.choices import DECODE_COMPILE_MODES
 from nmtmodels.compiling import compile_module
 from nmtmodels.data import Batch, ParallelDataset
+from nmtmodels.decoding.config import DecodeConfig
 from nmtmodels.decoding.scorer import (
-    DecodeConfig,
     FinishedHypotheses,
     Hypothesis,
     HypothesisScorer,

@@ -55,8 +55,8 @@ from nmtmodels.config import ConfigError, from_dict
 from nmtmodels.data import ExtraField, ParallelDataset, TooLong
 from nmtmodels.decoding import search
 from nmtmodels.decoding.compression import Compressor
+from nmtmodels.decoding.config import DecodeConfig
 from nmtmodels.decoding.loading import load, raw_text_refusal
-from nmtmodels.decoding.scorer import DecodeConfig
 from nmtmodels.decoding.scorer import Hypothesis as SearchHypothesis
 from nmtmodels.decoding.translation_stats import ExtraInput, LineTranslation, TextHypothesis, Translation, TranslationStats
 from nmtmodels.devices import resolve_device
@@ -294,7 +294,7 @@ class Translator:
 
         ``beam`` (default: the checkpoint's decode settings) and ``nbest`` (hypotheses per
         sentence, at most ``beam``); ``return_attention`` keeps each hypothesis' attention;
-        other keywords are :class:`~nmtmodels.decoding.scorer.DecodeConfig` fields (``length_penalty``,
+        other keywords are :class:`~nmtmodels.decoding.config.DecodeConfig` fields (``length_penalty``,
         ``max_len_a``, ...).  ``max_tokens``: the token budget of a batch.  ``amp="bf16"``: the model
         runs under bf16 autocast on CUDA or on a CPU with native bf16, elsewhere in fp32 with a
         RuntimeWarning once (:mod:`nmtmodels.precision`); default ``"none"``: fp32.  ``stats``: a

@@ -15,7 +15,8 @@ from nmtmodels import cli
 from nmtmodels.checkpoint import load_checkpoint, save_checkpoint
 from nmtmodels.config import ConfigError
 from nmtmodels.data import ParallelDataset
-from nmtmodels.decoding.scorer import DecodeConfig, LinearLengthLimit
+from nmtmodels.decoding.config import DecodeConfig
+from nmtmodels.decoding.scorer import LinearLengthLimit
 from nmtmodels.decoding.search import translate_dataset
 from nmtmodels.model_package.reader import read_package
 from nmtmodels.model_package.settings import PackageSettings

@@ -10,7 +10,8 @@ from torch import Tensor, nn
 
 from nmtmodels.config import ConfigError, from_dict
 from nmtmodels.data import Batch
-from nmtmodels.decoding.scorer import CoveragePenalty, DecodeConfig, GNMTLengthPenalty, HypothesisScorer
+from nmtmodels.decoding.config import DecodeConfig
+from nmtmodels.decoding.scorer import CoveragePenalty, GNMTLengthPenalty, HypothesisScorer
 from nmtmodels.decoding.search import beam_search, greedy_search
 from nmtmodels.models.base import Seq2SeqModel
 from nmtmodels.symbols import BOS_ID, EOS_ID, PAD_ID
