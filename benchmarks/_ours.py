@@ -57,7 +57,7 @@ class OursOptions:
                                    "--pad-rows-to-multiple")}
 
     def decode_settings(self) -> dict[str, Any]:
-        from nmtmodels.decoding.scorer import DecodeConfig
+        from nmtmodels.decoding.config import DecodeConfig
 
         return optional_setting(DecodeConfig, "compile", self.decode_compile, "--decode-compile")
 
@@ -152,7 +152,7 @@ def decode_ours(model, src_vocab, tgt_vocab, source: Path, decode: dict[str, Any
     hypotheses (best first per sentence)."""
     from nmtmodels.config import from_dict
     from nmtmodels.data import ParallelDataset
-    from nmtmodels.decoding.scorer import DecodeConfig
+    from nmtmodels.decoding.config import DecodeConfig
     from nmtmodels.decoding.search import translate_dataset
 
     test = ParallelDataset.from_files(source, None, src_vocab, None, max_positions=model.max_positions(), too_long="error")

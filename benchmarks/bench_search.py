@@ -18,7 +18,7 @@ import torch
 
 from nmtmodels.config import ModelConfig
 from nmtmodels.data import Batch
-from nmtmodels.decoding.scorer import DecodeConfig
+from nmtmodels.decoding.config import DecodeConfig
 from nmtmodels.decoding.search import beam_search, greedy_search
 from nmtmodels.registry import build_model
 from nmtmodels.symbols import EOS_ID, PAD_ID

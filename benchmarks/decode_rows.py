@@ -40,7 +40,7 @@ from nmtmodels.choices import EARLY_STOP_RULES  # noqa: E402
 from nmtmodels.config import from_dict  # noqa: E402
 from nmtmodels.data import ParallelDataset  # noqa: E402
 from nmtmodels.decoding import search  # noqa: E402
-from nmtmodels.decoding.scorer import DecodeConfig  # noqa: E402
+from nmtmodels.decoding.config import DecodeConfig  # noqa: E402
 
 
 def decode_config(beam: int, rule: str) -> DecodeConfig:

@@ -9,7 +9,7 @@ Sources, so that the reference cannot drift from them:
   constraints and ``description`` strings;
 * the dataclasses that nmtmodels builds from the ``model``, ``train``/``training`` and
   ``decode``/``decoding`` sections: :class:`nmtmodels.config.ModelConfig` and its presets,
-  :class:`nmtmodels.training.config.TrainConfig`, :class:`nmtmodels.decoding.scorer.DecodeConfig`, and the
+  :class:`nmtmodels.training.config.TrainConfig`, :class:`nmtmodels.decoding.config.DecodeConfig`, and the
   ``options_class`` of every family in :mod:`nmtmodels.registry` (``model.options``);
 * the defaults of the ``evaluation`` section (``workflow_scripts.dag.evaluation``).
 
@@ -434,7 +434,7 @@ def quoted_docstring(obj: Any) -> list[str]:
 
 def dataclass_section() -> list[str]:
     from nmtmodels.config import PRESETS, ModelConfig
-    from nmtmodels.decoding.scorer import DecodeConfig
+    from nmtmodels.decoding.config import DecodeConfig
     from nmtmodels.registry import get_model_class, model_families
     from nmtmodels.training.config import TrainConfig
 
@@ -449,7 +449,7 @@ def dataclass_section() -> list[str]:
     ]
     lines += quoted_docstring(TrainConfig) + dataclass_table(TrainConfig) + [""]
     lines += ["### `decoding`, `experiments.EXPERIMENT.decode`, `compression.compressors.COMPRESSOR.decode`", "",
-              "`nmtmodels.decoding.scorer.DecodeConfig`:", ""]
+              "`nmtmodels.decoding.config.DecodeConfig`:", ""]
     lines += quoted_docstring(DecodeConfig) + dataclass_table(DecodeConfig) + [""]
     lines += ["### `experiments.EXPERIMENT.model`, `compression.compressors.COMPRESSOR.model`", "",
               "`nmtmodels.config.ModelConfig`. The key `preset` starts from one of the presets below and",

@@ -16,7 +16,7 @@ __version__ = "0.2.0"
 PUBLIC = {
     "Translator": "nmtmodels.decoding.translator",
     "Translation": "nmtmodels.decoding.translator",
-    "DecodeConfig": "nmtmodels.decoding.scorer",
+    "DecodeConfig": "nmtmodels.decoding.config",
     "ModelConfig": "nmtmodels.config",
     "TrainConfig": "nmtmodels.training.config",
     "Trainer": "nmtmodels.training.trainer",

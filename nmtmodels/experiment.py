@@ -11,14 +11,11 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from nmtmodels.config import ConfigError, ModelConfig, from_dict, load_yaml, parse_yaml_value
+from nmtmodels.decoding.config import DecodeConfig
 from nmtmodels.training.config import TrainConfig
 
 if TYPE_CHECKING:
     import torch
-
-    from nmtmodels.config import ModelConfig
-    from nmtmodels.decoding.scorer import DecodeConfig
-    from nmtmodels.training.config import TrainConfig
 
 SECTIONS = ("model", "train", "decode")
 
@@ -55,9 +52,7 @@ def validate_sections(sections: Mapping[str, Any], where: str = "",
     sections (a missing or None section: the defaults).  A ConfigError names the key as
     ``WHERE.SECTION.KEY`` (``SECTION.KEY`` without ``where``), where ``labels`` may give a
     section a longer name, e.g. ``{"train": "train (training)"}``."""
-    # lazy: nmt-translate --help and the workflow's DAG import this module without torch
-    from nmtmodels.decoding.scorer import DecodeConfig
-    from nmtmodels.registry import validate_model_config
+    from nmtmodels.registry import validate_model_config  # lazy: it imports the families, so torch; --help and planning do not
 
     def label(section: str) -> str:
         name = (labels or {}).get(section, section)

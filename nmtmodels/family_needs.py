@@ -2,11 +2,12 @@
 
 The workflow plans its jobs from what a family *declares* it reads and supports, never from
 its name: every family module, built-in or from outside the package, holds at module level a
-literal dict :data:`DECLARATION` (``FAMILY_NEEDS``), one entry per family it registers::
+literal dict :data:`DECLARATION` (``FAMILY_NEEDS``), one entry per family it registers, or one
+for several families that need the same (a tuple of their names as its key)::
 
     FAMILY_NEEDS = {
-        "bsfnmt": {
-            "inputs": ["compressed"],   # the class's extra_inputs, by name
+        ("bsfnmt", "btfnmt", "bbfnmt"): {
+            "inputs": {"compressed": 0},   # name: pad value; the classes' extra_inputs
             "not_exported": "it reads a second, compressed source ...",
         },
         "transformer": {"export": ["ctranslate2"]},
@@ -15,13 +16,12 @@ literal dict :data:`DECLARATION` (``FAMILY_NEEDS``), one entry per family it reg
 Keys of an entry (all optional):
 
 ``inputs``
-    the names of the family's ``extra_inputs`` (the class attribute gives their pad values).
-    The workflow makes the ones it knows: ``compressed`` (a compressor's output, so the
-    experiment names ``compressor``), ``starts`` and ``ends`` (lattice spans: ``lattice``).
-``provider``
-    ``"module:function"``, a torch-free function ``(config, experiment, corpus, split) ->
-    SourceInputs`` (:mod:`workflow_scripts.dag.runs`) that gives the run's source side and its
-    extra inputs: for inputs no workflow stage makes (your own rules make them).
+    the extra inputs the family reads besides the source tokens, as ``{name: pad value}``
+    (``batch.extras[name]``, padded with the pad value).  The family's class gets its
+    ``extra_inputs`` from here when it is registered (:func:`family_inputs`): this literal is the
+    one place they are written.  The workflow makes the ones it knows: ``compressed`` (a
+    compressor's output, so the experiment names ``compressor``), ``starts`` and ``ends``
+    (lattice spans: ``lattice``).
 ``export``
     the formats ``nmt-export`` writes for the family (``["ctranslate2"]``); absent or empty:
     export is refused in one line naming the family and this key.
@@ -30,10 +30,10 @@ Keys of an entry (all optional):
 
 Why a literal read with :mod:`ast` rather than an attribute of the class: the Snakefile is
 parsed again by every job (and by cluster jobs), and planning must not import torch; a manifest
-file beside the module would be a second file to keep in step.  The literal is checked against
-the class (its ``extra_inputs``) where torch is loaded anyway: the workflow's start-up checks
-(:func:`check_class`) and the conformance suite (:mod:`nmtmodels.testing`).  A family that
-declares nothing reads no extra inputs and is not exported.
+file beside the module would be a second file to keep in step.  The class reads the same
+literal from its module object; the conformance suite (:func:`nmtmodels.testing.check_declaration`)
+checks that the planner's reading gives what the class reads (a literal, defined before the
+class).  A family that declares nothing reads no extra inputs and is not exported.
 
 Where declarations are looked for: the package's own family modules (``nmtmodels/models/``),
 the modules of the entry points of the group ``nmtmodels.families``, and the user modules
@@ -47,15 +47,16 @@ import importlib.machinery
 import importlib.metadata
 import importlib.util
 import os
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
+from types import MappingProxyType, ModuleType
 
 from nmtmodels.config import ConfigError
 
 DECLARATION = "FAMILY_NEEDS"
-KEYS = ("inputs", "provider", "export", "not_exported")
+KEYS = ("inputs", "export", "not_exported")
 EXPORT_FORMATS = ("ctranslate2",)
 BUILT_IN = Path(__file__).resolve().parent / "models"
 FAMILIES_GROUP = "nmtmodels.families"
@@ -65,19 +66,20 @@ USER_MODULES_VARIABLE = "NMT_USER_MODULES"  # nmtmodels.plugins's; repeated: tha
 @dataclass(frozen=True)
 class FamilyNeeds:
     """One family's declaration (module docstring); ``module`` is the file that declares it
-    (empty: the family declares nothing)."""
+    (empty: the family declares nothing), ``entry`` the key of its entry there (None: the
+    family's name; else the tuple of the families that share it)."""
 
     family: str
     module: str = ""
-    inputs: tuple[str, ...] = ()
-    provider: str | None = None
+    inputs: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))  # name -> pad value
     export: tuple[str, ...] = ()
     not_exported: str = ""
+    entry: tuple[str, ...] | None = None
 
     def where(self, key: str | None = None) -> str:
         """The declaration (or one ``key`` of it) for error messages: ``FAMILY_NEEDS['x']['export']
         (in path)``, or ``FAMILY_NEEDS['x'] (declared by no module)``."""
-        name = f"{DECLARATION}[{self.family!r}]" + (f"[{key!r}]" if key else "")
+        name = f"{DECLARATION}[{self.entry or self.family!r}]" + (f"[{key!r}]" if key else "")
         return f"{name} (in {self.module})" if self.module else f"{name} (declared by no module)"
 
     def exports(self, fmt: str) -> bool:
@@ -107,32 +109,54 @@ def _read_declaration(path: str, _mtime: int) -> tuple[tuple[str, FamilyNeeds], 
         except ValueError:
             raise ConfigError(f"{where}: must be a literal (names and calls are not read: the workflow reads it "
                               "without importing the module)") from None
-        if not isinstance(value, dict):
-            raise ConfigError(f"{where}: must be a dict of family name -> its needs")
-        return tuple((family, _needs(family, spec, path, f"{where}[{family!r}]")) for family, spec in value.items())
+        return _entries(value, path, where)
     return ()
 
 
-def _needs(family: object, spec: object, path: str, where: str) -> FamilyNeeds:
-    if not isinstance(family, str) or not isinstance(spec, dict):
-        raise ConfigError(f"{where}: each entry is a family name and a dict of its needs")
+def family_inputs(module: ModuleType | None, family: str) -> Mapping[str, int]:
+    """The extra inputs (name -> pad value) that ``module``'s ``FAMILY_NEEDS`` declares for
+    ``family``, read from the module object: what :func:`nmtmodels.models.base.register_model`
+    sets the family class's ``extra_inputs`` to.  ConfigError as :func:`read_declaration`'s."""
+    value = getattr(module, DECLARATION, None)
+    if value is None:
+        return MappingProxyType({})
+    path = str(getattr(module, "__file__", None) or getattr(module, "__name__", "?"))
+    return dict(_entries(value, path, f"{path}: {DECLARATION}")).get(family, FamilyNeeds(family)).inputs
+
+
+def _entries(value: object, path: str, where: str) -> tuple[tuple[str, FamilyNeeds], ...]:
+    if not isinstance(value, dict):
+        raise ConfigError(f"{where}: must be a dict of family name -> its needs")
+    found: dict[str, FamilyNeeds] = {}
+    for key, spec in value.items():
+        names = key if isinstance(key, tuple) else (key,)
+        if not names or not all(isinstance(name, str) for name in names) or not isinstance(spec, dict):
+            raise ConfigError(f"{where}[{key!r}]: each entry is a family name (or a tuple of names) and a dict of "
+                              "its needs")
+        for name in names:
+            if name in found:
+                raise ConfigError(f"{where}[{key!r}]: family {name!r} has two entries")
+            found[name] = _needs(name, spec, path, f"{where}[{key!r}]", key if isinstance(key, tuple) else None)
+    return tuple(found.items())
+
+
+def _needs(family: str, spec: dict, path: str, where: str, entry: tuple[str, ...] | None) -> FamilyNeeds:
     unknown = sorted(set(spec) - set(KEYS))
     if unknown:
         raise ConfigError(f"{where}: unknown key {unknown[0]!r} (known: {', '.join(KEYS)})")
-    inputs, export = spec.get("inputs", []), spec.get("export", [])
-    for key, value in (("inputs", inputs), ("export", export)):
-        if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
-            raise ConfigError(f"{where}[{key!r}]: must be a list of names")
+    inputs, export = spec.get("inputs", {}), spec.get("export", [])
+    if not isinstance(inputs, dict) or not all(isinstance(k, str) and type(v) is int for k, v in inputs.items()):
+        raise ConfigError(f"{where}['inputs']: must be a dict of input name -> pad value (an integer), "
+                          "e.g. {'compressed': 0}")
+    if not isinstance(export, list | tuple) or not all(isinstance(v, str) for v in export):
+        raise ConfigError(f"{where}['export']: must be a list of names")
     bad = sorted(set(export) - set(EXPORT_FORMATS))
     if bad:
         raise ConfigError(f"{where}['export']: unknown format {bad[0]!r} (known: {', '.join(EXPORT_FORMATS)})")
-    provider = spec.get("provider")
-    if provider is not None and (not isinstance(provider, str) or provider.count(":") != 1):
-        raise ConfigError(f"{where}['provider']: must be 'module:function'")
     not_exported = spec.get("not_exported", "")
     if not isinstance(not_exported, str):
         raise ConfigError(f"{where}['not_exported']: must be a string")
-    return FamilyNeeds(family, path, tuple(inputs), provider, tuple(export), not_exported)
+    return FamilyNeeds(family, path, MappingProxyType(dict(inputs)), tuple(export), not_exported, entry)
 
 
 def module_files(module: str) -> list[Path]:
@@ -200,13 +224,3 @@ def needs_of(family: str, modules: Sequence[str] | None = None) -> FamilyNeeds:
     needs nothing extra and exports to no format."""
     return declared_families(modules).get(family) or FamilyNeeds(family)
 
-
-def check_class(family: str, cls: type, needs: FamilyNeeds) -> None:
-    """ConfigError in one line when the class's ``extra_inputs`` and the declared ``inputs``
-    differ (the workflow would plan inputs the model does not read, or miss one it does)."""
-    declared, read = set(needs.inputs), set(getattr(cls, "extra_inputs", {}) or {})
-    if declared != read:
-        shown = ", ".join(sorted(read)) or "none"
-        raise ConfigError(f"{needs.where('inputs')}: declares {', '.join(sorted(declared)) or 'none'}, but the class "
-                          f"{cls.__qualname__} of family {family!r} reads the extra inputs {shown} "
-                          f"(its extra_inputs); declare the same names")

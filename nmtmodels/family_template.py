@@ -33,10 +33,12 @@ from nmtmodels.models.transformer import TransformerEncoder, TransformerModel
 from nmtmodels.modules.embedding import InputEmbedding
 from nmtmodels.registry import register_model
 
-# What the workflow and nmt-export read of this family without importing it (a literal only:
-# nmtmodels/family_needs.py): the names of the extra_inputs it reads, the formats nmt-export writes.
+# What the workflow and nmt-export read of this family without importing it (a literal only,
+# above the class: nmtmodels/family_needs.py): the extra inputs it reads besides the source, as
+# {{name: pad value}} (the class's extra_inputs are set from here; batch.extras[name] holds them),
+# and the formats nmt-export writes.
 FAMILY_NEEDS = {{
-    "{name}": {{"inputs": [], "export": [], "not_exported": "ONE LINE: WHY CTRANSLATE2'S TRANSFORMER CANNOT RUN IT"}},
+    "{name}": {{"inputs": {{}}, "export": [], "not_exported": "ONE LINE: WHY CTRANSLATE2'S TRANSFORMER CANNOT RUN IT"}},
 }}
 
 

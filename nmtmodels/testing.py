@@ -15,8 +15,9 @@ search and the compiled paths rely on, checked on one small model and batch of t
   :func:`nmtmodels.data.pad_to_buckets`) changes neither the loss nor any gradient.
 * :func:`check_page_names_options`: the family's page names each of its options (the template's
   tests run it on ``NAME.md``).
-* :func:`check_declaration`: its module's ``FAMILY_NEEDS`` (what the workflow and ``nmt-export``
-  read without importing it, :mod:`nmtmodels.family_needs`) declares the inputs the class reads.
+* :func:`check_declaration`: what the workflow and ``nmt-export`` read of its module's
+  ``FAMILY_NEEDS`` without importing it (:mod:`nmtmodels.family_needs`) gives the extra inputs
+  the class reads (its ``extra_inputs``, set from the same literal when it registers).
 
 It needs no test framework (plain ``assert``); the class below is collected by pytest.
 The built-in families run it in ``nmtmodels/tests/test_conformance.py`` (every registered
@@ -43,9 +44,9 @@ import torch
 
 from nmtmodels.config import ConfigError, ModelConfig
 from nmtmodels.data import Batch, pad_to_buckets
-from nmtmodels.decoding.scorer import DecodeConfig
+from nmtmodels.decoding.config import DecodeConfig
 from nmtmodels.decoding.search import beam_search
-from nmtmodels.family_needs import FamilyNeeds, check_class, read_declaration
+from nmtmodels.family_needs import DECLARATION, FamilyNeeds, read_declaration
 from nmtmodels.models.base import Seq2SeqModel, check_encoder_output
 from nmtmodels.registry import build_model, get_model_class
 from nmtmodels.symbols import BOS_ID, EOS_ID, PAD_ID
@@ -175,11 +176,18 @@ def check_options(family: str) -> None:
 
 
 def check_declaration(family: str) -> None:
-    """The family's ``FAMILY_NEEDS`` entry, read from the file that defines its class, names the
-    extra inputs the class reads (none declared: none read)."""
+    """The workflow's reading of the family's ``FAMILY_NEEDS`` entry (with :mod:`ast`, from the
+    file that defines its class) gives the extra inputs and pad values the class reads: the
+    class's ``extra_inputs`` come from the same entry, read from the module object, so they
+    differ only when ``FAMILY_NEEDS`` is not a plain literal, comes after the class, or is
+    changed after it."""
     cls = get_model_class(family)
-    needs = read_declaration(inspect.getfile(cls)).get(family) or FamilyNeeds(family)
-    check_class(family, cls, needs)
+    path = inspect.getfile(cls)
+    planned = dict((read_declaration(path).get(family) or FamilyNeeds(family)).inputs)
+    read = dict(cls.extra_inputs)
+    assert planned == read, (f"model family {family!r}: the workflow reads {DECLARATION}[{family!r}]['inputs'] in {path} "
+                             f"as {planned or 'none'}, but the class {cls.__qualname__} reads {read or 'none'} "
+                             f"(its extra_inputs): define {DECLARATION} as a literal above the class")
 
 
 def check_bucket_padding(model: Seq2SeqModel, batch: Batch) -> None:

@@ -10,7 +10,6 @@ rule translate:
         paths.TRANSLATION,
     params:
         decode=lambda w: runs.experiment_settings(config, w.experiment)["decode"],
-        tgt_format=lambda w: runs.target_format(config, w.experiment),
         extras=lambda w: sources.extra_input_flags(config, w.experiment, w.corpus, (w.test_set,)),
     log:
         paths.log("translate"),
@@ -21,15 +20,13 @@ rule translate:
     threads: config["train_resources"]["cpus"]
     resources:
         **decode_job(),
-    # --tgt-format does nothing here: nmt-translate reads it only with --postprocess, and the
-    # postprocess rule undoes the subwords. It stays because a changed command reruns every
-    # finished translation (and all after it) for every user: drop it (and the param) together
-    # with the next change that must touch this command, and say so in docs/faults.md.
+    # The output keeps the model's subwords: the postprocess rule undoes them (nmt-translate would
+    # read --tgt-format only with --postprocess, so the command passes neither).
     shell:
         "OMP_NUM_THREADS={threads} python -m nmtmodels.cli translate --pretokenized --checkpoint {input.checkpoint:q}"
         " --input {input.source:q} --output {output:q} --beam {params.decode[beam]}"
         " --lenpen {params.decode[length_penalty]} --max-len-a {params.decode[max_len_a]}"
-        " --max-len-b {params.decode[max_len_b]} --tgt-format {params.tgt_format} {params.extras} > {log:q} 2>&1"
+        " --max-len-b {params.decode[max_len_b]} {params.extras} > {log:q} 2>&1"
 
 
 rule postprocess:

@@ -3,15 +3,13 @@ and packages, the checks, the fairness rule, and the planned jobs of a dry run."
 from __future__ import annotations
 
 import copy
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
 
 from tests.snakemake_output import planned_job_details
+from tests.snakemake_runs import snakemake
 from workflow_scripts.dag import WorkflowConfigError, checks, packages, runs
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -61,10 +59,8 @@ def test_dry_run_averages_before_translating(tmp_path):
     # every experiment averages: systems and their baselines alike (the fairness check)
     overlay.write_text(yaml.safe_dump({"experiments": {name: {"average_checkpoints": 2} for name in CONFIG["experiments"]}}))
     target = f"results/experiments/{BASELINE}/multi30k_en_de/test_2016_flickr.out"
-    proc = subprocess.run([sys.executable, "-m", "snakemake", "-n", "-p", "--cores", "1", "-d", str(tmp_path), target,
-                           "--configfile", str(ROOT / "config.yaml"), str(overlay)], cwd=ROOT, capture_output=True, text=True,
-                          env={**os.environ, "NMT_DATA_MIRROR": str(tmp_path / "no-mirror")}, check=False)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    proc = snakemake(tmp_path, "-n", "-p", "--cores", "1", target, "--configfile", str(ROOT / "config.yaml"), str(overlay),
+                     extra_env={"NMT_DATA_MIRROR": str(tmp_path / "no-mirror")})
     jobs = {job["rule"]: job for job in planned_job_details(proc.stdout)}
     averaged = f"results/experiments/{BASELINE}/multi30k_en_de/train/checkpoint_avg2.pt"
     assert jobs["average_checkpoints"]["output"] == [averaged]

@@ -3,14 +3,13 @@ limit (workflow_scripts/dag/checks.py check_same_source, dag/sources.py source_r
 from __future__ import annotations
 
 import copy
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
 
 from nmtmodels.plugins import load_user_modules
+from tests.snakemake_runs import snakemake
 from workflow_scripts.dag import checks, cluster, gpu_parts, runs, sources
 from workflow_scripts.dag.seeds import expand_seeds
 from workflow_scripts.dag.sources import SourceReading, source_differences, source_reading
@@ -166,9 +165,7 @@ def test_snakemake_stops_at_start_up_on_the_bpe_baseline_pair(tmp_path):
     overlay = {"experiments": {"baseline": {"corpora": ["multi30k_en_de", TATOEBA]},
                                "lattice_lpe_lsa_zh": {"baseline": "baseline", "seeds": [1], "train": {"batch_cost": "longer_side"}}}}
     (tmp_path / "pair.yaml").write_text(yaml.safe_dump(overlay), encoding="utf-8")
-    result = subprocess.run([sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "-d", str(tmp_path), "-n",
-                             "--cores", "1", "--configfile", str(tmp_path / "pair.yaml")],
-                            capture_output=True, text=True, timeout=300, check=False)
+    result = snakemake(tmp_path, "-n", "--cores", "1", "--configfile", str(tmp_path / "pair.yaml"), check=False)
     output = result.stdout + result.stderr
     assert result.returncode != 0
     assert ("experiments.lattice_lpe_lsa_zh: differs from its baseline experiments.baseline on tatoeba_zh_en in "

@@ -228,7 +228,7 @@ def test_cli_denoise_pairs_evaluate(tmp_path) -> None:
         cp.read_compression_set(str(data))
 
 
-# --- workflow configuration: provider, compressor inputs, cross-reference checks ----------
+# --- workflow configuration: source inputs, compressor inputs, cross-reference checks ------
 
 import copy  # noqa: E402
 from pathlib import Path  # noqa: E402

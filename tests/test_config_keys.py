@@ -2,13 +2,12 @@
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
 
+from tests.snakemake_runs import snakemake
 from workflow_scripts.dag import WorkflowConfigError
 from workflow_scripts.dag.keys import check_keys
 
@@ -61,11 +60,7 @@ def test_a_key_like_nothing_lists_the_known_keys() -> None:
 def test_snakemake_prints_one_line_for_a_top_level_typo(tmp_path: Path) -> None:
     """Without the key check, Snakemake's schema validation prints the whole schema (1,200 lines)."""
     (tmp_path / "typo.yaml").write_text("active_corpra: [multi30k_en_de]\n", encoding="utf-8")
-    result = subprocess.run(
-        [sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "-d", str(tmp_path), "-n", "--cores", "1",
-         "--configfile", str(tmp_path / "typo.yaml")],
-        capture_output=True, text=True, timeout=300,
-    )
+    result = snakemake(tmp_path, "-n", "--cores", "1", "--configfile", str(tmp_path / "typo.yaml"), check=False)
     assert result.returncode == 1
     output = result.stdout + result.stderr
     assert "error: active_corpra: unknown key (did you mean 'active_corpora'?)" in result.stderr.splitlines()

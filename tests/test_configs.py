@@ -36,7 +36,6 @@ import os
 import shlex
 import shutil
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -45,9 +44,9 @@ import pytest
 import yaml
 
 from tests.snakemake_output import planned_job_details
+from tests.snakemake_runs import MIRROR, snakemake
 
 ROOT = Path(__file__).resolve().parents[1]
-MIRROR = Path(os.environ.get("NMT_DATA_MIRROR", ROOT.parent / "shared" / "data"))
 CONFIGS = ["config.yaml", *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "configs").glob("*.yaml")),
            *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "configs" / "diagnostics").glob("*.yaml"))]
 # Jobs whose outputs are the stand-in corpora; every other planned job runs its own command.
@@ -305,13 +304,8 @@ def test_every_training_of_a_shipped_config_trains_and_decodes(config_name, tmp_
     workdir = tmp_path / "work"
     targets = [f"{paths.experiment_dir(e, c)}/{config['corpora'][c]['test_sets'][0]}.out" for e, c in runs]
     configfiles = ([] if config_name == "config.yaml" else [str(ROOT / config_name)]) + [str(overlay)]
-    env = {**os.environ, "NMT_DATA_MIRROR": str(MIRROR), "NMT_LICENSED_DATA": str(licensed)}
-    proc = subprocess.run(
-        [sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "-d", str(workdir), "-n", "-p", "--cores", "1",
-         *targets, "--configfile", *configfiles],
-        capture_output=True, text=True, env=env, cwd=ROOT,
-    )
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    proc = snakemake(workdir, "-n", "-p", "--cores", "1", *targets, "--configfile", *configfiles,
+                     extra_env={"NMT_LICENSED_DATA": str(licensed)})
     plan = Plan(planned_job_details(proc.stdout), workdir, StandIns(config))
 
     monkeypatch.chdir(workdir)

@@ -38,7 +38,7 @@ def test_generator_notes_name_existing_keys(monkeypatch):
 
 def test_generator_takes_field_comments():
     generator = load_generator()
-    from nmtmodels.decoding.scorer import DecodeConfig
+    from nmtmodels.decoding.config import DecodeConfig
 
     comments = generator.field_comments(DecodeConfig)
     assert "GNMT" in comments["length_penalty"]

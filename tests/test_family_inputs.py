@@ -1,7 +1,7 @@
 """Family-specific source inputs reach the train and translate rules' files and flags, from
 what each family's module declares (``FAMILY_NEEDS``, nmtmodels/family_needs.py), never from
-its name: an outside family that reads ``compressed`` gets a compressor's output, one with
-inputs of its own gets its provider's files, and planning imports no torch."""
+its name: an outside family that reads ``compressed`` gets a compressor's output, one that reads
+an input no stage makes is refused, and planning imports no torch."""
 from __future__ import annotations
 
 import copy
@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from workflow_scripts.dag import WorkflowConfigError, families, runs, sources
+from workflow_scripts.dag import WorkflowConfigError, families, sources
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -36,17 +36,6 @@ def outside(tmp_path: Path, needs: str, family: str = "mine", **spec) -> dict:
     return config
 
 
-def provider(config, experiment, corpus, split):
-    """A provider of one's own (declared as tests.test_family_inputs:provider)."""
-    root = f"results/data/{corpus}/fake"
-    return runs.SourceInputs(
-        source=f"{root}/{split}.tokens",
-        vocab=f"{root}/vocab",
-        extras={"start": f"{root}/{split}.start"},
-        extra_tokens={"backbone": f"{root}/{split}.backbone"},
-    )
-
-
 def test_plain_family_reads_its_subword_files_and_takes_no_flags():
     config = with_experiment("transformer")
     inputs = sources.model_inputs(config, "probe", "multi30k_en_de")
@@ -58,7 +47,7 @@ def test_plain_family_reads_its_subword_files_and_takes_no_flags():
 
 
 def test_an_outside_family_that_reads_compressed_gets_its_compressor_output(tmp_path):
-    config = outside(tmp_path, '{"inputs": ["compressed"]}', compressor="esc_unsup")
+    config = outside(tmp_path, '{"inputs": {"compressed": 0}}', compressor="esc_unsup")
     families.check_family_needs(config)
     inputs = sources.model_inputs(config, "probe", "multi30k_en_de")
     assert inputs["train_src"] == "results/data/multi30k_en_de/bpe8000/train.en-de.en"
@@ -77,15 +66,14 @@ def test_the_same_family_undeclared_reads_plain_subwords(tmp_path):
 
 
 @pytest.mark.parametrize("needs, spec, message", [
-    ('{"inputs": ["compressed"]}', {}, "experiments.probe.compressor: family 'mine' needs a compressor (a key of "
+    ('{"inputs": {"compressed": 0}}', {}, "experiments.probe.compressor: family 'mine' needs a compressor (a key of "
                                        "compression.compressors): it reads the extra input 'compressed' "
                                        "(FAMILY_NEEDS['mine']['inputs'] (in "),
     ("{}", {"compressor": "esc_unsup"}, "experiments.probe.compressor: family 'mine' reads no compressed source "
                                         "(FAMILY_NEEDS['mine']['inputs'] (in "),
-    ('{"inputs": ["starts", "ends"]}', {}, "experiments.probe.lattice: family 'mine' needs the segmentations its lattice packs"),
-    ('{"inputs": ["graph"]}', {}, "experiments.probe.family: family 'mine' reads the extra input 'graph', which no workflow "
-                                  "stage makes (made: compressed, ends, starts); declare a 'provider' in FAMILY_NEEDS['mine']"),
-    ('{"inputs": ["graph"], "provider": "no_such_module:f"}', {}, "FAMILY_NEEDS['mine']['provider'] (in "),
+    ('{"inputs": {"starts": -1, "ends": -1}}', {}, "experiments.probe.lattice: family 'mine' needs the segmentations its lattice packs"),
+    ('{"inputs": {"graph": 0}}', {}, "experiments.probe.family: family 'mine' reads the extra input 'graph', which no "
+                                     "workflow stage makes (made: compressed, ends, starts; FAMILY_NEEDS['mine']['inputs'] (in "),
 ])
 def test_a_run_that_cannot_give_its_family_what_it_declares_is_refused_in_one_line(tmp_path, needs, spec, message):
     config = outside(tmp_path, needs, **spec)
@@ -106,30 +94,11 @@ def test_a_built_in_family_is_checked_by_what_it_declares():
     assert sources.source_inputs(one_best, "probe", "multi30k_en_de", "train").extras == {}
 
 
-def test_a_declared_provider_replaces_source_and_vocab_and_adds_extras(tmp_path):
-    config = outside(tmp_path, '{"inputs": ["start", "backbone"], "provider": "tests.test_family_inputs:provider"}')
-    families.check_family_needs(config)
-    inputs = sources.model_inputs(config, "probe", "multi30k_en_de")
-    root = "results/data/multi30k_en_de/fake"
-    assert inputs["train_src"] == f"{root}/train.tokens"
-    assert inputs["valid_src"] == f"{root}/dev.tokens"
-    assert inputs["src_vocab"] == f"{root}/vocab"
-    assert inputs["train_tgt"] == "results/data/multi30k_en_de/bpe8000/train.en-de.de"
-    assert inputs["extra_start_train"] == f"{root}/train.start"
-    assert inputs["extra_backbone_valid"] == f"{root}/dev.backbone"
-    flags = sources.extra_input_flags(config, "probe", "multi30k_en_de", ("train", "dev"))
-    assert flags == (f"--extra start={root}/train.start:{root}/dev.start "
-                     f"--extra-tokens backbone={root}/train.backbone:{root}/dev.backbone")
-    assert sources.source_of_test_set(config, "probe", "multi30k_en_de", "test_2016_flickr") == f"{root}/test_2016_flickr.tokens"
-    assert sources.extra_inputs_of_test_set(config, "probe", "multi30k_en_de", "test_2016_flickr") == [
-        f"{root}/test_2016_flickr.start", f"{root}/test_2016_flickr.backbone"]
-
-
 def test_planning_an_outside_compressed_family_imports_no_torch(tmp_path):
     """Every job re-reads the Snakefile: the declarations are read, never run (the module
     written by :func:`outside` imports torch first)."""
     module = tmp_path / "mine_family.py"
-    outside(tmp_path, '{"inputs": ["compressed"]}')
+    outside(tmp_path, '{"inputs": {"compressed": 0}}')
     code = ("import sys, yaml\n"
             "from workflow_scripts.dag import families, sources\n"
             f"config = yaml.safe_load(open({str(ROOT / 'config.yaml')!r}))\n"
@@ -141,20 +110,3 @@ def test_planning_an_outside_compressed_family_imports_no_torch(tmp_path):
             "print(sorted(m for m in ('torch', 'nmtmodels.models') if m in sys.modules))\n")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True).stdout
     assert "--extra-tokens compressed=" in out and out.splitlines()[-1] == "[]"
-
-
-def test_the_start_up_check_compares_a_declaration_with_the_class(tmp_path, monkeypatch):
-    """A family class that reads an input its module does not declare: one line at start-up."""
-    module = tmp_path / "undeclared_family.py"
-    module.write_text("from nmtmodels.models.transformer import TransformerModel\n"
-                      "from nmtmodels.registry import register_model\n\n"
-                      "FAMILY_NEEDS = {'undeclared_reader': {}}\n\n\n"
-                      "@register_model('undeclared_reader')\nclass Reader(TransformerModel):\n"
-                      "    extra_inputs = {'compressed': 0}\n")
-    config = with_experiment("undeclared_reader")
-    config["user_modules"] = [str(module)]
-    monkeypatch.setenv("NMT_USER_MODULES", str(module))
-    with pytest.raises(WorkflowConfigError, match=re.escape(
-            "FAMILY_NEEDS['undeclared_reader']['inputs'] (in ")) as error:
-        families.check_declarations(config)
-    assert "declares none, but the class Reader of family 'undeclared_reader' reads the extra inputs compressed" in str(error.value)

@@ -14,12 +14,6 @@ import tokenize
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-# Libraries that take a second or more to import, or that an extra installs.
-HEAVY = ("torch", "numpy", "pandas", "sacrebleu", "sacremoses", "subword_nmt", "ctranslate2", "matplotlib", "scipy",
-         "statsmodels", "sentencepiece", "jieba", "thulac", "snownlp", "fugashi", "unidic_lite", "snakemake", "jsonschema",
-         "deepsig", "tensorboard", "sentence_splitter", "tqdm")
-# Modules another change is rewriting (issue 71's evaluation work): until it lands only their
-# imports of a heavy library need a reason.  Remove a module once its imports all say why.
 
 
 def imported(node: ast.Import | ast.ImportFrom) -> list[str]:
@@ -34,7 +28,7 @@ def statement_lists(node: ast.AST) -> list[list[ast.stmt]]:
     return lists + [handler.body for handler in getattr(node, "handlers", [])]
 
 
-def unexplained_imports(source: str, heavy_only: bool) -> list[tuple[int, str]]:
+def unexplained_imports(source: str) -> list[tuple[int, str]]:
     """(line, module) of each import inside a function with no comment on its lines, nor on the
     line above it or above the run of imports it ends."""
     tree = ast.parse(source)
@@ -54,19 +48,19 @@ def unexplained_imports(source: str, heavy_only: bool) -> list[tuple[int, str]]:
                 own = any(line in comments for line in range(statement.lineno - 1, statement.end_lineno + 1))
                 explained = own or (explained and previous_end is not None and statement.lineno <= previous_end + 2)
                 previous_end = statement.end_lineno
-                modules = [m for m in imported(statement) if not heavy_only or m.split(".")[0] in HEAVY]
+                modules = imported(statement)
                 if modules and not explained:
                     found.append((statement.lineno, modules[0]))
     return sorted(set(found))
 
 
-def offenders(folder: str, heavy_only: bool) -> dict[str, list[tuple[int, str]]]:
+def offenders(folder: str) -> dict[str, list[tuple[int, str]]]:
     result = {}
     for path in sorted((ROOT / folder).rglob("*.py")):
         relative = path.relative_to(ROOT)
         if "tests" in relative.parts:
             continue
-        found = unexplained_imports(path.read_text(encoding="utf-8"), heavy_only)
+        found = unexplained_imports(path.read_text(encoding="utf-8"))
         if found:
             result[relative.as_posix()] = found
     return result
@@ -77,17 +71,15 @@ def test_the_check_finds_an_import_without_a_reason() -> None:
               "def g():\n    import numpy  # lazy: optional\n\n"
               "def h():\n    # lazy: --help stays free of torch\n    import torch\n    from pandas import DataFrame\n\n"
               "def i():\n    import os\n    x = 1\n    import torch\n")
-    assert unexplained_imports(source, heavy_only=True) == [(2, "torch"), (15, "torch")]
-    assert unexplained_imports(source, heavy_only=False) == [(2, "torch"), (13, "os"), (15, "torch")]
+    assert unexplained_imports(source) == [(2, "torch"), (13, "os"), (15, "torch")]
 
 
 def test_every_function_level_import_of_the_package_says_why() -> None:
-    assert offenders("nmtmodels", heavy_only=False) == {}
+    assert offenders("nmtmodels") == {}
 
 
 def test_every_function_level_import_of_the_workflow_says_why() -> None:
-    found = offenders("workflow_scripts", heavy_only=False)
-    assert found == {}
+    assert offenders("workflow_scripts") == {}
 
 
 def test_the_planning_modules_import_no_torch() -> None:

@@ -122,7 +122,7 @@ def test_fixed_length_search_does_the_same_work_for_every_sentence() -> None:
     (then EOS) for every sentence, whatever the model prefers, under OpenNMT-py's stop rule."""
     from nmtmodels.config import ModelConfig
     from nmtmodels.data import Batch
-    from nmtmodels.decoding.scorer import DecodeConfig
+    from nmtmodels.decoding.config import DecodeConfig
     from nmtmodels.decoding.search import beam_search
     from nmtmodels.registry import build_model
     from nmtmodels.symbols import EOS_ID, PAD_ID

@@ -19,6 +19,7 @@ import yaml
 
 from nmtmodels.checkpoint import load_checkpoint, save_checkpoint
 from nmtmodels.model_package.reader import read_package
+from tests.snakemake_runs import snakemake
 from workflow_scripts.dag import packages, runs
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -170,16 +171,11 @@ def test_the_rule_writes_a_package_without_snakemake_s_timestamp_file(tmp_path):
     target = f"{run}/model/preprocess.json"
     assert packages.package_targets(CONFIG)[0].endswith("/model/preprocess.json")
 
-    def snakemake() -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "-d", str(tmp_path), "--cores", "1",
-                               target, "--allowed-rules", "model_package"], capture_output=True, text=True, timeout=300, cwd=ROOT)
-
-    first = snakemake()
-    assert first.returncode == 0, first.stdout + first.stderr
+    snakemake(tmp_path, "--cores", "1", target, "--allowed-rules", "model_package")
     assert sorted(p.name for p in (tmp_path / run / "model").iterdir()) == ["bpe.codes", "bpe.vocab", "checkpoint.pt",
                                                                            "preprocess.json"]
     assert read_package(tmp_path / run / "model").settings.subwords == "bpe8000"
-    again = snakemake()
+    again = snakemake(tmp_path, "--cores", "1", target, "--allowed-rules", "model_package")
     assert again.returncode == 0 and "Nothing to be done" in again.stdout + again.stderr
 
 

@@ -47,10 +47,11 @@ from nmtmodels.symbols import PAD_ID
 
 COMPRESSED = "compressed"  # the extra token input, numericalised with the source vocabulary
 
-# What the workflow and nmt-export read of this family without importing it (a literal only).
+# What the workflow and nmt-export read of this family without importing it, and where its class's
+# extra_inputs come from (a literal only, so 0 is PAD_ID: the compressed tokens' padding).
 FAMILY_NEEDS = {
     "gated_compression": {
-        "inputs": ["compressed"],
+        "inputs": {"compressed": 0},
         "not_exported": "it reads a second, compressed source through an encoder of its own and gates it into the "
                         "memory; CTranslate2's Transformer reads one source",
     },
@@ -91,7 +92,6 @@ class GatedFusion(nn.Module):
 class GatedCompression(TransformerModel):
     """The Transformer baseline whose memory takes a gated view of the compressed source."""
 
-    extra_inputs = {COMPRESSED: PAD_ID}
     options_class = GatedCompressionOptions
 
     def __init__(self, cfg: ModelConfig, encoder: nn.Module, decoder: TransformerDecoder) -> None:

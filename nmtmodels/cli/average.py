@@ -6,7 +6,7 @@ import sys
 from collections.abc import Sequence
 
 from nmtmodels.checkpoint import CheckpointError, average_checkpoints, numbered_checkpoints, save_checkpoint
-from nmtmodels.cli.common import _run, make_parser
+from nmtmodels.cli.common import make_parser, run
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -32,4 +32,4 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"averaged {len(paths)} checkpoints into {args.output}", file=sys.stderr)
         return 0
 
-    return _run("nmt-average", body)
+    return run("nmt-average", body)

@@ -25,16 +25,12 @@ import sys
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import Any, NoReturn
 
 from nmtmodels.config import ConfigError
-from nmtmodels.devices import resolve_device
 from nmtmodels.files import DataError, os_error_message, stream_lines, unowned_temporary_files
 from nmtmodels.plugins import USER_MODULES_VARIABLE, load_user_modules
 from nmtmodels.training.errors import TrainingError
-
-if TYPE_CHECKING:
-    import torch
 
 EXIT_USAGE = 2
 
@@ -58,19 +54,15 @@ def make_parser(prog: str, description: str | None = None, **kwargs: Any) -> arg
     return _Parser(prog=prog, description=description, allow_abbrev=False, **kwargs)
 
 
-def _fail(prog: str, message: str) -> int:
+def fail(prog: str, message: str) -> int:
+    """One error line on stderr, ``PROG: error: MESSAGE``; the exit status :data:`EXIT_USAGE`."""
     print(f"{prog}: error: {message}", file=sys.stderr, flush=True)
     return EXIT_USAGE
 
 
-def _warn(prog: str, message: str) -> None:
+def warn(prog: str, message: str) -> None:
+    """One warning line on stderr, ``PROG: warning: MESSAGE``."""
     print(f"{prog}: warning: {message}", file=sys.stderr, flush=True)
-
-
-def _os_error(exc: OSError) -> str:
-    """One line for a failed file operation: the file, the reason and, for a full disk or
-    quota, the free space (:func:`nmtmodels.files.os_error_message`)."""
-    return os_error_message(exc)
 
 
 def check_output(path: str, flag: str = "--output") -> None:
@@ -102,7 +94,7 @@ def prepare_output(prog: str, path: str | None) -> None:
         return
     check_output(path)
     for stale in unowned_temporary_files(path):
-        _warn(prog, f"{stale}: a temporary file that an earlier run left (killed while it wrote {path}?); "
+        warn(prog, f"{stale}: a temporary file that an earlier run left (killed while it wrote {path}?); "
                     "remove it unless that run still goes on")
 
 
@@ -120,7 +112,7 @@ class OutputClosed(Exception):
 
 
 def raise_interrupted(signum: int, _frame: Any) -> None:
-    """A signal handler (SIGTERM): raise :class:`Interrupted`, which :func:`_run` reports."""
+    """A signal handler (SIGTERM): raise :class:`Interrupted`, which :func:`run` reports."""
     raise Interrupted(signum)
 
 
@@ -140,7 +132,7 @@ def _quiet_stdout() -> int:
     return 128 + signal.SIGPIPE
 
 
-def _run(prog: str, body: Callable[[], int], interrupted: Callable[[], str] | None = None) -> int:
+def run(prog: str, body: Callable[[], int], interrupted: Callable[[], str] | None = None) -> int:
     """Run ``body``; report expected failures (config, data, checkpoint, divergence, a
     locked output directory, failed file operations) as one line; so is an interruption
     (SIGINT, or SIGTERM with :func:`raise_interrupted` as its handler), followed by ``interrupted()``, with exit
@@ -156,9 +148,9 @@ def _run(prog: str, body: Callable[[], int], interrupted: Callable[[], str] | No
                 load_user_modules()  # even when the families used are built in
             return body()
         except (ConfigError, DataError, CheckpointError, TrainingError) as exc:
-            return _fail(prog, str(exc))
+            return fail(prog, str(exc))
         except OSError as exc:  # a full disk while writing metrics or outputs, unreadable files
-            return _fail(prog, _os_error(exc))
+            return fail(prog, os_error_message(exc))  # the file, the reason, a full disk's free space
     except OutputClosed:
         return _quiet_stdout()
     except KeyboardInterrupt:
@@ -168,7 +160,7 @@ def _run(prog: str, body: Callable[[], int], interrupted: Callable[[], str] | No
 
 
 def run_writing(prog: str, body: Callable[[], int], output: str | None) -> int:
-    """:func:`_run` for a command that writes ``output`` atomically: SIGTERM ends it as Ctrl-C
+    """:func:`run` for a command that writes ``output`` atomically: SIGTERM ends it as Ctrl-C
     does (one line, exit status 143, the temporary file removed), and the line says whether
     ``output`` is left as it was or was not written."""
 
@@ -180,15 +172,9 @@ def run_writing(prog: str, body: Callable[[], int], output: str | None) -> int:
 
     previous = signal.signal(signal.SIGTERM, raise_interrupted)
     try:
-        return _run(prog, body, note)
+        return run(prog, body, note)
     finally:
         signal.signal(signal.SIGTERM, previous)
-
-
-def _device(name: str) -> torch.device:
-    """``auto``: cuda when there is a GPU, else cpu; otherwise the device named, or a
-    ConfigError in one line when torch cannot use it here (:func:`nmtmodels.devices.resolve_device`)."""
-    return resolve_device(name)
 
 
 def stdin_lines(name: str) -> Iterator[bytes]:

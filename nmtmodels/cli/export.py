@@ -7,7 +7,7 @@ import sys
 from collections.abc import Sequence
 
 from nmtmodels.choices import QUANTIZATIONS
-from nmtmodels.cli.common import _run, make_parser
+from nmtmodels.cli.common import make_parser, run
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -28,4 +28,4 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"exported {args.checkpoint} to {out} (CTranslate2, {args.quantization or 'float32'})", file=sys.stderr)
         return 0
 
-    return _run("nmt-export", body)
+    return run("nmt-export", body)

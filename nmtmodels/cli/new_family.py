@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 
-from nmtmodels.cli.common import _run, make_parser
+from nmtmodels.cli.common import make_parser, run
 from nmtmodels.family_template import write_family
 
 
@@ -24,4 +24,4 @@ def main(argv: Sequence[str] | None = None) -> int:
               f"pytest {args.directory.rstrip('/')}/test_{args.name}.py", file=sys.stderr)
         return 0
 
-    return _run("new-family", body)
+    return run("new-family", body)

@@ -16,9 +16,10 @@ import torch
 
 from nmtmodels.checkpoint import initialise_from, parameters_fingerprint
 from nmtmodels.choices import TEXT_FORMATS
-from nmtmodels.cli.common import _device, _run, make_parser
+from nmtmodels.cli.common import make_parser, run
 from nmtmodels.config import ConfigError, plain_dict
 from nmtmodels.data import ExtraField, ParallelDataset
+from nmtmodels.devices import resolve_device
 from nmtmodels.experiment import check_extras, load_experiment, parse_extras
 from nmtmodels.files import read_lines
 from nmtmodels.vocab import Vocabulary
@@ -32,7 +33,7 @@ DIVERGENCE_ENV = "NMT_TRAIN_ON_DIVERGENCE"
 
 def main(argv: Sequence[str] | None = None) -> int:
     if "--list-families" in (sys.argv[1:] if argv is None else argv):
-        return _run("nmt-train", _list_families)
+        return run("nmt-train", _list_families)
     parser = make_parser("nmt-train", "Train a model (resumes from OUT_DIR/checkpoint_last.pt).")
     parser.add_argument("--list-families", action="store_true",
                         help="list every model family (built-in, and from outside the package: entry points "
@@ -79,7 +80,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(f"{DIVERGENCE_ENV}={args.on_divergence!r} in the environment: expected fail or stop")
     if bool(args.valid_src) != bool(args.valid_tgt):
         parser.error("--valid-src and --valid-tgt go together")
-    return _run("nmt-train", lambda: _train(args))
+    return run("nmt-train", lambda: _train(args))
 
 
 def _list_families() -> int:
@@ -104,7 +105,7 @@ def _train(args: argparse.Namespace) -> int:
         raise ConfigError("model.share_embeddings: needs one joint vocabulary, but --src-vocab and --tgt-vocab differ")
     if train_cfg.valid_bleu and not args.valid_src:
         raise ConfigError("train.valid_bleu: needs --valid-src and --valid-tgt")
-    device = _device(args.device)
+    device = resolve_device(args.device)
     dist = init_from_env(device.type)
     if dist.enabled and device.type == "cuda":
         device = torch.device("cuda", dist.local_rank)

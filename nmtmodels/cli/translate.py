@@ -24,11 +24,11 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from nmtmodels.cli.common import OutputClosed, _device, _fail, _warn, prepare_output, run_writing, stdin_lines, stdout_closed
+from nmtmodels.cli.common import OutputClosed, fail, prepare_output, run_writing, stdin_lines, stdout_closed, warn
 from nmtmodels.cli.translate_args import PROG, parse_args
 from nmtmodels.config import ConfigError
 from nmtmodels.decoding.translation_stats import UNKNOWN_MIN_TOKENS, ExtraInput, LineTranslation, TranslationStats
-from nmtmodels.devices import default_threads
+from nmtmodels.devices import default_threads, resolve_device
 from nmtmodels.experiment import check_extras, parse_extras
 from nmtmodels.files import DataError, atomic_output, raw_lines
 
@@ -52,16 +52,16 @@ def _translate(args: argparse.Namespace) -> int:
     prepare_output(PROG, args.output)  # before loading and decoding, not when the translation is done
     checkpoint = args.checkpoint[0] if len(args.checkpoint) == 1 else args.checkpoint
     threads = args.threads if args.threads is not None else default_threads()
-    translator = Translator.from_checkpoint(checkpoint, device=_device(args.device), pretokenized=args.pretokenized,
+    translator = Translator.from_checkpoint(checkpoint, device=resolve_device(args.device), pretokenized=args.pretokenized,
                                             threads=threads, src_vocab=args.src_vocab, tgt_vocab=args.tgt_vocab)
     if args.amp == "bf16":  # a CPU without native bf16 decodes in fp32: say so before anything is read
         from nmtmodels.precision import uses_bf16  # lazy: nmt-translate --help stays free of torch
 
-        uses_bf16(args.amp, translator.device, report=lambda message: _warn(PROG, message))
+        uses_bf16(args.amp, translator.device, report=lambda message: warn(PROG, message))
     if translator.package is not None and translator.package.unchecked_model:
-        _warn(PROG, translator.package.unchecked_model)
+        warn(PROG, translator.package.unchecked_model)
     if note := diverged_note(translator.name, translator.state):  # the model of a run stopped as diverged
-        _warn(PROG, note)
+        warn(PROG, note)
     if args.show_compressed and not translator.compresses:
         raise ConfigError(f"--show-compressed: {args.checkpoint[0]} is no ESC model package (model family "
                           f"{translator.family!r}): it compresses nothing")
@@ -93,16 +93,16 @@ def _translate(args: argparse.Namespace) -> int:
             writer.write(_format(line, decode.nbest, args), chunk_done=line.number == stats.lines_read)
             if interactive:  # each line's warnings at once, the input's unknown-token rate once enough is read
                 for flag in sorted(line.flags - {"unknown"}):  # the input's rate below says that, once
-                    _warn(PROG, stats.message(flag, [line.number]))
+                    warn(PROG, stats.message(flag, [line.number]))
                 if not warned and (message := stats.unknown_message(min_tokens=UNKNOWN_MIN_TOKENS)):
-                    _warn(PROG, message)
+                    warn(PROG, message)
                     warned = True
         if translator.pretokenized and args.input and not stats.lines_read:  # the workflow's encoded input
             raise DataError(args.input, "empty file (no lines)")
         for message in ([] if interactive else stats.messages()):  # before the closing progress line
-            _warn(PROG, message)
+            warn(PROG, message)
     if stats.failed_count:
-        return _fail(PROG, f"{stats.failed_count} of {stats.lines_read} input lines could not be translated (their output "
+        return fail(PROG, f"{stats.failed_count} of {stats.lines_read} input lines could not be translated (their output "
                            "lines are empty)")
     return 0
 

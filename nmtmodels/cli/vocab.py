@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 
-from nmtmodels.cli.common import _run, make_parser
+from nmtmodels.cli.common import make_parser, run
 from nmtmodels.vocab import Vocabulary
 
 
@@ -29,4 +29,4 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{args.output}: {len(vocab)} tokens", file=sys.stderr)
         return 0
 
-    return _run("nmt-vocab", body)
+    return run("nmt-vocab", body)

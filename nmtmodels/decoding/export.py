@@ -73,7 +73,8 @@ from torch import nn
 from nmtmodels.checkpoint import load_checkpoint, load_model_from_checkpoint
 from nmtmodels.choices import QUANTIZATIONS
 from nmtmodels.config import ConfigError, from_dict
-from nmtmodels.decoding.scorer import DecodeConfig, HypothesisScorer
+from nmtmodels.decoding.config import DecodeConfig
+from nmtmodels.decoding.scorer import HypothesisScorer
 from nmtmodels.family_needs import needs_of
 from nmtmodels.files import current_umask, temporary_directory_beside
 from nmtmodels.model_package.reader import package_directory
@@ -258,7 +259,7 @@ def decode_options(export: Mapping[str, Any] | str | os.PathLike) -> dict[str, A
     ``beam_size`` (beam), ``length_penalty`` (its alpha: CTranslate2 divides by ``length **
     alpha``, ours by GNMT's ``((5 + length) / 6) ** alpha``, so beam outputs may still differ),
     ``coverage_penalty`` and ``num_hypotheses`` (nbest).  Settings the run left at their
-    defaults are the defaults of :class:`~nmtmodels.decoding.scorer.DecodeConfig`."""
+    defaults are the defaults of :class:`~nmtmodels.decoding.config.DecodeConfig`."""
     decode = from_dict(DecodeConfig, dict(_read_export(export).get("decode") or {}), where=f"{EXPORT_FILE}: decode")
     return {"beam_size": decode.beam, "length_penalty": decode.length_penalty,
             "coverage_penalty": decode.coverage_penalty, "num_hypotheses": decode.nbest}

@@ -1,9 +1,10 @@
-"""What a search optimises and where it stops: :class:`DecodeConfig`, the :class:`Hypothesis`
-a search returns, and :class:`HypothesisScorer`, which ranks finished hypotheses by
-``log P / lp(|Y|) + sum(terms)`` (ESC eq. 1) with the GNMT length penalty (ESC eq. 2), the
-coverage penalty (ESC eq. 3) as a term, and the length limits ``floor(a * |x| + b)`` and
-``floor(gamma * |S|)``; :class:`FinishedHypotheses` keeps each row's best.  The conventions (what ``|Y|`` counts, when rows stop) are in
-:mod:`nmtmodels.decoding.search`.
+"""What a search optimises and where it stops, from its settings
+(:class:`~nmtmodels.decoding.config.DecodeConfig`): the :class:`Hypothesis` a search returns,
+and :class:`HypothesisScorer`, which ranks finished hypotheses by ``log P / lp(|Y|) +
+sum(terms)`` (ESC eq. 1) with the GNMT length penalty (ESC eq. 2), the coverage penalty (ESC
+eq. 3) as a term, and the length limits ``floor(a * |x| + b)`` and ``floor(gamma * |S|)``;
+:class:`FinishedHypotheses` keeps each row's best.  The conventions (what ``|Y|`` counts, when
+rows stop) are in :mod:`nmtmodels.decoding.search`.
 """
 from __future__ import annotations
 
@@ -15,50 +16,11 @@ from typing import ClassVar, Protocol
 import torch
 from torch import Tensor
 
-from nmtmodels.choices import DECODE_COMPILE_MODES, EARLY_STOP_RULES
-from nmtmodels.config import ConfigError
+from nmtmodels.decoding.config import DecodeConfig
 from nmtmodels.decoding.constraints import SourceSubsequence
 
 # Guards floor(a * x + b) against float error (0.7 * 30 = 20.999999999999996).
 _LIMIT_EPSILON = 1e-6
-
-
-@dataclass
-class DecodeConfig:
-    """Search settings (``from_dict(DecodeConfig, d, where="decode")`` validates them)."""
-
-    beam: int = 4
-    length_penalty: float = 1.0  # GNMT alpha (ESC eq. 2); 0 ranks by log P
-    max_len_a: float = 1.2  # at most floor(a * |x| + b) target tokens
-    max_len_b: int = 10
-    min_len: int = 1  # EOS is blocked until this many tokens exist
-    nbest: int = 1
-    coverage_penalty: float = 0.0  # ESC beta (eq. 3); 0 = off
-    max_len_ratio: float | None = None  # ESC gamma: hard stop at floor(gamma * |S|) tokens
-    return_attention: bool = False  # keep each hypothesis' (T, S) attention
-    early_stop: str = "exact"  # when a row ends: exact | beam (fairseq) | top (OpenNMT-py); module doc
-    compile: str = "none"  # none | default: the decoder step through torch.compile (docs/compilation.md)
-    subsequence: bool = False  # only subsequences of the source's words (deletion-based compression; constraints.py)
-
-    def validate(self, where: str = "decode") -> None:
-        if self.beam < 1:
-            raise ConfigError(f"{where}.beam: must be >= 1, got {self.beam}")
-        if not 1 <= self.nbest <= self.beam:
-            raise ConfigError(f"{where}.nbest: must be between 1 and beam ({self.beam}), got {self.nbest}")
-        if self.length_penalty < 0:
-            raise ConfigError(f"{where}.length_penalty: must be >= 0, got {self.length_penalty}")
-        if self.coverage_penalty < 0:
-            raise ConfigError(f"{where}.coverage_penalty: must be >= 0, got {self.coverage_penalty}")
-        if self.max_len_a < 0 or self.max_len_b < 0:
-            raise ConfigError(f"{where}.max_len_a/max_len_b: must be >= 0, got {self.max_len_a}, {self.max_len_b}")
-        if self.min_len < 0:
-            raise ConfigError(f"{where}.min_len: must be >= 0, got {self.min_len}")
-        if self.max_len_ratio is not None and self.max_len_ratio <= 0:
-            raise ConfigError(f"{where}.max_len_ratio: must be > 0, got {self.max_len_ratio}")
-        if self.compile not in DECODE_COMPILE_MODES:
-            raise ConfigError(f"{where}.compile: must be one of {', '.join(DECODE_COMPILE_MODES)}, got {self.compile!r}")
-        if self.early_stop not in EARLY_STOP_RULES:
-            raise ConfigError(f"{where}.early_stop: must be one of {', '.join(EARLY_STOP_RULES)}, got {self.early_stop!r}")
 
 
 @dataclass

@@ -73,9 +73,9 @@ from torch import Tensor
 from nmtmodels.choices import DECODE_COMPILE_MODES
 from nmtmodels.compiling import compile_module
 from nmtmodels.data import Batch, ParallelDataset
+from nmtmodels.decoding.config import DecodeConfig
 from nmtmodels.decoding.constraints import SourceSubsequence
 from nmtmodels.decoding.scorer import (
-    DecodeConfig,
     FinishedHypotheses,
     Hypothesis,
     HypothesisScorer,
@@ -254,10 +254,14 @@ def _trim_attention(attention: Tensor, memory_pad_mask: Tensor) -> Tensor:
 def beam_search(
     model: Seq2SeqModel, batch: Batch, cfg: DecodeConfig | None = None, scorer: HypothesisScorer | None = None
 ) -> list[list[Hypothesis]]:
-    """The ``cfg.nbest`` best hypotheses of every batch row, best first (see module doc)."""
+    """The ``cfg.nbest`` best hypotheses of every batch row, best first (see module doc).  Without
+    a ``scorer`` it checks ``cfg`` (``cfg.validate()``) and makes the scorer from it; a caller
+    that gives the scorer checked the settings it made it from (:func:`translate_dataset`'s
+    callers, once per run: a search of a batch is not where settings are checked)."""
     cfg = cfg or DecodeConfig()
-    cfg.validate()
-    scorer = scorer or HypothesisScorer.from_config(cfg)
+    if scorer is None:
+        cfg.validate()
+        scorer = HypothesisScorer.from_config(cfg)
     with _eval_mode(model):
         return _beam_search(model, batch, cfg, scorer)
 
@@ -476,7 +480,7 @@ def greedy_search(
 def translate_dataset(
     model: Seq2SeqModel,
     dataset: ParallelDataset,
-    decode_cfg: Any,
+    decode_cfg: DecodeConfig,
     *,
     max_tokens: int,
     device: torch.device | str = "cpu",
@@ -485,10 +489,13 @@ def translate_dataset(
     constraint: SourceSubsequence | None = None,
 ) -> list[list[Any]]:
     """Hypotheses (``nmtmodels.decoding.scorer.Hypothesis``, best first) for every example of
-    ``dataset``, in dataset order.  Beam 1 with nbest 1 runs greedy search when that gives what
-    :func:`beam_search` with beam 1 gives: no length penalty, no coverage penalty (every
-    length limit, ``max_len_ratio`` included, applies either way); otherwise beam search with
-    beam 1, which ranks the finished hypotheses by the penalties.  ``progress``
+    ``dataset``, in dataset order, with checked search settings ``decode_cfg`` (made by
+    ``from_dict`` or checked by their ``validate()``, as
+    :meth:`~nmtmodels.decoding.translator.Translator.stream` does).  Beam 1 with nbest 1 runs
+    greedy search when that gives what :func:`beam_search` with beam 1 gives: no length
+    penalty, no coverage penalty (every length limit, ``max_len_ratio`` included, applies
+    either way); otherwise beam search with beam 1, which ranks the finished hypotheses by the
+    penalties.  ``progress``
     is called with the number of sentences of each batch when it is done.  A sentence with no
     token (an empty input line) is not decoded: its one hypothesis is empty, with score 0.
     ``amp="bf16"``: the model runs under bf16 autocast on CUDA or on a CPU with native bf16

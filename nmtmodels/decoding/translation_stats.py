@@ -2,7 +2,11 @@
 per input line, a :class:`Translation` per sentence, a :class:`TextHypothesis` per hypothesis)
 and :class:`TranslationStats`, which :meth:`nmtmodels.decoding.translator.Translator.stream`
 fills and every caller reads alike (the Python API, ``nmt-translate``).  No torch here: the CLI
-imports it before a translation starts.
+imports it before a translation starts.  The result types stay beside the stats, not in a
+module of their own: a :class:`LineTranslation` carries the flags that the rules below give
+it, and the stats count what it holds, so the two change together; and every output line is
+made by both (``stats.add_line`` flags it, ``line.text`` joins it), so a split would put one
+more file on every sentence's path (``nmtmodels/tests/test_translator.py`` counts them).
 
 Each translated line gets the flags of the rules below (:data:`FLAGS`), and the stats keep, per
 flag, how many lines had it and the first :data:`LINES_KEPT` line numbers (memory does not grow

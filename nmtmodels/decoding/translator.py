@@ -55,9 +55,9 @@ from nmtmodels.config import ConfigError, from_dict
 from nmtmodels.data import ExtraField, ParallelDataset, TooLong
 from nmtmodels.decoding import search
 from nmtmodels.decoding.compression import Compressor
+from nmtmodels.decoding.config import DecodeConfig
 from nmtmodels.decoding.constraints import SourceSubsequence
 from nmtmodels.decoding.loading import load, raw_text_refusal
-from nmtmodels.decoding.scorer import DecodeConfig
 from nmtmodels.decoding.scorer import Hypothesis as SearchHypothesis
 from nmtmodels.decoding.translation_stats import ExtraInput, LineTranslation, TextHypothesis, Translation, TranslationStats
 from nmtmodels.devices import resolve_device
@@ -260,7 +260,8 @@ class Translator:
         too long unless ``too_long="truncate"``, a bad extra input) gets its DataError in its
         :class:`LineTranslation` (``errors="keep"``) or raises it (``"raise"``) before its chunk is
         searched.  ``progress``: called with the sentences of each search batch.  ``decode``: the
-        search settings (default: the checkpoint's).  The iterator's ``stats`` (``stats``, or a new
+        search settings (default: the checkpoint's), checked before the first line is read.  The
+        iterator's ``stats`` (``stats``, or a new
         :class:`~nmtmodels.decoding.translation_stats.TranslationStats`) count and flag the lines as
         they go by, and give their warnings (``stats.messages()``)."""
         stats = stats if stats is not None else TranslationStats()
@@ -270,6 +271,8 @@ class Translator:
                            f"or spelling than its training data ({self.source_lang}; e.g. traditional against simplified "
                            "characters, mixed scripts), or words it never saw, become <unk> and are dropped from the "
                            "translation")
+        if decode is not None:
+            decode.validate()  # once, before the first line: the search takes checked settings
         run = dict(decode=decode if decode is not None else self.decode_config(), too_long=too_long, max_tokens=max_tokens,
                    amp=amp, progress=progress, errors=errors, stats=stats)
         fields = {key: ExtraField(spec.name or f"{name} ({key})", self.model.extra_inputs.get(key, 0), spec.tokens)
@@ -293,7 +296,7 @@ class Translator:
 
         ``beam`` (default: the checkpoint's decode settings) and ``nbest`` (hypotheses per
         sentence, at most ``beam``); ``return_attention`` keeps each hypothesis' attention;
-        other keywords are :class:`~nmtmodels.decoding.scorer.DecodeConfig` fields (``length_penalty``,
+        other keywords are :class:`~nmtmodels.decoding.config.DecodeConfig` fields (``length_penalty``,
         ``max_len_a``, ...).  ``max_tokens``: the token budget of a batch.  ``amp="bf16"``: the model
         runs under bf16 autocast on CUDA or on a CPU with native bf16, elsewhere in fp32 with a
         RuntimeWarning once (:mod:`nmtmodels.precision`); default ``"none"``: fp32.  ``stats``: a

@@ -11,7 +11,10 @@ Every family declares, on its class (:class:`Seq2SeqModel` holds the defaults):
 ``extra_inputs``
     ``{name: pad value}`` of the inputs it reads besides the source tokens (lattice ``starts``
     and ``ends``, ESC's ``compressed``); empty for most.  Data sets read one line per sentence
-    for each, batches carry them in ``batch.extras[name]``, padding uses the pad value.
+    for each, batches carry them in ``batch.extras[name]``, padding uses the pad value.  It is
+    not written on the class: :func:`register_model` sets it from the ``inputs`` of the
+    family's entry in its module's ``FAMILY_NEEDS`` (:mod:`nmtmodels.family_needs`), the one
+    literal that the torch-free workflow reads too.
 ``cpu_bf16``
     False where the family's steps are slower under bf16 autocast on a CPU than in fp32 (the
     GRU families): ``train.amp: bf16`` and ``amp="bf16"`` decoding then compute it in fp32 on
@@ -47,6 +50,7 @@ from __future__ import annotations
 
 import inspect
 import os
+import sys
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar, TypeVar
 
@@ -55,6 +59,7 @@ from torch import Tensor, nn
 
 from nmtmodels.config import ConfigError, ModelConfig, from_dict
 from nmtmodels.data import Batch
+from nmtmodels.family_needs import DECLARATION, family_inputs
 
 State = dict[str, Any]
 
@@ -178,14 +183,15 @@ ModelClass = TypeVar("ModelClass", bound=type)
 
 
 def register_model(name: str) -> Callable[[ModelClass], ModelClass]:
-    """Class decorator registering a model family under ``name`` (sets ``cls.family_name``)."""
+    """Class decorator registering a model family under ``name``: sets ``cls.family_name``, and
+    ``cls.extra_inputs`` from ``FAMILY_NEEDS[name]["inputs"]`` of the class's module (defined
+    above the class; none declared: no extra inputs)."""
 
     def register(cls: ModelClass) -> ModelClass:
         taken = _FAMILIES.get(name)
-        if taken is not None and taken is not cls:
-            if _defined_at(taken) == _defined_at(cls):  # the same class, its module imported twice: a no-op
-                cls.family_name = name
-                return cls
+        if taken is cls:
+            return cls
+        if taken is not None and _defined_at(taken) != _defined_at(cls):
             raise ValueError(f"model family {name!r} is already registered by {taken.__qualname__} "
                              f"({_defined_at(taken)[1]}); a different class ({cls.__qualname__}, {_defined_at(cls)[1]}) "
                              "cannot take its name")
@@ -193,8 +199,14 @@ def register_model(name: str) -> Callable[[ModelClass], ModelClass]:
             raise TypeError(f"model family {name!r}: {getattr(cls, '__qualname__', cls)!r} is not a Seq2SeqModel")
         if cls.from_config.__func__ is Seq2SeqModel.from_config.__func__:  # type: ignore[attr-defined]
             raise TypeError(f"model family {name!r}: {cls.__qualname__} lacks classmethod from_config()")
+        if "extra_inputs" in vars(cls):
+            raise TypeError(f"model family {name!r}: {cls.__qualname__} sets extra_inputs; declare them as "
+                            f"{DECLARATION}[{name!r}]['inputs'] = {{name: pad value}} in its module, which the class's "
+                            "extra_inputs is set from (nmtmodels/family_needs.py)")
+        cls.extra_inputs = family_inputs(sys.modules.get(cls.__module__), name)
         cls.family_name = name
-        _FAMILIES[name] = cls
+        if taken is None:  # else the same class, its module imported twice: the first one stays registered
+            _FAMILIES[name] = cls
         return cls
 
     return register

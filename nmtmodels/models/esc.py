@@ -81,20 +81,14 @@ from nmtmodels.modules.layers import (
 )
 from nmtmodels.symbols import PAD_ID
 
-# What the workflow and nmt-export read of this family without importing it (nmtmodels/family_needs.py).
-FAMILY_NEEDS = {  # a literal: one entry per family, the same needs (inputs: COMPRESSED below)
-    "bsfnmt": {"inputs": ["compressed"],
-               "not_exported": "it reads a second, compressed source (extra input compressed) through the same "
-                               "encoder and fuses it with extra attention layers; CTranslate2's Transformer reads "
-                               "one source"},
-    "btfnmt": {"inputs": ["compressed"],
-               "not_exported": "it reads a second, compressed source (extra input compressed) through the same "
-                               "encoder and fuses it with extra attention layers; CTranslate2's Transformer reads "
-                               "one source"},
-    "bbfnmt": {"inputs": ["compressed"],
-               "not_exported": "it reads a second, compressed source (extra input compressed) through the same "
-                               "encoder and fuses it with extra attention layers; CTranslate2's Transformer reads "
-                               "one source"},
+# What the workflow and nmt-export read of these families without importing them, and where their
+# classes' extra_inputs come from (nmtmodels/family_needs.py): a literal, so 0 is PAD_ID.
+FAMILY_NEEDS = {
+    ("bsfnmt", "btfnmt", "bbfnmt"): {
+        "inputs": {"compressed": 0},
+        "not_exported": "it reads a second, compressed source (extra input compressed) through the same encoder and "
+                        "fuses it with extra attention layers; CTranslate2's Transformer reads one source",
+    },
 }
 
 COMPRESSED = "compressed"  # the extra token input: the compressed source
@@ -230,7 +224,6 @@ class BackboneDecoder(TransformerDecoder):
 class ESCModel(TransformerModel):
     """Shared encoder over source and backbone; the subclasses choose the fusion."""
 
-    extra_inputs = {COMPRESSED: PAD_ID}
     options_class = ESCOptions
     source_fusion: ClassVar[bool] = False
     target_fusion: ClassVar[bool] = False

@@ -66,10 +66,11 @@ from nmtmodels.models.transformer import TransformerEncoder, TransformerModel
 from nmtmodels.modules.attention import RelationTerms
 from nmtmodels.modules.embedding import InputEmbedding
 
-# What the workflow and nmt-export read of this family without importing it (nmtmodels/family_needs.py).
+# What the workflow and nmt-export read of this family without importing it, and where its class's
+# extra_inputs come from (nmtmodels/family_needs.py): the span inputs and their pad value (SPAN_PAD).
 FAMILY_NEEDS = {
     "lattice_transformer": {
-        "inputs": ["starts", "ends"],
+        "inputs": {"starts": -1, "ends": -1},
         "not_exported": "its encoder reads lattice spans (extra inputs starts, ends) for lattice positions and "
                         "relation-aware self-attention; a CTranslate2 encoder reads one token sequence with positions "
                         "0, 1, 2, ...",
@@ -82,7 +83,7 @@ FAMILY_NEEDS = {
 RELATIONS = ("self", "left_adjacent", "right_adjacent", "includes", "included", "intersects", "preceding", "succeeding")
 SELF, LEFT_ADJACENT, RIGHT_ADJACENT, INCLUDES, INCLUDED, INTERSECTS, PRECEDING, SUCCEEDING = range(len(RELATIONS))
 NUM_RELATIONS = len(RELATIONS)
-SPAN_PAD = -1  # pad value of the ``starts`` / ``ends`` extra inputs
+SPAN_PAD = FAMILY_NEEDS["lattice_transformer"]["inputs"]["starts"]  # -1: pad value of the span inputs (declared above)
 
 
 def relation_ids(starts: Tensor, ends: Tensor) -> Tensor:
@@ -175,7 +176,6 @@ class LatticeEncoder(TransformerEncoder):
 class LatticeTransformer(TransformerModel):
     """Lattice encoder (LPE/LSA) + the baseline Transformer decoder."""
 
-    extra_inputs = {"starts": SPAN_PAD, "ends": SPAN_PAD}
     options_class = LatticeOptions
 
     @classmethod

@@ -7,7 +7,7 @@ import torch
 
 from nmtmodels.config import ConfigError, ModelConfig
 from nmtmodels.data import Batch, ParallelDataset
-from nmtmodels.decoding.scorer import DecodeConfig
+from nmtmodels.decoding.config import DecodeConfig
 from nmtmodels.decoding.search import beam_search, greedy_search
 from nmtmodels.models.char2word import (
     AdditiveAttention,

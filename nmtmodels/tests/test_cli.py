@@ -26,7 +26,7 @@ from nmtmodels.checkpoint import (
 )
 from nmtmodels.config import ConfigError
 from nmtmodels.data import ParallelDataset
-from nmtmodels.decoding.scorer import DecodeConfig
+from nmtmodels.decoding.config import DecodeConfig
 from nmtmodels.experiment import apply_overrides, check_extras, load_experiment, parse_extras
 from nmtmodels.tests.copy_task_fixtures import LETTERS, copy_task, write_lines
 from nmtmodels.tests.filesystem import read_only

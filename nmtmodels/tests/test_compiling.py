@@ -20,7 +20,7 @@ import torch._dynamo
 from nmtmodels import compiling
 from nmtmodels.config import ConfigError, from_dict
 from nmtmodels.data import Batch, pad_to_buckets
-from nmtmodels.decoding.scorer import DecodeConfig
+from nmtmodels.decoding.config import DecodeConfig
 from nmtmodels.decoding.search import beam_search, greedy_search
 from nmtmodels.symbols import BOS_ID, EOS_ID, PAD_ID
 from nmtmodels.tests.copy_task_fixtures import copy_task_corpus, tiny_model, train_config

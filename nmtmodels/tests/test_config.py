@@ -1,6 +1,7 @@
 """ModelConfig presets and validation; the model-family registry."""
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import pytest
@@ -127,6 +128,76 @@ def test_the_same_family_found_twice_is_registered_once(tmp_path, monkeypatch: p
     assert "model family 'twice_found' is already registered by TwiceFound" in message
     assert str((tmp_path / "mine" / "twice.py").resolve()) in message and str((tmp_path / "other.py").resolve()) in message
     assert registry.get_model_class("twice_found") is first
+
+
+DECLARING_MODULE = """import torch  # the workflow reads FAMILY_NEEDS without running this module
+
+from nmtmodels.models.transformer import TransformerModel
+from nmtmodels.registry import register_model
+
+FAMILY_NEEDS = {("spans_a", "spans_b"): {"inputs": {"starts": -1, "ends": -1}}, "plain_c": {}}
+
+
+@register_model("spans_a")
+class SpansA(TransformerModel):
+    pass
+
+
+@register_model("spans_b")
+class SpansB(SpansA):
+    pass
+
+
+@register_model("plain_c")
+class PlainC(SpansA):
+    pass
+"""
+
+
+def test_a_family_reads_the_extra_inputs_its_module_declares(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A family's extra inputs are written once, in its module's FAMILY_NEEDS: the class gets
+    them (names and pad values) when it registers, and the torch-free planner reads the same
+    entry with ast.  One entry serves several families; a subclass whose entry declares none
+    reads none."""
+    from nmtmodels.family_needs import read_declaration
+    from nmtmodels.plugins import import_user_module
+
+    monkeypatch.setattr(base, "_FAMILIES", dict(base._FAMILIES))
+    path = tmp_path / "declaring.py"
+    path.write_text(DECLARING_MODULE)
+    import_user_module(str(path), "user_modules[0]")
+    spans = {"starts": -1, "ends": -1}
+    assert {name: dict(registry.get_model_class(name).extra_inputs) for name in ("spans_a", "spans_b", "plain_c")} == {
+        "spans_a": spans, "spans_b": spans, "plain_c": {}}
+    planned = read_declaration(path)
+    assert {name: dict(needs.inputs) for name, needs in planned.items()} == {"spans_a": spans, "spans_b": spans, "plain_c": {}}
+    assert planned["spans_b"].where("inputs") == f"FAMILY_NEEDS[('spans_a', 'spans_b')]['inputs'] (in {path.resolve()})"
+
+
+OLD_WAY = ("from nmtmodels.models.transformer import TransformerModel\n"
+           "from nmtmodels.registry import register_model\n\n"
+           "FAMILY_NEEDS = {{'old_way': {needs}}}\n\n\n"
+           "@register_model('old_way')\nclass OldWay(TransformerModel):\n    {body}\n")
+
+
+@pytest.mark.parametrize("needs, body, message", [
+    ("{'inputs': ['compressed']}", "pass",
+     "FAMILY_NEEDS['old_way']['inputs']: must be a dict of input name -> pad value (an integer), e.g. {'compressed': 0}"),
+    ("{'inputs': ['compressed']}", "extra_inputs = {'compressed': 0}",
+     "model family 'old_way': OldWay sets extra_inputs; declare them as FAMILY_NEEDS['old_way']['inputs'] = "
+     "{name: pad value} in its module"),
+])
+def test_extra_inputs_written_the_earlier_way_are_refused_in_one_line(tmp_path, monkeypatch: pytest.MonkeyPatch, needs,
+                                                                      body, message) -> None:
+    """A family of 0.2 set extra_inputs on its class; FAMILY_NEEDS once listed the input names."""
+    from nmtmodels.plugins import import_user_module
+
+    monkeypatch.setattr(base, "_FAMILIES", dict(base._FAMILIES))
+    path = tmp_path / "old_way.py"
+    path.write_text(OLD_WAY.format(needs=needs, body=body))
+    with pytest.raises(ConfigError, match=re.escape(message)) as refused:
+        import_user_module(str(path), "user_modules[0]")
+    assert "\n" not in str(refused.value) and "old_way" not in registry.model_families()
 
 
 def test_exponent_floats_read_as_floats(tmp_path) -> None:

@@ -37,8 +37,26 @@ def test_family_options_conform(family: str) -> None:
 @pytest.mark.parametrize("family", sorted({case.split("/")[0] for case in FAMILIES}))
 def test_family_declares_what_it_reads(family: str) -> None:
     """The workflow plans a family's inputs from its module's FAMILY_NEEDS, read without
-    importing it (nmtmodels/family_needs.py): the declaration must match the class."""
+    importing it (nmtmodels/family_needs.py): what it reads is what the class reads."""
     testing.check_declaration(family)
+
+
+def test_the_declaration_check_fails_a_declaration_below_the_class(tmp_path, monkeypatch) -> None:
+    """FAMILY_NEEDS written after the class: the class registered with no extra inputs, while
+    the workflow, which reads the whole file, would plan lattice spans for it."""
+    from nmtmodels.models import base
+    from nmtmodels.plugins import import_user_module
+
+    monkeypatch.setattr(base, "_FAMILIES", dict(base._FAMILIES))
+    (tmp_path / "late.py").write_text("from nmtmodels.models.transformer import TransformerModel\n"
+                                      "from nmtmodels.registry import register_model\n\n\n"
+                                      "@register_model('late_declaration')\nclass Late(TransformerModel):\n    pass\n\n\n"
+                                      "FAMILY_NEEDS = {'late_declaration': {'inputs': {'starts': -1, 'ends': -1}}}\n")
+    import_user_module(str(tmp_path / "late.py"), "user_modules[0]")
+    with pytest.raises(AssertionError, match=re.escape(
+            "the workflow reads FAMILY_NEEDS['late_declaration']['inputs'] in ")) as failed:
+        testing.check_declaration("late_declaration")
+    assert "as {'starts': -1, 'ends': -1}, but the class Late reads none" in str(failed.value)
 
 
 def test_the_suite_fails_a_family_that_breaks_a_rule(monkeypatch) -> None:

@@ -24,7 +24,7 @@ import torch._dynamo
 from nmtmodels.checkpoint import load_checkpoint
 from nmtmodels.compiling import begin_step, compile_module
 from nmtmodels.data import pad_to_buckets
-from nmtmodels.decoding.scorer import DecodeConfig
+from nmtmodels.decoding.config import DecodeConfig
 from nmtmodels.decoding.search import beam_search, translate_dataset
 from nmtmodels.tests.copy_task_fixtures import (
     copy_task_corpus,

@@ -6,7 +6,7 @@ import torch
 
 from nmtmodels.config import ConfigError, ModelConfig
 from nmtmodels.data import Batch
-from nmtmodels.decoding.scorer import DecodeConfig
+from nmtmodels.decoding.config import DecodeConfig
 from nmtmodels.decoding.search import beam_search, greedy_search, reorder_state
 from nmtmodels.models.esc import BBFNMT, BSFNMT, BTFNMT, ContextGate
 from nmtmodels.registry import build_model

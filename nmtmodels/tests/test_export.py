@@ -15,7 +15,8 @@ from nmtmodels import cli
 from nmtmodels.checkpoint import load_checkpoint, save_checkpoint
 from nmtmodels.config import ConfigError
 from nmtmodels.data import ParallelDataset
-from nmtmodels.decoding.scorer import DecodeConfig, LinearLengthLimit
+from nmtmodels.decoding.config import DecodeConfig
+from nmtmodels.decoding.scorer import LinearLengthLimit
 from nmtmodels.decoding.search import translate_dataset
 from nmtmodels.model_package.reader import read_package
 from nmtmodels.model_package.settings import PackageSettings
@@ -360,7 +361,7 @@ def test_other_families_are_refused_in_one_line(tmp_path, capsys, family, option
 @pytest.mark.parametrize(("declaration", "reason"), [
     ("", "only the Transformer baseline maps onto CTranslate2's TransformerSpec; FAMILY_NEEDS['mine']['export'] "
          "(declared by no module) does not list 'ctranslate2'"),
-    ("FAMILY_NEEDS = {'mine': {'inputs': ['compressed'], 'not_exported': 'it fuses two sources'}}\n",
+    ("FAMILY_NEEDS = {'mine': {'inputs': {'compressed': 0}, 'not_exported': 'it fuses two sources'}}\n",
      "it fuses two sources; FAMILY_NEEDS['mine']['export'] (in {module}) does not list 'ctranslate2'"),
 ])
 def test_a_family_that_declares_no_export_is_refused_naming_it_and_the_key(tmp_path, monkeypatch, capsys, declaration, reason):

@@ -10,7 +10,7 @@ import torch
 
 from nmtmodels.config import ConfigError, ModelConfig
 from nmtmodels.data import Batch
-from nmtmodels.decoding.scorer import DecodeConfig
+from nmtmodels.decoding.config import DecodeConfig
 from nmtmodels.decoding.search import beam_search
 from nmtmodels.models.graph import TABLE2_VARIANTS as VARIANTS
 from nmtmodels.models.graph import GraphEncoderLayer, GraphOptions

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from nmtmodels import precision
-from nmtmodels.decoding.scorer import DecodeConfig
+from nmtmodels.decoding.config import DecodeConfig
 from nmtmodels.decoding.search import translate_dataset
 from nmtmodels.tests.copy_task_fixtures import copy_task_corpus, tiny_model
 from nmtmodels.tests.family_cases import FAMILIES, family_case

@@ -30,7 +30,7 @@ from nmtmodels import cli
 from nmtmodels.checkpoint import CheckpointError, load_model_from_checkpoint, save_checkpoint
 from nmtmodels.config import ConfigError, ModelConfig
 from nmtmodels.data import ExtraField, ParallelDataset
-from nmtmodels.decoding.scorer import DecodeConfig
+from nmtmodels.decoding.config import DecodeConfig
 from nmtmodels.decoding.search import translate_dataset
 from nmtmodels.decoding.translator import Translator, raw_text_refusal
 from nmtmodels.files import DataError

@@ -10,7 +10,8 @@ from torch import Tensor, nn
 
 from nmtmodels.config import ConfigError, from_dict
 from nmtmodels.data import Batch
-from nmtmodels.decoding.scorer import CoveragePenalty, DecodeConfig, GNMTLengthPenalty, HypothesisScorer
+from nmtmodels.decoding.config import DecodeConfig
+from nmtmodels.decoding.scorer import CoveragePenalty, GNMTLengthPenalty, HypothesisScorer
 from nmtmodels.decoding.search import beam_search, greedy_search
 from nmtmodels.models.base import Seq2SeqModel
 from nmtmodels.symbols import BOS_ID, EOS_ID, PAD_ID
@@ -475,6 +476,8 @@ def test_decode_config_validation_names_the_key():
         from_dict(DecodeConfig, {"bem": 4}, "decode")
     with pytest.raises(ConfigError, match=r"decode\.early_stop: must be one of exact, beam, top, got 'fast'"):
         from_dict(DecodeConfig, {"early_stop": "fast"}, "decode")
+    with pytest.raises(ConfigError, match=r"decode\.nbest"):  # beam_search on its own checks what it is given
+        beam_search(ToyModel(seed=0), make_batch(SOURCES), DecodeConfig(beam=2, nbest=3))
 
 
 def test_gnmt_length_penalty_values():

@@ -26,7 +26,7 @@ from nmtmodels import cli
 from nmtmodels.checkpoint import load_model_from_checkpoint, save_checkpoint
 from nmtmodels.config import ConfigError, ModelConfig
 from nmtmodels.data import ParallelDataset
-from nmtmodels.decoding.scorer import DecodeConfig
+from nmtmodels.decoding.config import DecodeConfig
 from nmtmodels.decoding.search import translate_dataset
 from nmtmodels.decoding.translator import Translator
 from nmtmodels.files import DataError
@@ -152,6 +152,24 @@ def test_translate_returns_scored_nbest_lists_and_attention(package):
             assert hyp.attention.shape == (len(hyp.tokens) + 1, len(result.source_tokens) + 1)
     with pytest.raises(TypeError):
         translator.translate(SENTENCE)
+
+
+def test_search_settings_of_ones_own_are_checked_before_the_first_line_is_read(package):
+    """The search takes checked settings (it no longer checks them batch by batch): a
+    DecodeConfig made by hand is checked as the stream starts, greedy (beam 1) included."""
+    directory, _, _ = package
+    translator = Translator.from_checkpoint(directory)
+    read: list[str] = []
+
+    def lines():
+        read.append(SENTENCE)
+        yield SENTENCE
+
+    for bad, key in ((DecodeConfig(beam=1, length_penalty=-1.0), "length_penalty"), (DecodeConfig(beam=2, nbest=3), "nbest")):
+        with pytest.raises(ConfigError, match=rf"^decode\.{key}: "):
+            translator.stream(lines(), decode=bad)
+    assert read == []
+    assert translator.translate_lines([SENTENCE], decode=DecodeConfig(beam=2))[0].text
 
 
 @pytest.mark.heavy
@@ -620,10 +638,11 @@ def test_a_raw_sentence_goes_one_way_through_at_most_twelve_files(package, monke
     real_lines = Translator.stream
 
     def lines_from_here(self, *args, **kwargs):  # the sentence's path: from the library's loop to the output line
+        stream = real_lines(self, *args, **kwargs)
         if not started:
-            files.clear()  # argument parsing, loading and the run's search settings came before
+            files.clear()  # argument parsing, loading and the run's search settings (checked as the stream starts) came before
             started.append(True)
-        return real_lines(self, *args, **kwargs)
+        return stream
 
     started: list[bool] = []
 

@@ -37,7 +37,7 @@ import torch
 
 from nmtmodels.checkpoint import load_model_from_checkpoint
 from nmtmodels.data import ParallelDataset
-from nmtmodels.decoding.scorer import DecodeConfig
+from nmtmodels.decoding.config import DecodeConfig
 from nmtmodels.decoding.search import beam_search
 from nmtmodels.files import DataError, atomic_output, read_lines
 from nmtmodels.symbols import EOS, SPACE_SYMBOL

@@ -10,7 +10,7 @@ the rule files (tested in tests/test_dag.py and beside each feature's tests).
     sources      what a run reads: source side by what its family declares, training inputs,
                  extra-input flags, the source the fairness check compares, OOV-rate inputs
     families     what a family declares it reads (its module's FAMILY_NEEDS, read without torch):
-                 the inputs the workflow makes, a family's own provider, their start-up checks
+                 the inputs the workflow makes, their start-up checks
     packages     model packages: which runs get one, its inputs and preprocess.json
     corpus_data  the data half (rules/data.smk, preprocess.smk, subwords.smk): targets, spec params
     compression  the compressed source that ESC models read: compressors, their data and quality,

@@ -18,7 +18,7 @@ from workflow_scripts.dag import WorkflowConfigError, evaluation, paths
 from workflow_scripts.dag.analyses import check_swap_noise
 from workflow_scripts.dag.compression import check_compression
 from workflow_scripts.dag.corpus_data import input_dirs
-from workflow_scripts.dag.families import check_declarations, check_family_needs
+from workflow_scripts.dag.families import check_family_needs
 from workflow_scripts.dag.lattices import check_lattices
 from workflow_scripts.dag.runs import (
     baselines_of,
@@ -46,8 +46,7 @@ def check(config: dict[str, Any], environ: Mapping[str, str], *, main_process: b
     if main_process:
         for warning in check_experiments(config):
             print(f"warning: {warning}", file=sys.stderr)
-        check_declarations(config)  # each family reads what its module declares (FAMILY_NEEDS)
-        check_family_needs(config)  # ... and each run gives it that: a compressor, a lattice, a provider
+        check_family_needs(config)  # each run gives its family what its module declares (FAMILY_NEEDS)
         check_compression(config)
         check_lattices(config)
         check_licensed_inputs(config, environ)  # every missing licensed file, in one error

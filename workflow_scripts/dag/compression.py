@@ -8,6 +8,7 @@ import re
 from typing import Any
 
 from nmtmodels.config import from_dict
+from nmtmodels.decoding.config import DecodeConfig
 from workflow_scripts.dag import WorkflowConfigError, paths
 from workflow_scripts.dag.runs import check_run_sections, experiment_runs
 
@@ -111,8 +112,6 @@ def compressor_decode_settings(config: dict[str, Any], compressor: str) -> dict[
     beta (``coverage_penalty``), gamma (``max_len_ratio``, None: no hard stop) and the length
     limits, and ``subsequence`` (deletion-based: only the source's words, in order), as the
     ``compress`` rule passes them and a model package records them."""
-    from nmtmodels.decoding.scorer import DecodeConfig  # lazy: scorer imports torch, planning none (every job re-reads the Snakefile)
-
     decode = from_dict(DecodeConfig, compressor_settings(config, compressor)["decode"], where="decode")
     return {"beam": decode.beam, "length_penalty": decode.length_penalty, "coverage_penalty": decode.coverage_penalty,
             "max_len_a": decode.max_len_a, "max_len_b": decode.max_len_b, "min_len": decode.min_len,

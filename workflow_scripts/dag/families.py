@@ -2,42 +2,36 @@
 what they read, never by name.
 
 Each family module holds a literal ``FAMILY_NEEDS`` (:mod:`nmtmodels.family_needs`: its extra
-``inputs``, an optional source ``provider``, its ``export`` formats) that is read with
-:mod:`ast`, so planning imports no torch: every job re-reads the Snakefile.  The inputs a
-workflow stage makes are :data:`MADE_INPUTS`, by input name: ``compressed`` comes from the
-experiment's ``compressor`` (rules/compression.smk), ``starts`` and ``ends`` from its
-``lattice`` (rules/lattice.smk).  A family that reads anything else names a ``provider``
-(``"module:function"``, ``(config, experiment, corpus, split) -> SourceInputs``) that gives its
-whole source side; the start-up checks name the family's declaration when one is missing.
+``inputs``, its ``export`` formats) that is read with :mod:`ast`, so planning imports no torch:
+every job re-reads the Snakefile.  The inputs a workflow stage makes are :data:`MADE_INPUTS`, by
+input name: ``compressed`` comes from the experiment's ``compressor`` (rules/compression.smk),
+``starts`` and ``ends`` from its ``lattice`` (rules/lattice.smk).  A family that reads any other
+input is refused at start-up: a new input is a new stage (docs/howto.md, "A model family that
+reads extra inputs").
 """
 from __future__ import annotations
 
-import importlib
 import os
-from collections.abc import Callable
 from typing import Any
 
-from nmtmodels.config import ConfigError
-from nmtmodels.family_needs import USER_MODULES_VARIABLE, check_class, needs_of
+from nmtmodels.family_needs import USER_MODULES_VARIABLE, FamilyNeeds, needs_of
 from workflow_scripts.dag import WorkflowConfigError
-from workflow_scripts.dag.runs import SourceInputs, experiment_runs
+from workflow_scripts.dag.runs import experiment_runs
 
 # Extra inputs a workflow stage makes -> the experiment key that says from what.
 MADE_INPUTS = {"compressed": "compressor", "starts": "lattice", "ends": "lattice"}
 WHAT_KEY_NAMES = {"compressor": "a compressor (a key of compression.compressors)",
                   "lattice": "the segmentations its lattice packs"}
 
-Provider = Callable[[dict[str, Any], str, str, str], SourceInputs]
 
-
-def family_needs(config: dict[str, Any], family: str):  # -> nmtmodels.family_needs.FamilyNeeds
+def family_needs(config: dict[str, Any], family: str) -> FamilyNeeds:
     """The declaration of ``family`` among the built-in families, the entry points and the
     modules of ``NMT_USER_MODULES`` and the config's ``user_modules``."""
     modules = [*os.environ.get(USER_MODULES_VARIABLE, "").split(os.pathsep), *(config.get("user_modules") or [])]
     return needs_of(family, [m for m in modules if isinstance(m, str)])
 
 
-def experiment_needs(config: dict[str, Any], experiment: str):
+def experiment_needs(config: dict[str, Any], experiment: str) -> FamilyNeeds:
     return family_needs(config, config["experiments"][experiment]["family"])
 
 
@@ -46,37 +40,21 @@ def reads(config: dict[str, Any], experiment: str, name: str) -> bool:
     return name in experiment_needs(config, experiment).inputs
 
 
-def provider_of(config: dict[str, Any], experiment: str) -> Provider | None:
-    """The source provider the experiment's family declares (None: the workflow's own)."""
-    declared = experiment_needs(config, experiment).provider
-    if declared is None:
-        return None
-    module, function = declared.split(":")
-    return getattr(importlib.import_module(module), function)
-
-
 def check_family_needs(config: dict[str, Any]) -> None:
-    """Each run's family gets every input it declares: a made input needs its experiment key
-    (:data:`MADE_INPUTS`), any other a declared provider that can be imported; and an experiment
-    names ``compressor`` only for a family that reads ``compressed``.  One line naming the key
-    and the family's declaration."""
+    """Each run's family gets every input it declares: each is a made input (:data:`MADE_INPUTS`)
+    and its experiment names the key it is made from; and an experiment names ``compressor`` only
+    for a family that reads ``compressed``.  One line naming the key and the family's declaration."""
     running = {name for name, _ in experiment_runs(config)}
     for name, spec in config.get("experiments", {}).items():
         where, needs = f"experiments.{name}", family_needs(config, spec["family"])
         if name not in running and not needs.module:  # e.g. a family whose module this run does not load
             continue
-        if needs.provider is not None:
-            try:
-                provider_of(config, name)
-            except (ImportError, AttributeError) as exc:
-                raise WorkflowConfigError(f"{needs.where('provider')}: {needs.provider!r} of family {spec['family']!r} "
-                                          f"cannot be imported ({type(exc).__name__}: {exc})") from None
-            continue
         for made in needs.inputs:
             if made not in MADE_INPUTS:
                 raise WorkflowConfigError(
                     f"{where}.family: family {spec['family']!r} reads the extra input {made!r}, which no workflow stage "
-                    f"makes (made: {', '.join(sorted(MADE_INPUTS))}); declare a 'provider' in {needs.where()}")
+                    f"makes (made: {', '.join(sorted(MADE_INPUTS))}; {needs.where('inputs')}): a new input needs a "
+                    "stage of its own (docs/howto.md, 'A model family that reads extra inputs')")
             key = MADE_INPUTS[made]
             if not spec.get(key):
                 raise WorkflowConfigError(f"{where}.{key}: family {spec['family']!r} needs {WHAT_KEY_NAMES[key]}: it reads "
@@ -85,16 +63,3 @@ def check_family_needs(config: dict[str, Any]) -> None:
             raise WorkflowConfigError(
                 f"{where}.compressor: family {spec['family']!r} reads no compressed source ({needs.where('inputs')}: "
                 f"{', '.join(needs.inputs) or 'none'}); only a family that reads 'compressed' takes a compressor")
-
-
-def check_declarations(config: dict[str, Any]) -> None:
-    """Each run's family class reads the extra inputs its module declares (imports the
-    families, so torch: the Snakefile's main process only)."""
-    from nmtmodels.registry import get_model_class  # lazy: it imports the families, so torch, which planning does not
-
-    running = {name for name, _ in experiment_runs(config)}
-    for family in sorted({config["experiments"][name]["family"] for name in running}):
-        try:
-            check_class(family, get_model_class(family), family_needs(config, family))
-        except ConfigError as exc:
-            raise WorkflowConfigError(str(exc)) from None

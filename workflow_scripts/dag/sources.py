@@ -13,19 +13,15 @@ from typing import Any
 from workflow_scripts.dag import paths
 from workflow_scripts.dag.compression import compressed_input
 from workflow_scripts.dag.corpus_data import reference_paths
-from workflow_scripts.dag.families import provider_of, reads
+from workflow_scripts.dag.families import reads
 from workflow_scripts.dag.lattices import lattice_source, lattice_units
 from workflow_scripts.dag.runs import SourceInputs, experiment_runs, shares_embeddings, subword_source
 
 
 def source_inputs(config: dict[str, Any], experiment: str, corpus: str, split: str) -> SourceInputs:
     """The source-side inputs of ``split`` for one run, from what its family declares
-    (:mod:`.families`): the family's own provider if it names one; else its lattice (or 1-best
-    segmentation) when the experiment names ``lattice``, else subwords, plus the compressed
-    source when the family reads ``compressed``."""
-    provider = provider_of(config, experiment)
-    if provider is not None:
-        return provider(config, experiment, corpus, split)
+    (:mod:`.families`): its lattice (or 1-best segmentation) when the experiment names
+    ``lattice``, else subwords, plus the compressed source when the family reads ``compressed``."""
     if config["experiments"][experiment].get("lattice"):  # a lattice, or one segmentation of it (1-best)
         inputs = lattice_source(config, experiment, corpus, split)
     else:
