@@ -20,6 +20,13 @@ if [[ $# -lt 3 ]]; then
 fi
 repo=$1 commit=$2 out=$3 dry=${4:-}
 : "${NMT_DATA_MIRROR:?set NMT_DATA_MIRROR to the corpus mirror}"
+# With the kernel's autogroup scheduling each session gets an equal share of the CPU whatever its
+# nice value, so "other work at nice 19" beside the run takes half the cores (seen on 2026-12-07:
+# trainings at 43-54% of a core). Say so before an hour is spent on a number that is not the default's.
+if [[ $(cat /proc/sys/kernel/sched_autogroup_enabled 2>/dev/null || echo 0) == 1 ]]; then
+  echo "warning: kernel.sched_autogroup_enabled is 1: nice does not lower other sessions' share of the CPU;" \
+       "keep the machine idle, or as root: echo 0 > /proc/sys/kernel/sched_autogroup_enabled" >&2
+fi
 mkdir -p "$out"
 for precision in ${PRECISIONS:-fp32 bf16}; do
   dir=$out/$precision
