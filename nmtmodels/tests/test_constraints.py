@@ -7,8 +7,9 @@ import itertools
 import pytest
 import torch
 
+from nmtmodels.decoding.config import DecodeConfig
 from nmtmodels.decoding.constraints import SourceSubsequence
-from nmtmodels.decoding.scorer import DecodeConfig, HypothesisScorer
+from nmtmodels.decoding.scorer import HypothesisScorer
 from nmtmodels.decoding.search import beam_search
 from nmtmodels.symbols import EOS_ID
 from nmtmodels.tests.test_search import ToyModel, make_batch, rescore
