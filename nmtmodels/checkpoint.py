@@ -9,8 +9,10 @@ A checkpoint is a dict written with ``torch.save`` and read back with
 ``vocab``           {"src": tokens, "tgt": tokens, "src_fingerprint", "tgt_fingerprint"}
 ``train_config``    TrainConfig as a dict
 ``decode_config``   DecodeConfig as a dict used for validation (optional)
-``trainer``         optimizer, scheduler, RNG and sampler states, the data and init
-                    fingerprints, and the run's progress (training only): the keys of
+``trainer``         optimizer, scheduler, RNG and sampler states (:data:`RESUME_STATE`, the
+                    resume state: in ``checkpoint_last.pt`` and the numbered checkpoints
+                    only), the data and init fingerprints, and the run's progress
+                    (training only): the keys of
                     ``nmtmodels.training.progress.TrainingProgress.to_dict``, with
                     ``progress_version`` (absent in checkpoints written before it)
 ``metrics``         the latest validation metrics
@@ -20,7 +22,10 @@ A checkpoint is a dict written with ``torch.save`` and read back with
                     ``{"reason", "update", "message"}``; :func:`diverged_note` says so
 
 An averaged checkpoint keeps the newest input's entries except ``trainer`` (so it cannot
-be resumed), with the mean parameters and ``averaged_from`` (the input paths).
+be resumed), with the mean parameters and ``averaged_from`` (the input paths).  The trainer
+writes ``checkpoint_best.pt`` :func:`without_resume_state` (about a third of the bytes: no
+Adam moments), for decoding, packaging and ``--init-from``; only a checkpoint that
+:func:`holds_resume_state` can be resumed from.
 
 Integrity: torch's zip reader does not check the CRC-32 of its records, so bytes changed in
 place inside a tensor load silently.  :func:`save_checkpoint` therefore streams the
@@ -33,11 +38,11 @@ comment (written before digests existed, or by other tools) still load, unchecke
 
 Writes are atomic (temporary file + ``os.replace``); a failed write (full disk, quota)
 raises :class:`CheckpointWriteError` naming the file and the free space, and leaves the
-previous file in place.  ``save_checkpoint(last, state, copies=[best, numbered])`` writes
+previous file in place.  ``save_checkpoint(last, state, copies=[numbered])`` writes
 the copies (:func:`copy_checkpoint`) before it renames ``last`` into place, so ``last`` never
-records a best checkpoint or a numbered one that is not on disk.  Copies are independent
-files, never hard links: damage to one name (a truncation, an editor, a bad rsync) leaves
-every other copy readable (docs/faults.md, "Checkpoints").
+records a numbered checkpoint that is not on disk (the trainer writes the best before both).
+Copies are independent files, never hard links: damage to one name (a truncation, an
+editor, a bad rsync) leaves every other copy readable (docs/faults.md, "Checkpoints").
 
 ``nmt-train --init-from`` loads another run's parameters with :func:`initialise_from` and
 records :func:`parameters_fingerprint` of the result.  Loading a model to translate with is
@@ -82,6 +87,11 @@ _CHUNK = 1 << 20
 FICLONE = 0x40049409  # linux/fs.h _IOW(0x94, 9, int): make the target share the source's blocks
 # copy_file_range errors that mean "not here" (old kernel, seccomp, another filesystem), not a failed write
 _NO_COPY_RANGE = {errno.ENOSYS, errno.EXDEV, errno.EINVAL, errno.EOPNOTSUPP, errno.ENOTSUP, errno.EPERM, errno.EBADF}
+
+
+# the entries of a checkpoint's ``trainer`` that only a resume reads: Adam's two moments are two
+# thirds of a training checkpoint's bytes
+RESUME_STATE = ("optimizer", "scheduler", "rng", "sampler")
 
 
 class CheckpointError(ValueError):
@@ -302,6 +312,23 @@ def load_checkpoint(path: str | os.PathLike, map_location: str | torch.device = 
     if state.get("version") != VERSION:
         raise CheckpointError(f"{path}: checkpoint format version {state.get('version')} (this code reads {VERSION})")
     return state
+
+
+def without_resume_state(state: dict[str, Any]) -> dict[str, Any]:
+    """``state`` without the entries of its ``trainer`` that only a resume reads
+    (:data:`RESUME_STATE`): what decoding, packaging, ``--init-from`` and the run's facts
+    (progress, devices, fingerprints) need.  The trainer's ``checkpoint_best.pt``."""
+    trainer = state.get("trainer")
+    if not isinstance(trainer, dict):
+        return dict(state)
+    return {**state, "trainer": {k: v for k, v in trainer.items() if k not in RESUME_STATE}}
+
+
+def holds_resume_state(state: dict[str, Any]) -> bool:
+    """Whether a training run can resume from checkpoint ``state`` (it has every entry of
+    :data:`RESUME_STATE`): not a ``checkpoint_best.pt``, an average or a package's checkpoint."""
+    trainer = state.get("trainer")
+    return isinstance(trainer, dict) and all(key in trainer for key in RESUME_STATE)
 
 
 def average_checkpoints(paths: Sequence[str | os.PathLike]) -> dict[str, Any]:

@@ -8,6 +8,7 @@ import json
 import math
 import os
 import re
+import shutil
 import signal
 from pathlib import Path
 
@@ -21,6 +22,7 @@ from nmtmodels import precision
 from nmtmodels.checkpoint import (
     CheckpointError,
     CheckpointWriteError,
+    holds_resume_state,
     load_checkpoint,
     numbered_checkpoints,
     save_checkpoint,
@@ -38,6 +40,7 @@ from nmtmodels.tests.copy_task_fixtures import (
     train_config,
 )
 from nmtmodels.text.preprocessing import LanguageSettings
+from nmtmodels.training import state as state_module
 from nmtmodels.training import trainer as train_module
 from nmtmodels.training.config import TrainConfig
 from nmtmodels.training.errors import OutputDirLocked, TrainingDiverged, check_loss
@@ -447,22 +450,32 @@ def test_resume_from_an_unreadable_last_checkpoint_falls_back_to_the_newest_read
                         "the newest readable numbered checkpoint (unreadable too: checkpoint_6.pt)"]
     assert f"resumed from {run / 'checkpoint_4.pt'} at update 4" in "\n".join(messages)
     assert [load_checkpoint(run / f"checkpoint_{u}.pt")["update"] for u in (6, 8, 10)] == [6, 8, 10]  # rewritten
-    # a finished run whose last checkpoint is damaged: the rerun (snakemake -f) repairs it
+    # a finished run whose last checkpoint is damaged: the rerun (snakemake -f) repairs it from the newest
+    # numbered checkpoint with resume state (checkpoint_10.pt, the final update's, kept the model only: issue
+    # 70) and trains the updates after it again, to the same model and optimizer state
+    finished = load_checkpoint(last)
     os.truncate(last, 0)
     messages.clear()
     make_trainer(corpus, run, max_updates=10, log=messages.append, **settings).train()
     assert messages[0] == (f"warning: {last}: not a readable checkpoint (EOFError: ); resuming from "
-                           f"{run / 'checkpoint_10.pt'}, the newest readable numbered checkpoint")
-    assert sha256(last) == sha256(run / "checkpoint_10.pt")
-    # a damaged best checkpoint: the rerun replaces it with a copy of the best numbered one
+                           f"{run / 'checkpoint_8.pt'}, the newest readable numbered checkpoint "
+                           "(without resume state: checkpoint_10.pt)")
+    repaired = load_checkpoint(last)
+    assert repaired["update"] == 10 and holds_resume_state(repaired)
+    assert_bitwise_equal(finished["model"], repaired["model"])
+    moments = [{f"{i}.{k}": v for i, s in p["optimizer"]["state"].items() for k, v in s.items()}
+               for p in (finished["trainer"], repaired["trainer"])]
+    assert_bitwise_equal(*moments)
+    # a damaged best checkpoint: the rerun replaces it with the model of the best numbered one
     best = run / "checkpoint_best.pt"
     os.truncate(best, 0)
     messages.clear()
     make_trainer(corpus, run, max_updates=10, log=messages.append, **settings).train()
     source = run / f"checkpoint_{load_checkpoint(best)['update']}.pt"
     assert [m for m in messages if m.startswith("warning:")] == [
-        f"warning: {best}: not a readable checkpoint (EOFError: ); replaced it with a copy of {source}"]
-    assert sha256(best) == sha256(source)
+        f"warning: {best}: not a readable checkpoint (EOFError: ); replaced it with the model of {source}"]
+    assert_bitwise_equal(load_checkpoint(best)["model"], load_checkpoint(source)["model"])
+    assert not holds_resume_state(load_checkpoint(best))
 
 
 def test_resume_without_any_readable_checkpoint_says_how_to_start_over(corpus, tmp_path):
@@ -479,6 +492,65 @@ def test_resume_without_any_readable_checkpoint_says_how_to_start_over(corpus, t
     for path in [tmp_path / "checkpoint_last.pt", *(path for _, path in numbered_checkpoints(tmp_path))]:
         path.unlink()  # what the message says
     assert make_trainer(corpus, tmp_path, max_updates=4, save_interval_updates=2).train().update == 4
+
+
+def test_no_two_checkpoints_hold_the_same_bytes_and_only_resume_files_hold_the_resume_state(corpus, tmp_path):
+    """Issue 70: checkpoint_best.pt was a byte copy of checkpoint_last.pt (or of a numbered one), Adam's
+    moments included, and a numbered save at the final update left checkpoint_N.pt a second copy: three
+    files of one update's training state.  Now the best holds the model without the resume state, the
+    final numbered one too, and a longer budget still resumes from checkpoint_last.pt as if never stopped."""
+    settings = {"save_interval_updates": 3, "log_interval": 1, "dropout": 0.1}
+    trainer = make_trainer(corpus, tmp_path / "run", max_updates=6, **settings)
+    trainer.train()
+    run = tmp_path / "run"
+    names = ["checkpoint_last.pt", "checkpoint_best.pt", "checkpoint_3.pt", "checkpoint_6.pt"]
+    assert sorted(p.name for p in run.glob("*.pt")) == sorted(names)
+    states = {name: load_checkpoint(run / name) for name in names}
+    assert [states[name]["update"] for name in names] == [6, 6, 3, 6]  # three files of update 6
+    assert len({sha256(run / name) for name in names}) == 4
+    assert [name for name in names if holds_resume_state(states[name])] == ["checkpoint_last.pt", "checkpoint_3.pt"]
+    for name in ("checkpoint_best.pt", "checkpoint_6.pt"):
+        assert_bitwise_equal(states[name]["model"], states["checkpoint_last.pt"]["model"])
+        # what the workflow's model_info and a reader of the run's facts take from it stays
+        assert states[name]["trainer"]["devices"] == states["checkpoint_last.pt"]["trainer"]["devices"]
+        assert states[name]["trainer"]["metrics_history"] == states["checkpoint_last.pt"]["trainer"]["metrics_history"]
+    # Adam keeps two fp32 moments per parameter: 8 bytes each that the best no longer stores
+    parameters = sum(t.numel() for t in states["checkpoint_last.pt"]["model"].values() if t.is_floating_point())
+    saved = (run / "checkpoint_last.pt").stat().st_size - (run / "checkpoint_best.pt").stat().st_size
+    assert saved >= 8 * parameters and (run / "checkpoint_best.pt").stat().st_size >= 4 * parameters
+    straight = make_trainer(corpus, tmp_path / "straight", max_updates=9, **settings)
+    straight.train()
+    longer = make_trainer(corpus, run, max_updates=9, **settings)
+    assert longer.train().update == 9
+    assert_bitwise_equal(params(straight), params(longer))
+
+
+def test_a_checkpoint_without_resume_state_is_never_resumed_from(corpus, tmp_path):
+    """checkpoint_best.pt copied over checkpoint_last.pt by mistake: the run resumes from the newest
+    numbered checkpoint that holds the resume state, with a warning, to the model of a run never
+    stopped; with none, one line saying how to start over."""
+    settings = {"save_interval_updates": 2, "log_interval": 1, "dropout": 0.1}
+    straight = make_trainer(corpus, tmp_path / "straight", max_updates=6, **settings)
+    straight.train()
+    run, messages = tmp_path / "run", []
+    make_trainer(corpus, run, max_updates=4, **settings).train()
+    last = run / "checkpoint_last.pt"
+    shutil.copyfile(run / "checkpoint_best.pt", last)
+    resumed = make_trainer(corpus, run, max_updates=6, log=messages.append, **settings)
+    assert resumed.train().update == 6
+    assert_bitwise_equal(params(straight), params(resumed))
+    problem = (f"{last}: holds no resume state (optimizer, scheduler, RNG and batch position), like checkpoint_best.pt, "
+               "which is for decoding")
+    assert [m for m in messages if m.startswith("warning:")] == [
+        f"warning: {problem}; resuming from {run / 'checkpoint_2.pt'}, the newest readable numbered checkpoint "
+        "(without resume state: checkpoint_4.pt)"]
+    for _, path in numbered_checkpoints(run):
+        path.unlink()
+    shutil.copyfile(run / "checkpoint_best.pt", last)
+    with pytest.raises(CheckpointError) as caught:
+        make_trainer(corpus, run, max_updates=8, **settings).train()
+    assert str(caught.value) == (f"{problem}; no readable numbered checkpoint (checkpoint_N.pt) in {run} to resume from "
+                                 f"instead; to start over, delete {last} and {run / 'checkpoint_[0-9]*.pt'}")
 
 
 # ---------------------------------------------------------------------- checkpoints, validation, stopping
@@ -504,10 +576,11 @@ def test_a_numbered_checkpoint_that_would_be_pruned_at_once_is_never_written(cor
     written = []
 
     def recording(path, state, copies=()):
-        written.extend(Path(c).name for c in copies)
+        written.extend(Path(c).name for c in [path, *copies] if Path(c).name != "checkpoint_last.pt")
         save_checkpoint(path, state, copies=copies)
 
     monkeypatch.setattr(train_module, "save_checkpoint", recording)
+    monkeypatch.setattr(state_module, "save_checkpoint", recording)  # the best: save_best_checkpoint
     bleu = iter([10.0, 30.0, 20.0])
     make_trainer(corpus, tmp_path, bleu_fn=lambda model: next(bleu), max_tokens=24, valid_bleu=True, best_metric="bleu",
                  save_interval_updates=2, keep_last=0, keep_best=1, max_updates=6).train()
@@ -826,6 +899,7 @@ def test_an_exploding_training_loss_with_on_divergence_stop_ends_the_run_as_dive
                         r"train\.clip_norm or check the training data", line), line
     best = load_checkpoint(tmp_path / "checkpoint_best.pt")
     assert best["update"] == 5 and best["diverged"]["update"] == 5 and best["diverged"]["message"] == line
+    assert not holds_resume_state(best)  # for decoding, as every best (issue 70)
     assert_bitwise_equal(best["model"], {k: v.cpu() for k, v in trainer.model.state_dict().items()})
     assert not (tmp_path / "checkpoint_last.pt").exists() and not numbered_checkpoints(tmp_path)
     record = json.loads((tmp_path / "diverged.json").read_text())
@@ -895,17 +969,17 @@ def test_a_run_without_a_finite_validation_fails_without_a_best_checkpoint(corpu
 def test_failed_best_copy_leaves_last_consistent_with_best(corpus, tmp_path, monkeypatch):
     """A full disk while writing checkpoint_best.pt: checkpoint_last.pt still records the best
     that checkpoint_best.pt holds (the old order wrote last first, then failed on best)."""
-    real_copy = ckpt_module._clone_or_copy
+    real_write = ckpt_module._write
     best_writes = {"n": 0}
 
-    def copyfile(source, target):
-        if "checkpoint_best" in str(target):
+    def write(path, state):
+        if "checkpoint_best" in str(path):
             best_writes["n"] += 1
             if best_writes["n"] == 2:
                 raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
-        return real_copy(source, target)
+        return real_write(path, state)
 
-    monkeypatch.setattr(ckpt_module, "_clone_or_copy", copyfile)
+    monkeypatch.setattr(ckpt_module, "_write", write)
     bleu = iter([10.0, 20.0, 30.0])
     trainer = make_trainer(corpus, tmp_path, bleu_fn=lambda model: next(bleu), max_tokens=24, valid_bleu=True,
                            best_metric="bleu", save_interval_updates=2, max_updates=6)

@@ -27,7 +27,7 @@ from typing import Any
 
 import torch
 
-from nmtmodels.checkpoint import load_checkpoint, save_checkpoint
+from nmtmodels.checkpoint import load_checkpoint, save_checkpoint, without_resume_state
 from nmtmodels.files import atomic_write_text
 from nmtmodels.training.errors import TrainingDiverged
 
@@ -74,7 +74,7 @@ def end_run(out_dir: Path, exc: TrainingDiverged, state: dict[str, Any] | None, 
     else:
         kept = f"{best} is the model at the stop (update {state['update']}; none was validated before it), marked as diverged"
     line = f"{LINE_PREFIX}training diverged: {exc.reason}; {kept}; {exc.advice}"
-    save_checkpoint(best, {**state, "diverged": mark(exc, line)})
+    save_checkpoint(best, {**without_resume_state(state), "diverged": mark(exc, line)})  # for decoding, as every best
     record = {"stop_reason": "diverged", "update": exc.update, "reason": exc.reason,
               "checkpoint_best_update": state["update"], "message": line}
     atomic_write_text(out_dir / RECORD, json.dumps(record, indent=2) + "\n")

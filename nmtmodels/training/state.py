@@ -24,7 +24,17 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import torch
 
-from nmtmodels.checkpoint import CheckpointError, copy_checkpoint, load_checkpoint, numbered_checkpoints, verify_digest
+from nmtmodels.checkpoint import (
+    CheckpointError,
+    copy_checkpoint,
+    holds_resume_state,
+    load_checkpoint,
+    numbered_checkpoints,
+    save_checkpoint,
+    stored_digest,
+    verify_digest,
+    without_resume_state,
+)
 from nmtmodels.config import ConfigError, to_dict
 from nmtmodels.training.config import CHANGEABLE_ON_RESUME, TrainConfig
 from nmtmodels.training.distributed import DistributedContext, all_gather_object, barrier
@@ -206,25 +216,33 @@ def resume_or_restart(last: Path, run: RunSpec, objects: TrainingObjects, dist: 
 
 
 def readable_resume_checkpoint(last: Path, log: Callable[[str], None]) -> tuple[Path, dict[str, Any]]:
-    """(path, state) of ``last`` or, when it cannot be read (truncated, damaged), of the newest
-    readable ``checkpoint_N.pt`` beside it, with a one-line warning naming both; CheckpointError
-    saying how to start over when there is none."""
+    """(path, state) of ``last`` or, when it cannot be read (truncated, damaged) or holds no resume
+    state (a copy of ``checkpoint_best.pt``), of the newest readable ``checkpoint_N.pt`` beside it
+    that holds one, with a one-line warning naming both; CheckpointError saying how to start over
+    when there is none."""
     try:
-        return last, load_checkpoint(last, map_location="cpu")
+        state = load_checkpoint(last, map_location="cpu")
     except CheckpointError as exc:
         problem = str(exc)
-    skipped = []
+    else:
+        if holds_resume_state(state):
+            return last, state
+        problem = (f"{last}: holds no resume state (optimizer, scheduler, RNG and batch position), like "
+                   "checkpoint_best.pt, which is for decoding")
+    unreadable_names, stateless = [], []
     for _, path in reversed(numbered_checkpoints(last.parent)):
         try:
             state = load_checkpoint(path, map_location="cpu")
         except CheckpointError:
-            skipped.append(path.name)
+            unreadable_names.append(path.name)
             continue
-        if "trainer" in state:
-            also = f" (unreadable too: {', '.join(skipped)})" if skipped else ""
+        if holds_resume_state(state):
+            notes = ([f"unreadable too: {', '.join(unreadable_names)}"] if unreadable_names else []) + (
+                [f"without resume state: {', '.join(stateless)}"] if stateless else [])
+            also = f" ({'; '.join(notes)})" if notes else ""
             log(f"warning: {problem}; resuming from {path}, the newest readable numbered checkpoint{also}")
             return path, state
-        skipped.append(path.name)
+        stateless.append(path.name)
     raise CheckpointError(f"{problem}; no readable numbered checkpoint (checkpoint_N.pt) in {last.parent} to resume from "
                           f"instead; to start over, delete {last} and {last.parent / 'checkpoint_[0-9]*.pt'}")
 
@@ -279,11 +297,19 @@ def prune_list(kept: list[dict[str, Any]], cfg: TrainConfig) -> list[dict[str, A
     return [k for k in kept if k["update"] not in keep]
 
 
+def save_best_checkpoint(out_dir: Path, state: dict[str, Any]) -> None:
+    """Write checkpoint ``state`` as ``out_dir/checkpoint_best.pt`` (atomically), without its
+    resume state: the best model is decoded, packaged or initialised from, never resumed, and
+    so is a file of its own (not a byte copy of ``checkpoint_last.pt``) at a third of the size."""
+    save_checkpoint(out_dir / "checkpoint_best.pt", without_resume_state(state))
+
+
 def restore_best_checkpoint(out_dir: Path, kept: list[dict[str, Any]], best_metric: str,
                             log: Callable[[str], None] = lambda msg: None) -> None:
     """Make sure a readable ``checkpoint_best.pt`` exists, even if it was deleted or damaged
-    while the run was interrupted: a copy of the best numbered checkpoint of ``kept``, or of
-    ``checkpoint_last.pt`` when none was validated (a damaged one with a warning from ``log``)."""
+    while the run was interrupted: the model of the best numbered checkpoint of ``kept``, or of
+    ``checkpoint_last.pt`` when none was validated (:func:`save_best_checkpoint`; a damaged one
+    with a warning from ``log``)."""
     best_path = out_dir / "checkpoint_best.pt"
     problem = unreadable(best_path) if best_path.exists() else None
     if best_path.exists() and problem is None:
@@ -294,9 +320,24 @@ def restore_best_checkpoint(out_dir: Path, kept: list[dict[str, Any]], best_metr
         source = out_dir / f"checkpoint_{best['update']}.pt"
     else:  # never validated: the last model is the best we know
         source = out_dir / "checkpoint_last.pt"
-    copy_checkpoint(source, best_path)
+    save_best_checkpoint(out_dir, load_checkpoint(source, map_location="cpu"))
     if problem is not None:
-        log(f"warning: {problem}; replaced it with a copy of {source}")
+        log(f"warning: {problem}; replaced it with the model of {source}")
+
+
+def drop_copies_of_last(out_dir: Path) -> list[Path]:
+    """At the end of a run: a numbered checkpoint with the bytes of ``checkpoint_last.pt`` (a
+    numbered save at the final update) loses its resume state, which ``checkpoint_last.pt``
+    keeps, so that no two files hold one checkpoint.  Compares the digests the files record (no
+    file is read whole unless it is such a copy); returns the paths rewritten."""
+    last = out_dir / "checkpoint_last.pt"
+    digest = stored_digest(last) if last.is_file() else None
+    if digest is None:
+        return []
+    copies = [path for _, path in numbered_checkpoints(out_dir) if stored_digest(path) == digest]
+    for path in copies:
+        save_checkpoint(path, without_resume_state(load_checkpoint(path, map_location="cpu")))
+    return copies
 
 
 def unreadable(path: Path) -> str | None:

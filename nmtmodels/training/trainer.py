@@ -44,10 +44,12 @@ from nmtmodels.training.state import (
     RunSpec,
     TrainingObjects,
     checkpoint_state,
+    drop_copies_of_last,
     output_lock,
     prune_list,
     restore_best_checkpoint,
     resume_or_restart,
+    save_best_checkpoint,
     seed_everything,
     stop_signal_handlers,
 )
@@ -266,6 +268,7 @@ class Trainer:
                 progress.update, f"no {self.out_dir / 'checkpoint_best.pt'} written", "lower train.lr or set train.clip_norm")
         if self.dist.is_main:
             restore_best_checkpoint(self.out_dir, progress.kept, self.cfg.best_metric, log=self.log)
+            drop_copies_of_last(self.out_dir)
         self.log(f"finished: {reason} at update {progress.update}"
                  + (f", best {cfg.best_metric} {progress.best:.4f}" if progress.best is not None else ""))
         return TrainResult("finished", reason, progress.update, progress.best, progress.last_metrics)
@@ -525,11 +528,12 @@ class Trainer:
         self.saved_at = progress.update
         if not self.dist.is_main:
             return
-        # best and numbered copies first: checkpoint_last.pt never records files that are not on disk;
-        # a numbered copy that keep_last / keep_best would prune at once is never written
-        copies = [self.out_dir / "checkpoint_best.pt"] if improved else []
-        if numbered and any(k["update"] == progress.update for k in progress.kept):
-            copies.append(self.out_dir / f"checkpoint_{progress.update}.pt")
+        # the best (without the resume state) and the numbered copy first: checkpoint_last.pt never records
+        # files that are not on disk; a numbered copy that keep_last / keep_best would prune at once is never written
+        if improved:
+            save_best_checkpoint(self.out_dir, state)
+        copies = [self.out_dir / f"checkpoint_{progress.update}.pt"] if numbered and any(
+            k["update"] == progress.update for k in progress.kept) else []
         save_checkpoint(self.checkpoint_last, state, copies=copies)
         for entry in doomed:
             with contextlib.suppress(FileNotFoundError):
