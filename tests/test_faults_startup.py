@@ -108,8 +108,8 @@ def workflow_with_claims(tmp_path: Path, text: str) -> Path:
 
 @pytest.mark.heavy
 @pytest.mark.parametrize("change, problem", [
-    (lambda text: text.replace("    - experiment: ", "    - experment: ", 1),
-     "graph_half_dim_gate.controls[0]: needs experiment, role and what"),
+    (lambda text: text.replace("    - experiment: transformer_carry_gate", "    - experment: transformer_carry_gate", 1),
+     "graph_half_dim_gate.controls[1]: needs experiment, role and what"),
     (lambda text: text + "broken: [\n", "not valid YAML ("),
 ])
 def test_malformed_claims_are_one_line_before_any_job(tmp_path, change, problem):
