@@ -40,7 +40,7 @@ from typing import Any
 from nmtmodels.files import DataError, atomic_outputs
 from workflow_scripts.dag import gpu_parts
 from workflow_scripts.evaluation import claim_files, verdict_report, verdicts
-from workflow_scripts.evaluation import markdown as md
+from workflow_scripts.evaluation import markdown_tables as md
 from workflow_scripts.evaluation import summary as summaries
 from workflow_scripts.evaluation.layouts import LAYOUTS
 from workflow_scripts.evaluation.results import read_json

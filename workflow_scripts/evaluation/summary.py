@@ -48,7 +48,7 @@ from typing import Any
 from nmtmodels.files import DataError, atomic_outputs, read_lines
 from nmtmodels.text.scoring import registered_metrics
 from workflow_scripts.data.compression import compression_scores, remove_bpe
-from workflow_scripts.evaluation import claim_files, markdown, tables, verdict_report, verdicts
+from workflow_scripts.evaluation import claim_files, markdown_tables, tables, verdict_report, verdicts
 from workflow_scripts.evaluation.layouts import LAYOUTS
 from workflow_scripts.evaluation.machine import machine_facts, workflow_commit
 from workflow_scripts.evaluation.markers import PROJECT, TEST_NAMES, Markers, significance_mark, significance_of
@@ -236,7 +236,7 @@ def own_tables(results_csv: str | Path, marker_test: str) -> dict[str, str]:
     return {name: "\n".join(tables.to_markdown(g) for g in tables.table_grids(results, name, marker_test)) for name in names}
 
 
-_cell, _code, _table, mean_sd = markdown.cell, markdown.code, markdown.table, markdown.mean_sd
+_cell, _code, _table, mean_sd = markdown_tables.cell, markdown_tables.code, markdown_tables.table, markdown_tables.mean_sd
 
 
 def _oov_cell(oov: dict[str, dict[str, Any]]) -> str:

@@ -109,7 +109,7 @@ def sections(markdown_text: str) -> list[tuple[str, str]]:
 
 def render_markdown(text: str) -> str:
     """Markdown to HTML (Python-Markdown with tables), every table in a horizontally scrolling box, and
-    a pipe that summary.md escapes for GitHub inside a code span (:func:`.markdown.code`) as a pipe."""
+    a pipe that summary.md escapes for GitHub inside a code span (:func:`.markdown_tables.code`) as a pipe."""
     rendered = markdown.markdown(text, extensions=["tables"], output_format="html")
     # summary.md escapes a pipe inside backticks for GitHub's tables; a code span keeps the backslash
     rendered = re.sub(r"<code>(.*?)</code>", lambda m: "<code>" + m.group(1).replace("\\|", "|") + "</code>", rendered,

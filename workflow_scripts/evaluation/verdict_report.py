@@ -8,7 +8,7 @@ from __future__ import annotations
 import shlex
 from typing import Any
 
-from workflow_scripts.evaluation import markdown as md
+from workflow_scripts.evaluation import markdown_tables as md
 from workflow_scripts.evaluation import uncertainty, verdicts
 from workflow_scripts.evaluation.verdicts import BUDGET_TOLERANCE, VERDICT_RULE, beaten, budget_confounded
 
