@@ -1,4 +1,4 @@
-"""The Markdown of the claims and verdicts (:mod:`.verdicts`): a compact verdict table first
+"""The Markdown of the claims and verdicts (:mod:`.rules`): a compact verdict table first
 (system, claim, difference with its interval, verdict with its kind and qualifiers), then the
 evidence table, then per claim its reason, how sure it is (interval, test over seeds, power,
 Holm), the training of both sides with the dev-loss gap over the budget, the length facts,
@@ -9,8 +9,9 @@ import shlex
 from typing import Any
 
 from workflow_scripts.evaluation import markdown_tables as md
-from workflow_scripts.evaluation import uncertainty, verdicts
-from workflow_scripts.evaluation.verdicts import BUDGET_TOLERANCE, VERDICT_RULE, beaten, budget_confounded
+from workflow_scripts.evaluation import uncertainty
+from workflow_scripts.evaluation.verdicts.rules import DECIDED, VERDICT_RULE, beaten
+from workflow_scripts.evaluation.verdicts.training import BUDGET_TOLERANCE, budget_confounded
 
 
 def claim_lengths(v: dict[str, Any]) -> str:
@@ -38,7 +39,7 @@ def updates_cell(side: dict[str, Any]) -> str:
 
 
 def verdict_cell(v: dict[str, Any]) -> str:
-    """The verdict in bold, then its kind and qualifiers (:func:`.verdicts.qualifiers`)."""
+    """The verdict in bold, then its kind and qualifiers (:func:`.rules.qualifiers`)."""
     return f"**{v['verdict']}**" + "".join(f"; {q}" for q in v.get("qualifiers") or [])
 
 
@@ -104,7 +105,7 @@ def more_seeds_command(v: dict[str, Any], seeds: int, configs: tuple[str, ...] =
 
 def power_text(v: dict[str, Any], configs: tuple[str, ...] = ("config.yaml",), target: str = "all",
                cores: int = 2) -> str:
-    """The power of the tests that decide (:func:`.verdicts.power_of`), and what would help: more
+    """The power of the tests that decide (:func:`.rules.power_of`), and what would help: more
     seeds (with the command), or, below the quality floor, a larger budget, which seeds cannot replace."""
     power = v.get("power") or {}
     if v.get("verdict") == "not measurable at this budget":
@@ -125,7 +126,7 @@ def power_text(v: dict[str, Any], configs: tuple[str, ...] = ("config.yaml",), t
     if needed is None:
         return text + f"; more than {uncertainty.MAX_SEEDS} seeds would be needed (the test-sentence noise that all runs share)"
     text += f", {needed} seeds reach 80%"
-    if needed > power["n"] and v.get("verdict") not in verdicts.DECIDED:
+    if needed > power["n"] and v.get("verdict") not in DECIDED:
         text += (f" (`{more_seeds_command(v, needed, configs, target, cores)}`; name more_seeds.yaml in every later "
                  "run's --configfile, or its summary goes back to the config's seeds)")
     return text
