@@ -135,18 +135,27 @@ def test_a_control_not_run_is_named_as_unable_to_change_a_verdict_against_the_cl
     assert row["verdict"] == "inconclusive" and "must-beat control carry_gate not run" in row["qualifiers"]
 
 
+def _must_beat(n: int, verdict: str) -> rules.ControlRow:
+    """A must-beat control "c" that ran n runs, each beaten by the system by 2 points, and got ``verdict``."""
+    comparison = evidence.Comparison(n=n, delta=2.0, p_ar=0.01, ar_trials=1000, p_sign=0.01, sign_counts=[9, 1, 0],
+                                     sign_favours=8, runs_better=n, runs_worse=0, interval=None, seed_test=None, noise=None)
+    measured = evidence.ControlRun(comparison, score=20.0, score_sd=None, system_score=22.0, baseline_score=20.0,
+                                   parameters=None, target_tokens_gap=None, comparable=True, diverged=[])
+    control = evidence.ControlEvidence("c", "must_beat", "the method's inputs without it", None, ["sys", "c"], measured)
+    return rules.ControlRow(control, rules.Verdict(verdict, "", None))
+
+
 def test_a_must_beat_control_on_fewer_runs_than_its_claim_is_not_beaten():
-    one = {"experiment": "c", "role": "must_beat", "run": True, "n": 1, "verdict": "suggestive (1 run)", "delta": 2.0}
-    assert not rules.beaten(one, 3)  # 04d8260 counted a significant single run as beaten
-    assert rules.control_blockers([one], 3) == ("must-beat control c compared on 1 run(s), fewer than the claim's 3",)
-    two = {**one, "n": 2, "verdict": "reproduced"}
-    assert not rules.beaten(two, 3) and rules.beaten({**two, "n": 3}, 3)
+    assert not rules.beaten("suggestive (1 run)", 1, 3)  # 04d8260 counted a significant single run as beaten
+    assert rules.control_blockers([_must_beat(1, "suggestive (1 run)")], 3) == (
+        "must-beat control c compared on 1 run(s), fewer than the claim's 3",)
+    assert not rules.beaten("reproduced", 2, 3) and rules.beaten("reproduced", 3, 3)
+    assert rules.control_blockers([_must_beat(3, "reproduced")], 3) == ()
+    assert rules.control_blockers([_must_beat(3, "inconclusive")], 3) == ("must-beat control c not beaten",)
 
 
 def test_inconclusive_never_says_no_effect_when_the_interval_lies_above_the_papers_difference():
-    row = {"power": {"mdd": 0.5}, "smallest": {"value": 1.0, "source": "the paper's difference"},
-           "interval": {"low": 1.3, "high": 2.1}}
-    kind = rules.inconclusive_kind(row)
+    kind = rules.inconclusive_kind(0.5, 1.0, {"low": 1.3, "high": 2.1})
     assert "no effect" not in kind and "lies above the smallest difference of interest 1" in kind
 
 
@@ -172,9 +181,8 @@ def test_still_improving_names_the_validation_it_measures_from():
     curve = [[200, 5.0], [400, 4.5], [600, 4.2]]
     runs = [{"dev_loss_drop": 0.3, "best_dev_loss": 4.2 + i / 100, "updates": 600, "dev_curve": curve} for i in range(3)]
     facts = training.improving(runs)
-    assert facts["since"] == 400  # validations every 200: the drop after 400 of 600, not over "the last fifth"
-    side = training._improving_cells(facts)
-    assert "after update 400" in report._improving(side)
+    assert facts.since == 400  # validations every 200: the drop after 400 of 600, not over "the last fifth"
+    assert "after update 400" in report._improving(facts.to_json())
 
 
 # ----------------------------------------------------------------------------- commands

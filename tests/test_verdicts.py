@@ -187,10 +187,10 @@ def test_still_improving_against_the_spread_over_seeds():
     # best dev loss at <= 0.8 x 700 = 560 updates, then at 700: drops 0.5, 0.4, 0.6 (mean 0.5)
     falling = [[(350, 5.0), (560, 4.5), (700, 4.0)], [(350, 5.0), (560, 4.4), (700, 4.0)], [(350, 5.0), (560, 4.7), (700, 4.1)]]
     side = training.improving(training_runs("sys", 3, dev_losses=falling))
-    assert side["drop"] == pytest.approx(0.5) and side["spread"] == pytest.approx(0.0577, abs=1e-4)
-    assert side["flag"] == "still improving at 700 updates"
+    assert side.drop == pytest.approx(0.5) and side.spread == pytest.approx(0.0577, abs=1e-4)
+    assert side.flag == "still improving at 700 updates" and side.still
     flat = [[(350, 5.0), (560, 4.01), (700, 4.0)], [(350, 5.0), (560, 4.2), (700, 4.2)], [(350, 5.0), (560, 4.4), (700, 4.4)]]
-    assert training.improving(training_runs("sys", 3, dev_losses=flat))["flag"] == "levelled off"
+    assert training.improving(training_runs("sys", 3, dev_losses=flat)).flag == "levelled off"
     assert dev_loss_drop([(600, 4.0)], 600) is None  # no validation in the first four fifths
 
 
@@ -289,7 +289,8 @@ def test_a_must_beat_control_that_ran_but_is_not_comparable_blocks_reproduced():
     # the same control trained to its budget: beaten, and the claim reproduced
     groups[2] = training_runs("carry_gate", 3)
     (row,) = rules.claim_rows(_summary(entries, groups), {"sys": MUST_BEAT})
-    assert rules.beaten(row["controls"][0]) and row["verdict"] == "reproduced"
+    control = row["controls"][0]
+    assert rules.beaten(control["verdict"], control["n"], row["n"]) and row["verdict"] == "reproduced"
     assert row["qualifiers"] == ["still improving"]  # the fixture's runs fell 1.0 in the last fifth
 
 

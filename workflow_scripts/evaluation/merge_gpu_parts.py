@@ -34,6 +34,7 @@ import re
 import shlex
 import sys
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -71,10 +72,10 @@ def read_part(path: str | Path) -> dict[str, Any]:
 
 
 # ----------------------------------------------------------------------------- verdicts
-def part_evidence(part: dict[str, Any], claims: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+def part_evidence(part: dict[str, Any], claims: dict[str, dict[str, Any]]) -> list[evidence.ClaimEvidence]:
     """Our measurement of every claim whose system this part ran, per test set
     (:func:`workflow_scripts.evaluation.verdicts.evidence.claim_evidence` of the part's summary)."""
-    return [{**row, "part": part["part"]} for row in evidence.claim_evidence(part["summary"], claims)]
+    return [replace(row, part=part["part"]) for row in evidence.claim_evidence(part["summary"], claims)]
 
 
 def uncommitted(commit: str | None) -> bool:
@@ -90,7 +91,7 @@ def merge(parts: list[dict[str, Any]], claims: dict[str, dict[str, Any]],
     twice = sorted(name for name, count in Counter(names).items() if count > 1)
     if twice:
         raise DataError(parts[0]["source"], f"part(s) {', '.join(twice)} given more than once; give one summary per part")
-    found = rules.decide([v for part in parts for v in part_evidence(part, claims)])
+    found = [row.to_json() for row in rules.decide([v for part in parts for v in part_evidence(part, claims)])]
     for part in parts:  # each part's own section shows the merged verdicts of its claims
         part["summary"] = {**part["summary"], "claims": [v for v in found if v["part"] == part["part"]],
                            "claims_file": summaries.shown_path(claims_file)}

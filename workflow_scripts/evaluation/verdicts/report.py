@@ -2,7 +2,11 @@
 (system, claim, difference with its interval, verdict with its kind and qualifiers), then the
 evidence table, then per claim its reason, how sure it is (interval, test over seeds, power,
 Holm), the training of both sides with the dev-loss gap over the budget, the length facts,
-controls and deviations.  The results summary and the merged GPU result both print it."""
+controls and deviations.  The results summary and the merged GPU result both print it.
+
+It reads the rows as ``summary.json`` holds them (:meth:`.rules.ClaimRow.to_json`), since it
+also prints a summary's JSON made by an earlier version (the results page, a GPU part): a fact
+that such a summary did not record is said to be missing."""
 from __future__ import annotations
 
 import shlex
@@ -184,7 +188,7 @@ def _control_line(c: dict[str, Any], metric: str, own: bool = False, claim_runs:
     params = f"; {c['parameters']:,} parameters" if isinstance(c.get("parameters"), int) else ""
     if c["role"] == "must_beat":
         test = "the system against it"
-        outcome = f"**{'beaten' if beaten(c, claim_runs) else 'not beaten'}** ({c['verdict']}: {c['why']})"
+        outcome = f"**{'beaten' if beaten(c['verdict'], c['n'], claim_runs) else 'not beaten'}** ({c['verdict']}: {c['why']})"
     else:
         test = f"it against {c['against']}"
         outcome = f"**{c['verdict']}** ({c['why']})"

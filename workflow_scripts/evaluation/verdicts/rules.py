@@ -36,12 +36,14 @@ comparable or not beaten, a beside control reversed, still improving, a length-d
 from __future__ import annotations
 
 import math
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from workflow_scripts.evaluation import uncertainty
 from workflow_scripts.evaluation.markers import SIGNIFICANCE, TEST_SHORT, floor_of, significance_of
 from workflow_scripts.evaluation.verdicts.convention import Convention, paper_level
-from workflow_scripts.evaluation.verdicts.evidence import claim_evidence
+from workflow_scripts.evaluation.verdicts.evidence import ClaimEvidence, Comparison, ControlEvidence, claim_evidence
+from workflow_scripts.evaluation.verdicts.training import budget_confounded
 
 VERDICTS = ("reproduced", "reversed", "explained by a control", "not reproduced at the paper's size", "inconclusive",
             "suggestive (1 run)", "inconclusive (1 run)", "not comparable", "not measurable at this budget")
@@ -182,84 +184,159 @@ def verdict(paper: str | Convention, *, n: int, delta: float, score: float, base
 
 
 # ----------------------------------------------------------------------------- verdicts
-def _decide_one(convention: Convention, row: dict[str, Any], metric: str, **extra: Any) -> tuple[str, str]:
-    direction = (row["seed_test"] or {}).get("aso_direction")
-    return verdict(convention, floor=floor_of(metric), n=row["n"], delta=row["delta"],
-                   score=row.get("system_score", row.get("score")), baseline_score=row["baseline_score"], p_ar=row["p_ar"],
-                   p_sign=row["p_sign"], runs_better=row["runs_better"], runs_worse=row["runs_worse"],
-                   sign_favours=row["sign_favours"], comparable=row["comparable"], seed_direction=direction,
-                   p_adjusted=row.get("p_holm"), interval=row.get("interval"), diverged=tuple(row.get("diverged") or ()),
-                   **extra)
+@dataclass(frozen=True)
+class Holm:
+    """A test's p-value after Holm's adjustment over its ``family`` of tests (its size and name)."""
+
+    p: float
+    family: int
+    family_name: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"p_holm": self.p, "holm_family": self.family, "holm_family_name": self.family_name}
 
 
-def beaten(control: dict[str, Any], claim_runs: int | None = None) -> bool:
-    """A must-beat control that ran, on at least the claim's runs (``claim_runs``), and that the
-    system beat by the rule (the control test's verdict "reproduced"; one run never clears it)."""
-    return control["run"] and control["verdict"] == "reproduced" and (claim_runs is None or control["n"] >= claim_runs)
+@dataclass(frozen=True)
+class Verdict:
+    """The verdict of one comparison (a :data:`VERDICTS` class), ``why``, and the Holm adjustment
+    of its AR test (None: not in a family)."""
+
+    verdict: str
+    why: str
+    holm: Holm | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {**({} if self.holm is None else self.holm.to_json()), "verdict": self.verdict, "why": self.why}
 
 
-def control_blockers(controls: list[dict[str, Any]], claim_runs: int | None = None) -> tuple[str, ...]:
+@dataclass(frozen=True)
+class ControlRow:
+    """A control of a claim with its verdict (None: not run)."""
+
+    evidence: ControlEvidence
+    verdict: Verdict | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {**self.evidence.to_json(), **({} if self.verdict is None else self.verdict.to_json())}
+
+
+@dataclass(frozen=True)
+class Power:
+    """The power of the tests that decide (:func:`power_of`): the ``power`` aimed at, the level
+    ``alpha`` (the Holm bound), the ``n`` seeds and ``df``, the minimum detectable difference, the
+    seeds that the ``smallest`` difference of interest needs and the power at it now (None: no
+    noise recorded, or no smallest difference declared), and the ``test`` simulated."""
+
+    power: float
+    alpha: float
+    n: int
+    df: int
+    mdd: float | None
+    seeds_needed: int | None
+    at_smallest: float | None
+    smallest: float | None
+    test: str
+
+
+@dataclass(frozen=True)
+class ClaimRow:
+    """A claim row with its verdict: the evidence, the verdict, each control's, the power and the
+    qualifiers.  :meth:`to_json` is the row of ``summary.json``'s ``claims``."""
+
+    evidence: ClaimEvidence
+    verdict: Verdict
+    controls: list[ControlRow]
+    power: Power
+    qualifiers: list[str]
+
+    def to_json(self) -> dict[str, Any]:
+        row = self.evidence.to_json()
+        row["controls"] = [c.to_json() for c in self.controls]
+        return {**row, **self.verdict.to_json(), "power": asdict(self.power), "qualifiers": self.qualifiers}
+
+
+def _decide_one(convention: Convention, comparison: Comparison, *, score: float, baseline_score: float, comparable: bool,
+                diverged: list[str], holm: Holm | None, metric: str, **extra: Any) -> Verdict:
+    c = comparison
+    decided, why = verdict(convention, floor=floor_of(metric), n=c.n, delta=c.delta, score=score,
+                           baseline_score=baseline_score, p_ar=c.p_ar, p_sign=c.p_sign, runs_better=c.runs_better,
+                           runs_worse=c.runs_worse, sign_favours=c.sign_favours, comparable=comparable,
+                           seed_direction=c.seed_direction, p_adjusted=None if holm is None else holm.p,
+                           interval=c.interval, diverged=tuple(diverged or ()), **extra)
+    return Verdict(decided, why, holm)
+
+
+def beaten(verdict: str | None, n: int | None, claim_runs: int | None = None) -> bool:
+    """A must-beat control that ran (``verdict``: its test's, None: not run), on at least the
+    claim's runs (``n`` of ``claim_runs``), and that the system beat by the rule (the control
+    test's verdict "reproduced"; one run never clears it)."""
+    return verdict == "reproduced" and (claim_runs is None or n >= claim_runs)
+
+
+def control_blockers(controls: list[ControlRow], claim_runs: int | None = None) -> tuple[str, ...]:
     """Why the must-beat controls do not count as beaten, one phrase each (fail closed)."""
     found = []
-    for c in (c for c in controls if c["role"] == "must_beat"):
-        if not c["run"]:
-            found.append(f"must-beat control {c['experiment']} not run")
-        elif c["verdict"] in ("not comparable", "not measurable at this budget"):
-            found.append(f"must-beat control {c['experiment']} {c['verdict']}")
-        elif claim_runs is not None and c["n"] < claim_runs:
-            found.append(f"must-beat control {c['experiment']} compared on {c['n']} run(s), fewer than the claim's {claim_runs}")
-        elif not beaten(c, claim_runs):
-            found.append(f"must-beat control {c['experiment']} not beaten")
+    for c in (c for c in controls if c.evidence.role == "must_beat"):
+        name = c.evidence.experiment
+        if c.verdict is None or c.evidence.measured is None:
+            found.append(f"must-beat control {name} not run")
+        elif c.verdict.verdict in ("not comparable", "not measurable at this budget"):
+            found.append(f"must-beat control {name} {c.verdict.verdict}")
+        elif claim_runs is not None and c.evidence.measured.comparison.n < claim_runs:
+            found.append(f"must-beat control {name} compared on {c.evidence.measured.comparison.n} run(s), fewer than "
+                         f"the claim's {claim_runs}")
+        elif not beaten(c.verdict.verdict, c.evidence.measured.comparison.n, claim_runs):
+            found.append(f"must-beat control {name} not beaten")
     return tuple(found)
 
 
-def explaining(controls: list[dict[str, Any]], smallest: float | None) -> tuple[str, ...]:
+def explaining(controls: list[ControlRow], smallest: float | None) -> tuple[str, ...]:
     """The must-beat controls that explain a gain: run, comparable, and the interval of the system
     against them wholly below the smallest difference of interest."""
     if smallest is None:
         return ()
-    return tuple(c["experiment"] for c in controls if c["role"] == "must_beat" and c["run"] and c.get("comparable")
-                 and c.get("interval") and c["interval"]["high"] < smallest)
+    return tuple(c.evidence.experiment for c in controls if c.evidence.role == "must_beat" and c.evidence.measured
+                 and c.evidence.measured.comparable and c.evidence.measured.comparison.interval
+                 and c.evidence.measured.comparison.interval["high"] < smallest)
 
 
-def reversed_beside(controls: list[dict[str, Any]]) -> list[str]:
+def reversed_beside(controls: list[ControlRow]) -> list[str]:
     """The beside controls reversed against the baseline: said, never folded into the verdict."""
-    return [c["experiment"] for c in controls if c["role"] == "beside" and c["run"] and c["verdict"] == "reversed"]
+    return [c.evidence.experiment for c in controls
+            if c.evidence.role == "beside" and c.verdict is not None and c.verdict.verdict == "reversed"]
 
 
-def smallest_value(row: dict[str, Any]) -> float | None:
-    return (row.get("smallest") or {}).get("value")
-
-
-def qualifiers(row: dict[str, Any]) -> list[str]:
-    """What a reader must know beside the verdict (module docstring), in order of weight."""
-    said = explaining(row["controls"], smallest_value(row)) if row["verdict"] == "explained by a control" else ()
-    blockers = [b for b in control_blockers(row["controls"], row["n"]) if not any(f"control {name} " in b for name in said)]
-    if row["verdict"] in ("reversed", "not reproduced at the paper's size"):
+def qualifiers(row: ClaimEvidence, verdict: str, controls: list[ControlRow], power: Power) -> list[str]:
+    """What a reader must know beside the ``verdict`` of a claim row (module docstring), in order
+    of weight."""
+    said = explaining(controls, row.smallest_value) if verdict == "explained by a control" else ()
+    blockers = [b for b in control_blockers(controls, row.comparison.n) if not any(f"control {name} " in b for name in said)]
+    if verdict in ("reversed", "not reproduced at the paper's size"):
         # A must-beat control only ever takes a gain away: it cannot change a verdict against the claim.
         blockers = [f"{b} (it cannot change a verdict against the claim)" for b in blockers]
-    found = [f"{', '.join(row['diverged'])} diverged"] if row.get("diverged") else []
+    found = [f"{', '.join(row.diverged)} diverged"] if row.diverged else []
     found += blockers
-    found += [f"beside control {name} reversed" for name in reversed_beside(row["controls"])]
-    if row.get("precondition"):
-        found.append(row["precondition"]["words"])
-    if row["verdict"] == "inconclusive":
-        found.append(inconclusive_kind(row))
-    smallest, interval = smallest_value(row), row.get("interval")
-    if row["verdict"] == "reproduced" and smallest is not None and interval and interval["high"] < smallest:
+    found += [f"beside control {name} reversed" for name in reversed_beside(controls)]
+    if row.precondition:
+        found.append(row.precondition.words)
+    if verdict == "inconclusive":
+        found.append(inconclusive_kind(power.mdd, row.smallest_value, row.comparison.interval))
+    smallest, interval = row.smallest_value, row.comparison.interval
+    if verdict == "reproduced" and smallest is not None and interval and interval["high"] < smallest:
         found.append(f"smaller than the smallest difference of interest ({smallest:g}): the interval lies below it")
-    if row["system_training"].get("improving_still") or row["baseline_training"].get("improving_still"):
+    if row.system_training.improving.still or row.baseline_training.improving.still:
         found.append("still improving")
-    if (row.get("lengths") or {}).get("length_driven"):
-        found.append(f"length-driven (difference without the brevity penalty {row['lengths']['delta_without_bp']:+.2f})")
-    if row.get("budget_confounded"):
-        found.append(f"budget-confounded ({100 * row['target_tokens_gap']:+.1f}% target tokens)")
+    if row.lengths is not None and row.lengths.length_driven:
+        found.append(f"length-driven (difference without the brevity penalty {row.lengths.delta_without_bp:+.2f})")
+    if budget_confounded(row.target_tokens_gap):
+        found.append(f"budget-confounded ({100 * row.target_tokens_gap:+.1f}% target tokens)")
     return [q for q in found if q]
 
 
-def inconclusive_kind(row: dict[str, Any]) -> str:
-    """underpowered, or adequately powered, by the power of the deciding tests (:func:`power_of`)."""
-    mdd, smallest, interval = row["power"]["mdd"], smallest_value(row), row.get("interval")
+def inconclusive_kind(mdd: float | None, smallest: float | None, interval: dict[str, Any] | None) -> str:
+    """underpowered, or adequately powered, by the power of the deciding tests (:func:`power_of`:
+    ``mdd``, the minimum detectable difference), against the ``smallest`` difference of interest
+    and the ``interval`` of the difference."""
     if mdd is None:
         return "power unknown (no spread over seeds, or no AR null recorded)"
     if smallest is None:
@@ -271,67 +348,80 @@ def inconclusive_kind(row: dict[str, Any]) -> str:
     return f"adequately powered (minimum detectable {mdd:.2f} <= {smallest:g})"
 
 
-def power_of(row: dict[str, Any], alpha: float) -> dict[str, Any]:
+def power_of(row: ClaimEvidence, alpha: float) -> Power:
     """The power of the tests that decide (the stratified AR test at ``alpha``, the Holm bound,
     and the interval), by simulation from the row's observed noise (:func:`.uncertainty.decision_power`):
     the minimum detectable difference at 80% power with the row's seeds, the seeds that the
     smallest difference of interest needs, and the power at it now."""
-    smallest = smallest_value(row)
-    found: dict[str, Any] = {"power": uncertainty.POWER, "alpha": alpha, "n": row["n"], "df": row["n"] - 1, "mdd": None,
-                             "seeds_needed": None, "at_smallest": None, "smallest": smallest,
-                             "test": "the stratified AR test at the Holm bound and the 95% interval excluding 0, by simulation"}
-    if row.get("noise") is None:
-        return found
-    noise = uncertainty.Noise(**row["noise"])
-    found["mdd"] = uncertainty.decision_mdd(row["n"], noise, alpha)
-    if smallest is not None:
-        found["seeds_needed"] = uncertainty.decision_seeds_needed(smallest, noise, alpha)
-        found["at_smallest"] = uncertainty.decision_power(smallest, row["n"], noise, alpha)
-    return found
+    smallest, n, noise = row.smallest_value, row.comparison.n, row.comparison.noise
+    mdd = seeds_needed = at_smallest = None
+    if noise is not None:
+        mdd = uncertainty.decision_mdd(n, noise, alpha)
+        if smallest is not None:
+            seeds_needed = uncertainty.decision_seeds_needed(smallest, noise, alpha)
+            at_smallest = uncertainty.decision_power(smallest, n, noise, alpha)
+    return Power(power=uncertainty.POWER, alpha=alpha, n=n, df=n - 1, mdd=mdd, seeds_needed=seeds_needed,
+                 at_smallest=at_smallest, smallest=smallest,
+                 test="the stratified AR test at the Holm bound and the 95% interval excluding 0, by simulation")
 
 
-def holm_family(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _tested(comparison: Comparison, means: tuple[float, float], comparable: bool, metric: str) -> bool:
+    """Whether a comparison has a test that decides: measurable, comparable, more than one run."""
+    floor = floor_of(metric)
+    return (comparison.p_ar is not None and comparison.n > 1 and comparable
+            and (floor is None or min(means) >= floor))
+
+
+def holm_family(rows: list[ClaimEvidence]) -> list[ClaimEvidence | ControlEvidence]:
     """The tests whose p-values Holm adjusts together: each claim with a test (measurable,
     comparable, more than one run) and each must-beat control of those claims that ran.  Beside
     controls, below-floor and not comparable pairs and experiments without a claim are not in it;
     the beside controls are a family of their own (:func:`decide`)."""
-    def tested(test: dict[str, Any], metric: str) -> bool:
-        floor = floor_of(metric)
-        means = (test.get("system_score", test.get("score")), test["baseline_score"])
-        return (test.get("p_ar") is not None and test["n"] > 1 and test["comparable"]
-                and (floor is None or min(means) >= floor))
-
-    family = [row for row in rows if tested(row, row["metric"])]
-    return family + [c for row in family for c in row["controls"]
-                     if c["role"] == "must_beat" and c["run"] and tested(c, row["metric"])]
+    family: list[ClaimEvidence | ControlEvidence] = [
+        row for row in rows if _tested(row.comparison, (row.score, row.baseline_score), row.comparable, row.metric)]
+    return family + [c for row in family for c in row.controls
+                     if c.role == "must_beat" and c.measured is not None
+                     and _tested(c.measured.comparison, (c.measured.system_score, c.measured.baseline_score),
+                                 c.measured.comparable, row.metric)]
 
 
-def decide(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The verdicts of the rows of :func:`claim_evidence` (from one summary, or from every part
-    of a merged result): Holm's adjustment over the family (:func:`holm_family`) and, apart, over
-    the beside controls; then each control's verdict, then each claim's, with the power of the
-    tests that decide at the Holm bound (the level over the family's size)."""
+def _p_ar(test: ClaimEvidence | ControlEvidence) -> float:
+    return test.comparison.p_ar if isinstance(test, ClaimEvidence) else test.measured.comparison.p_ar
+
+
+def decide(rows: list[ClaimEvidence]) -> list[ClaimRow]:
+    """The verdicts of the rows of :func:`.evidence.claim_evidence` (from one summary, or from
+    every part of a merged result): Holm's adjustment over the family (:func:`holm_family`) and,
+    apart, over the beside controls; then each control's verdict, then each claim's, with the
+    power of the tests that decide at the Holm bound (the level over the family's size)."""
     family = holm_family(rows)
-    beside = [c for row in rows for c in row["controls"] if c["role"] == "beside" and c["run"] and c.get("p_ar") is not None]
+    beside = [c for row in rows for c in row.controls
+              if c.role == "beside" and c.measured is not None and c.measured.comparison.p_ar is not None]
+    holm: dict[int, Holm] = {}  # by id() of the test's evidence, which the rows hold
     for tests, name in ((family, "claims and their must-beat controls"), (beside, "beside controls")):
-        for test, adjusted in zip(tests, uncertainty.holm([t["p_ar"] for t in tests])):
-            test["p_holm"], test["holm_family"], test["holm_family_name"] = adjusted, len(tests), name
+        for test, adjusted in zip(tests, uncertainty.holm([_p_ar(t) for t in tests])):
+            holm[id(test)] = Holm(adjusted, len(tests), name)
+    found = []
     for row in rows:
-        convention = Convention(row["level"], row["paper_test"])
-        for control in row["controls"]:
-            if control["run"]:
-                control["verdict"], control["why"] = _decide_one(convention, control, row["metric"])
-        smallest = smallest_value(row)
-        row["verdict"], row["why"] = _decide_one(convention, row, row["metric"], smallest=smallest,
-                                                 controls=control_blockers(row["controls"], row["n"]),
-                                                 explained=explaining(row["controls"], smallest))
-        row["power"] = power_of(row, row["level"] / max(1, len(family)))
-        row["qualifiers"] = qualifiers(row)
-        if names := ", ".join(reversed_beside(row["controls"])):  # the claim's own comparison stands
-            row["why"] += f"; the beside control {names} is reversed against the baseline, so the result rests on what that control changes"
-    return rows
+        controls = [ControlRow(c, None if c.measured is None else _decide_one(
+            row.convention, c.measured.comparison, score=c.measured.system_score, baseline_score=c.measured.baseline_score,
+            comparable=c.measured.comparable, diverged=c.measured.diverged, holm=holm.get(id(c)), metric=row.metric))
+            for c in row.controls]
+        smallest = row.smallest_value
+        decided = _decide_one(row.convention, row.comparison, score=row.score, baseline_score=row.baseline_score,
+                              comparable=row.comparable, diverged=row.diverged, holm=holm.get(id(row)), metric=row.metric,
+                              smallest=smallest, controls=control_blockers(controls, row.comparison.n),
+                              explained=explaining(controls, smallest))
+        power = power_of(row, row.convention.level / max(1, len(family)))
+        said = qualifiers(row, decided.verdict, controls, power)
+        if names := ", ".join(reversed_beside(controls)):  # the claim's own comparison stands
+            decided = replace(decided, why=decided.why + f"; the beside control {names} is reversed against the baseline, so "
+                              "the result rests on what that control changes")
+        found.append(ClaimRow(row, decided, controls, power, said))
+    return found
 
 
 def claim_rows(summary: dict[str, Any], claims: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
-    """Every claim row of one summary with its verdict (:func:`claim_evidence`, :func:`decide`)."""
-    return decide(claim_evidence(summary, claims))
+    """Every claim row of one summary with its verdict (:func:`.evidence.claim_evidence`,
+    :func:`decide`), as ``summary.json``'s ``claims`` holds them."""
+    return [row.to_json() for row in decide(claim_evidence(summary, claims))]

@@ -1,10 +1,12 @@
 """The training facts of each side of a comparison, from the summary's ``runs``: updates, stop
-reasons, target tokens, parameters and whether it was still improving at the end; and of the
-pair: whether both got the same training (:func:`comparable`) and the same data
-(:func:`budget_confounded`), and the dev-loss gap between them over the budget."""
+reasons, target tokens, parameters and whether it was still improving at the end
+(:class:`TrainingSide`); and of the pair: whether both got the same training (:func:`comparable`)
+and the same data (:func:`budget_confounded`), and the dev-loss gap between them over the budget
+(:class:`Trajectory`).  ``to_json`` gives each as the results summary's JSON holds it."""
 from __future__ import annotations
 
 import statistics
+from dataclasses import asdict, dataclass
 from typing import Any
 
 # "still improving": the mean drop of the best dev loss after the last validation at or before 80%
@@ -20,7 +22,25 @@ def sample_sd(values: list[float]) -> float | None:
     return statistics.stdev(values) if len(values) > 1 else None
 
 
-def improving(runs: list[dict[str, Any]]) -> dict[str, Any]:
+@dataclass(frozen=True)
+class Improving:
+    """Whether one side was still improving at the end (:func:`improving`): ``drop`` the mean drop
+    of the best dev loss after ``since`` (None: no dev loss), ``spread`` the sd of the final best
+    dev loss over the runs (None: one run), ``flag`` the words, ``still`` the flag's truth."""
+
+    drop: float | None
+    spread: float | None
+    flag: str
+    still: bool
+    since: int | None
+
+    def to_json(self) -> dict[str, Any]:
+        """The summary's keys, beside a side's other training facts."""
+        return {"improving_drop": self.drop, "improving_spread": self.spread, "improving_flag": self.flag,
+                "improving_still": self.still, "improving_since": self.since}
+
+
+def improving(runs: list[dict[str, Any]]) -> Improving:
     """Whether a system was still improving at the end: the mean drop of the best dev loss after
     the last validation at or before 80% of the budget (:func:`.training_runs.dev_loss_drop`;
     ``since``: that validation's update, e.g. 400 of 600 with validations every 200) against
@@ -29,14 +49,14 @@ def improving(runs: list[dict[str, Any]]) -> dict[str, Any]:
     drops = [r["dev_loss_drop"] for r in runs if r.get("dev_loss_drop") is not None]
     finals = [r["best_dev_loss"] for r in runs if r.get("best_dev_loss") is not None]
     if not drops:
-        return {"drop": None, "spread": None, "flag": "", "still": False, "since": None}
+        return Improving(drop=None, spread=None, flag="", still=False, since=None)
     drop, spread = sum(drops) / len(drops), sample_sd(finals)
     updates = max(r["updates"] for r in runs)
     still = drop > IMPROVING_MULTIPLE * (spread if spread is not None else 0.0)
     flag = f"still improving at {updates} updates" if still else "levelled off"
     since = [max((u for u, _ in r["dev_curve"] if u <= 0.8 * r["updates"]), default=None) for r in runs if r.get("dev_curve")]
-    return {"drop": drop, "spread": spread, "flag": flag + ("" if spread is not None else " (1 run: no spread)"),
-            "still": still, "since": max((u for u in since if u is not None), default=None)}
+    return Improving(drop=drop, spread=spread, flag=flag + ("" if spread is not None else " (1 run: no spread)"),
+                     still=still, since=max((u for u in since if u is not None), default=None))
 
 
 TRAJECTORY_POINTS = (0.25, 0.5, 0.75, 1.0)
@@ -51,7 +71,32 @@ def _loss_at(curve: list[list[float]], update: float) -> float | None:
     return before[-1] if before else None
 
 
-def gap_trajectory(system_runs: list[dict[str, Any]], baseline_runs: list[dict[str, Any]]) -> dict[str, Any] | None:
+@dataclass(frozen=True)
+class GapPoint:
+    """The dev-loss gap at one ``share`` of the budget (``update``): mean and sd over the ``n``
+    seeds validated by then (None: none was)."""
+
+    share: float
+    update: int
+    n: int
+    mean: float | None
+    sd: float | None
+
+
+@dataclass(frozen=True)
+class Trajectory:
+    """The dev-loss gap (system minus baseline) over the budget and its ``trend`` (None: fewer
+    than two points), by ``rule`` (:data:`TRAJECTORY_RULE`)."""
+
+    points: list[GapPoint]
+    trend: str | None
+    rule: str
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def gap_trajectory(system_runs: list[dict[str, Any]], baseline_runs: list[dict[str, Any]]) -> Trajectory | None:
     """The dev-loss gap between the two sides over training, from the runs' own validations
     (:data:`TRAJECTORY_RULE`); None where a run has no dev-loss curve (runs summarised before
     the summary recorded them)."""
@@ -64,15 +109,15 @@ def gap_trajectory(system_runs: list[dict[str, Any]], baseline_runs: list[dict[s
     for share in TRAJECTORY_POINTS:
         losses = [(_loss_at(a["dev_curve"], share * budget), _loss_at(b["dev_curve"], share * budget)) for a, b in pairs]
         gaps = [ours - theirs for ours, theirs in losses if ours is not None and theirs is not None]
-        points.append({"share": share, "update": round(share * budget), "n": len(gaps),
-                       "mean": statistics.mean(gaps) if gaps else None, "sd": sample_sd(gaps) if gaps else None})
-    known = [p for p in points if p["mean"] is not None]
+        points.append(GapPoint(share=share, update=round(share * budget), n=len(gaps),
+                               mean=statistics.mean(gaps) if gaps else None, sd=sample_sd(gaps) if gaps else None))
+    known = [p for p in points if p.mean is not None]
     trend = None
     if len(known) > 1:
         first, last = known[0], known[-1]
-        change, sd = abs(last["mean"]) - abs(first["mean"]), last["sd"] or 0.0
+        change, sd = abs(last.mean) - abs(first.mean), last.sd or 0.0
         trend = "growing" if change > sd else "shrinking" if change < -sd else "flat"
-    return {"points": points, "trend": trend, "rule": TRAJECTORY_RULE}
+    return Trajectory(points=points, trend=trend, rule=TRAJECTORY_RULE)
 
 
 # Two sides whose runs saw target tokens that differ by more than this share are
@@ -81,28 +126,43 @@ def gap_trajectory(system_runs: list[dict[str, Any]], baseline_runs: list[dict[s
 BUDGET_TOLERANCE = 0.05
 
 
-def trainingside_cell(runs: list[dict[str, Any]]) -> dict[str, Any]:
-    """Updates, stop reasons, target tokens, parameters and the improving flag of one side's runs."""
-    return {"updates": [r["updates"] for r in runs], "stopped_by": sorted({r["stop_reason"] for r in runs}),
-            "diverged": [_run_name(r) for r in runs if r["stop_reason"] == "diverged"],
-            "target_tokens": [r.get("target_tokens") for r in runs],
-            "parameters": runs[0].get("parameters") if runs else None,
-            "elapsed_s": [r["elapsed_s"] for r in runs], **_improving_cells(improving(runs))}
+@dataclass(frozen=True)
+class TrainingSide:
+    """The training facts of one side's runs (:meth:`of`): each run's ``updates``, the stop reasons
+    (sorted), the runs that ``diverged`` (by name), each run's ``target_tokens`` (None: not
+    recorded) and ``elapsed_s``, the first run's ``parameters``, and whether it was still improving."""
+
+    updates: list[int]
+    stopped_by: list[str]
+    diverged: list[str]
+    target_tokens: list[int | None]
+    parameters: int | None
+    elapsed_s: list[float]
+    improving: Improving
+
+    @classmethod
+    def of(cls, runs: list[dict[str, Any]]) -> TrainingSide:
+        """From the summary's ``runs`` of one side (:func:`runs_of`)."""
+        return cls(updates=[r["updates"] for r in runs], stopped_by=sorted({r["stop_reason"] for r in runs}),
+                   diverged=[_run_name(r) for r in runs if r["stop_reason"] == "diverged"],
+                   target_tokens=[r.get("target_tokens") for r in runs],
+                   parameters=runs[0].get("parameters") if runs else None,
+                   elapsed_s=[r["elapsed_s"] for r in runs], improving=improving(runs))
+
+    def to_json(self) -> dict[str, Any]:
+        return {"updates": self.updates, "stopped_by": self.stopped_by, "diverged": self.diverged,
+                "target_tokens": self.target_tokens, "parameters": self.parameters, "elapsed_s": self.elapsed_s,
+                **self.improving.to_json()}
 
 
 def _run_name(run: dict[str, Any]) -> str:
     return f"{run['system']} (seed {run['seed']})" if run.get("seed") is not None else run["experiment"]
 
 
-def _improving_cells(facts: dict[str, Any]) -> dict[str, Any]:
-    return {"improving_drop": facts["drop"], "improving_spread": facts["spread"], "improving_flag": facts["flag"],
-            "improving_still": facts["still"], "improving_since": facts["since"]}
-
-
-def target_tokens_gap(system: dict[str, Any], baseline: dict[str, Any]) -> float | None:
+def target_tokens_gap(system: TrainingSide, baseline: TrainingSide) -> float | None:
     """The system's mean target tokens per run over the baseline's, minus 1 (None where a run of
     either side does not record them)."""
-    ours, theirs = system.get("target_tokens") or [], baseline.get("target_tokens") or []
+    ours, theirs = system.target_tokens or [], baseline.target_tokens or []
     if not ours or not theirs or any(t is None for t in (*ours, *theirs)) or not sum(theirs):
         return None
     return (sum(ours) / len(ours)) / (sum(theirs) / len(theirs)) - 1.0
@@ -112,8 +172,8 @@ def budget_confounded(gap: float | None) -> bool:
     return gap is not None and abs(gap) > BUDGET_TOLERANCE
 
 
-def comparable(system: dict[str, Any], baseline: dict[str, Any]) -> bool:
+def comparable(system: TrainingSide, baseline: TrainingSide) -> bool:
     """Both sides stopped by max_updates, every run at the same number of updates."""
-    return (system["stopped_by"] == baseline["stopped_by"] == ["max_updates"]
-            and len(set(system["updates"]) | set(baseline["updates"])) == 1)
+    return (system.stopped_by == baseline.stopped_by == ["max_updates"]
+            and len(set(system.updates) | set(baseline.updates)) == 1)
 
