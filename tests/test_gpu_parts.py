@@ -219,6 +219,7 @@ def test_merge_writes_claims_verdicts_and_every_part(tmp_path, capsys):
     text = out.read_text()
     assert "## Part graph" in text and "### Results summary" in text  # each part's summary, headings two levels down
     assert "Parts not in this result: lattice, esc, char." in text and "**reversed**" in text
+    assert f" Verdict: {rules.VERDICT_RULE} **not run** when no part ran the system." in text  # the one statement of the rule
     assert "| reorder_both |" in text and "| 3 of 3 | 0.0010 | 0.0020 | 0.0010 |" in text  # AR, AR after Holm over 2, sign
     # one summary per part
     assert merging.main([paths[0], paths[0], "-o", str(out)]) == 1

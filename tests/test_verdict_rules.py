@@ -290,6 +290,11 @@ def test_the_references_table_markers_agree_with_its_verdicts():
     assert checked >= 3
 
 
+def test_the_summary_prints_the_verdict_rule_as_the_code_states_it():
+    text = "\n".join(report.claims_markdown({"claims_file": "claims.yaml", "claims": []}))
+    assert f" Verdict: {rules.VERDICT_RULE}\n" in text
+
+
 def test_the_docs_quote_the_verdict_rule_as_the_code_states_it():
     text = (ROOT / "docs" / "results.md").read_text(encoding="utf-8")
     assert f"> {rules.VERDICT_RULE}\n" in text, "docs/results.md: quote rules.VERDICT_RULE again"

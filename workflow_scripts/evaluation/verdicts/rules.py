@@ -2,33 +2,14 @@
 part's evidence, :func:`decide`), from their evidence (:mod:`.evidence`); their Markdown is
 :mod:`.report`.
 
-Every test that gets a verdict in one summary (each claim against its baseline, each control's
-test; the papers' claims and your own alike) is one family: their stratified AR p-values are adjusted by Holm's method
-(:func:`.uncertainty.holm`) before any verdict is made (:func:`decide`).
+Before any verdict, the stratified AR p-values of the summary's family (:func:`holm_family`; the
+papers' claims and your own alike) are adjusted by Holm's method (:func:`.uncertainty.holm`), and
+those of the beside controls apart (:func:`decide`).
 
-:func:`verdict`, in this order (:data:`VERDICT_RULE`):
-
-0. **not comparable**, first of all, when a run of either side stopped as diverged (its
-   ``stop_reason`` "diverged"): the why names the runs (fail closed: never a verdict on them);
-1. **not measurable at this budget**: either mean score below the quality floor of the claim's
-   metric (``MetricSpec.floor``, :func:`.markers.floor_of`: 5 points of BLEU, 20 of chrF);
-2. **not comparable**: a run of either system did not stop by ``max_updates``, or the two
-   systems' runs did different numbers of updates;
-3. with one run: **suggestive (1 run)** when the difference is significant (either direction;
-   the sign says which), else **inconclusive (1 run)**;
-4. **reproduced**: a positive difference of the means, significant under the paper's
-   convention over all runs (the stratified AR test, Holm-adjusted, at the paper's level and,
-   where the paper has a test, the sign test pooled over the runs at that level too; a claim of
-   your own may declare its ``test`` and ``level``, :class:`Convention`), at least
-   :func:`majority` of the runs better than their baseline's run of the same seed, the test over
-   seeds (ASO) in the same direction, and every ``must_beat`` control declared for the claim run,
-   comparable and beaten the same way (fail closed: a control that did not run blocks it);
-5. **reversed**: a negative difference, significant as above, the majority of the runs worse and
-   the test over seeds in the same direction;
-6. **inconclusive**: anything between, with its kind where it applies (:func:`qualifiers`):
-   **underpowered** when the minimum detectable difference at 80% power is larger than the
-   paper's difference, **no effect detected at adequate power** when it is not and the interval
-   excludes the paper's difference.
+The rule is stated once, in :data:`VERDICT_RULE`: the results summary and the merged GPU result
+print it, docs/results.md quotes it (tests/test_verdict_rules.py checks the quote), and
+:func:`verdict` applies it in its order.  A claim of your own may declare its ``test`` and
+``level`` (:class:`.convention.Convention`); :func:`majority` is the share of runs that must agree.
 
 Beside the class, :func:`qualifiers` names what a reader must know: a must-beat control not run, not
 comparable or not beaten, a beside control reversed, still improving, a length-driven gain, a budget-confounded pair.
