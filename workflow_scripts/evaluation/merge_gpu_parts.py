@@ -144,7 +144,7 @@ def to_markdown(merged: dict[str, Any], parts: list[dict[str, Any]], command: st
         lines += [f"Parts not in this result: {', '.join(missing)}.", ""]
     lines += ["## Claims and verdicts", "",
               "For each system, the paper's claim (its table and test sets, larger models) beside our measurement on the "
-              "metric of the paper's table over all the part's runs (workflow_scripts/evaluation/verdicts.py): the "
+              "metric of the paper's table over all the part's runs (workflow_scripts/evaluation/verdicts/): the "
               "difference of the means with its 95% interval over seeds and test sentences, and the verdict with its kind "
               "and what a reader must know. The claims of every part and their must-beat controls are one family for Holm's "
               "adjustment (the beside controls another). The evidence "
