@@ -21,8 +21,9 @@ from tests.snakemake_runs import snakemake
 from tests.test_gpu_carry import carry
 from workflow_scripts.dag import WorkflowConfigError, checks, gpu_parts, runs, seeds
 from workflow_scripts.data import segment
-from workflow_scripts.evaluation import claim_files, verdicts
+from workflow_scripts.evaluation import claim_files
 from workflow_scripts.evaluation import merge_gpu_parts as merging
+from workflow_scripts.evaluation.verdicts import evidence, rules
 
 ROOT = Path(__file__).resolve().parents[1]
 BUDGET_KEYS = {"max_updates", "max_minutes", "warmup_updates", "validate_interval_updates"}
@@ -207,10 +208,10 @@ def test_merge_writes_claims_verdicts_and_every_part(tmp_path, capsys):
     assert (gate["verdict"], gate["runs_worse"], gate["metric"]) == ("reversed", 2, "tokenized_bleu")
     # one verdict function: the merge's rows are the parts' own claims rows, decided as one family (Holm)
     parts = [json.loads(path.read_text()) for path in sorted((tmp_path / "parts").glob("*/summary.json"))]
-    evidence = [row for part in parts for row in verdicts.claim_evidence(part, claim_files.read_claims())]
+    found = [row for part in parts for row in evidence.claim_evidence(part, claim_files.read_claims())]
     merged_rows = sorted(({k: v for k, v in row.items() if k != "part"} for row in data["verdicts"] if "part" in row),
                          key=lambda row: row["system"])
-    assert merged_rows == sorted(verdicts.decide(evidence), key=lambda row: row["system"])
+    assert merged_rows == sorted((row.to_json() for row in rules.decide(found)), key=lambda row: row["system"])
     assert {row["holm_family"] for row in data["verdicts"] if "part" in row} == {2}
     # the graph claim's must-beat control is in no part: it could only take a gain away, and the row says so
     assert "must-beat control transformer_carry_gate not run (it cannot change a verdict against the claim)" in gate["qualifiers"]
@@ -218,6 +219,7 @@ def test_merge_writes_claims_verdicts_and_every_part(tmp_path, capsys):
     text = out.read_text()
     assert "## Part graph" in text and "### Results summary" in text  # each part's summary, headings two levels down
     assert "Parts not in this result: lattice, esc, char." in text and "**reversed**" in text
+    assert f" Verdict: {rules.VERDICT_RULE} **not run** when no part ran the system." in text  # the one statement of the rule
     assert "| reorder_both |" in text and "| 3 of 3 | 0.0010 | 0.0020 | 0.0010 |" in text  # AR, AR after Holm over 2, sign
     # one summary per part
     assert merging.main([paths[0], paths[0], "-o", str(out)]) == 1

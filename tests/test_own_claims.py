@@ -14,7 +14,8 @@ from report_fixtures import run_entry, training_runs
 from nmtmodels.files import DataError
 from workflow_scripts.dag import WorkflowConfigError, checks, cluster, runs, seeds
 from workflow_scripts.dag import evaluation as ev
-from workflow_scripts.evaluation import claim_files, verdict_report, verdicts
+from workflow_scripts.evaluation import claim_files
+from workflow_scripts.evaluation.verdicts import report, rules
 
 ROOT = Path(__file__).resolve().parents[1]
 PAPERS = {"sys": {"paper": "graph", "metric": "bleu", "claim": "the paper's", "controls": [], "deviations": []}}
@@ -89,34 +90,34 @@ def test_your_claim_gets_a_verdict_in_its_own_section_with_its_control():
                run_entry("mine", "base", "bleu", GOOD, BETTER, p_ar=1e-4, p_sign=1e-4),
                run_entry("mine", "gamma1", "bleu", GOOD, [20.0, 20.1, 20.2], p_ar=1e-4, p_sign=1e-4)]
     data = summary_of(entries, ["sys", "mine", "base", "gamma1"])
-    rows = verdicts.claim_rows(data, {**PAPERS, **own()})
+    rows = rules.claim_rows(data, {**PAPERS, **own()})
     theirs, mine = rows
     assert (theirs["own"], mine["own"]) == (False, True)
     assert [(c["experiment"], c["run"], c["verdict"]) for c in mine["controls"]] == [("gamma1", True, "reproduced")]
     assert mine["verdict"] == "reproduced" and mine["baseline"] == "base"  # the control's test is no row of its own
     assert {theirs["holm_family"], mine["holm_family"], mine["controls"][0]["holm_family"]} == {3}
-    text = "\n".join(verdict_report.claims_markdown({**data, "claims": rows}))
+    text = "\n".join(report.claims_markdown({**data, "claims": rows}))
     papers, yours = text.split("## Your claims")
     assert "| sys |" in papers and "| mine |" not in papers
     assert "| mine | LayerScale beats the Transformer |" in yours and "**reproduced**" in yours
     assert "gamma1 (must-beat: LayerScale at gamma 1): bleu 20.10 ± 0.10 over 3 run(s)" in yours
     # the control failed to run: no comparison over runs of it, so not reproduced
     data = summary_of(entries[:2], ["sys", "mine", "base"])
-    mine = verdicts.claim_rows(data, {**PAPERS, **own()})[1]
+    mine = rules.claim_rows(data, {**PAPERS, **own()})[1]
     assert mine["verdict"] == "inconclusive" and mine["why"].endswith("must-beat control gamma1 not run")
     assert "gamma1 (must-beat: LayerScale at gamma 1): **not run** (no comparison over runs of it in this run" in \
-        "\n".join(verdict_report.claims_markdown({**data, "claims": [mine]}))
+        "\n".join(report.claims_markdown({**data, "claims": [mine]}))
 
 
 def test_your_claim_is_tested_at_its_declared_test_and_level():
     entries = [run_entry("mine", "base", "bleu", GOOD, BETTER, p_ar=0.02, p_sign=0.3)]
     data = summary_of(entries, ["mine", "base"])
     bare = {"mine": {**OWN["mine"], "controls": []}}
-    assert verdicts.claim_rows(data, own(bare))[0]["verdict"] == "reproduced"  # the project's: AR at p < 0.05
+    assert rules.claim_rows(data, own(bare))[0]["verdict"] == "reproduced"  # the project's: AR at p < 0.05
     for change in ({"level": 0.01}, {"test": "sign"}):
-        (row,) = verdicts.claim_rows(data, own({"mine": {**bare["mine"], **change}}))
+        (row,) = rules.claim_rows(data, own({"mine": {**bare["mine"], **change}}))
         assert row["verdict"] == "inconclusive", change
-    assert verdicts.claim_rows(data, own({"mine": {**bare["mine"], "baseline": "other"}})) == []
+    assert rules.claim_rows(data, own({"mine": {**bare["mine"], "baseline": "other"}})) == []
 
 
 @pytest.mark.parametrize(("metric", "ours", "theirs", "measurable"), [
@@ -128,7 +129,7 @@ def test_your_claim_is_tested_at_its_declared_test_and_level():
 ])
 def test_a_verdict_needs_both_sides_above_the_floor_of_its_metric(metric, ours, theirs, measurable):
     entries = [run_entry("mine", "base", metric, ours, theirs, p_ar=1e-4, p_sign=1e-4)]
-    (row,) = verdicts.claim_rows(summary_of(entries, ["mine", "base"]), own({"mine": {**OWN["mine"], "metric": metric,
+    (row,) = rules.claim_rows(summary_of(entries, ["mine", "base"]), own({"mine": {**OWN["mine"], "metric": metric,
                                                                                     "controls": []}}))
     assert (row["verdict"] != "not measurable at this budget") is measurable
     if not measurable:

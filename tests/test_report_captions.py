@@ -4,7 +4,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from workflow_scripts.evaluation.verdicts import VERDICTS
+from workflow_scripts.evaluation.verdicts.rules import VERDICTS
 
 ROOT = Path(__file__).resolve().parents[1]
 

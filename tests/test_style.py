@@ -90,3 +90,43 @@ def test_names_are_imported_from_their_home() -> None:
                               if alias.name in borrowed[node.module] and alias.name not in defined[node.module]
                               and f"{node.module}.{alias.name}" not in modules]
     assert not offenders, offenders
+
+
+def _composed(node: ast.AST) -> bool:
+    """A string made at run time: an f-string, a string joined with + or %, or a list of them."""
+    if isinstance(node, ast.List | ast.Tuple):
+        return any(_composed(e) for e in node.elts)
+    if isinstance(node, ast.ListComp):
+        return _composed(node.elt)
+    return isinstance(node, ast.JoinedStr) or (
+        isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add | ast.Mod)
+        and any(isinstance(side, ast.Constant) and isinstance(side.value, str) for side in (node.left, node.right)))
+
+
+def composed_keys(source: str) -> list[int]:
+    """The lines where a key made at run time indexes, builds or looks up a dict (or a frame's columns)."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Subscript):
+            keys = [node.slice]
+        elif isinstance(node, ast.Dict):
+            keys = [k for k in node.keys if k is not None]
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("get", "pop", "setdefault"):
+            keys = node.args[:1]
+        else:
+            keys = []
+        found += [key.lineno for key in keys if _composed(key)]
+    return sorted(found)
+
+
+def test_evaluation_spells_out_its_keys() -> None:
+    """Every key of evaluation's rows (summary.json, results.csv, the run statistics) is written out
+    where it is built or read, so that a search for it finds every use: none is composed at run
+    time (``f"p_{test}"`` is ``results.P_COLUMNS[test]``; a claim row is a dataclass of
+    :mod:`workflow_scripts.evaluation.verdicts` whose ``to_json`` names each key)."""
+    assert composed_keys('row[f"p_{test}"]\nrow.get(f"{side}_runs")\n{"improving_" + name: 1}\n') == [1, 2, 3]
+    assert composed_keys('rows[[f"p_{t}" for t in tests]]\n') == [1]
+    assert composed_keys('row[P_COLUMNS[test]]\nrow.get("system_runs")\nwords = [f"{row}"]\n') == []
+    offenders = [f"{path.relative_to(ROOT)}:{line}" for path in sorted((ROOT / "workflow_scripts" / "evaluation").rglob("*.py"))
+                 for line in composed_keys(path.read_text(encoding="utf-8"))]
+    assert not offenders, offenders

@@ -17,7 +17,8 @@ from tests.report_fixtures import BUDGETS, NO_TARGET_TOKENS, STOPS, TRAIN_ROWS, 
 from tests.test_tables import handmade
 from workflow_scripts.dag import evaluation as ev
 from workflow_scripts.dag import runs
-from workflow_scripts.evaluation import claim_files, curves, layouts, machine, results, run_statistics, summary, training_runs, verdicts
+from workflow_scripts.evaluation import claim_files, curves, layouts, machine, results, run_statistics, summary, training_runs
+from workflow_scripts.evaluation.verdicts import rules
 
 ROOT = Path(__file__).resolve().parents[1]
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -273,7 +274,7 @@ def summary_of(results_csv: Path, claims_file: Path = claim_files.CLAIMS_FILE) -
             "workflow": {"commit": "abc", "config_files": []}, "marker_test": "sign", "runs": [],
             "scores": summary.score_rows(results_csv, "sign"), "comparisons": []}
     data.update(claims_file="claims.yaml", quality_floor=summary.quality_floors(),
-                claims=verdicts.claim_rows(data, claim_files.read_claims(claims_file)))
+                claims=rules.claim_rows(data, claim_files.read_claims(claims_file)))
     assert data["claims"] == []  # claims rows come from comparisons over runs, which results.csv does not hold
     return data
 

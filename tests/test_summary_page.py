@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from workflow_scripts.evaluation import browser, summary_page, verdict_figure
-from workflow_scripts.evaluation.verdicts import VERDICTS
+from workflow_scripts.evaluation.verdicts.rules import VERDICTS
 
 ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM = browser.find_chromium()

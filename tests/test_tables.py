@@ -55,6 +55,13 @@ def test_collect_has_one_row_per_run_test_set_and_metric(tree, results):
         assert r.parameters == PARAMETERS[r.experiment]
 
 
+def test_every_test_has_its_p_value_column():
+    # the markers name a test, the results table holds its p-value: one column each, in the table
+    assert set(results_table.P_COLUMNS) == set(markers.TEST_NAMES)
+    assert set(results_table.P_COLUMNS.values()) <= set(results_table.RESULT_COLUMNS)
+    assert len(set(results_table.P_COLUMNS.values())) == len(results_table.P_COLUMNS)
+
+
 def test_collect_takes_p_values_from_the_comparison(tree, results):
     root, _ = tree
     r = row(results, "lpe", "nist", "ALL", "tokenized_bleu")

@@ -13,7 +13,8 @@ import pandas as pd
 import pytest
 
 from tests.report_fixtures import run_entry, training_runs
-from workflow_scripts.evaluation import claim_files, markers, uncertainty, verdict_report, verdicts
+from workflow_scripts.evaluation import claim_files, markers, uncertainty
+from workflow_scripts.evaluation.verdicts import evidence, report, rules, training
 
 ROOT = Path(__file__).resolve().parents[1]
 GRAPH = {"paper": "graph", "metric": "tokenized_bleu", "claim": "+half-dim&gate", "paper_delta": 1.1, "deviations": [],
@@ -64,14 +65,14 @@ def test_aso_above_one_half_does_not_say_the_baseline_dominates():
     assert uncertainty.aso_direction(0.545, None) == 0  # recorded before the reverse call: never -1 from one call
     assert uncertainty.aso_direction(0.2, 1.0) == 1 and uncertainty.aso_direction(0.9, 0.1) == -1
     assert uncertainty.aso_direction(0.3, 0.4) == 0  # both below: neither
-    text = verdict_report._seeds_text({"aso_eps_min": 0.545, "aso_eps_min_reverse": 1.0, "aso_direction": 0, "p_paired_t": 0.2})
+    text = report._seeds_text({"aso_eps_min": 0.545, "aso_eps_min_reverse": 1.0, "aso_direction": 0, "p_paired_t": 0.2})
     assert "neither side dominates" in text and "baseline almost dominates" not in text
 
 
 def test_a_recorded_test_over_seeds_without_the_reverse_call_is_made_again():
     stats_ = {"system_scores": [22.0, 22.4, 22.9], "baseline_scores": [21.0, 21.3, 21.1],
               "seed_test": {"aso_eps_min": 0.6, "aso_direction": -1, "p_paired_t": 0.01}}
-    made = verdicts._seed_test(stats_)
+    made = evidence._seed_test(stats_)
     assert "aso_eps_min_reverse" in made and made["aso_direction"] == 1  # every run better by 0.7-1.8
 
 
@@ -82,24 +83,24 @@ REORDER = {"n": 3, "delta": 0.64, "score": 21.80, "baseline_score": 21.17, "p_ar
 
 def test_a_decided_direction_needs_the_interval_to_exclude_zero():
     # the default's reordering interval [-0.03, +1.31] with a sign test at 0.04: 04d8260 said "reproduced"
-    verdict, why = verdicts.verdict("reordering", **REORDER, interval={"low": -0.03, "high": 1.31})
+    verdict, why = rules.verdict("reordering", **REORDER, interval={"low": -0.03, "high": 1.31})
     assert verdict == "inconclusive" and "the 95% interval includes 0" in why
-    assert verdicts.verdict("reordering", **REORDER, interval={"low": 0.05, "high": 1.31})[0] == "reproduced"
-    assert verdicts.verdict("reordering", **REORDER, interval=None)[0] == "inconclusive"  # not recorded: undecided
+    assert rules.verdict("reordering", **REORDER, interval={"low": 0.05, "high": 1.31})[0] == "reproduced"
+    assert rules.verdict("reordering", **REORDER, interval=None)[0] == "inconclusive"  # not recorded: undecided
     worse = {**REORDER, "delta": -0.64, "runs_better": 0, "runs_worse": 3, "sign_favours": -40, "seed_direction": -1}
-    assert verdicts.verdict("reordering", **worse, interval={"low": -1.31, "high": 0.03})[0] == "inconclusive"
-    assert verdicts.verdict("reordering", **worse, interval={"low": -1.31, "high": -0.05})[0] == "reversed"
+    assert rules.verdict("reordering", **worse, interval={"low": -1.31, "high": 0.03})[0] == "inconclusive"
+    assert rules.verdict("reordering", **worse, interval={"low": -1.31, "high": -0.05})[0] == "reversed"
 
 
 def test_not_reproduced_at_the_papers_size_when_the_interval_lies_below_it():
     facts = {**REORDER, "delta": 0.1, "p_ar": 0.4, "p_sign": 0.5, "runs_better": 2, "runs_worse": 1}
-    assert verdicts.verdict("reordering", **facts, interval={"low": -0.3, "high": 0.5}, smallest=0.77)[0] == \
+    assert rules.verdict("reordering", **facts, interval={"low": -0.3, "high": 0.5}, smallest=0.77)[0] == \
         "not reproduced at the paper's size"
-    assert verdicts.verdict("reordering", **facts, interval={"low": -0.3, "high": 0.9}, smallest=0.77)[0] == "inconclusive"
-    assert verdicts.verdict("reordering", **facts, interval={"low": -0.3, "high": 0.5}, smallest=None)[0] == "inconclusive"
+    assert rules.verdict("reordering", **facts, interval={"low": -0.3, "high": 0.9}, smallest=0.77)[0] == "inconclusive"
+    assert rules.verdict("reordering", **facts, interval={"low": -0.3, "high": 0.5}, smallest=None)[0] == "inconclusive"
     # a decided loss stays "reversed", a decided smaller gain "reproduced" (the qualifier says it is smaller)
     worse = {**REORDER, "delta": -0.5, "runs_better": 0, "runs_worse": 3, "sign_favours": -40, "seed_direction": -1}
-    assert verdicts.verdict("reordering", **worse, interval={"low": -0.9, "high": -0.1}, smallest=0.77)[0] == "reversed"
+    assert rules.verdict("reordering", **worse, interval={"low": -0.9, "high": -0.1}, smallest=0.77)[0] == "reversed"
 
 
 def test_the_graph_claim_is_explained_by_its_must_beat_control():
@@ -110,12 +111,12 @@ def test_the_graph_claim_is_explained_by_its_must_beat_control():
                run_entry("sys", "carry_gate", "tokenized_bleu", [22.2, 22.8, 23.4], [22.0, 22.7, 23.2], p_ar=0.42,
                          p_sign=0.3, interval=(-0.34, 0.69))]
     groups = [training_runs(s, 3) for s in ("sys", "base", "carry_gate")]
-    (row,) = verdicts.claim_rows(_summary(entries, groups), _claims(sys=GRAPH))
+    (row,) = rules.claim_rows(_summary(entries, groups), _claims(sys=GRAPH))
     assert row["verdict"] == "explained by a control" and "carry_gate" in row["why"]
     # the same with a control interval that reaches the paper's difference: not beaten, undecided
     entries[1] = run_entry("sys", "carry_gate", "tokenized_bleu", [22.2, 22.8, 23.4], [22.0, 22.7, 23.2], p_ar=0.42,
                            p_sign=0.3, interval=(-0.34, 1.2))
-    (row,) = verdicts.claim_rows(_summary(entries, groups), _claims(sys=GRAPH))
+    (row,) = rules.claim_rows(_summary(entries, groups), _claims(sys=GRAPH))
     assert row["verdict"] == "inconclusive" and "must-beat control carry_gate not beaten" in row["qualifiers"]
 
 
@@ -124,28 +125,37 @@ def test_a_control_not_run_is_named_as_unable_to_change_a_verdict_against_the_cl
     entries = [run_entry("sys", "base", "tokenized_bleu", [22.2, 22.4, 22.1], [22.0, 22.1, 22.0], p_ar=0.3, p_sign=0.4,
                          interval=(-0.3, 0.5))]
     groups = [training_runs(s, 3) for s in ("sys", "base")]
-    (row,) = verdicts.claim_rows(_summary(entries, groups), _claims(sys=GRAPH))
+    (row,) = rules.claim_rows(_summary(entries, groups), _claims(sys=GRAPH))
     assert row["verdict"] == "not reproduced at the paper's size"
     assert "must-beat control carry_gate not run (it cannot change a verdict against the claim)" in row["qualifiers"]
     # undecided, the same missing control blocks the claim without that reassurance
     entries[0] = run_entry("sys", "base", "tokenized_bleu", [22.2, 22.4, 22.1], [22.0, 22.1, 22.0], p_ar=0.3, p_sign=0.4,
                            interval=(-0.3, 1.5))
-    (row,) = verdicts.claim_rows(_summary(entries, groups), _claims(sys=GRAPH))
+    (row,) = rules.claim_rows(_summary(entries, groups), _claims(sys=GRAPH))
     assert row["verdict"] == "inconclusive" and "must-beat control carry_gate not run" in row["qualifiers"]
 
 
+def _must_beat(n: int, verdict: str) -> rules.ControlRow:
+    """A must-beat control "c" that ran n runs, each beaten by the system by 2 points, and got ``verdict``."""
+    comparison = evidence.Comparison(n=n, delta=2.0, p_ar=0.01, ar_trials=1000, p_sign=0.01, sign_counts=[9, 1, 0],
+                                     sign_favours=8, runs_better=n, runs_worse=0, interval=None, seed_test=None, noise=None)
+    measured = evidence.ControlRun(comparison, score=20.0, score_sd=None, system_score=22.0, baseline_score=20.0,
+                                   parameters=None, target_tokens_gap=None, comparable=True, diverged=[])
+    control = evidence.ControlEvidence("c", "must_beat", "the method's inputs without it", None, ["sys", "c"], measured)
+    return rules.ControlRow(control, rules.Verdict(verdict, "", None))
+
+
 def test_a_must_beat_control_on_fewer_runs_than_its_claim_is_not_beaten():
-    one = {"experiment": "c", "role": "must_beat", "run": True, "n": 1, "verdict": "suggestive (1 run)", "delta": 2.0}
-    assert not verdicts.beaten(one, 3)  # 04d8260 counted a significant single run as beaten
-    assert verdicts.control_blockers([one], 3) == ("must-beat control c compared on 1 run(s), fewer than the claim's 3",)
-    two = {**one, "n": 2, "verdict": "reproduced"}
-    assert not verdicts.beaten(two, 3) and verdicts.beaten({**two, "n": 3}, 3)
+    assert not rules.beaten("suggestive (1 run)", 1, 3)  # 04d8260 counted a significant single run as beaten
+    assert rules.control_blockers([_must_beat(1, "suggestive (1 run)")], 3) == (
+        "must-beat control c compared on 1 run(s), fewer than the claim's 3",)
+    assert not rules.beaten("reproduced", 2, 3) and rules.beaten("reproduced", 3, 3)
+    assert rules.control_blockers([_must_beat(3, "reproduced")], 3) == ()
+    assert rules.control_blockers([_must_beat(3, "inconclusive")], 3) == ("must-beat control c not beaten",)
 
 
 def test_inconclusive_never_says_no_effect_when_the_interval_lies_above_the_papers_difference():
-    row = {"power": {"mdd": 0.5}, "smallest": {"value": 1.0, "source": "the paper's difference"},
-           "interval": {"low": 1.3, "high": 2.1}}
-    kind = verdicts.inconclusive_kind(row)
+    kind = rules.inconclusive_kind(0.5, 1.0, {"low": 1.3, "high": 2.1})
     assert "no effect" not in kind and "lies above the smallest difference of interest 1" in kind
 
 
@@ -159,7 +169,7 @@ def test_the_holm_family_is_the_claims_with_a_test_and_their_must_beat_controls(
                run_entry("chars", "char_base", "bleu", [1.8, 1.7, 1.9], [2.6, 2.5, 2.7], p_ar=1e-4, p_sign=1e-4)]
     groups = [training_runs(s, 3) for s in ("sys", "base", "carry_gate", "bias0", "chars", "char_base")]
     chars = {**GRAPH, "paper": "char", "metric": "bleu", "controls": []}
-    rows = {r["system"]: r for r in verdicts.claim_rows(_summary(entries, groups), _claims(sys=claim, chars=chars))}
+    rows = {r["system"]: r for r in rules.claim_rows(_summary(entries, groups), _claims(sys=claim, chars=chars))}
     assert rows["sys"]["holm_family"] == 2 and rows["sys"]["p_holm"] == pytest.approx(0.02)
     controls = {c["experiment"]: c for c in rows["sys"]["controls"]}
     assert controls["carry_gate"]["holm_family"] == 2 and controls["bias0"]["holm_family"] == 1
@@ -170,19 +180,18 @@ def test_the_holm_family_is_the_claims_with_a_test_and_their_must_beat_controls(
 def test_still_improving_names_the_validation_it_measures_from():
     curve = [[200, 5.0], [400, 4.5], [600, 4.2]]
     runs = [{"dev_loss_drop": 0.3, "best_dev_loss": 4.2 + i / 100, "updates": 600, "dev_curve": curve} for i in range(3)]
-    facts = verdicts.improving(runs)
-    assert facts["since"] == 400  # validations every 200: the drop after 400 of 600, not over "the last fifth"
-    side = verdicts._improving_cells(facts)
-    assert "after update 400" in verdict_report._improving(side)
+    facts = training.improving(runs)
+    assert facts.since == 400  # validations every 200: the drop after 400 of 600, not over "the last fifth"
+    assert "after update 400" in report._improving(facts.to_json())
 
 
 # ----------------------------------------------------------------------------- commands
 def test_below_the_floor_no_seeds_command_and_gpu_commands_name_their_configs():
     row = {"verdict": "not measurable at this budget", "power": {"mdd": 1.0, "seeds_needed": 8}}
-    text = verdict_report.power_text(row)
+    text = report.power_text(row)
     assert "do not help" in text and "snakemake" not in text
-    settings = verdict_report.rerun_settings(["config.yaml", "configs/gpu.yaml"])
-    command = verdict_report.more_seeds_command({"system": "graph", "baseline": "baseline"}, 5, **settings)
+    settings = report.rerun_settings(["config.yaml", "configs/gpu.yaml"])
+    command = report.more_seeds_command({"system": "graph", "baseline": "baseline"}, 5, **settings)
     assert command.endswith("snakemake --cores 16 gpu_reproduction --configfile config.yaml configs/gpu.yaml more_seeds.yaml")
     assert "--config " not in command
 
@@ -252,9 +261,9 @@ def test_the_power_of_the_deciding_test_with_three_seeds_says_its_degrees_of_fre
     entry["metrics"]["bleu"]["stratified_ar"]["null_sd"] = 0.38  # with the interval's sentence sd 0.4: rho 0.05
     reorder = {"paper": "reordering", "metric": "bleu", "claim": "better", "paper_delta": None, "controls": [],
                "deviations": [], "smallest_difference": {"value": 0.77, "source": "the paper's text"}}
-    (row,) = verdicts.claim_rows(_summary([entry], [training_runs("sys", 3), training_runs("base", 3)]), _claims(sys=reorder))
+    (row,) = rules.claim_rows(_summary([entry], [training_runs("sys", 3), training_runs("base", 3)]), _claims(sys=reorder))
     assert row["power"]["test"].startswith("the stratified AR test at the Holm bound") and row["power"]["df"] == 2
-    line = verdict_report.sureness_line(row)
+    line = report.sureness_line(row)
     assert "(2 degrees of freedom)" in line and "the paper's text" in line and "seeds reach 80%" in line
 
 
@@ -281,6 +290,11 @@ def test_the_references_table_markers_agree_with_its_verdicts():
     assert checked >= 3
 
 
+def test_the_summary_prints_the_verdict_rule_as_the_code_states_it():
+    text = "\n".join(report.claims_markdown({"claims_file": "claims.yaml", "claims": []}))
+    assert f" Verdict: {rules.VERDICT_RULE}\n" in text
+
+
 def test_the_docs_quote_the_verdict_rule_as_the_code_states_it():
     text = (ROOT / "docs" / "results.md").read_text(encoding="utf-8")
-    assert f"> {verdicts.VERDICT_RULE}\n" in text, "docs/results.md: quote verdicts.VERDICT_RULE again"
+    assert f"> {rules.VERDICT_RULE}\n" in text, "docs/results.md: quote rules.VERDICT_RULE again"

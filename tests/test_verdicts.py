@@ -1,4 +1,4 @@
-"""The verdict engine (workflow_scripts/evaluation/verdicts.py): the rule over runs, claims rows
+"""The verdict engine (workflow_scripts/evaluation/verdicts/): the rule over runs, claims rows
 from comparisons over runs, the "not comparable" verdict when a minutes cap stopped one side,
 controls, the improving-at-the-end flag and the declared deviations, on hand-made facts."""
 from __future__ import annotations
@@ -10,8 +10,9 @@ import pytest
 import yaml
 
 from tests.report_fixtures import run_entry, training_runs
-from workflow_scripts.evaluation import claim_files, verdict_report, verdicts
+from workflow_scripts.evaluation import claim_files
 from workflow_scripts.evaluation.training_runs import dev_loss_drop
+from workflow_scripts.evaluation.verdicts import report, rules, training
 
 ROOT = Path(__file__).resolve().parents[1]
 CLAIM = {"paper": "graph", "metric": "bleu", "claim": "it is better", "paper_delta": 1.0, "controls": [], "deviations": []}
@@ -79,11 +80,11 @@ def test_the_verdict_rule(paper, facts, expected):
     half = abs(facts["delta"]) / 2
     facts = {"seed_direction": (facts["delta"] > 0) - (facts["delta"] < 0),
              "interval": {"low": facts["delta"] - half, "high": facts["delta"] + half}, **facts}
-    assert verdicts.verdict(paper, **facts)[0] == expected
+    assert rules.verdict(paper, **facts)[0] == expected
 
 
 def test_majority_is_two_thirds():
-    assert [verdicts.majority(n) for n in (1, 2, 3, 5, 10)] == [1, 2, 2, 4, 7]
+    assert [rules.majority(n) for n in (1, 2, 3, 5, 10)] == [1, 2, 2, 4, 7]
 
 
 def _summary(entries, run_lists):
@@ -93,23 +94,23 @@ def _summary(entries, run_lists):
 def test_a_pair_in_which_the_cap_stopped_one_side_is_not_comparable():
     entry = run_entry("sys", "base", "bleu", [22.0, 22.5, 23.0], [21.0, 21.1, 21.2], p_ar=1e-4, p_sign=1e-4)
     capped = training_runs("sys", 3, updates=[700, 432, 700], stops=["max_updates", "max_minutes (cap fired)", "max_updates"])
-    (row,) = verdicts.claim_rows(_summary([entry], [capped, training_runs("base", 3)]), {"sys": CLAIM})
+    (row,) = rules.claim_rows(_summary([entry], [capped, training_runs("base", 3)]), {"sys": CLAIM})
     assert row["verdict"] == "not comparable"
     assert row["system_training"]["updates"] == [700, 432, 700]
-    assert verdict_report.updates_cell(row["system_training"]) == "432/700 (max_minutes (cap fired), max_updates)"
+    assert report.updates_cell(row["system_training"]) == "432/700 (max_minutes (cap fired), max_updates)"
     # the same numbers with both sides at max_updates: reproduced
-    (row,) = verdicts.claim_rows(_summary([entry], [training_runs("sys", 3), training_runs("base", 3)]), {"sys": CLAIM})
+    (row,) = rules.claim_rows(_summary([entry], [training_runs("sys", 3), training_runs("base", 3)]), {"sys": CLAIM})
     assert (row["verdict"], row["n"], row["runs_better"]) == ("reproduced", 3, 3)
 
 
 def test_claim_row_has_parameters_spreads_and_the_markdown_says_n():
     entry = run_entry("sys", "base", "bleu", [22.0, 22.5, 23.0], [21.0, 21.1, 21.2], p_ar=1e-4, p_sign=1e-4)
     data = _summary([entry], [training_runs("sys", 3, parameters=11_685_376), training_runs("base", 3, parameters=8_133_376)])
-    (row,) = verdicts.claim_rows(data, {"sys": CLAIM})
+    (row,) = rules.claim_rows(data, {"sys": CLAIM})
     assert row["parameters_diff_pct"] == pytest.approx(100 * (11_685_376 - 8_133_376) / 8_133_376)  # +43.7%
     assert row["score"] == pytest.approx(22.5) and row["score_sd"] == pytest.approx(0.5) and row["s_sel"] == 0.4
     data.update(claims=[row], claims_file="claims.yaml")
-    text = "\n".join(verdict_report.claims_markdown(data))
+    text = "\n".join(report.claims_markdown(data))
     assert "| c / t | 3 | +1.40 [+1.15, +1.65] | **reproduced**; still improving |" in text  # the verdict table first
     assert "| 22.50 ± 0.50 (s_sel 0.40) | base: 21.10 ± 0.10 (s_sel 0.50) | 3 of 3 |" in text  # then the evidence
     assert "11,685,376 vs 8,133,376 (+43.7%)" in text and "**reproduced**" in text
@@ -123,12 +124,12 @@ def test_claim_row_has_parameters_spreads_and_the_markdown_says_n():
 def test_unequal_target_tokens_make_a_row_budget_confounded(ours, theirs, confounded):
     entry = run_entry("sys", "base", "bleu", [22.0, 22.5, 23.0], [21.0, 21.1, 21.2], p_ar=1e-4, p_sign=1e-4)
     data = _summary([entry], [training_runs("sys", 3, target_tokens=ours), training_runs("base", 3, target_tokens=theirs)])
-    (row,) = verdicts.claim_rows(data, {"sys": CLAIM})
+    (row,) = rules.claim_rows(data, {"sys": CLAIM})
     assert row["target_tokens_gap"] == pytest.approx(sum(ours) / sum(theirs) - 1)
     assert row["budget_confounded"] is confounded
     assert row["verdict"] == "reproduced"  # said beside the verdict, not folded into it
     data.update(claims=[row], claims_file="claims.yaml")
-    text = "\n".join(verdict_report.claims_markdown(data))
+    text = "\n".join(report.claims_markdown(data))
     assert ("budget-confounded" in text) is confounded
     assert f"ours {ours[0]:,}, {ours[1]:,}, {ours[2]:,}; baseline {theirs[0]:,}" in text
 
@@ -136,9 +137,9 @@ def test_unequal_target_tokens_make_a_row_budget_confounded(ours, theirs, confou
 def test_runs_without_target_tokens_are_not_called_confounded():
     entry = run_entry("sys", "base", "bleu", [22.0, 22.5, 23.0], [21.0, 21.1, 21.2], p_ar=1e-4, p_sign=1e-4)
     data = _summary([entry], [training_runs("sys", 3, target_tokens=[None, 1, 1]), training_runs("base", 3)])
-    (row,) = verdicts.claim_rows(data, {"sys": CLAIM})
+    (row,) = rules.claim_rows(data, {"sys": CLAIM})
     assert row["target_tokens_gap"] is None and not row["budget_confounded"]
-    assert verdict_report.budget_line(row).startswith("- Budget: target tokens not recorded")
+    assert report.budget_line(row).startswith("- Budget: target tokens not recorded")
 
 
 def test_controls_must_beat_and_beside():
@@ -151,7 +152,7 @@ def test_controls_must_beat_and_beside():
                run_entry("sys", "same_params", "bleu", [22.0, 22.5, 23.0], [22.4, 22.6, 22.9], p_ar=0.6, p_sign=0.7),
                run_entry("other_bias", "base", "bleu", [21.5, 21.6, 21.4], [21.0, 21.1, 21.2], p_ar=0.04, p_sign=0.1)]
     groups = [training_runs(s, 3) for s in ("sys", "base", "same_params", "other_bias")]
-    rows = verdicts.claim_rows(_summary(entries, groups), {"sys": _claim(claim)})
+    rows = rules.claim_rows(_summary(entries, groups), {"sys": _claim(claim)})
     assert len(rows) == 1  # the control's test is in the claim's row, not a row of its own
     (row,) = rows
     controls = {c["experiment"]: c for c in row["controls"]}
@@ -167,7 +168,7 @@ def test_controls_must_beat_and_beside():
     assert not any("same_params" in q for q in row["qualifiers"])  # said once, in the reason
     data = _summary(entries, groups)
     data.update(claims=rows, claims_file="claims.yaml")
-    text = "\n".join(verdict_report.claims_markdown(data))
+    text = "\n".join(report.claims_markdown(data))
     assert "never_ran (must-beat: not configured): **not run** (configs/controls.yaml)" in text
 
 
@@ -176,7 +177,7 @@ def test_a_reversed_beside_control_is_said_in_the_reason_without_changing_the_ve
     entries = [run_entry("sys", "base", "bleu", [22.0, 22.5, 23.0], [21.0, 21.1, 21.2], p_ar=1e-4, p_sign=1e-4),
                run_entry("bias0", "base", "bleu", [16.0, 15.9, 15.8], [21.0, 21.1, 21.2], p_ar=1e-4, p_sign=1e-4)]
     groups = [training_runs(s, 3) for s in ("sys", "base", "bias0")]
-    (row,) = verdicts.claim_rows(_summary(entries, groups), {"sys": claim})
+    (row,) = rules.claim_rows(_summary(entries, groups), {"sys": claim})
     assert row["verdict"] == "reproduced"
     assert "the beside control bias0 is reversed against the baseline" in row["why"]
     assert row["qualifiers"][0] == "beside control bias0 reversed"
@@ -185,11 +186,11 @@ def test_a_reversed_beside_control_is_said_in_the_reason_without_changing_the_ve
 def test_still_improving_against_the_spread_over_seeds():
     # best dev loss at <= 0.8 x 700 = 560 updates, then at 700: drops 0.5, 0.4, 0.6 (mean 0.5)
     falling = [[(350, 5.0), (560, 4.5), (700, 4.0)], [(350, 5.0), (560, 4.4), (700, 4.0)], [(350, 5.0), (560, 4.7), (700, 4.1)]]
-    side = verdicts.improving(training_runs("sys", 3, dev_losses=falling))
-    assert side["drop"] == pytest.approx(0.5) and side["spread"] == pytest.approx(0.0577, abs=1e-4)
-    assert side["flag"] == "still improving at 700 updates"
+    side = training.improving(training_runs("sys", 3, dev_losses=falling))
+    assert side.drop == pytest.approx(0.5) and side.spread == pytest.approx(0.0577, abs=1e-4)
+    assert side.flag == "still improving at 700 updates" and side.still
     flat = [[(350, 5.0), (560, 4.01), (700, 4.0)], [(350, 5.0), (560, 4.2), (700, 4.2)], [(350, 5.0), (560, 4.4), (700, 4.4)]]
-    assert verdicts.improving(training_runs("sys", 3, dev_losses=flat))["flag"] == "levelled off"
+    assert training.improving(training_runs("sys", 3, dev_losses=flat)).flag == "levelled off"
     assert dev_loss_drop([(600, 4.0)], 600) is None  # no validation in the first four fifths
 
 
@@ -268,12 +269,12 @@ MUST_BEAT = {**CLAIM, "controls": [{"experiment": "carry_gate", "role": "must_be
 
 def test_a_claim_whose_only_must_beat_control_never_ran_is_not_reproduced():
     entry = run_entry("sys", "base", "bleu", [22.0, 22.5, 23.0], [21.0, 21.1, 21.2], p_ar=1e-4, p_sign=1e-4)
-    (row,) = verdicts.claim_rows(_summary([entry], [training_runs("sys", 3), training_runs("base", 3)]), {"sys": MUST_BEAT})
+    (row,) = rules.claim_rows(_summary([entry], [training_runs("sys", 3), training_runs("base", 3)]), {"sys": MUST_BEAT})
     assert row["verdict"] == "inconclusive"
     assert row["why"].endswith("must-beat control carry_gate not run")
-    assert verdict_report.verdict_cell(row).startswith("**inconclusive**; must-beat control carry_gate not run")
+    assert report.verdict_cell(row).startswith("**inconclusive**; must-beat control carry_gate not run")
     # the same claim without a declared control: reproduced
-    (row,) = verdicts.claim_rows(_summary([entry], [training_runs("sys", 3), training_runs("base", 3)]), {"sys": CLAIM})
+    (row,) = rules.claim_rows(_summary([entry], [training_runs("sys", 3), training_runs("base", 3)]), {"sys": CLAIM})
     assert row["verdict"] == "reproduced"
 
 
@@ -282,13 +283,14 @@ def test_a_must_beat_control_that_ran_but_is_not_comparable_blocks_reproduced():
                run_entry("sys", "carry_gate", "bleu", [22.0, 22.5, 23.0], [20.0, 20.1, 20.2], p_ar=1e-4, p_sign=1e-4)]
     capped = training_runs("carry_gate", 3, updates=[700, 500, 700], stops=["max_updates", "max_minutes (cap fired)", "max_updates"])
     groups = [training_runs("sys", 3), training_runs("base", 3), capped]
-    (row,) = verdicts.claim_rows(_summary(entries, groups), {"sys": MUST_BEAT})
+    (row,) = rules.claim_rows(_summary(entries, groups), {"sys": MUST_BEAT})
     assert row["controls"][0]["verdict"] == "not comparable"
     assert row["verdict"] == "inconclusive" and "must-beat control carry_gate not comparable" in row["qualifiers"]
     # the same control trained to its budget: beaten, and the claim reproduced
     groups[2] = training_runs("carry_gate", 3)
-    (row,) = verdicts.claim_rows(_summary(entries, groups), {"sys": MUST_BEAT})
-    assert verdicts.beaten(row["controls"][0]) and row["verdict"] == "reproduced"
+    (row,) = rules.claim_rows(_summary(entries, groups), {"sys": MUST_BEAT})
+    control = row["controls"][0]
+    assert rules.beaten(control["verdict"], control["n"], row["n"]) and row["verdict"] == "reproduced"
     assert row["qualifiers"] == ["still improving"]  # the fixture's runs fell 1.0 in the last fifth
 
 
@@ -300,20 +302,20 @@ def test_a_pair_with_a_diverged_run_is_not_comparable_first_and_names_it():
     claim. The same runs without the divergence: reproduced (the test can fail)."""
     entry = run_entry("sys", "base", "bleu", [22.0, 22.5, 23.0], [21.0, 21.1, 21.2], p_ar=1e-4, p_sign=1e-4)
     diverged = training_runs("sys", 3, stops=["max_updates", "diverged", "max_updates"])
-    (row,) = verdicts.claim_rows(_summary([entry], [diverged, training_runs("base", 3)]), {"sys": CLAIM})
+    (row,) = rules.claim_rows(_summary([entry], [diverged, training_runs("base", 3)]), {"sys": CLAIM})
     assert (row["verdict"], row["why"]) == ("not comparable", "sys (seed 2) diverged (training stopped as diverged)")
-    assert verdict_report.verdict_cell(row).startswith("**not comparable**; sys (seed 2) diverged")
-    (row,) = verdicts.claim_rows(_summary([entry], [training_runs("sys", 3), training_runs("base", 3)]), {"sys": CLAIM})
+    assert report.verdict_cell(row).startswith("**not comparable**; sys (seed 2) diverged")
+    (row,) = rules.claim_rows(_summary([entry], [training_runs("sys", 3), training_runs("base", 3)]), {"sys": CLAIM})
     assert row["verdict"] == "reproduced"
 
     low = run_entry("sys", "base", "bleu", [1.0, 1.2, 1.1], [0.5, 0.6, 0.4], p_ar=1e-4, p_sign=1e-4)
     base = training_runs("base", 3, stops=["diverged", "diverged", "max_updates"])
-    (row,) = verdicts.claim_rows(_summary([low], [training_runs("sys", 3), base]), {"sys": CLAIM})
+    (row,) = rules.claim_rows(_summary([low], [training_runs("sys", 3), base]), {"sys": CLAIM})
     assert (row["verdict"], row["why"]) == ("not comparable", "base (seed 1), base (seed 2) diverged (training stopped as diverged)")
 
     entries = [entry, run_entry("sys", "carry_gate", "bleu", [22.0, 22.5, 23.0], [20.0, 20.1, 20.2], p_ar=1e-4, p_sign=1e-4)]
     control = training_runs("carry_gate", 3, stops=["max_updates", "max_updates", "diverged"])
-    (row,) = verdicts.claim_rows(_summary(entries, [training_runs("sys", 3), training_runs("base", 3), control]),
+    (row,) = rules.claim_rows(_summary(entries, [training_runs("sys", 3), training_runs("base", 3), control]),
                                  {"sys": MUST_BEAT})
     assert row["controls"][0]["verdict"] == "not comparable" and "carry_gate (seed 3) diverged" in row["controls"][0]["why"]
     assert row["verdict"] == "inconclusive" and "must-beat control carry_gate not comparable" in row["qualifiers"]
@@ -328,7 +330,7 @@ def test_a_pair_with_a_diverged_run_is_not_comparable_first_and_names_it():
 def test_inconclusive_says_whether_the_study_could_have_seen_the_papers_difference(scores, interval, kind):
     entry = run_entry("sys", "base", "bleu", scores, [21.0, 21.1, 21.2], p_ar=0.3, p_sign=0.3, interval=interval)
     entry["metrics"]["bleu"]["stratified_ar"]["null_sd"] = 0.1
-    (row,) = verdicts.claim_rows(_summary([entry], [training_runs("sys", 3), training_runs("base", 3)]), {"sys": _claim(CLAIM)})
+    (row,) = rules.claim_rows(_summary([entry], [training_runs("sys", 3), training_runs("base", 3)]), {"sys": _claim(CLAIM)})
     if kind is None:
         assert row["verdict"] == "not reproduced at the paper's size" and "[-0.10, +0.30]" in row["why"]
         return
@@ -349,11 +351,11 @@ def test_a_gain_that_vanishes_without_the_brevity_penalty_is_length_driven():
     # the same runs on another test set (BP 1 everywhere): not the claim's test set, so not read
     data["scores"] += [{"experiment": r["experiment"], "corpus": "c", "test_set": "other", "metric": r["metric"],
                         "score": 40.0, "brevity_penalty": 1.0 if r["metric"] == "bleu" else None} for r in list(data["scores"])]
-    (row,) = verdicts.claim_rows(data, {"sys": CLAIM})
+    (row,) = rules.claim_rows(data, {"sys": CLAIM})
     assert row["lengths"]["delta_without_bp"] == pytest.approx(-0.5)
     assert row["verdict"] == "reproduced"
     assert row["qualifiers"] == ["still improving", "length-driven (difference without the brevity penalty -0.50)"]
-    assert "**length-driven**" in verdict_report.lengths_line(row) and "TER 60.00" in verdict_report.lengths_line(row)
+    assert "**length-driven**" in report.lengths_line(row) and "TER 60.00" in report.lengths_line(row)
 
 
 def test_the_dev_loss_gap_trajectory_and_the_still_improving_qualifier():
@@ -362,7 +364,7 @@ def test_the_dev_loss_gap_trajectory_and_the_still_improving_qualifier():
               [(175, 6.1), (350, 5.3), (525, 5.0), (700, 4.6)]]
     entry = run_entry("sys", "base", "bleu", [22.0, 22.5, 23.0], [21.0, 21.1, 21.2], p_ar=1e-4, p_sign=1e-4)
     data = _summary([entry], [training_runs("sys", 3, dev_losses=ours), training_runs("base", 3, dev_losses=theirs)])
-    (row,) = verdicts.claim_rows(data, {"sys": CLAIM})
+    (row,) = rules.claim_rows(data, {"sys": CLAIM})
     points = row["trajectory"]["points"]
     assert [p["update"] for p in points] == [175, 350, 525, 700]
     assert [round(p["mean"], 3) for p in points] == [-0.1, -0.3, -0.5, -0.7]
@@ -372,14 +374,14 @@ def test_the_dev_loss_gap_trajectory_and_the_still_improving_qualifier():
     # runs summarised before the curves were kept: no trajectory, said so
     for run in data["runs"]:
         run.pop("dev_curve")
-    (row,) = verdicts.claim_rows(data, {"sys": CLAIM})
-    assert row["trajectory"] is None and "not recorded" in verdict_report.trajectory_line(row)
+    (row,) = rules.claim_rows(data, {"sys": CLAIM})
+    assert row["trajectory"] is None and "not recorded" in report.trajectory_line(row)
 
 
 def test_the_more_seeds_command_writes_an_overlay_that_adds_the_seeds(tmp_path):
     import subprocess
 
-    command = verdict_report.more_seeds_command({"system": "graph_half_dim_gate", "baseline": "baseline"}, 5)
+    command = report.more_seeds_command({"system": "graph_half_dim_gate", "baseline": "baseline"}, 5)
     write, _, run = command.partition(" && ")
     assert run == "snakemake --cores 2 all --configfile config.yaml more_seeds.yaml"
     subprocess.run(write, shell=True, cwd=tmp_path, check=True)

@@ -314,14 +314,15 @@ def test_the_outside_claim_gets_a_verdict_with_its_must_beat_control(miniature):
     outside family gets a verdict in the summary's "Your claims", with its must-beat control
     relpos_k1 compared over runs; without that comparison (the control failed to run) the same
     evidence is not "reproduced"."""
-    from workflow_scripts.evaluation import claim_files, verdicts
+    from workflow_scripts.evaluation import claim_files
+    from workflow_scripts.evaluation.verdicts import rules
 
     summary = (miniature / "results/report/summary.md").read_text(encoding="utf-8")
     papers = summary.split("## Claims and verdicts")[1].split("## Your claims")[0]  # the papers' claims
     yours = summary.split("## Your claims")[1].split("\n## ")[0]
     assert "| relpos |" not in papers
     line = next(line for line in yours.splitlines() if line.startswith("| relpos |"))
-    assert any(f"**{v}**" in line for v in verdicts.VERDICTS), line
+    assert any(f"**{v}**" in line for v in rules.VERDICTS), line
     assert "relpos_k1 (must-beat: " in yours and "relpos_k1 (must-beat: the same relation terms" in yours
     assert "**not run**" not in yours
     data = json.loads((miniature / "results/report/summary.json").read_text(encoding="utf-8"))
@@ -329,7 +330,7 @@ def test_the_outside_claim_gets_a_verdict_with_its_must_beat_control(miniature):
     assert row["own"] and [(c["experiment"], c["run"]) for c in row["controls"]] == [("relpos_k1", True)]
     own = claim_files.read_own_claims(ROOT / "examples/relpos_transformer/claims.yaml")
     failed = {**data, "run_statistics": [e for e in data["run_statistics"] if (e["system"], e["baseline"]) != ("relpos", "relpos_k1")]}
-    [row] = [r for r in verdicts.claim_rows(failed, {**claim_files.read_claims(), **own}) if r["system"] == "relpos"]
+    [row] = [r for r in rules.claim_rows(failed, {**claim_files.read_claims(), **own}) if r["system"] == "relpos"]
     assert row["verdict"] != "reproduced" and "must-beat control relpos_k1 not run" in row["why"] + "; ".join(row["qualifiers"])
 
 

@@ -30,7 +30,7 @@ from workflow_scripts.evaluation.markers import (
     verdict_direction,
     with_verdicts,
 )
-from workflow_scripts.evaluation.results import aggregate_seeds, missing
+from workflow_scripts.evaluation.results import P_COLUMNS, aggregate_seeds, missing
 
 
 @dataclass(frozen=True)
@@ -207,7 +207,7 @@ def _disagreement_note(rows: pd.DataFrame, row: pd.Series, metric: str, test: st
         verdict = (f"the sign test counts {int(row['sign_better'])} sentences better and {int(row['sign_worse'])} worse "
                    f"({int(row['sign_ties'])} ties; p = {row['p_sign']:.2g})")
     else:
-        verdict = f"the {TEST_NAMES[test]} says {'better' if direction > 0 else 'worse'} (p = {row[f'p_{test}']:.2g})"
+        verdict = f"the {TEST_NAMES[test]} says {'better' if direction > 0 else 'worse'} (p = {row[P_COLUMNS[test]]:.2g})"
     return f"{where}: {corpus_side}, but {verdict}; no marker, as the test and the score difference disagree."
 
 
@@ -359,7 +359,7 @@ def _exact_params(value: Any) -> str:
 
 
 def _p_cell(row: pd.Series, test: str) -> Cell:
-    value = row.get(f"p_{test}")
+    value = row.get(P_COLUMNS[test])
     return Cell("–" if missing(value) else f"{float(value):.3g}")
 
 

@@ -22,7 +22,7 @@ from typing import Any
 import pandas as pd
 
 from nmtmodels.text.scoring import metric_spec
-from workflow_scripts.evaluation.results import missing
+from workflow_scripts.evaluation.results import P_COLUMNS, missing
 
 TEST_NAMES = {"sign": "sign test (Collins et al., 2005)", "paired_bs": "paired bootstrap resampling",
               "paired_ar": "paired approximate randomisation"}
@@ -212,7 +212,7 @@ def significance_mark(row: pd.Series | dict[str, Any], test: str, markers: Marke
     if (decided := verdict_mark(row, markers)) is not None:
         return decided
     direction = verdict_direction(row, test)
-    marker = markers.mark(row.get(f"p_{test}"), direction)
+    marker = markers.mark(row.get(P_COLUMNS[test]), direction)
     if not marker:
         return "", ""
     for delta, mean in ((tested_delta(row), False), (row.get("delta"), seed_count(row) > 1)):

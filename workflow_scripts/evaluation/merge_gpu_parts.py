@@ -10,12 +10,12 @@ Nothing in it is typed by hand.
 * **Claims and verdicts**: for every claim of ``--claims`` (default
   :data:`workflow_scripts.evaluation.claim_files.CLAIMS_FILE`: one per system, the paper's words
   and numbers), our measurement on the metric of the paper's table, per part and test set, made
-  by the results summary's own :func:`~workflow_scripts.evaluation.verdicts.claim_rows` over
+  by the results summary's own :func:`~workflow_scripts.evaluation.verdicts.rules.claim_rows` over
   the part's runs: mean ± sample sd over runs (s_opt) and the bootstrap sd within a run
   (s_sel), the difference of the means, the runs that beat their baseline's run of the same
   seed, approximate randomisation stratified by run, the pooled sign test, parameters, updates,
-  length ratios, and the verdict of :func:`~workflow_scripts.evaluation.verdicts.verdict` (the
-  rule: :data:`~workflow_scripts.evaluation.verdicts.VERDICT_RULE`, docs/results.md); **not
+  length ratios, and the verdict of :func:`~workflow_scripts.evaluation.verdicts.rules.verdict` (the
+  rule: :data:`~workflow_scripts.evaluation.verdicts.rules.VERDICT_RULE`, docs/results.md); **not
   run** when no part has the system.
 * **Each part**: its summary made again from its JSON with the current verdict rules (its claims
   with the merged verdicts), headings
@@ -34,18 +34,20 @@ import re
 import shlex
 import sys
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from nmtmodels.files import DataError, atomic_outputs
 from workflow_scripts.dag import gpu_parts
-from workflow_scripts.evaluation import claim_files, verdict_report, verdicts
-from workflow_scripts.evaluation import markdown as md
+from workflow_scripts.evaluation import claim_files
+from workflow_scripts.evaluation import markdown_tables as md
 from workflow_scripts.evaluation import summary as summaries
 from workflow_scripts.evaluation.layouts import LAYOUTS
 from workflow_scripts.evaluation.results import read_json
+from workflow_scripts.evaluation.verdicts import evidence, report, rules
 
-VERDICTS = (*verdicts.VERDICTS, "not run")
+VERDICTS = (*rules.VERDICTS, "not run")
 UNCOMMITTED = " (**uncommitted tree: to run again**, docs/gpu.md)"
 WALL_TIME = re.compile(r"wall time: \*\*([0-9.]+) min\*\*")
 
@@ -70,10 +72,10 @@ def read_part(path: str | Path) -> dict[str, Any]:
 
 
 # ----------------------------------------------------------------------------- verdicts
-def part_evidence(part: dict[str, Any], claims: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+def part_evidence(part: dict[str, Any], claims: dict[str, dict[str, Any]]) -> list[evidence.ClaimEvidence]:
     """Our measurement of every claim whose system this part ran, per test set
-    (:func:`workflow_scripts.evaluation.verdicts.claim_evidence` of the part's summary)."""
-    return [{**row, "part": part["part"]} for row in verdicts.claim_evidence(part["summary"], claims)]
+    (:func:`workflow_scripts.evaluation.verdicts.evidence.claim_evidence` of the part's summary)."""
+    return [replace(row, part=part["part"]) for row in evidence.claim_evidence(part["summary"], claims)]
 
 
 def uncommitted(commit: str | None) -> bool:
@@ -84,12 +86,12 @@ def uncommitted(commit: str | None) -> bool:
 def merge(parts: list[dict[str, Any]], claims: dict[str, dict[str, Any]],
           claims_file: str | Path = claim_files.CLAIMS_FILE) -> dict[str, Any]:
     """All facts of the merged result (the JSON): every part's claims decided as one family
-    (:func:`workflow_scripts.evaluation.verdicts.decide`: Holm over all of them)."""
+    (:func:`workflow_scripts.evaluation.verdicts.rules.decide`: Holm over all of them)."""
     names = [p["part"] for p in parts]
     twice = sorted(name for name, count in Counter(names).items() if count > 1)
     if twice:
         raise DataError(parts[0]["source"], f"part(s) {', '.join(twice)} given more than once; give one summary per part")
-    found = verdicts.decide([v for part in parts for v in part_evidence(part, claims)])
+    found = [row.to_json() for row in rules.decide([v for part in parts for v in part_evidence(part, claims)])]
     for part in parts:  # each part's own section shows the merged verdicts of its claims
         part["summary"] = {**part["summary"], "claims": [v for v in found if v["part"] == part["part"]],
                            "claims_file": summaries.shown_path(claims_file)}
@@ -142,15 +144,15 @@ def to_markdown(merged: dict[str, Any], parts: list[dict[str, Any]], command: st
         lines += [f"Parts not in this result: {', '.join(missing)}.", ""]
     lines += ["## Claims and verdicts", "",
               "For each system, the paper's claim (its table and test sets, larger models) beside our measurement on the "
-              "metric of the paper's table over all the part's runs (workflow_scripts/evaluation/verdicts.py): the "
+              "metric of the paper's table over all the part's runs (workflow_scripts/evaluation/verdicts/): the "
               "difference of the means with its 95% interval over seeds and test sentences, and the verdict with its kind "
               "and what a reader must know. The claims of every part and their must-beat controls are one family for Holm's "
               "adjustment (the beside controls another). The evidence "
               "and the reasons, controls and deviations follow the table. Verdict: "
-              f"{verdicts.VERDICT_RULE} **not run** when no part ran the system. Claims: `{merged['claims_file']}`.", ""]
-    lines += verdict_report.verdict_table(merged["verdicts"], part=True)
-    lines += ["### Evidence", ""] + verdict_report.evidence_table(merged["verdicts"])
-    lines += verdict_report.claim_sections(merged["verdicts"], config_files=["config.yaml", "configs/gpu.yaml"])
+              f"{rules.VERDICT_RULE} **not run** when no part ran the system. Claims: `{merged['claims_file']}`.", ""]
+    lines += report.verdict_table(merged["verdicts"], part=True)
+    lines += ["### Evidence", ""] + report.evidence_table(merged["verdicts"])
+    lines += report.claim_sections(merged["verdicts"], config_files=["config.yaml", "configs/gpu.yaml"])
     for part in parts:
         files = part["summary"]["workflow"].get("config_files") or []
         lines += [f"## Part {part['part']}", "",

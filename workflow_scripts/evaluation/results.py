@@ -44,6 +44,8 @@ RESULT_COLUMNS = (
     "parameters", "train_tokens_per_s", "seed_group", "seed", "length_ratio", "brevity_penalty",
     "blank_reference_lines", *("runs_p_sign", "runs_sign_better", "runs_sign_worse", "runs_sign_ties", "runs_p_ar"),
 )
+# The column of each significance test's p-value (the tests: markers.TEST_NAMES).
+P_COLUMNS = {"sign": "p_sign", "paired_bs": "p_paired_bs", "paired_ar": "p_paired_ar"}
 # The tests over all runs of the row's system against its baseline's system (run_statistics);
 # empty where none was made; a results table written before them lacks them.
 RUNS_COLUMNS = ("runs_p_sign", "runs_sign_better", "runs_sign_worse", "runs_sign_ties", "runs_p_ar")
@@ -165,16 +167,16 @@ def _versus_best_baseline(load, name: str, baselines: list[str], corpus: str, te
     tested = load(comparison_file)["metrics"].get(metric)
     if tested is None:
         return values
-    for side, expected in (("system", score), ("baseline", baseline_score)):
-        if not math.isclose(tested[f"{side}_score"], expected, rel_tol=0, abs_tol=1e-9):
-            raise DataError(comparison_file, f"{metric} {side} score {tested[f'{side}_score']} differs from the "
+    for side, recorded, expected in (("system", tested["system_score"], score), ("baseline", tested["baseline_score"], baseline_score)):
+        if not math.isclose(recorded, expected, rel_tol=0, abs_tol=1e-9):
+            raise DataError(comparison_file, f"{metric} {side} score {recorded} differs from the "
                                              f"score file's {expected} (a stale file?)")
     if "sign" in tested:
         sign = tested["sign"]
         values.update(p_sign=sign["p_value"], sign_better=sign["better"], sign_worse=sign["worse"], sign_ties=sign["ties"])
     for test in ("paired_bs", "paired_ar"):
         if test in tested:
-            values[f"p_{test}"] = tested[test]["p_value"]
+            values[P_COLUMNS[test]] = tested[test]["p_value"]
     return values
 
 

@@ -23,7 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from nmtmodels.files import DataError
-from workflow_scripts.evaluation import claim_files, uncertainty, verdict_report, verdicts
+from workflow_scripts.evaluation import claim_files, uncertainty
+from workflow_scripts.evaluation.verdicts import report, rules
 
 PLANNING_POWER = 0.9
 
@@ -56,7 +57,7 @@ def overlay(rows: list[dict[str, Any]]) -> str:
         if row["seeds"]:
             for name in (row["system"], row["baseline"]):
                 names[name] = max(names.get(name, 0), row["seeds"])
-    return verdict_report.seeds_overlay(names)
+    return report.seeds_overlay(names)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -67,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         summary = json.loads(Path(args.summary).read_text(encoding="utf-8"))
-        claims = verdicts.claim_rows(summary, claim_files.read_claims())  # the pilot's evidence, today's rules
+        claims = rules.claim_rows(summary, claim_files.read_claims())  # the pilot's evidence, today's rules
     except (OSError, json.JSONDecodeError, DataError) as exc:
         print(f"error: {args.summary}: {exc}", file=sys.stderr)
         return 1

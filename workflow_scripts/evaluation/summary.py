@@ -9,10 +9,10 @@ had the same budget, as Markdown (``summary.md``, readable on GitHub) and JSON
 * Training runs (``--metadata``: :func:`workflow_scripts.dag.evaluation.report_metadata`):
   each run's budget, updates, time, stop reason, size, speed and best dev loss
   (:func:`.training_runs.training_run`).
-* Claims and verdicts (:func:`.verdicts.claim_rows`, the one rule that merge_gpu_parts
+* Claims and verdicts (:func:`.verdicts.rules.claim_rows`, the one rule that merge_gpu_parts
   applies too): for every system with a claim in ``--claims`` (:data:`.claim_files.CLAIMS_FILE`)
   on the metric of the claim, against the baseline its experiment declares, the paper's
-  claim, our difference over the runs and the verdict (:data:`.verdicts.VERDICT_RULE`); then
+  claim, our difference over the runs and the verdict (:data:`.verdicts.rules.VERDICT_RULE`); then
   your own claims (``--own-claims`` FILE or ``--own-claims-json``: the config's ``claims:``,
   :mod:`.claim_files`) in a section of their own, by the same rule and in the same Holm family.
 * Scores: every row of ``results.csv`` grouped by corpus and test set, with the marker of
@@ -48,12 +48,13 @@ from typing import Any
 from nmtmodels.files import DataError, atomic_outputs, read_lines
 from nmtmodels.text.scoring import registered_metrics
 from workflow_scripts.data.compression import compression_scores, remove_bpe
-from workflow_scripts.evaluation import claim_files, markdown, tables, verdict_report, verdicts
+from workflow_scripts.evaluation import claim_files, markdown_tables, tables
 from workflow_scripts.evaluation.layouts import LAYOUTS
 from workflow_scripts.evaluation.machine import machine_facts, workflow_commit
 from workflow_scripts.evaluation.markers import PROJECT, TEST_NAMES, Markers, significance_mark, significance_of
 from workflow_scripts.evaluation.results import aggregate_seeds, is_seeded, missing, read_json, read_results
 from workflow_scripts.evaluation.training_runs import BUDGET_KEYS, comparison_line, fair_comparison, training_run
+from workflow_scripts.evaluation.verdicts import report, rules
 
 # The checkout this script belongs to (the workflow directory: jobs run it from there).
 WORKFLOW_DIR = Path(__file__).resolve().parents[2]
@@ -216,7 +217,7 @@ def make_summary(metadata: dict[str, Any], results_csv: str | Path, marker_test:
     if seeded is not None:  # only with seeds: a single-seed summary is as it was
         summary["seed_scores"] = seeded
     summary.update(claims_file=shown_path(claims_file), quality_floor=quality_floors(),
-                   claims=verdicts.claim_rows(summary, claims))
+                   claims=rules.claim_rows(summary, claims))
     own = own_tables(results_csv, marker_test)
     if own:  # only with experiments of your own (`paper:` a name of your own): other summaries are as they were
         summary["own_tables"] = own
@@ -236,7 +237,7 @@ def own_tables(results_csv: str | Path, marker_test: str) -> dict[str, str]:
     return {name: "\n".join(tables.to_markdown(g) for g in tables.table_grids(results, name, marker_test)) for name in names}
 
 
-_cell, _code, _table, mean_sd = markdown.cell, markdown.code, markdown.table, markdown.mean_sd
+_cell, _code, _table, mean_sd = markdown_tables.cell, markdown_tables.code, markdown_tables.table, markdown_tables.mean_sd
 
 
 def _oov_cell(oov: dict[str, dict[str, Any]]) -> str:
@@ -307,7 +308,7 @@ def to_markdown(summary: dict[str, Any]) -> str:
                   "(`blank_references: warn`; the `preprocess` job's log names the lines, `fail` stops at them)"
                   for b in summary.get("blank_references") or []] + [""]
     if summary.get("claims") is not None:  # a summary made before claims had none
-        lines += verdict_report.claims_markdown(summary)
+        lines += report.claims_markdown(summary)
     if summary.get("own_tables"):
         lines += ["## Your own experiments", "",
                   "Experiments outside the five papers (`paper:` a name of your own), each against its baseline: "

@@ -6,7 +6,7 @@ page the Snakemake report opens from its landing page): from the same ``summary.
   embedded as a data URI): each claim's and each control comparison's difference of the means
   with its 95% interval, coloured by verdict class, the smallest difference of interest marked;
 * a compact verdict table: system, the paper's claim, difference [95% interval], verdict,
-  reason and what stands beside it (:func:`.verdicts.qualifiers`);
+  reason and what stands beside it (:func:`.verdicts.rules.qualifiers`);
 * then the sections of ``summary.md`` rendered (Python-Markdown, its ``tables`` extension): the
   claims first, the wide ones (training runs, scores, fair comparison, machine) folded in a
   ``<details>`` element that a click opens.
@@ -32,7 +32,7 @@ import markdown
 from nmtmodels.files import DataError, atomic_write_text
 from workflow_scripts.evaluation import verdict_figure
 from workflow_scripts.evaluation.summary import to_markdown
-from workflow_scripts.evaluation.verdict_report import interval_cell
+from workflow_scripts.evaluation.verdicts.report import interval_cell
 
 # Sections of summary.md shown open, in this order, before the others; the rest keep the
 # summary's order, and those in FOLDED are closed until clicked.
@@ -109,7 +109,7 @@ def sections(markdown_text: str) -> list[tuple[str, str]]:
 
 def render_markdown(text: str) -> str:
     """Markdown to HTML (Python-Markdown with tables), every table in a horizontally scrolling box, and
-    a pipe that summary.md escapes for GitHub inside a code span (:func:`.markdown.code`) as a pipe."""
+    a pipe that summary.md escapes for GitHub inside a code span (:func:`.markdown_tables.code`) as a pipe."""
     rendered = markdown.markdown(text, extensions=["tables"], output_format="html")
     # summary.md escapes a pipe inside backticks for GitHub's tables; a code span keeps the backslash
     rendered = re.sub(r"<code>(.*?)</code>", lambda m: "<code>" + m.group(1).replace("\\|", "|") + "</code>", rendered,

@@ -26,7 +26,7 @@ from nmtmodels.files import DataError, atomic_output
 from nmtmodels.text.scoring import registered_metrics
 from workflow_scripts.evaluation.layouts import LAYOUTS, Cell, Grid, comparison_grids, paper_grids
 from workflow_scripts.evaluation.markers import NO_VERDICTS_NOTE, TEST_NAMES, VERDICT_NOTE
-from workflow_scripts.evaluation.results import collect_results, read_json, read_results
+from workflow_scripts.evaluation.results import P_COLUMNS, collect_results, read_json, read_results
 
 # ----------------------------------------------------------------------------- formats
 _LATEX_MARKERS = {"†": r"$^{\dagger}$", "‡": r"$^{\ddagger}$", "++": "$^{++}$", "+": "$^{+}$", "−−": "$^{--}$", "−": "$^{-}$"}
@@ -96,7 +96,7 @@ def to_html(grid: Grid) -> str:
 def tested_metrics(results: pd.DataFrame, paper: str) -> list[str]:
     """The metrics with significance tests among ``paper``'s rows (registry order)."""
     rows = results[results["paper"] == paper]
-    tested = rows[[f"p_{test}" for test in TEST_NAMES]].notna().any(axis=1)
+    tested = rows[[P_COLUMNS[test] for test in TEST_NAMES]].notna().any(axis=1)
     present = set(rows.loc[tested, "metric"])
     return [name for name in registered_metrics() if name in present]
 

@@ -125,13 +125,14 @@ def training_run(experiment: str, corpus: str, root: str | Path = ".", system: s
     }
 
 
-def _flat(settings: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+def _flat(settings: dict[str, Any], path: tuple[str, ...] = ()) -> dict[str, Any]:
+    """Every setting by its dotted path in experiment.yaml (``train.lr``; ``model.options`` whole)."""
     flat: dict[str, Any] = {}
     for key, value in settings.items():
-        if isinstance(value, dict) and not (prefix == "model." and key == "options"):
-            flat.update(_flat(value, f"{prefix}{key}."))
+        if isinstance(value, dict) and not (path == ("model",) and key == "options"):
+            flat.update(_flat(value, (*path, key)))
         else:
-            flat[f"{prefix}{key}"] = value
+            flat[".".join((*path, key))] = value
     return flat
 
 

@@ -14,7 +14,7 @@ from typing import Any
 from workflow_scripts.evaluation import agg
 
 NOT_RUN = "not run"
-# One colour per verdict class (verdicts.VERDICTS; tests/test_summary_page.py checks) and for a control that did not run: green
+# One colour per verdict class (verdicts.rules.VERDICTS; tests/test_summary_page.py checks) and for a control that did not run: green
 # for a reproduced difference, red for a reversed one, purple for the decided negatives (not reproduced at the paper's
 # size, explained by a control), amber for inconclusive, greys where the comparison says nothing about the methods;
 # the 1-run classes in lighter tones of the same.
@@ -41,9 +41,10 @@ def _interval(row: dict[str, Any]) -> tuple[float | None, float | None]:
 def figure_rows(summary: dict[str, Any]) -> list[dict[str, Any]]:
     """One row per claim (against its baseline) and, under it, one per control of the claim:
     ``label``, ``detail``, ``kind`` (claim / control), ``delta``, ``interval`` (``low``, ``high``),
-    ``paper_delta`` and ``smallest`` (the smallest difference of interest; claims only), ``verdict`` (a :data:`.verdicts.VERDICTS` class, or
-    :data:`NOT_RUN`), ``why``, ``qualifiers``.  A must-beat control's difference is the system's
-    minus the control's; a beside control's, the control's minus its baseline's."""
+    ``paper_delta`` and ``smallest`` (the smallest difference of interest; claims only), ``verdict``
+    (a :data:`.verdicts.rules.VERDICTS` class, or :data:`NOT_RUN`), ``why``, ``qualifiers``.  A must-beat
+    control's difference is the system's minus the control's; a beside control's, the control's
+    minus its baseline's."""
     rows = []
     claims = [v for v in summary.get("claims") or [] if "corpus" in v]  # without: no comparison over runs
     pairs = [(v["system"], v["baseline"]) for v in claims]

@@ -1,16 +1,21 @@
-"""The Markdown of the claims and verdicts (:mod:`.verdicts`): a compact verdict table first
+"""The Markdown of the claims and verdicts (:mod:`.rules`): a compact verdict table first
 (system, claim, difference with its interval, verdict with its kind and qualifiers), then the
 evidence table, then per claim its reason, how sure it is (interval, test over seeds, power,
 Holm), the training of both sides with the dev-loss gap over the budget, the length facts,
-controls and deviations.  The results summary and the merged GPU result both print it."""
+controls and deviations.  The results summary and the merged GPU result both print it.
+
+It reads the rows as ``summary.json`` holds them (:meth:`.rules.ClaimRow.to_json`), since it
+also prints a summary's JSON made by an earlier version (the results page, a GPU part): a fact
+that such a summary did not record is said to be missing."""
 from __future__ import annotations
 
 import shlex
 from typing import Any
 
-from workflow_scripts.evaluation import markdown as md
-from workflow_scripts.evaluation import uncertainty, verdicts
-from workflow_scripts.evaluation.verdicts import BUDGET_TOLERANCE, VERDICT_RULE, beaten, budget_confounded
+from workflow_scripts.evaluation import markdown_tables as md
+from workflow_scripts.evaluation import uncertainty
+from workflow_scripts.evaluation.verdicts.rules import DECIDED, VERDICT_RULE, beaten
+from workflow_scripts.evaluation.verdicts.training import BUDGET_TOLERANCE, budget_confounded
 
 
 def claim_lengths(v: dict[str, Any]) -> str:
@@ -38,7 +43,7 @@ def updates_cell(side: dict[str, Any]) -> str:
 
 
 def verdict_cell(v: dict[str, Any]) -> str:
-    """The verdict in bold, then its kind and qualifiers (:func:`.verdicts.qualifiers`)."""
+    """The verdict in bold, then its kind and qualifiers (:func:`.rules.qualifiers`)."""
     return f"**{v['verdict']}**" + "".join(f"; {q}" for q in v.get("qualifiers") or [])
 
 
@@ -104,7 +109,7 @@ def more_seeds_command(v: dict[str, Any], seeds: int, configs: tuple[str, ...] =
 
 def power_text(v: dict[str, Any], configs: tuple[str, ...] = ("config.yaml",), target: str = "all",
                cores: int = 2) -> str:
-    """The power of the tests that decide (:func:`.verdicts.power_of`), and what would help: more
+    """The power of the tests that decide (:func:`.rules.power_of`), and what would help: more
     seeds (with the command), or, below the quality floor, a larger budget, which seeds cannot replace."""
     power = v.get("power") or {}
     if v.get("verdict") == "not measurable at this budget":
@@ -125,7 +130,7 @@ def power_text(v: dict[str, Any], configs: tuple[str, ...] = ("config.yaml",), t
     if needed is None:
         return text + f"; more than {uncertainty.MAX_SEEDS} seeds would be needed (the test-sentence noise that all runs share)"
     text += f", {needed} seeds reach 80%"
-    if needed > power["n"] and v.get("verdict") not in verdicts.DECIDED:
+    if needed > power["n"] and v.get("verdict") not in DECIDED:
         text += (f" (`{more_seeds_command(v, needed, configs, target, cores)}`; name more_seeds.yaml in every later "
                  "run's --configfile, or its summary goes back to the config's seeds)")
     return text
@@ -183,7 +188,7 @@ def _control_line(c: dict[str, Any], metric: str, own: bool = False, claim_runs:
     params = f"; {c['parameters']:,} parameters" if isinstance(c.get("parameters"), int) else ""
     if c["role"] == "must_beat":
         test = "the system against it"
-        outcome = f"**{'beaten' if beaten(c, claim_runs) else 'not beaten'}** ({c['verdict']}: {c['why']})"
+        outcome = f"**{'beaten' if beaten(c['verdict'], c['n'], claim_runs) else 'not beaten'}** ({c['verdict']}: {c['why']})"
     else:
         test = f"it against {c['against']}"
         outcome = f"**{c['verdict']}** ({c['why']})"
