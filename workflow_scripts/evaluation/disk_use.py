@@ -30,7 +30,7 @@ import torch
 
 from nmtmodels.checkpoint import RESUME_STATE, numbered_checkpoints, stored_digest
 from nmtmodels.files import DataError, atomic_write_text
-from workflow_scripts.evaluation.markdown import table
+from workflow_scripts.evaluation.markdown_tables import table
 
 NUMBERED = re.compile(r"checkpoint_\d+\.pt")
 AVERAGED = re.compile(r"checkpoint_avg\d+\.pt")
