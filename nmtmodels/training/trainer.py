@@ -6,6 +6,7 @@ and metrics.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import math
 import os
 import signal
@@ -195,9 +196,8 @@ class Trainer:
                 if resumed is not None:
                     self.progress, self.saved_at = resumed, resumed.update
             self.progress.record_device(device_name(self.device, self.dist.world_size))  # the checkpoints record it
-            if self.dist.is_main:  # an earlier end as diverged in out_dir is undone: this run ends on its own
-                divergence.clear_record(self.out_dir)
             if self.dist.is_main:  # only once the run is known to start or to resume
+                divergence.clear_record(self.out_dir)  # an earlier end as diverged is undone: this run ends on its own
                 resolved = {"model": self.run.model_config, "train": plain_dict(self.cfg),
                             "decode": self.run.decode_config}
                 atomic_write_text(self.out_dir / "config.resolved.yaml",
@@ -541,16 +541,8 @@ class Trainer:
 
 
 def _chunks(iterator: Iterator[np.ndarray], size: int) -> Iterator[list[np.ndarray]]:
-    """Consecutive groups of ``size`` items (the last one may be shorter); never reads
-    past the items it yields, so the sampler position stays exact."""
-    while True:
-        group = []
-        for item in iterator:
-            group.append(item)
-            if len(group) == size:
-                break
-        if not group:
-            return
+    """Groups of ``size`` items (the last may be shorter), never reading past them: the sampler position stays exact."""
+    while group := list(itertools.islice(iterator, size)):
         yield group
         if len(group) < size:
             return
